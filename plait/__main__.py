@@ -1,0 +1,3 @@
+from plait.cli.app import main
+
+main()

@@ -1,0 +1,72 @@
+"""The `plait` command. Exit codes (SPEC §14): 0 done, 1 run failed, 2 invalid usage/graph, 3 paused.
+
+Results go to stdout, diagnostics and progress to stderr. Commands import
+their machinery lazily so that `plait validate` never loads the store, the
+HTTP stack or provider SDKs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from plait import __version__
+from plait.cli import graphs
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
+
+app = typer.Typer(
+    name="plait",
+    help="Prompt graphs with typed edge contracts, recorded runs and human corrections.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(graphs.app, name="graphs")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"plait {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """Plait command-line interface."""
+
+
+@app.command()
+def validate(
+    graph: Annotated[Path, typer.Argument(help="A graph file (.yaml/.yml/.json), or a folder of them.")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
+) -> None:
+    """Check a graph file: fields, schemas, templates and structure. Exit 0 valid, 2 invalid."""
+    from plait.cli.validate import run_validate
+
+    raise typer.Exit(run_validate(graph, json_output))
+
+
+def main() -> None:
+    """Entry point: never show a Python traceback for a user's mistake."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("plait: interrupted\n")
+        sys.exit(130)
+    except Exception as exc:  # a bug in plait, not a bad graph: keep it short unless asked
+        if os.environ.get("PLAIT_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"plait: internal error: {type(exc).__name__}: {exc}\n"
+            "  set PLAIT_DEBUG=1 to see the traceback, and please report it\n"
+        )
+        sys.exit(EXIT_FAILED)

@@ -1,0 +1,66 @@
+"""`plait validate`: compile one file or every graph file of a folder and report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from plait.compile import CompileResult, compile_file
+from plait.compile.diagnostics import Category, Diagnostic
+
+GRAPH_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def graph_files(target: Path) -> list[Path]:
+    """The graph files a target names: itself, or the graph files directly inside a folder."""
+    if target.is_dir():
+        return sorted(p for p in target.iterdir() if p.is_file() and p.suffix.lower() in GRAPH_SUFFIXES)
+    return [target]
+
+
+def run_validate(target: Path, json_output: bool) -> int:
+    if not target.exists():
+        diag = Diagnostic(
+            Category.CONFIG,
+            "unreadable",
+            f"no such file or folder: {target}",
+            file=str(target),
+            hint="give the path of a .yaml/.yml/.json graph file",
+        )
+        results = [CompileResult(file=str(target), errors=[diag])]
+    else:
+        files = graph_files(target)
+        if not files:
+            sys.stderr.write(f"plait: no graph files (.yaml, .yml, .json) in {target}\n")
+            return 2
+        results = [compile_file(path) for path in files]
+    if json_output:
+        _print_json(results)
+    else:
+        _print_text(results)
+    return 0 if all(r.valid for r in results) else 2
+
+
+def _print_json(results: list[CompileResult]) -> None:
+    payload = {
+        "valid": all(r.valid for r in results),
+        "errors": [d.to_json() for r in results for d in r.errors],
+        "warnings": [d.to_json() for r in results for d in r.warnings],
+    }
+    if len(results) > 1:
+        payload["files"] = [{"file": r.file, "valid": r.valid} for r in results]
+    sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+
+
+def _print_text(results: list[CompileResult]) -> None:
+    for result in results:
+        for diag in (*result.errors, *result.warnings):
+            sys.stderr.write(diag.format() + "\n")
+        if result.valid:
+            graph = result.expanded or result.graph
+            size = f"{len(graph.nodes)} nodes, {len(graph.edges)} edges" if graph is not None else ""
+            note = f", {len(result.warnings)} warnings" if result.warnings else ""
+            sys.stdout.write(f"ok  {result.file}  ({size}{note})\n")
+        else:
+            sys.stdout.write(f"invalid  {result.file}  ({len(result.errors)} errors)\n")

@@ -1,0 +1,168 @@
+"""Per-node passes: expressions, tools and their routing, context_include, sub-graph references."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from plait.compile.context import CheckContext
+from plait.compile.diagnostics import Category
+from plait.model.nodes import LlmCallNode, NodeBase
+from plait.model.tools import ToolChoiceFunction, ToolHandler
+
+CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
+EXPRESSION_FIELDS = ("condition_expr", "transform_expr", "while_expr", "code")
+GRAPH_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def check_expressions(ctx: CheckContext) -> None:
+    """Only emptiness here: the JS sandbox checks syntax (SPEC §8)."""
+    for node_id, node in ctx.nodes.items():
+        for name in EXPRESSION_FIELDS:
+            value = getattr(node, name, None)
+            if isinstance(value, str) and not value.strip():
+                ctx.report(
+                    CONFIG,
+                    "empty_expression",
+                    f"{name} is empty",
+                    node_id=node_id,
+                    path=ctx.node_path(node_id, name),
+                    hint=f"write a JavaScript expression for {name}",
+                )
+        for index, tool in enumerate(getattr(node, "tools", [])):
+            if tool.transform_expr is not None and not tool.transform_expr.strip():
+                ctx.report(
+                    CONFIG,
+                    "empty_expression",
+                    f"transform_expr of tool '{tool.name}' is empty",
+                    node_id=node_id,
+                    path=ctx.node_path(node_id, "tools", index, "transform_expr"),
+                    hint="write a JavaScript expression over the tool arguments",
+                )
+    for index, migration in enumerate(ctx.graph.migrations):
+        if not migration.migrate_expr.strip():
+            ctx.report(
+                CONFIG,
+                "empty_expression",
+                f"migrate_expr of the {migration.schema_id} migration is empty",
+                path=("migrations", index, "migrate_expr"),
+                hint="write e.g. `old => ({...old})`",
+            )
+
+
+def check_tools(ctx: CheckContext) -> None:
+    for node_id, node in ctx.nodes.items():
+        if not isinstance(node, LlmCallNode):
+            continue
+        out_ids = [e.id for e in ctx.out_edges[node_id]]
+        for index, tool in enumerate(node.tools):
+            path = ctx.node_path(node_id, "tools", index)
+            needs = {ToolHandler.TRANSFORM_EXPR: "transform_expr", ToolHandler.WORKFLOW_TASK: "graph"}
+            required = needs.get(tool.handler)
+            if required and getattr(tool, required) is None:
+                ctx.report(
+                    CONFIG,
+                    "tool_without_handler",
+                    f"tool '{tool.name}' has handler {tool.handler} but no {required}",
+                    node_id=node_id,
+                    path=path,
+                    hint=f"add `{required}:` to the tool",
+                )
+            for other, value in needs.items():
+                if other is not tool.handler and getattr(tool, value) is not None:
+                    ctx.report(
+                        CONFIG,
+                        "field_not_allowed",
+                        f"tool '{tool.name}': {value} is only used by handler {other}",
+                        node_id=node_id,
+                        path=path,
+                        hint=f"remove {value} or change the handler",
+                    )
+            if tool.output_edge_id is not None:
+                _check_out_edge(
+                    ctx, node_id, tool.output_edge_id, out_ids, (*(path or ()), "output_edge_id"), f"tool '{tool.name}'"
+                )
+        for s_index, server in enumerate(node.mcp_servers):
+            for tool_name, edge_id in server.output_edge_map.items():
+                where = ctx.node_path(node_id, "mcp_servers", s_index, "output_edge_map", tool_name)
+                _check_out_edge(ctx, node_id, edge_id, out_ids, where, f"MCP tool '{tool_name}'")
+        choice = node.tool_choice
+        if isinstance(choice, ToolChoiceFunction) and not node.mcp_servers:
+            names = [t.name for t in node.tools]
+            if choice.function.name not in names:
+                ctx.report(
+                    CONFIG,
+                    "unknown_tool",
+                    f"tool_choice names '{choice.function.name}', which is not a tool of this node",
+                    node_id=node_id,
+                    path=ctx.node_path(node_id, "tool_choice"),
+                    hint=f"tools: {', '.join(names) or '(none)'}",
+                )
+
+
+def _check_out_edge(
+    ctx: CheckContext, node_id: str, edge_id: str, out_ids: list[str | None], path: object, what: str
+) -> None:
+    if edge_id in out_ids:
+        return
+    close = difflib.get_close_matches(edge_id, [i for i in out_ids if i], n=1)
+    ctx.report(
+        CONFIG,
+        "unknown_edge",
+        f"{what} routes to '{edge_id}', which is not an out-edge of '{node_id}'",
+        node_id=node_id,
+        path=path if isinstance(path, tuple) else None,
+        hint=f"did you mean '{close[0]}'?" if close else f"out-edges: {', '.join(map(str, out_ids)) or '(none)'}",
+    )
+
+
+def check_context_include(ctx: CheckContext) -> None:
+    for node_id, node in ctx.nodes.items():
+        for index, name in enumerate(node.context_include or []):
+            path = ctx.node_path(node_id, "context_include", index)
+            if name == "input":
+                continue
+            if name not in ctx.nodes:
+                close = difflib.get_close_matches(name, list(ctx.nodes), n=1)
+                ctx.report(
+                    CONFIG,
+                    "bad_template_path",
+                    f"context_include names unknown node '{name}'",
+                    node_id=node_id,
+                    path=path,
+                    hint=f"did you mean '{close[0]}'?" if close else "list upstream node ids or `input`",
+                )
+            elif (
+                name not in ctx.topo.cyclic
+                and node_id not in ctx.topo.cyclic
+                and not ctx.topo.is_upstream(name, node_id)
+            ):
+                ctx.report(
+                    PLANNING,
+                    "not_upstream",
+                    f"context_include names '{name}', which is not upstream",
+                    node_id=node_id,
+                    path=path,
+                    hint=f"only outputs of nodes upstream of '{node_id}' exist when it runs",
+                )
+
+
+def check_graph_files(ctx: CheckContext, base_dir: Path | None) -> None:
+    """SUBGRAPH/MAP/LOOP `graph:` values that are file paths must exist (stored ids are checked at run time)."""
+    if base_dir is None:
+        return
+    for node_id, node in ctx.nodes.items():
+        ref = getattr(node, "graph", None)
+        if isinstance(ref, str) and ref.lower().endswith(GRAPH_FILE_SUFFIXES) and not (base_dir / ref).is_file():
+            ctx.report(
+                CONFIG,
+                "unknown_graph",
+                f"graph file '{ref}' does not exist",
+                node_id=node_id,
+                path=ctx.node_path(node_id, "graph"),
+                hint="paths are relative to this graph file",
+            )
+
+
+def node_label(node: NodeBase) -> str:
+    return node.label or node.id

@@ -1,0 +1,124 @@
+"""Schema passes: JSON Schema validity, migrations, conflicting out-edge contracts, unused entries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plait.compile.context import CheckContext
+from plait.compile.diagnostics import Category
+from plait.compile.schemas import check_json_schema, schema_conflicts
+from plait.compile.source import Path_
+from plait.model.nodes import NodeType
+
+CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
+
+
+def check_schema_documents(ctx: CheckContext) -> None:
+    graph = ctx.graph
+    section = _schemas_key(ctx)
+    for index, entry in enumerate(graph.schemas):
+        _report_invalid(ctx, entry.schema_, (section, index, "schema"), f"schema '{entry.id}'")
+    if graph.input_schema is not None:
+        _report_invalid(ctx, graph.input_schema, ("input_schema",), "input_schema")
+    for node_id, node in ctx.nodes.items():
+        for t_index, tool in enumerate(getattr(node, "tools", [])):
+            path = ctx.node_path(node_id, "tools", t_index, "parameters")
+            _report_invalid(ctx, tool.parameters, path, f"parameters of tool '{tool.name}'", node_id=node_id)
+
+
+def _schemas_key(ctx: CheckContext) -> str:
+    data = ctx.loaded.doc.data
+    return "schema_registry" if "schemas" not in data and "schema_registry" in data else "schemas"
+
+
+def _report_invalid(ctx: CheckContext, schema: Any, base: Path_ | None, what: str, node_id: str | None = None) -> None:
+    for problem in check_json_schema(schema):
+        inner = "/".join(str(p) for p in problem.path)
+        path = (*base, *problem.path) if base is not None else None
+        ctx.report(
+            CONFIG,
+            "invalid_json_schema",
+            f"{what} is not a valid JSON Schema" + (f" at '{inner}'" if inner else "") + f": {problem.message}",
+            node_id=node_id,
+            path=path,
+            hint="see https://json-schema.org/draft-07 for the keywords",
+        )
+
+
+def check_migrations(ctx: CheckContext) -> None:
+    for index, migration in enumerate(ctx.graph.migrations):
+        path = ("migrations", index)
+        if migration.schema_id not in ctx.schemas:
+            ctx.report(
+                CONFIG,
+                "unknown_schema",
+                f"migration for unknown schema '{migration.schema_id}'",
+                path=(*path, "schema_id"),
+                hint="migrations upgrade entries of `schemas:`; fix the id",
+            )
+            continue
+        current = ctx.schemas[migration.schema_id].version
+        if _major(migration.to_version) > _major(current):
+            ctx.report(
+                CONFIG,
+                "migration_beyond_current",
+                f"migration targets {migration.schema_id} {migration.to_version}, newer than the registry's {current}",
+                path=(*path, "to_version"),
+                hint="to_version must not be newer than the schema entry's version",
+            )
+    for entry in ctx.graph.schemas:
+        if (
+            entry.breaking_change
+            and _major(entry.version) > 1
+            and not any(m.schema_id == entry.id for m in ctx.graph.migrations)
+        ):
+            ctx.report(
+                PLANNING,
+                "breaking_without_migration",
+                f"schema '{entry.id}' {entry.version} is a breaking change with no migration; stored "
+                "outputs of older versions cannot be read back",
+                path=_entry_path(ctx, entry.id),
+                hint="add a `migrations:` entry with from_version/to_version and migrate_expr",
+                warning=True,
+            )
+
+
+def _entry_path(ctx: CheckContext, schema_id: str) -> Path_ | None:
+    return ctx.loaded.schema_paths.get(schema_id)
+
+
+def _major(version: str) -> int:
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
+
+
+def check_schema_conflicts(ctx: CheckContext) -> None:
+    for node_id, node in ctx.nodes.items():
+        if node.type == NodeType.CONDITION:
+            continue
+        schemas = ctx.out_schemas(node_id)
+        if len(schemas) < 2:
+            continue
+        for conflict in schema_conflicts(schemas):
+            ids = sorted({e.schema_id for e in ctx.out_edges[node_id] if e.schema_id})
+            ctx.report(
+                PLANNING,
+                "schema_conflict",
+                f"out-edge schemas {', '.join(ids)} of '{node_id}' cannot all hold: {conflict}",
+                node_id=node_id,
+                hint="one output must satisfy every out-edge schema; make them compatible or split the node",
+            )
+
+
+def check_unused_schemas(ctx: CheckContext) -> None:
+    used = {e.schema_id for e in ctx.graph.edges if e.schema_id}
+    for entry in ctx.graph.schemas:
+        if entry.id not in used:
+            ctx.report(
+                CONFIG,
+                "unused_schema",
+                f"schema '{entry.id}' is not bound to any edge",
+                path=_entry_path(ctx, entry.id),
+                hint="bind it with `schema_id:` on an edge, or remove it",
+                warning=True,
+            )

@@ -1,0 +1,267 @@
+"""Template and reference passes: syntax, names, upstream-ness, fields, system-prompt data (seed 000 §7.1)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from plait.compile.context import CheckContext
+from plait.compile.diagnostics import Category
+from plait.compile.refs import RefError, RefKind, ResolvedRef, resolve_ref
+from plait.compile.schemas import PathStatus, declared_fields, lookup_path
+from plait.compile.templates import Segment, TemplateError, parse_template, split_path
+from plait.model.nodes import (
+    HumanReviewNode,
+    LlmCallNode,
+    MapNode,
+    NodeBase,
+    NodeType,
+    ParamType,
+    SkillNode,
+    SubgraphNode,
+    ToolNode,
+)
+
+CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
+META_FIELDS = ("_schema_id", "_schema_version")
+
+FieldPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateField:
+    path: FieldPath
+    """Path of the field inside the node, e.g. ('user_prompt_tpl',) or ('mcp_resources', 0, 'uri')."""
+    text: str
+    system: bool = False
+
+
+def template_fields(node: NodeBase) -> Iterator[TemplateField]:
+    """Every string field of a node that is rendered as a template."""
+    if isinstance(node, LlmCallNode):
+        if node.system_prompt is not None:
+            yield TemplateField(("system_prompt",), node.system_prompt, system=True)
+        for name in ("user_prompt_tpl", "spj_prompt"):
+            value = getattr(node, name)
+            if value is not None:
+                yield TemplateField((name,), value)
+        for i, res in enumerate(node.mcp_resources):
+            yield TemplateField(("mcp_resources", i, "uri"), res.uri)
+        if node.mcp_prompt is not None:
+            for key, arg in node.mcp_prompt.arguments.items():
+                yield TemplateField(("mcp_prompt", "arguments", key), arg)
+    elif isinstance(node, HumanReviewNode) and node.review_prompt is not None:
+        yield TemplateField(("review_prompt",), node.review_prompt)
+    elif isinstance(node, ToolNode):
+        for i, arg in enumerate(node.command):
+            yield TemplateField(("command", i), arg)
+        for key, value in node.env.items():
+            yield TemplateField(("env", key), value)
+        if node.cwd is not None:
+            yield TemplateField(("cwd",), node.cwd)
+    if isinstance(node, SubgraphNode | MapNode | SkillNode) or node.type == NodeType.LOOP:
+        yield from _strings(getattr(node, "inputs", {}), ("inputs",))
+
+
+def _strings(value: Any, path: FieldPath) -> Iterator[TemplateField]:
+    if isinstance(value, str):
+        yield TemplateField(path, value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _strings(item, (*path, index))
+
+
+def check_templates(ctx: CheckContext, skip: set[str] | None = None) -> None:
+    for node_id, node in ctx.nodes.items():
+        if skip and node_id in skip:
+            continue
+        params = {p.name: p for p in getattr(node, "params", [])}
+        allow_system_data = bool(getattr(node, "allow_data_in_system_prompt", False))
+        for tf in template_fields(node):
+            try:
+                template = parse_template(tf.text)
+            except TemplateError as exc:
+                ctx.report(
+                    CONFIG,
+                    "bad_template",
+                    f"{_name(tf.path)}: {exc}",
+                    node_id=node_id,
+                    path=ctx.node_path(node_id, *tf.path),
+                    hint="fix the template; `{{ path }}` or `%path%`",
+                )
+                continue
+            for ref in template.refs:
+                resolved = _check_ref(ctx, node, ref.path, tf.path, params)
+                if tf.system and not allow_system_data and resolved is not None and _is_data(resolved, params):
+                    ctx.report(
+                        PLANNING,
+                        "data_in_system_prompt",
+                        f"system_prompt inserts run data '{ref.dotted()}' (prompt-injection risk)",
+                        node_id=node_id,
+                        path=ctx.node_path(node_id, "system_prompt"),
+                        hint="move it to user_prompt_tpl, or set `allow_data_in_system_prompt: true`",
+                    )
+        for index, param in enumerate(params.values()):
+            if param.type is ParamType.REFERENCE and param.reference_node:
+                _check_ref(ctx, node, _param_path(param.reference_node), ("params", index, "reference_node"), {})
+        if isinstance(node, MapNode):
+            _check_ref(ctx, node, split_path(node.items), ("items",), params)
+
+
+def _param_path(reference: str) -> tuple[Segment, ...]:
+    """`node.field.sub` (seed 004) names a node output; a leading `nodes.`/`input.` is accepted too."""
+    return split_path(reference)
+
+
+def _is_data(ref: ResolvedRef, params: dict[str, Any]) -> bool:
+    if ref.kind is RefKind.PARAM:
+        return params[str(ref.target)].type is ParamType.REFERENCE
+    return True
+
+
+def _name(path: FieldPath) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def _check_ref(
+    ctx: CheckContext, node: NodeBase, path: tuple[Segment, ...], field: FieldPath, params: dict[str, Any]
+) -> ResolvedRef | None:
+    where = ctx.node_path(node.id, *field)
+    dotted = ".".join(str(p) for p in path)
+    try:
+        ref = resolve_ref(path, ctx.topo.order, params.keys())
+    except RefError as exc:
+        close = difflib.get_close_matches(str(path[0]), exc.suggestions, n=1)
+        ctx.report(
+            CONFIG,
+            "bad_template_path",
+            f"{_name(field)}: '{dotted}': {exc}",
+            node_id=node.id,
+            path=where,
+            hint=f"did you mean '{close[0]}'?"
+            if close
+            else "paths start with input, current, params, nodes or an upstream node id",
+        )
+        return None
+    if ref.kind is RefKind.NODE:
+        _check_node_ref(ctx, node, ref, dotted, field)
+    elif ref.kind is RefKind.INPUT:
+        _check_fields(
+            ctx,
+            node,
+            [ctx.graph.input_schema] if ctx.graph.input_schema else [],
+            ref.path,
+            "the run input (input_schema)",
+            field,
+            dotted,
+        )
+    elif ref.kind is RefKind.CURRENT:
+        _check_current(ctx, node, ref, field, dotted)
+    return ref
+
+
+def _check_node_ref(ctx: CheckContext, node: NodeBase, ref: ResolvedRef, dotted: str, field: FieldPath) -> None:
+    target = str(ref.target)
+    topo = ctx.topo
+    if target == node.id:
+        ctx.report(
+            PLANNING,
+            "not_upstream",
+            f"{_name(field)}: '{dotted}' references the node's own output",
+            node_id=node.id,
+            path=ctx.node_path(node.id, *field),
+            hint="reference an upstream node instead",
+        )
+        return
+    if node.id in topo.cyclic or target in topo.cyclic:
+        return  # the cycle is reported; upstream-ness is undefined there
+    if not topo.is_upstream(target, node.id):
+        ctx.report(
+            PLANNING,
+            "not_upstream",
+            f"{_name(field)}: '{dotted}' references '{target}', which is not upstream of '{node.id}'",
+            node_id=node.id,
+            path=ctx.node_path(node.id, *field),
+            hint=f"add an edge path from '{target}' to '{node.id}', or reference an upstream node",
+        )
+        return
+    _check_output_fields(ctx, node, target, ref.path, field, dotted)
+
+
+def _check_output_fields(
+    ctx: CheckContext, node: NodeBase, target: str, path: tuple[Segment, ...], field: FieldPath, dotted: str
+) -> None:
+    if not path or path[0] in META_FIELDS:
+        return
+    target_node = ctx.nodes.get(target)  # None when it failed validation: check against its edges only
+    if target_node is not None and target_node.type == NodeType.MERGE:
+        preds = ctx.topo.preds[target]
+        if str(path[0]) not in preds:
+            ctx.report(
+                CONFIG,
+                "bad_template_path",
+                f"{_name(field)}: '{dotted}': MERGE '{target}' outputs one key per input: " + ", ".join(preds),
+                node_id=node.id,
+                path=ctx.node_path(node.id, *field),
+                hint=f"write {target}.<input node id>.<field>",
+            )
+            return
+        _check_output_fields(ctx, node, str(path[0]), path[1:], field, dotted)
+        return
+    if target_node is not None and target_node.type == NodeType.CONDITION:
+        return
+    _check_fields(ctx, node, ctx.out_schemas(target), path, f"the output of '{target}'", field, dotted)
+
+
+def _check_current(ctx: CheckContext, node: NodeBase, ref: ResolvedRef, field: FieldPath, dotted: str) -> None:
+    preds = ctx.topo.preds[node.id]
+    if not preds:
+        schemas = [ctx.graph.input_schema] if ctx.graph.input_schema else []
+        _check_fields(ctx, node, schemas, ref.path, "the run input (current of an entry node)", field, dotted)
+    elif len(preds) == 1:
+        _check_output_fields(ctx, node, preds[0], ref.path, field, dotted)
+    elif ref.path:
+        head = str(ref.path[0])
+        if head not in preds:
+            ctx.report(
+                CONFIG,
+                "bad_template_path",
+                f"{_name(field)}: '{dotted}': with several inputs, current is a map by predecessor id: "
+                + ", ".join(preds),
+                node_id=node.id,
+                path=ctx.node_path(node.id, *field),
+                hint=f"write current.{preds[0]}.<field>",
+            )
+            return
+        _check_output_fields(ctx, node, head, ref.path[1:], field, dotted)
+
+
+def _check_fields(
+    ctx: CheckContext,
+    node: NodeBase,
+    schemas: list[Any],
+    path: tuple[Segment, ...],
+    what: str,
+    field: FieldPath,
+    dotted: str,
+) -> None:
+    if not schemas or not path:
+        return
+    results = [lookup_path(schema, path) for schema in schemas]
+    if all(status is PathStatus.MISSING for status, _ in results):
+        missing = results[0][1]
+        known = sorted({f for s in schemas for f in declared_fields(s)})
+        close = difflib.get_close_matches(missing.rsplit(".", 1)[-1], known, n=1)
+        ctx.report(
+            CONFIG,
+            "bad_template_path",
+            f"{_name(field)}: '{dotted}': '{missing}' is not a field of {what}",
+            node_id=node.id,
+            path=ctx.node_path(node.id, *field),
+            hint=f"did you mean '{close[0]}'?" if close else f"fields: {', '.join(known) or '(none)'}",
+        )

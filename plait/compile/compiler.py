@@ -1,0 +1,120 @@
+"""The compiler: load → structural, schema, node and template passes → skill expansion.
+
+`compile_file` is what `plait validate` runs. It never raises for a bad graph:
+every problem comes back in `CompileResult.errors` (all of them, not the first),
+warnings separately.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from plait.compile.checks import nodes as node_checks
+from plait.compile.checks import schemas as schema_checks
+from plait.compile.checks import structure, templates
+from plait.compile.context import CheckContext
+from plait.compile.diagnostics import Diagnostic, GraphLoadError
+from plait.compile.load import LoadedGraph, load_graph
+from plait.compile.skills import SkillScope, expand_skills
+from plait.compile.source import SourceDoc, read_source
+from plait.compile.topology import Topology
+from plait.model.graph import GraphDef
+
+
+@dataclass
+class CompileResult:
+    file: str | None
+    graph: GraphDef | None = None
+    """The graph as written (the parts that validated)."""
+    expanded: GraphDef | None = None
+    """With SKILL nodes inlined; what the engine executes. Set only when valid."""
+    topology: Topology | None = None
+    scopes: dict[str, SkillScope] = field(default_factory=dict)
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    errors: list[Diagnostic] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "errors": [d.to_json() for d in self.errors],
+            "warnings": [d.to_json() for d in self.warnings],
+        }
+
+
+PASSES = (
+    structure.check_duplicates,
+    structure.check_edges,
+    structure.check_topology,
+    structure.check_branching,
+    structure.check_edge_schemas,
+    structure.check_duplicate_members,
+    schema_checks.check_schema_documents,
+    schema_checks.check_migrations,
+    schema_checks.check_schema_conflicts,
+    schema_checks.check_unused_schemas,
+    node_checks.check_expressions,
+    node_checks.check_tools,
+    node_checks.check_context_include,
+    templates.check_templates,
+)
+
+
+def compile_file(path: str | os.PathLike[str], *, _chain: tuple[str, ...] = ()) -> CompileResult:
+    file = str(path)
+    try:
+        doc = read_source(path)
+    except GraphLoadError as exc:
+        return CompileResult(file=file, errors=exc.diagnostics)
+    chain = _chain or (str(Path(path).resolve()),)
+    return compile_doc(doc, chain=chain)
+
+
+def compile_data(data: Any, *, file: str | None = None) -> CompileResult:
+    """Compile already-parsed data (API bodies, stored defs): same checks, no line numbers."""
+    return compile_doc(SourceDoc(data=data, file=file))
+
+
+def compile_doc(doc: SourceDoc, *, chain: tuple[str, ...] = ()) -> CompileResult:
+    loaded = load_graph(doc)
+    result = CompileResult(file=doc.file, graph=loaded.graph, errors=list(loaded.diagnostics))
+    if not isinstance(doc.data, dict):
+        return result
+    ctx = CheckContext.build(loaded)
+    for check in PASSES:
+        check(ctx)
+    base_dir = Path(doc.file).parent if doc.file else None
+    node_checks.check_graph_files(ctx, base_dir)
+    result.errors.extend(ctx.errors)
+    result.warnings.extend(ctx.warnings)
+    result.topology = ctx.topo
+    if result.errors:
+        return result
+    _expand(result, loaded, chain)
+    return result
+
+
+def _expand(result: CompileResult, loaded: LoadedGraph, chain: tuple[str, ...]) -> None:
+    def compile_skill(path: Path, sub_chain: tuple[str, ...]) -> CompileResult:
+        return compile_file(path, _chain=sub_chain)
+
+    expansion = expand_skills(loaded.graph, loaded.doc.file, chain, compile_skill, loaded.node_line)
+    result.errors.extend(expansion.errors)
+    result.warnings.extend(expansion.warnings)
+    if expansion.errors:
+        return
+    result.expanded = expansion.graph
+    result.scopes = expansion.scopes
+    result.aliases = expansion.aliases
+    if expansion.graph is not loaded.graph:
+        result.topology = Topology.build(
+            [n.id for n in expansion.graph.nodes],
+            [(e.source_node_id, e.target_node_id) for e in expansion.graph.edges],
+        )

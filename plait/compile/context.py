@@ -1,0 +1,103 @@
+"""What every compiler pass sees: the loaded graph, its topology, indexes, and the diagnostic sink."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait.compile.diagnostics import Category, Diagnostic, Severity
+from plait.compile.load import LoadedGraph
+from plait.compile.source import Path_
+from plait.compile.topology import Topology
+from plait.model.graph import EdgeDef, GraphDef, SchemaEntry
+from plait.model.nodes import NodeBase
+
+
+@dataclass
+class CheckContext:
+    loaded: LoadedGraph
+    topo: Topology
+    nodes: dict[str, NodeBase] = field(default_factory=dict)
+    out_edges: dict[str, list[EdgeDef]] = field(default_factory=dict)
+    in_edges: dict[str, list[EdgeDef]] = field(default_factory=dict)
+    schemas: dict[str, SchemaEntry] = field(default_factory=dict)
+    errors: list[Diagnostic] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def graph(self) -> GraphDef:
+        return self.loaded.graph
+
+    @classmethod
+    def build(cls, loaded: LoadedGraph) -> CheckContext:
+        graph = loaded.graph
+        nodes: dict[str, NodeBase] = {}
+        for node in graph.nodes:
+            nodes.setdefault(node.id, node)
+        # Nodes that failed validation still take part in the structure, so that one bad
+        # node does not make its neighbours look unreachable or their references unknown.
+        all_ids = [*nodes, *(i for i in sorted(loaded.invalid_node_ids) if i not in nodes)]
+        known = set(all_ids)
+        edges = [e for e in graph.edges if e.source_node_id in known and e.target_node_id in known]
+        topo = Topology.build(all_ids, [(e.source_node_id, e.target_node_id) for e in edges])
+        ctx = cls(loaded=loaded, topo=topo, nodes=nodes)
+        ctx.out_edges = {n: [] for n in all_ids}
+        ctx.in_edges = {n: [] for n in all_ids}
+        for edge in edges:
+            ctx.out_edges[edge.source_node_id].append(edge)
+            ctx.in_edges[edge.target_node_id].append(edge)
+        for entry in graph.schemas:
+            ctx.schemas.setdefault(entry.id, entry)
+        return ctx
+
+    def report(
+        self,
+        category: Category,
+        code: str,
+        message: str,
+        *,
+        node_id: str | None = None,
+        edge_id: str | None = None,
+        path: Path_ | None = None,
+        hint: str | None = None,
+        warning: bool = False,
+    ) -> None:
+        """Record a problem; `path` (file data path) wins over the node/edge line for positioning."""
+        if path is not None:
+            line = self.loaded.line(path)
+        elif node_id is not None and node_id in self.loaded.node_paths:
+            line = self.loaded.node_line(node_id)
+        elif edge_id is not None:
+            line = self.loaded.edge_line(edge_id)
+        else:
+            line = None
+        diag = Diagnostic(
+            category,
+            code,
+            message,
+            node_id=node_id,
+            edge_id=edge_id,
+            file=self.loaded.doc.file,
+            line=line,
+            hint=hint,
+            severity=Severity.WARNING if warning else Severity.ERROR,
+        )
+        (self.warnings if warning else self.errors).append(diag)
+
+    def node_path(self, node_id: str, *rest: str | int) -> Path_ | None:
+        base = self.loaded.node_paths.get(node_id)
+        return (*base, *rest) if base is not None else None
+
+    def edge_path(self, edge_id: str | None, *rest: str | int) -> Path_ | None:
+        base = self.loaded.edge_paths.get(edge_id or "")
+        return (*base, *rest) if base is not None else None
+
+    def out_schemas(self, node_id: str) -> list[dict[str, Any]]:
+        """The JSON Schemas bound to a node's out-edges (its output must satisfy all of them)."""
+        found: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for edge in self.out_edges.get(node_id, []):
+            if edge.schema_id and edge.schema_id not in seen and edge.schema_id in self.schemas:
+                seen.add(edge.schema_id)
+                found.append(self.schemas[edge.schema_id].schema_)
+        return found

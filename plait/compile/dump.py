@@ -1,0 +1,42 @@
+"""Write a GraphDef back to YAML: readable (block strings for prompts) and lossless on reload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from plait.model.graph import GraphDef
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings as `|` blocks, so prompts stay readable in exported files."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value and not any(c in value for c in "\r\t") and value == value.rstrip(" "):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def graph_to_data(graph: GraphDef) -> dict[str, Any]:
+    """Plain data in file-format field names (`schema`, not `schema_`); defaults left out."""
+    data = graph.model_dump(mode="json", by_alias=True, exclude_defaults=True, exclude_none=True)
+    # `type` has a per-class default, so exclude_defaults drops it; it is the discriminator: put it back.
+    data["nodes"] = [
+        {"id": n.id, "type": str(n.type), **d} for n, d in zip(graph.nodes, data.get("nodes", []), strict=True)
+    ]
+    data["edges"] = [_short_edge(e) for e in data.get("edges", [])]
+    return {"plait": graph.plait, **data}
+
+
+def _short_edge(edge: dict[str, Any]) -> dict[str, Any]:
+    out = {"id": edge.pop("id", None), "source": edge.pop("source_node_id"), "target": edge.pop("target_node_id")}
+    return {k: v for k, v in {**out, **edge}.items() if v is not None}
+
+
+def dump_yaml(graph: GraphDef) -> str:
+    return yaml.dump(graph_to_data(graph), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

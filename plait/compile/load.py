@@ -1,0 +1,261 @@
+"""Load graph data into `GraphDef`, turning every validation error into a positioned Diagnostic.
+
+Nodes, edges, schemas and migrations are validated one by one so that one
+bad node never hides the problems of the others: the compiler then runs its
+semantic passes over everything that did validate.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from plait.compile.diagnostics import Category, Diagnostic
+from plait.compile.source import Path_, SourceDoc
+from plait.model.graph import EdgeDef, GraphDef, SchemaEntry, SchemaMigration
+from plait.model.nodes import NODE_CLASSES, NodeDef, NodeType, node_types_with_field
+
+_SECTIONS = ("nodes", "edges", "schemas", "migrations")
+
+
+@dataclass
+class LoadedGraph:
+    """A GraphDef built from what validated, plus where everything came from."""
+
+    graph: GraphDef
+    doc: SourceDoc
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    node_paths: dict[str, Path_] = field(default_factory=dict)
+    edge_paths: dict[str, Path_] = field(default_factory=dict)
+    schema_paths: dict[str, Path_] = field(default_factory=dict)
+    invalid_node_ids: set[str] = field(default_factory=set)
+    """Ids of nodes that failed validation: edges to them are not 'dangling', just unchecked."""
+
+    def line(self, path: Path_) -> int | None:
+        return self.doc.line_of(path)
+
+    def node_line(self, node_id: str, *rest: str | int) -> int | None:
+        path = self.node_paths.get(node_id)
+        return self.line((*path, *rest)) if path is not None else None
+
+    def edge_line(self, edge_id: str, *rest: str | int) -> int | None:
+        path = self.edge_paths.get(edge_id)
+        return self.line((*path, *rest)) if path is not None else None
+
+
+@cache
+def _node_adapter() -> TypeAdapter[Any]:
+    return TypeAdapter(NodeDef)
+
+
+def load_graph(doc: SourceDoc) -> LoadedGraph:
+    data = doc.data
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else type(data).__name__
+        diag = Diagnostic(
+            Category.CONFIG,
+            "wrong_type",
+            f"a graph file must hold a mapping, not {kind}",
+            file=doc.file,
+            line=1,
+            hint="start the file with `id: my_graph` and `nodes:`",
+        )
+        return LoadedGraph(GraphDef.model_construct(id="invalid"), doc, [diag])
+
+    diagnostics: list[Diagnostic] = []
+    header = {k: v for k, v in data.items() if k not in _SECTIONS and k != "schema_registry"}
+    schemas_key = "schemas" if "schemas" in data or "schema_registry" not in data else "schema_registry"
+    header_ok = _validate(GraphDef, header, (), doc, diagnostics)
+
+    loaded = LoadedGraph(GraphDef.model_construct(id=str(data.get("id", "invalid"))), doc, diagnostics)
+    nodes = _validate_items(data, "nodes", _node_adapter().validate_python, doc, diagnostics, loaded)
+    edges = _validate_items(data, "edges", EdgeDef.model_validate, doc, diagnostics, loaded)
+    schemas = _validate_items(data, schemas_key, SchemaEntry.model_validate, doc, diagnostics, loaded)
+    migrations = _validate_items(data, "migrations", SchemaMigration.model_validate, doc, diagnostics, loaded)
+
+    for index, node in nodes:
+        loaded.node_paths.setdefault(node.id, ("nodes", index))
+    for index, schema in schemas:
+        loaded.schema_paths.setdefault(schema.id, (schemas_key, index))
+    _name_edges(edges, loaded)
+
+    parts: dict[str, Any] = {
+        "nodes": [n for _, n in nodes],
+        "edges": [e for _, e in edges],
+        "schemas": [s for _, s in schemas],
+        "migrations": [m for _, m in migrations],
+    }
+    if isinstance(header_ok, GraphDef):
+        loaded.graph = header_ok.model_copy(update=parts)
+    else:
+        loaded.graph = GraphDef.model_construct(**_valid_header_fields(header), **parts)
+    return loaded
+
+
+def _name_edges(edges: list[tuple[int, EdgeDef]], loaded: LoadedGraph) -> None:
+    taken = {e.id for _, e in edges if e.id}
+    for index, edge in edges:
+        if edge.id is None:
+            base = f"{edge.source_node_id}__{edge.target_node_id}"
+            name, n = base, 1
+            while name in taken:
+                n += 1
+                name = f"{base}_{n}"
+            taken.add(name)
+            edge.id = name
+        loaded.edge_paths.setdefault(edge.id, ("edges", index))
+
+
+def _valid_header_fields(header: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": str(header.get("id", "invalid"))}
+    for key, value in header.items():
+        try:
+            GraphDef.__pydantic_validator__.validate_assignment(GraphDef.model_construct(id="_"), key, value)
+        except (ValidationError, AttributeError):
+            continue
+        out[key] = value
+    return out
+
+
+def _validate_items(
+    data: dict[str, Any], key: str, validate: Any, doc: SourceDoc, out: list[Diagnostic], loaded: LoadedGraph
+) -> list[tuple[int, Any]]:
+    items = data.get(key)
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        out.append(
+            Diagnostic(
+                Category.CONFIG,
+                "wrong_type",
+                f"'{key}' must be a list, not {type(items).__name__}",
+                file=doc.file,
+                line=doc.line_of((key,)),
+                hint=f"write `{key}:` followed by `- ...` items",
+            )
+        )
+        return []
+    valid: list[tuple[int, Any]] = []
+    for index, item in enumerate(items):
+        result = _validate(validate, item, (key, index), doc, out)
+        if result is not None:
+            valid.append((index, result))
+        elif key == "nodes" and isinstance(item, dict) and isinstance(item.get("id"), str):
+            loaded.invalid_node_ids.add(item["id"])
+    return valid
+
+
+def _validate(validate: Any, item: Any, base: Path_, doc: SourceDoc, out: list[Diagnostic]) -> Any:
+    try:
+        if isinstance(validate, type) and issubclass(validate, BaseModel):
+            return validate.model_validate(item)
+        return validate(item)
+    except ValidationError as exc:
+        out.extend(_translate(exc, item, base, doc))
+        return None
+
+
+def _translate(exc: ValidationError, item: Any, base: Path_, doc: SourceDoc) -> Iterable[Diagnostic]:
+    node_id = item.get("id") if base[:1] == ("nodes",) and isinstance(item, dict) else None
+    edge_id = item.get("id") if base[:1] == ("edges",) and isinstance(item, dict) else None
+    node_type = item.get("type") if node_id is not None or base[:1] == ("nodes",) else None
+    seen: set[tuple[Path_, str]] = set()
+    for err in exc.errors(include_url=False):
+        rel = _data_path(item, err["loc"])
+        key = (rel, err["type"])
+        if key in seen:  # a union reports the same miss once per member
+            continue
+        seen.add(key)
+        code, message, hint = _describe(err, rel, node_type, base)
+        yield Diagnostic(
+            Category.CONFIG,
+            code,
+            message,
+            node_id=node_id if isinstance(node_id, str) else None,
+            edge_id=edge_id if isinstance(edge_id, str) else None,
+            file=doc.file,
+            line=doc.line_of((*base, *rel)),
+            hint=hint,
+        )
+
+
+def _data_path(item: Any, loc: tuple[Any, ...]) -> Path_:
+    """Map a pydantic `loc` onto the data, dropping union-member tags that are not keys."""
+    path: list[str | int] = []
+    current = item
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if (isinstance(current, dict) and part in current) or (
+            isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current)
+        ):
+            path.append(part)
+            current = current[part]
+        elif last and isinstance(part, str) and isinstance(current, dict) and part not in NodeType.__members__:
+            path.append(part)  # a missing field: point at its parent's line, keep the name
+        # anything else is a union tag or model name (e.g. 'LLM_CALL', 'function-after')
+    return tuple(path)
+
+
+def _describe(err: Any, rel: Path_, node_type: Any, base: Path_) -> tuple[str, str, str | None]:
+    kind = err["type"]
+    field_name = str(rel[-1]) if rel else ""
+    where = ".".join(str(p) for p in (*base, *rel))
+    is_node_field = base[:1] == ("nodes",) and len(rel) == 1
+    type_label = f"{node_type} nodes" if isinstance(node_type, str) else "nodes"
+
+    if kind == "extra_forbidden":
+        if is_node_field and node_type in NodeType.__members__:
+            owners = [str(t) for t in node_types_with_field(field_name)]
+            allowed = list(NODE_CLASSES[NodeType(node_type)].model_fields)
+            message = f"field '{field_name}' is not allowed on {type_label}"
+            if owners:
+                return (
+                    "field_not_allowed",
+                    f"{message}; it belongs to {', '.join(owners)}",
+                    f"remove '{field_name}' or change the node type",
+                )
+            return "unknown_field", message, _suggest(field_name, allowed, "remove it")
+        return (
+            "unknown_field",
+            f"unknown field '{where}'",
+            _suggest(field_name, _allowed_fields(base, rel), "remove it"),
+        )
+    if kind == "missing":
+        suffix = f" for {type_label}" if is_node_field else ""
+        return "missing_field", f"missing required field '{where}'{suffix}", f"add `{field_name}:`"
+    if kind == "union_tag_invalid":
+        given = err.get("ctx", {}).get("tag", "?")
+        names = [t.value for t in NodeType]
+        return (
+            "unknown_node_type",
+            f"unknown node type '{given}'",
+            _suggest(str(given), names, "use one of: " + ", ".join(names)),
+        )
+    if kind == "union_tag_not_found":
+        return "missing_field", f"node '{where}' has no 'type'", "add `type:` (e.g. LLM_CALL)"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    code = (
+        "wrong_type" if kind.endswith("_type") or kind in {"model_type", "list_type", "dict_type"} else "invalid_value"
+    )
+    return code, f"{where}: {message}" if where else message, None
+
+
+def _allowed_fields(base: Path_, rel: Path_) -> list[str]:
+    if not base and len(rel) == 1:
+        return [*GraphDef.model_fields, "schema_registry"]
+    models: dict[str, type[BaseModel]] = {"edges": EdgeDef, "schemas": SchemaEntry, "migrations": SchemaMigration}
+    model: type[BaseModel] | None = models.get(str(base[0])) if base else None
+    if model is not None and len(rel) == 1:
+        return [*model.model_fields, "source", "target", "schema"]
+    return []
+
+
+def _suggest(given: str, options: list[str], fallback: str) -> str:
+    close = difflib.get_close_matches(given, options, n=1, cutoff=0.5)
+    close = close or [o for o in options if given and o.upper().startswith(given.upper())][:1]
+    return f"did you mean '{close[0]}'?" if close else fallback

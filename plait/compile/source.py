@@ -1,0 +1,283 @@
+"""Turn the bytes of a graph file into plain data plus a map of where each value is.
+
+YAML is built from libyaml's event stream with an explicit stack rather than
+PyYAML's recursive constructor, so that we can (a) remember the line of every
+key and item, (b) refuse duplicate keys instead of silently keeping the last,
+(c) bound nesting depth and alias expansion (billion laughs) without ever
+hitting Python's recursion limit. JSON values come from the `json` module
+(exact JSON semantics); their positions come from the same event walk, since
+JSON is a subset of YAML's flow syntax.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from plait.compile.diagnostics import Category, Diagnostic, GraphLoadError
+
+Path_ = tuple[str | int, ...]
+
+MAX_DEPTH = 100
+MAX_NODES = 1_000_000
+DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+MAX_BYTES_ENV = "PLAIT_MAX_GRAPH_BYTES"
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_resolver = yaml.resolver.Resolver()
+_constructor = yaml.constructor.SafeConstructor()
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+@dataclass
+class SourceDoc:
+    """Parsed file content: `data` plus `lines[path] -> 1-based line` for every key and item."""
+
+    data: Any
+    file: str | None = None
+    lines: dict[Path_, int] = field(default_factory=dict)
+
+    def line_of(self, path: Path_) -> int | None:
+        """Line of `path`, or of its nearest ancestor that has one."""
+        for end in range(len(path), -1, -1):
+            line = self.lines.get(path[:end])
+            if line is not None:
+                return line
+        return None
+
+
+def max_graph_bytes() -> int:
+    raw = os.environ.get(MAX_BYTES_ENV)
+    return int(raw) if raw and raw.isdigit() else DEFAULT_MAX_BYTES
+
+
+def read_source(path: str | os.PathLike[str]) -> SourceDoc:
+    """Read and parse a `.yaml`/`.yml`/`.json` graph file; raise GraphLoadError with positions."""
+    file = str(path)
+    try:
+        size = os.path.getsize(path)
+        if size > max_graph_bytes():
+            raise _fail(
+                file,
+                None,
+                "too_large",
+                f"graph file is {size / 1048576:.1f} MiB; the limit is {max_graph_bytes() / 1048576:.1f} MiB",
+                f"graph files hold definitions, not data; split it or raise {MAX_BYTES_ENV}",
+            )
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise _fail(
+            file, None, "unreadable", f"cannot read graph file: {exc.strerror or exc}", "check the path and permissions"
+        ) from None
+    return parse_source(raw, file=file, as_json=file.lower().endswith(".json"))
+
+
+def parse_source(raw: bytes | str, *, file: str | None = None, as_json: bool = False) -> SourceDoc:
+    text = raw if isinstance(raw, str) else _decode(raw, file)
+    data, lines = _parse_yaml_events(text, file)
+    if as_json:
+        data = _parse_json(text, file)
+    return SourceDoc(data=data, file=file, lines=lines)
+
+
+def _decode(raw: bytes, file: str | None) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise _fail(
+            file,
+            line,
+            "encoding",
+            f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            "save the file as UTF-8",
+        ) from None
+
+
+def _parse_json(text: str, file: str | None) -> Any:
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise ValueError(f"duplicate key {key!r}")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise _fail(
+            file,
+            exc.lineno,
+            "parse_error",
+            f"invalid JSON: {exc.msg} (column {exc.colno})",
+            "fix the JSON syntax at that position",
+        ) from None
+    except ValueError as exc:  # duplicate key; the YAML pass normally reports it first, with a line
+        raise _fail(file, None, "duplicate_key", str(exc), "each key may appear once per object") from None
+
+
+class _Frame:
+    """One open collection while walking the event stream."""
+
+    __slots__ = ("anchor", "path", "pending_key", "start_count", "value")
+
+    def __init__(self, value: dict[str, Any] | list[Any], path: Path_, anchor: str | None, start_count: int):
+        self.value = value
+        self.path = path
+        self.pending_key: str | None = None
+        self.anchor = anchor
+        self.start_count = start_count
+
+
+def _parse_yaml_events(text: str, file: str | None) -> tuple[Any, dict[Path_, int]]:
+    lines: dict[Path_, int] = {(): 1}
+    anchors: dict[str, tuple[Any, int]] = {}
+    stack: list[_Frame] = []
+    root: list[Any] = []
+    documents = 0
+    count = 0
+
+    def place(value: Any, line: int) -> Path_ | None:
+        """Attach a finished value to the open collection; return its path (None for a mapping key)."""
+        if not stack:
+            root.append(value)
+            return ()
+        top = stack[-1]
+        if isinstance(top.value, list):
+            path = (*top.path, len(top.value))
+            top.value.append(value)
+            lines[path] = line
+            return path
+        if top.pending_key is None:
+            key = value if isinstance(value, str) else _key_text(value)
+            if key in top.value:
+                raise _fail(
+                    file,
+                    line,
+                    "duplicate_key",
+                    f"duplicate key {key!r}",
+                    "each key may appear once per mapping; remove or rename one",
+                )
+            top.pending_key = key
+            lines[(*top.path, key)] = line
+            return None
+        path = (*top.path, top.pending_key)
+        top.value[top.pending_key] = value
+        top.pending_key = None
+        return path
+
+    def child_path() -> Path_:
+        if not stack:
+            return ()
+        top = stack[-1]
+        if isinstance(top.value, list):
+            return (*top.path, len(top.value))
+        return (*top.path, top.pending_key if top.pending_key is not None else "?")
+
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            line = event.start_mark.line + 1 if event.start_mark else 0
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise _fail(
+                        file,
+                        line,
+                        "parse_error",
+                        "file holds more than one YAML document",
+                        "keep one graph per file; remove the extra '---'",
+                    )
+            elif isinstance(event, yaml.ScalarEvent):
+                count += 1
+                is_key = bool(stack) and isinstance(stack[-1].value, dict) and stack[-1].pending_key is None
+                value = _scalar(event, is_key)
+                place(value, line)
+                if event.anchor:
+                    anchors[event.anchor] = (value, 1)
+            elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                count += 1
+                if len(stack) >= MAX_DEPTH:
+                    raise _fail(
+                        file,
+                        line,
+                        "too_deep",
+                        f"nesting is deeper than {MAX_DEPTH} levels",
+                        "flatten the structure; graph files never need this depth",
+                    )
+                if stack and isinstance(stack[-1].value, dict) and stack[-1].pending_key is None:
+                    raise _fail(
+                        file,
+                        line,
+                        "parse_error",
+                        "a mapping key must be a plain value, not a collection",
+                        "use a string key",
+                    )
+                path = child_path()
+                lines.setdefault(path, line)
+                container: dict[str, Any] | list[Any] = {} if isinstance(event, yaml.MappingStartEvent) else []
+                stack.append(_Frame(container, path, event.anchor, count))
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                frame = stack.pop()
+                start_line = lines.get(frame.path, line)
+                placed = place(frame.value, start_line)
+                if placed == () and frame.path == ():
+                    lines[()] = start_line
+                if frame.anchor:
+                    anchors[frame.anchor] = (frame.value, count - frame.start_count + 1)
+            elif isinstance(event, yaml.AliasEvent):
+                if event.anchor not in anchors:
+                    raise _fail(file, line, "parse_error", f"unknown alias *{event.anchor}", "define the anchor first")
+                value, size = anchors[event.anchor]
+                count += size
+                place(value, line)
+            if count > MAX_NODES:
+                raise _fail(
+                    file,
+                    line,
+                    "too_large",
+                    f"document expands to more than {MAX_NODES:,} values",
+                    "aliases multiply content; remove the alias chain",
+                )
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        err_line = mark.line + 1 if mark else None
+        problem = exc.problem or exc.context or "syntax error"
+        column = f" (column {mark.column + 1})" if mark else ""
+        raise _fail(
+            file,
+            err_line,
+            "parse_error",
+            f"invalid YAML: {problem}{column}",
+            "fix the YAML syntax at that position (check indentation and quoting)",
+        ) from None
+    except yaml.YAMLError as exc:
+        raise _fail(file, None, "parse_error", f"invalid YAML: {exc}", "fix the YAML syntax") from None
+    return (root[0] if root else None), lines
+
+
+def _scalar(event: yaml.ScalarEvent, is_key: bool) -> Any:
+    if event.tag and event.tag != "!":
+        tag = event.tag
+    else:
+        tag = _resolver.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
+    if is_key or tag == _TIMESTAMP_TAG or not tag.startswith("tag:yaml.org,2002:"):
+        return event.value
+    node = yaml.ScalarNode(tag, event.value, style=event.style)
+    try:
+        return _constructor.construct_object(node, deep=True)
+    except yaml.constructor.ConstructorError:
+        return event.value
+
+
+def _key_text(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _fail(file: str | None, line: int | None, code: str, message: str, hint: str) -> GraphLoadError:
+    return GraphLoadError([Diagnostic(Category.CONFIG, code, message, file=file, line=line, hint=hint)])

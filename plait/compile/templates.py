@@ -1,0 +1,195 @@
+"""Prompt templates: three accepted spellings, one internal form (SPEC §2.2).
+
+* `{{ path }}` — sandboxed Jinja2, the primary spelling;
+* `%path%` — seed 000 spelling, `%%` is a literal `%`;
+* `params:` — seed 004 named variables, referenced as `{{ name }}`/`%name%`.
+
+`parse_template` normalises any mix into Jinja source (the one form the
+renderer executes) and lists every data reference as a `TemplateRef` so that
+the compiler can check each against the graph. Most prompts are plain text
+with simple `{{ a.b }}` holes; those are read by a regular expression, and
+only templates using real Jinja syntax (loops, conditionals, filter arguments)
+pay for a Jinja parse.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Literal
+
+from jinja2 import TemplateSyntaxError, nodes
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+Segment = str | int
+Spelling = Literal["jinja", "percent"]
+
+_PATH = r"[^\W\d]\w*(?:\.\w+|\[\d+\])*"
+_PERCENT_RE = re.compile(rf"%%|%({_PATH})%")
+_BLOCK_RE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+_SIMPLE_EXPR_RE = re.compile(rf"^\{{\{{-?\s*({_PATH})\s*((?:\|\s*\w+\s*)*)-?\}}\}}$")
+_FILTER_RE = re.compile(r"\|\s*(\w+)")
+_SEGMENT_RE = re.compile(r"\.(\w+)|\[(\d+)\]")
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateRef:
+    """One data reference: `path[0]` is the root name as written (`input`, a node id, `params`...)."""
+
+    path: tuple[Segment, ...]
+    spelling: Spelling
+
+    @property
+    def root(self) -> str:
+        return str(self.path[0])
+
+    def dotted(self) -> str:
+        return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path).lstrip(".")
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    source: str
+    """Normalised Jinja source."""
+    refs: tuple[TemplateRef, ...]
+
+
+class TemplateError(ValueError):
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+@cache
+def environment() -> ImmutableSandboxedEnvironment:
+    """The one sandboxed Jinja environment the compiler checks against and the renderer uses."""
+    return ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=True)
+
+
+def parse_template(text: str) -> Template:
+    """Normalise `text` to Jinja source and list its references; raise TemplateError on bad syntax."""
+    return _parse(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Template:
+    if "{" not in text and "%" not in text:
+        return Template(text, ())
+    source, percent_refs = _normalise_percent(text)
+    refs = _simple_refs(source)
+    if refs is None:
+        refs = _jinja_refs(source)
+    percent = {r.path for r in percent_refs}
+    tagged = tuple(TemplateRef(r.path, "percent" if r.path in percent else "jinja") for r in refs)
+    return Template(source, tagged)
+
+
+def _normalise_percent(text: str) -> tuple[str, list[TemplateRef]]:
+    """Rewrite `%path%` to `{{ path }}` and `%%` to `%` in the text between Jinja blocks."""
+    if "%" not in text:
+        return text, []
+    out: list[str] = []
+    refs: list[TemplateRef] = []
+    pos = 0
+    for block in _BLOCK_RE.finditer(text):
+        out.append(_rewrite_percent(text[pos : block.start()], refs))
+        out.append(block.group(0))
+        pos = block.end()
+    out.append(_rewrite_percent(text[pos:], refs))
+    return "".join(out), refs
+
+
+def _rewrite_percent(chunk: str, refs: list[TemplateRef]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "%%":
+            return "%"
+        refs.append(TemplateRef(split_path(match.group(1)), "percent"))
+        return "{{ " + match.group(1) + " }}"
+
+    return _PERCENT_RE.sub(replace, chunk)
+
+
+def split_path(dotted: str) -> tuple[Segment, ...]:
+    """`a.b[0].c` -> ('a', 'b', 0, 'c'); purely numeric dotted parts become indexes."""
+    head = dotted.partition(".")[0].partition("[")[0]
+    parts: list[Segment] = [head]
+    tail = dotted[len(head) :]
+    for name, index in _SEGMENT_RE.findall(tail):
+        if index:
+            parts.append(int(index))
+        else:
+            parts.append(int(name) if name.isdigit() else name)
+    return tuple(parts)
+
+
+def _simple_refs(source: str) -> list[TemplateRef] | None:
+    """Refs of a template whose blocks are all `{{ path | filter }}`; None when real Jinja is used."""
+    refs: list[TemplateRef] = []
+    for block in _BLOCK_RE.finditer(source):
+        match = _SIMPLE_EXPR_RE.match(block.group(0))
+        if match is None:
+            return None
+        for name in _FILTER_RE.findall(match.group(2)):
+            if name not in environment().filters:
+                raise TemplateError(f"unknown filter '{name}'", source.count("\n", 0, block.start()) + 1)
+        refs.append(TemplateRef(split_path(match.group(1)), "jinja"))
+    rest = _BLOCK_RE.sub("", source)
+    if "{{" in rest or "{%" in rest or "{#" in rest or ("}}" in rest and "{{" in source):
+        return None  # unbalanced delimiters: let Jinja produce the precise error
+    return refs
+
+
+def _jinja_refs(source: str) -> list[TemplateRef]:
+    env = environment()
+    try:
+        tree = env.parse(source)
+    except TemplateSyntaxError as exc:
+        raise TemplateError(f"template syntax error: {exc.message}", exc.lineno) from None
+    for flt in tree.find_all(nodes.Filter):
+        if flt.name not in env.filters:
+            raise TemplateError(f"unknown filter '{flt.name}'", flt.lineno)
+    local = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
+    refs: list[TemplateRef] = []
+    _collect(tree, local, refs)
+    return refs
+
+
+def _collect(node: nodes.Node, local: set[str], refs: list[TemplateRef]) -> None:
+    if isinstance(node, nodes.Getattr | nodes.Getitem | nodes.Name):
+        chain = _chain(node)
+        if chain is not None:
+            base, path = chain
+            if base.ctx == "load" and base.name not in local:
+                refs.append(TemplateRef((base.name, *path), "jinja"))
+            _collect_dynamic_indexes(node, local, refs)
+            return
+    for child in node.iter_child_nodes():
+        _collect(child, local, refs)
+
+
+def _chain(node: nodes.Node) -> tuple[nodes.Name, list[Segment]] | None:
+    """Unwind `a.b[0]` into (Name a, ['b', 0]); the path stops at the first dynamic index."""
+    path: list[Segment] = []
+    while True:
+        if isinstance(node, nodes.Name):
+            return node, path[::-1]
+        if isinstance(node, nodes.Getattr):
+            path.append(node.attr)
+            node = node.node
+        elif isinstance(node, nodes.Getitem):
+            arg = node.arg
+            if isinstance(arg, nodes.Const) and isinstance(arg.value, str | int):
+                path.append(arg.value)
+            else:
+                path.clear()  # dynamic index: only the part before it is a static path
+            node = node.node
+        else:
+            return None
+
+
+def _collect_dynamic_indexes(node: nodes.Node, local: set[str], refs: list[TemplateRef]) -> None:
+    while isinstance(node, nodes.Getattr | nodes.Getitem):
+        if isinstance(node, nodes.Getitem) and not isinstance(node.arg, nodes.Const):
+            _collect(node.arg, local, refs)
+        node = node.node

@@ -1,0 +1,56 @@
+"""Graph and run types. `GraphDef` is the file format; see SPEC §2."""
+
+from plait.model.common import FreezePolicy, Position, SourceType
+from plait.model.graph import EdgeDef, GraphDef, SchemaEntry, SchemaMigration
+from plait.model.nodes import (
+    NODE_CLASSES,
+    CodeNode,
+    ConditionNode,
+    HumanReviewNode,
+    LlmCallNode,
+    LoopNode,
+    MapNode,
+    MergeNode,
+    NodeBase,
+    NodeDef,
+    NodeType,
+    SkillNode,
+    SubgraphNode,
+    TemplateParam,
+    ToolNode,
+    TransformNode,
+    WaitNode,
+)
+from plait.model.tools import McpPromptRef, McpResourceRef, McpServerRef, ToolDef, ToolHandler
+
+__all__ = [
+    "NODE_CLASSES",
+    "CodeNode",
+    "ConditionNode",
+    "EdgeDef",
+    "FreezePolicy",
+    "GraphDef",
+    "HumanReviewNode",
+    "LlmCallNode",
+    "LoopNode",
+    "MapNode",
+    "McpPromptRef",
+    "McpResourceRef",
+    "McpServerRef",
+    "MergeNode",
+    "NodeBase",
+    "NodeDef",
+    "NodeType",
+    "Position",
+    "SchemaEntry",
+    "SchemaMigration",
+    "SkillNode",
+    "SourceType",
+    "SubgraphNode",
+    "TemplateParam",
+    "ToolDef",
+    "ToolHandler",
+    "ToolNode",
+    "TransformNode",
+    "WaitNode",
+]

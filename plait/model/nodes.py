@@ -1,0 +1,254 @@
+"""Node definitions: one class per node type, a discriminated union on `type`.
+
+Each class lists exactly the fields that mean something for its type, so a
+`condition_expr` on an LLM_CALL is a validation error rather than dead config.
+Fields shared by every type live on `NodeBase` (seed 000 §2.3 "通用").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, Field, model_validator
+
+from plait.model.common import (
+    FreezePolicy,
+    Identifier,
+    NonEmptyStr,
+    PlaitModel,
+    Position,
+    Priority,
+)
+from plait.model.tools import McpPromptRef, McpResourceRef, McpServerRef, ToolChoice, ToolDef
+
+
+class NodeType(StrEnum):
+    LLM_CALL = "LLM_CALL"
+    CONDITION = "CONDITION"
+    MERGE = "MERGE"
+    TRANSFORM = "TRANSFORM"
+    HUMAN_REVIEW = "HUMAN_REVIEW"
+    TOOL = "TOOL"
+    CODE = "CODE"
+    SUBGRAPH = "SUBGRAPH"
+    MAP = "MAP"
+    LOOP = "LOOP"
+    WAIT = "WAIT"
+    SKILL = "SKILL"
+
+
+class FewshotSelection(StrEnum):
+    LATEST = "latest"
+    RANDOM = "random"
+    SIMILAR = "similar"
+
+
+class ParamType(StrEnum):
+    INPUT = "input"
+    REFERENCE = "reference"
+
+
+class TemplateParam(PlaitModel):
+    """Seed 004 template variable: a static value (`input`) or a path into upstream output (`reference`)."""
+
+    name: Identifier
+    type: ParamType = ParamType.INPUT
+    value: Any = None
+    reference_node: str | None = Field(default=None, validation_alias=AliasChoices("reference_node", "referenceNode"))
+
+    @model_validator(mode="after")
+    def _value_or_reference(self) -> TemplateParam:
+        if self.type is ParamType.REFERENCE and not self.reference_node:
+            raise ValueError("a 'reference' param needs reference_node, e.g. 'node_id.field'")
+        if self.type is ParamType.INPUT and self.reference_node:
+            raise ValueError("reference_node is only used by params of type 'reference'")
+        return self
+
+
+class InlineScript(PlaitModel):
+    language: Literal["js"] = "js"
+    code: NonEmptyStr
+
+
+FreezeSpec = FreezePolicy | dict[str, FreezePolicy]
+"""One policy for the whole output, or one per top-level output field."""
+
+
+class NodeBase(PlaitModel):
+    id: Identifier
+    type: NodeType
+    label: str | None = None
+    description: str | None = None
+    position: Position | None = None
+    context_include: list[str] | None = None
+    """Upstream node ids (or `input`) whose outputs go into this node's context; default: direct upstream."""
+    context_max_chars: Annotated[int, Field(gt=0)] | None = None
+    max_retries: Annotated[int, Field(ge=0, le=20)] = 0
+    timeout_s: Annotated[float, Field(gt=0)] | None = None
+    priority: Priority = 5
+    freeze: FreezeSpec | None = None
+
+
+class LlmCallNode(NodeBase):
+    type: Literal[NodeType.LLM_CALL] = NodeType.LLM_CALL
+    model_role: NonEmptyStr = "chat"
+    model_id_override: str | None = None
+    system_prompt: str | None = None
+    user_prompt_tpl: str | None = None
+    params: list[TemplateParam] = Field(default_factory=list)
+    prompt_script: str | InlineScript | None = None
+    """A prompt-script template id, or inline code, used instead of `user_prompt_tpl`."""
+    tools: list[ToolDef] = Field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    temperature_override: Annotated[float, Field(ge=0, le=2)] | None = None
+    max_tokens_override: Annotated[int, Field(gt=0)] | None = None
+    max_tool_rounds: Annotated[int, Field(ge=0, le=50)] = 5
+    mcp_servers: list[McpServerRef] = Field(default_factory=list)
+    mcp_resources: list[McpResourceRef] = Field(default_factory=list)
+    mcp_prompt: McpPromptRef | None = None
+    use_overrides_as_fewshot: bool = False
+    fewshot_max_count: Annotated[int, Field(ge=0, le=50)] = 3
+    fewshot_selection: FewshotSelection = FewshotSelection.LATEST
+    sanitize_input: bool = False
+    token_budget_input: Annotated[int, Field(gt=0)] | None = None
+    token_budget_output: Annotated[int, Field(gt=0)] | None = None
+    cache: bool = True
+    allow_data_in_system_prompt: bool = False
+    """Opt-in for run data in `system_prompt` (seed 000 §7.1 forbids it by default)."""
+    spj_prompt: str | None = None
+    """Optional LLM-judge instruction for the post-execution check (seed 001 §4)."""
+
+    @model_validator(mode="after")
+    def _one_prompt_source(self) -> LlmCallNode:
+        if self.prompt_script is not None and self.user_prompt_tpl is not None:
+            raise ValueError("use either user_prompt_tpl or prompt_script, not both")
+        if self.prompt_script is None and self.user_prompt_tpl is None and self.mcp_prompt is None:
+            raise ValueError("an LLM_CALL needs a prompt: user_prompt_tpl, prompt_script or mcp_prompt")
+        return self
+
+
+class ConditionNode(NodeBase):
+    type: Literal[NodeType.CONDITION] = NodeType.CONDITION
+    condition_expr: str
+    """JS expression over `input`, `nodes`, `current`; its value selects out-edges by `condition_key`."""
+
+
+class MergeNode(NodeBase):
+    type: Literal[NodeType.MERGE] = NodeType.MERGE
+
+
+class TransformNode(NodeBase):
+    type: Literal[NodeType.TRANSFORM] = NodeType.TRANSFORM
+    transform_expr: str
+
+
+class HumanReviewNode(NodeBase):
+    type: Literal[NodeType.HUMAN_REVIEW] = NodeType.HUMAN_REVIEW
+    review_prompt: str | None = None
+
+
+class ToolNode(NodeBase):
+    """A shell command, run without a shell (argv), allowed only if listed in the config's allow-list."""
+
+    type: Literal[NodeType.TOOL] = NodeType.TOOL
+    command: Annotated[list[str], Field(min_length=1)]
+    """argv; items may contain template references."""
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    parse: Literal["text", "json"] = "text"
+    cleanup: list[str] | None = None
+    """argv run when the node fails, to undo side effects (seed 003 §4.4)."""
+
+
+class CodeNode(NodeBase):
+    type: Literal[NodeType.CODE] = NodeType.CODE
+    language: Literal["js"] = "js"
+    code: str
+    cleanup: str | None = None
+
+
+class _SubgraphCall(NodeBase):
+    graph: NonEmptyStr
+    """A stored graph id, or a graph file path relative to this file."""
+    graph_version: Annotated[int, Field(ge=1)] | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    """Run input of the sub-graph; string values may contain template references."""
+
+
+class SubgraphNode(_SubgraphCall):
+    type: Literal[NodeType.SUBGRAPH] = NodeType.SUBGRAPH
+
+
+class MapNode(_SubgraphCall):
+    type: Literal[NodeType.MAP] = NodeType.MAP
+    items: NonEmptyStr
+    """Path to the list to fan out over, e.g. `chapter_split.chapters`."""
+    item_name: Identifier = "item"
+    max_concurrency: Annotated[int, Field(ge=1, le=1000)] = 4
+
+
+class LoopNode(_SubgraphCall):
+    type: Literal[NodeType.LOOP] = NodeType.LOOP
+    while_expr: str
+    """JS over `input`, `nodes`, `current`, `iteration`, `last`; the loop repeats while it is truthy."""
+    max_iterations: Annotated[int, Field(ge=1, le=10_000)] = 10
+
+
+class WaitNode(NodeBase):
+    type: Literal[NodeType.WAIT] = NodeType.WAIT
+    delay_s: Annotated[float, Field(ge=0)] | None = None
+    until: datetime | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> WaitNode:
+        if (self.delay_s is None) == (self.until is None):
+            raise ValueError("a WAIT node needs exactly one of delay_s or until")
+        return self
+
+
+class SkillNode(NodeBase):
+    """Expanded at compile time into the skill's own nodes, namespaced `__{id}__…` (seed 001 §2.3)."""
+
+    type: Literal[NodeType.SKILL] = NodeType.SKILL
+    skill: NonEmptyStr
+    """A skill graph file relative to this file (stored skills come with the skills store)."""
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
+NodeDef = Annotated[
+    LlmCallNode
+    | ConditionNode
+    | MergeNode
+    | TransformNode
+    | HumanReviewNode
+    | ToolNode
+    | CodeNode
+    | SubgraphNode
+    | MapNode
+    | LoopNode
+    | WaitNode
+    | SkillNode,
+    Field(discriminator="type"),
+]
+
+NODE_CLASSES: dict[NodeType, type[NodeBase]] = {
+    NodeType.LLM_CALL: LlmCallNode,
+    NodeType.CONDITION: ConditionNode,
+    NodeType.MERGE: MergeNode,
+    NodeType.TRANSFORM: TransformNode,
+    NodeType.HUMAN_REVIEW: HumanReviewNode,
+    NodeType.TOOL: ToolNode,
+    NodeType.CODE: CodeNode,
+    NodeType.SUBGRAPH: SubgraphNode,
+    NodeType.MAP: MapNode,
+    NodeType.LOOP: LoopNode,
+    NodeType.WAIT: WaitNode,
+    NodeType.SKILL: SkillNode,
+}
+
+
+def node_types_with_field(name: str) -> list[NodeType]:
+    """Which node types accept a field — used to say where a misplaced field belongs."""
+    return [t for t, cls in NODE_CLASSES.items() if name in cls.model_fields]

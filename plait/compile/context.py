@@ -9,7 +9,7 @@ from plait.compile.diagnostics import Category, Diagnostic, Severity
 from plait.compile.load import LoadedGraph
 from plait.compile.source import Path_
 from plait.compile.topology import Topology
-from plait.model.graph import EdgeDef, GraphDef, SchemaEntry
+from plait.model.graph import END, EdgeDef, GraphDef, SchemaEntry
 from plait.model.nodes import NodeBase
 
 
@@ -46,6 +46,9 @@ class CheckContext:
         for edge in edges:
             ctx.out_edges[edge.source_node_id].append(edge)
             ctx.in_edges[edge.target_node_id].append(edge)
+        for edge in graph.edges:  # output contracts: they type the result, not a successor
+            if edge.target_node_id == END and edge.source_node_id in known:
+                ctx.out_edges[edge.source_node_id].append(edge)
         for entry in graph.schemas:
             ctx.schemas.setdefault(entry.id, entry)
         return ctx

@@ -21,6 +21,7 @@ from plait.model.graph import EdgeDef, GraphDef, SchemaEntry, SchemaMigration
 from plait.model.nodes import NODE_CLASSES, NodeDef, NodeType, node_types_with_field
 
 _SECTIONS = ("nodes", "edges", "schemas", "migrations")
+SEMVER_FIELDS = ("version", "from_version", "to_version", "schema_version")
 
 
 @dataclass
@@ -225,6 +226,12 @@ def _describe(err: Any, rel: Path_, node_type: Any, base: Path_) -> tuple[str, s
             f"unknown field '{where}'",
             _suggest(field_name, _allowed_fields(base, rel), "remove it"),
         )
+    if kind == "missing" and field_name == "handler" and "tools" in rel:
+        return (
+            "tool_without_handler",
+            f"tool '{where}' has no handler",
+            "add `handler:` CONTEXT_WRITE, TRANSFORM_EXPR or WORKFLOW_TASK",
+        )
     if kind == "missing":
         suffix = f" for {type_label}" if is_node_field else ""
         return "missing_field", f"missing required field '{where}'{suffix}", f"add `{field_name}:`"
@@ -239,10 +246,15 @@ def _describe(err: Any, rel: Path_, node_type: Any, base: Path_) -> tuple[str, s
     if kind == "union_tag_not_found":
         return "missing_field", f"node '{where}' has no 'type'", "add `type:` (e.g. LLM_CALL)"
     message = str(err["msg"]).removeprefix("Value error, ")
-    code = (
-        "wrong_type" if kind.endswith("_type") or kind in {"model_type", "list_type", "dict_type"} else "invalid_value"
-    )
-    return code, f"{where}: {message}" if where else message, None
+    if field_name in SEMVER_FIELDS and kind == "value_error":
+        return "bad_semver", f"{where}: {message}", "versions are MAJOR.MINOR.PATCH, e.g. 1.2.0"
+    code = "wrong_type" if kind.endswith("_type") else "invalid_value"
+    return code, f"{where}: {message}" if where else message, _value_hint(err)
+
+
+def _value_hint(err: Any) -> str | None:
+    expected = err.get("ctx", {}).get("expected")
+    return f"expected {expected}" if expected else None
 
 
 def _allowed_fields(base: Path_, rel: Path_) -> list[str]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from plait.compile.diagnostics import Category, Diagnostic
 from plait.compile.topology import Topology
-from plait.model.graph import EdgeDef, GraphDef
+from plait.model.graph import END, EdgeDef, GraphDef
 from plait.model.nodes import NodeBase, SkillNode
 
 if TYPE_CHECKING:
@@ -148,6 +148,8 @@ def _inline(result: Expansion, node: SkillNode, skill: GraphDef, inner_scopes: d
         else:
             edges.append(edge)
     for edge in skill.edges:
+        if edge.target_node_id == END:
+            continue  # the skill's output contract; in the parent, the SKILL node's out-edges type it
         edges.append(
             edge.model_copy(
                 update={

@@ -26,6 +26,8 @@ from plait.model.nodes import FreezeSpec, NodeDef
 
 GraphSlug = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=128)]
 FORMAT_VERSION: Literal[1] = 1
+END = "END"
+"""Virtual exit (seed 004): an edge `target: END` binds the schema of a graph output without adding a node."""
 
 
 def _check_semver(value: str) -> str:
@@ -101,6 +103,11 @@ class GraphDef(PlaitModel):
     parent_def_id: str | None = None
     parent_def_ver_at_fork: int | None = None
     parent_schema_ver_at_fork: str | None = None
+
+    @field_validator("schema_version")
+    @classmethod
+    def _schema_semver(cls, value: str | None) -> str | None:
+        return None if value is None else _check_semver(value)
 
     @property
     def display_name(self) -> str:

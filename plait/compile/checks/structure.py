@@ -7,6 +7,7 @@ from collections import Counter
 
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
+from plait.model.graph import END
 from plait.model.nodes import NodeType
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
@@ -14,6 +15,16 @@ CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 
 def check_duplicates(ctx: CheckContext) -> None:
     graph = ctx.graph
+    for node in graph.nodes:
+        if node.id == END:
+            ctx.report(
+                CONFIG,
+                "reserved_id",
+                f"'{END}' is reserved for the virtual exit",
+                node_id=node.id,
+                path=ctx.node_path(node.id, "id"),
+                hint="rename the node",
+            )
     sections = (
         ("nodes", [n.id for n in graph.nodes]),
         ("edges", [e.id or "" for e in graph.edges]),
@@ -46,7 +57,7 @@ def check_edges(ctx: CheckContext) -> None:
     known = set(ctx.nodes)
     for edge in ctx.graph.edges:
         for end, node_id in (("source", edge.source_node_id), ("target", edge.target_node_id)):
-            if node_id in known or node_id in ctx.loaded.invalid_node_ids:
+            if node_id in known or node_id in ctx.loaded.invalid_node_ids or (end == "target" and node_id == END):
                 continue
             close = difflib.get_close_matches(node_id, list(known), n=1)
             ctx.report(

@@ -4,11 +4,6 @@ The top-level package stays import-light: `plait validate` must start fast, so
 submodules (store, API, providers) are imported only by what uses them.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("plait")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+local"
+__version__ = "0.1.0"
 
 __all__ = ["__version__"]

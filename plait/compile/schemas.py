@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from plait.compile.templates import Segment
@@ -50,9 +50,15 @@ def _check_cached(key: str) -> tuple[SchemaProblem, ...]:
         if cls is _UnknownDraft:
             problems.append(SchemaProblem(("$schema",), f"unknown $schema {schema['$schema']!r}"))
             cls = Draft7Validator
-    for error in cls(cls.META_SCHEMA).iter_errors(schema):
+    for error in _meta_validator(cls).iter_errors(schema):
         problems.append(SchemaProblem(tuple(error.absolute_path), error.message))
     return tuple(problems)
+
+
+@cache
+def _meta_validator(cls: Any) -> Any:
+    """One validator of each draft's metaschema, built once (building it is the slow part)."""
+    return cls(cls.META_SCHEMA)
 
 
 class _UnknownDraft:

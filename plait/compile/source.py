@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -262,17 +263,28 @@ def _parse_yaml_events(text: str, file: str | None) -> tuple[Any, dict[Path_, in
 
 
 def _scalar(event: yaml.ScalarEvent, is_key: bool) -> Any:
-    if event.tag and event.tag != "!":
-        tag = event.tag
-    else:
-        tag = _resolver.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
-    if is_key or tag == _TIMESTAMP_TAG or not tag.startswith("tag:yaml.org,2002:"):
+    if is_key:
         return event.value
-    node = yaml.ScalarNode(tag, event.value, style=event.style)
+    if event.tag is None or event.tag == "!":
+        # plain scalars need YAML 1.1 resolution (`yes`, `1.5`, `null`); quoted and block ones are strings
+        return _plain(event.value) if event.implicit[0] else event.value
+    return _tagged(event.tag, event.value)
+
+
+@lru_cache(maxsize=16384)
+def _plain(value: str) -> Any:
+    """Resolved value of a plain scalar; cached because graph files repeat `type: LLM_CALL` and friends."""
+    tag = _resolver.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    return _tagged(tag, value)
+
+
+def _tagged(tag: str, value: str) -> Any:
+    if tag == _TIMESTAMP_TAG or not tag.startswith("tag:yaml.org,2002:"):
+        return value  # dates stay strings; unknown local tags are not executed
     try:
-        return _constructor.construct_object(node, deep=True)
+        return _constructor.construct_object(yaml.ScalarNode(tag, value), deep=True)
     except yaml.constructor.ConstructorError:
-        return event.value
+        return value
 
 
 def _key_text(value: Any) -> str:

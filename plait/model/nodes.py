@@ -252,3 +252,12 @@ NODE_CLASSES: dict[NodeType, type[NodeBase]] = {
 def node_types_with_field(name: str) -> list[NodeType]:
     """Which node types accept a field — used to say where a misplaced field belongs."""
     return [t for t, cls in NODE_CLASSES.items() if name in cls.model_fields]
+
+
+def node_field(node: NodeBase, name: str, default: Any = None) -> Any:
+    """A field that only some node types have (`tools`, `params`...), or `default`.
+
+    Cheaper than `getattr(node, name, default)`: pydantic's `__getattr__` makes a miss slow,
+    and compiler passes ask every node of a 1,000-node graph.
+    """
+    return node.__dict__.get(name, default)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
-from plait.model.nodes import LlmCallNode, NodeBase
+from plait.model.nodes import LlmCallNode, NodeBase, node_field
 from plait.model.tools import ToolChoiceFunction, ToolHandler
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
@@ -19,7 +19,7 @@ def check_expressions(ctx: CheckContext) -> None:
     """Only emptiness here: the JS sandbox checks syntax (SPEC §8)."""
     for node_id, node in ctx.nodes.items():
         for name in EXPRESSION_FIELDS:
-            value = getattr(node, name, None)
+            value = node_field(node, name)
             if isinstance(value, str) and not value.strip():
                 ctx.report(
                     CONFIG,
@@ -29,7 +29,7 @@ def check_expressions(ctx: CheckContext) -> None:
                     path=ctx.node_path(node_id, name),
                     hint=f"write a JavaScript expression for {name}",
                 )
-        for index, tool in enumerate(getattr(node, "tools", [])):
+        for index, tool in enumerate(node_field(node, "tools", [])):
             if tool.transform_expr is not None and not tool.transform_expr.strip():
                 ctx.report(
                     CONFIG,
@@ -152,7 +152,7 @@ def check_graph_files(ctx: CheckContext, base_dir: Path | None) -> None:
     if base_dir is None:
         return
     for node_id, node in ctx.nodes.items():
-        ref = getattr(node, "graph", None)
+        ref = node_field(node, "graph", None)
         if isinstance(ref, str) and ref.lower().endswith(GRAPH_FILE_SUFFIXES) and not (base_dir / ref).is_file():
             ctx.report(
                 CONFIG,

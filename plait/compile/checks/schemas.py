@@ -8,7 +8,7 @@ from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
 from plait.compile.schemas import check_json_schema, schema_conflicts
 from plait.compile.source import Path_
-from plait.model.nodes import NodeType
+from plait.model.nodes import NodeType, node_field
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 
@@ -21,7 +21,7 @@ def check_schema_documents(ctx: CheckContext) -> None:
     if graph.input_schema is not None:
         _report_invalid(ctx, graph.input_schema, ("input_schema",), "input_schema")
     for node_id, node in ctx.nodes.items():
-        for t_index, tool in enumerate(getattr(node, "tools", [])):
+        for t_index, tool in enumerate(node_field(node, "tools", [])):
             path = ctx.node_path(node_id, "tools", t_index, "parameters")
             _report_invalid(ctx, tool.parameters, path, f"parameters of tool '{tool.name}'", node_id=node_id)
 

@@ -8,7 +8,7 @@ from collections import Counter
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
 from plait.model.graph import END
-from plait.model.nodes import NodeType
+from plait.model.nodes import NodeType, node_field
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 
@@ -207,8 +207,8 @@ def check_duplicate_members(ctx: CheckContext) -> None:
     """Tool names and param names must be unique within their node."""
     for node_id, node in ctx.nodes.items():
         for field_name, names in (
-            ("tools", [t.name for t in getattr(node, "tools", [])]),
-            ("params", [p.name for p in getattr(node, "params", [])]),
+            ("tools", [t.name for t in node_field(node, "tools", [])]),
+            ("params", [p.name for p in node_field(node, "params", [])]),
         ):
             for name, count in Counter(names).items():
                 if count > 1:

@@ -22,6 +22,7 @@ from plait.model.nodes import (
     SkillNode,
     SubgraphNode,
     ToolNode,
+    node_field,
 )
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
@@ -62,7 +63,7 @@ def template_fields(node: NodeBase) -> Iterator[TemplateField]:
         if node.cwd is not None:
             yield TemplateField(("cwd",), node.cwd)
     if isinstance(node, SubgraphNode | MapNode | SkillNode) or node.type == NodeType.LOOP:
-        yield from _strings(getattr(node, "inputs", {}), ("inputs",))
+        yield from _strings(node_field(node, "inputs", {}), ("inputs",))
 
 
 def _strings(value: Any, path: FieldPath) -> Iterator[TemplateField]:
@@ -80,8 +81,8 @@ def check_templates(ctx: CheckContext, skip: set[str] | None = None) -> None:
     for node_id, node in ctx.nodes.items():
         if skip and node_id in skip:
             continue
-        params = {p.name: p for p in getattr(node, "params", [])}
-        allow_system_data = bool(getattr(node, "allow_data_in_system_prompt", False))
+        params = {p.name: p for p in node_field(node, "params", [])}
+        allow_system_data = bool(node_field(node, "allow_data_in_system_prompt", False))
         for tf in template_fields(node):
             try:
                 template = parse_template(tf.text)

@@ -41,6 +41,7 @@ def check_json_schema(schema: Any) -> list[SchemaProblem]:
 @lru_cache(maxsize=2048)
 def _check_cached(key: str) -> tuple[SchemaProblem, ...]:
     from jsonschema import Draft7Validator, validators
+    from jsonschema.exceptions import best_match
 
     schema = json.loads(key)
     problems: list[SchemaProblem] = []
@@ -50,8 +51,11 @@ def _check_cached(key: str) -> tuple[SchemaProblem, ...]:
         if cls is _UnknownDraft:
             problems.append(SchemaProblem(("$schema",), f"unknown $schema {schema['$schema']!r}"))
             cls = Draft7Validator
+    by_path: dict[tuple[str | int, ...], list[Any]] = {}
     for error in _meta_validator(cls).iter_errors(schema):
-        problems.append(SchemaProblem(tuple(error.absolute_path), error.message))
+        by_path.setdefault(tuple(error.absolute_path), []).append(error)
+    for path, errors in by_path.items():  # one problem per place: the metaschema's allOf repeats itself
+        problems.append(SchemaProblem(path, best_match(errors).message))
     return tuple(problems)
 
 

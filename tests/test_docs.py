@@ -1,0 +1,31 @@
+"""docs/graph-format.md stays true: every field of every file-format type is documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from plait.model import NODE_CLASSES, EdgeDef, GraphDef, McpPromptRef, McpResourceRef, McpServerRef, ToolDef
+from plait.model.graph import SchemaEntry, SchemaMigration
+from plait.model.nodes import NodeType, TemplateParam
+
+DOC = (Path(__file__).resolve().parents[1] / "docs" / "graph-format.md").read_text()
+TYPES: list[type[BaseModel]] = [
+    GraphDef, EdgeDef, SchemaEntry, SchemaMigration, ToolDef, McpServerRef, McpResourceRef, McpPromptRef,
+    TemplateParam, *NODE_CLASSES.values(),
+]
+
+
+@pytest.mark.parametrize("model", TYPES, ids=lambda m: m.__name__)
+def test_every_field_is_documented(model: type[BaseModel]) -> None:
+    for name, info in model.model_fields.items():
+        public = info.alias or name
+        assert re.search(rf"`{re.escape(public)}`|\b{re.escape(public)}:", DOC), f"{model.__name__}.{public}"
+
+
+def test_every_node_type_has_a_section() -> None:
+    for node_type in NodeType:
+        assert str(node_type) in DOC

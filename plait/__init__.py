@@ -1,9 +1,41 @@
 """Plait: prompt graphs with typed edge contracts, recorded runs and human corrections.
 
-The top-level package stays import-light: `plait validate` must start fast, so
-submodules (store, API, providers) are imported only by what uses them.
+    >>> import plait
+    >>> graph = plait.load_graph("examples/video_chapters.yaml")   # GraphDef, or GraphInvalid
+    >>> result = plait.validate("examples/video_chapters.yaml")    # CompileResult: errors, warnings
+
+The package stays import-light (`plait validate` must start fast): the names
+below are imported on first use, and the store, HTTP stack and provider SDKs
+are imported only by the code that needs them.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from plait.api_surface import GraphInvalid, load_graph, validate
+    from plait.compile import CompileResult, Diagnostic
+    from plait.model import GraphDef
+
+_LAZY = {
+    "GraphDef": "plait.model",
+    "CompileResult": "plait.compile",
+    "Diagnostic": "plait.compile",
+    "GraphInvalid": "plait.api_surface",
+    "load_graph": "plait.api_surface",
+    "validate": "plait.api_surface",
+}
+
+__all__ = ["CompileResult", "Diagnostic", "GraphDef", "GraphInvalid", "__version__", "load_graph", "validate"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'plait' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -65,7 +65,7 @@ def generate(n_nodes: int, width: int = 8, n_schemas: int = 24) -> dict[str, Any
                             "id": node_id,
                             "type": "LLM_CALL",
                             "system_prompt": f"You are step {layer} of a long pipeline.",
-                            "user_prompt_tpl": f"Topic: {{{{ input.topic }}}}\nPrevious: {{{{ {ref} }}}} (%input.topic%)",
+                            "user_prompt_tpl": "Topic: {{ input.topic }}\nPrevious: {{ " + ref + " }} (%input.topic%)",
                             "max_retries": 1,
                         }
                     )

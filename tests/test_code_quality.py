@@ -21,8 +21,9 @@ def _tool(name: str) -> str:
 
 
 def test_ruff_clean() -> None:
-    result = subprocess.run([_tool("ruff"), "check", "plait", "tests", "bench"], cwd=ROOT, capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        [_tool("ruff"), "check", "plait", "tests", "bench"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

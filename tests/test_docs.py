@@ -14,8 +14,16 @@ from plait.model.nodes import NodeType, TemplateParam
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "graph-format.md").read_text()
 TYPES: list[type[BaseModel]] = [
-    GraphDef, EdgeDef, SchemaEntry, SchemaMigration, ToolDef, McpServerRef, McpResourceRef, McpPromptRef,
-    TemplateParam, *NODE_CLASSES.values(),
+    GraphDef,
+    EdgeDef,
+    SchemaEntry,
+    SchemaMigration,
+    ToolDef,
+    McpServerRef,
+    McpResourceRef,
+    McpPromptRef,
+    TemplateParam,
+    *NODE_CLASSES.values(),
 ]
 
 

@@ -105,7 +105,10 @@ def _expand(result: CompileResult, loaded: LoadedGraph, chain: tuple[str, ...]) 
     def compile_skill(path: Path, sub_chain: tuple[str, ...]) -> CompileResult:
         return compile_file(path, _chain=sub_chain)
 
-    expansion = expand_skills(loaded.graph, loaded.doc.file, chain, compile_skill, loaded.node_line)
+    def skill_line(node_id: str) -> int | None:
+        return loaded.node_line(node_id, "skill")  # the `skill:` line is the one to fix
+
+    expansion = expand_skills(loaded.graph, loaded.doc.file, chain, compile_skill, skill_line)
     result.errors.extend(expansion.errors)
     result.warnings.extend(expansion.warnings)
     if expansion.errors:

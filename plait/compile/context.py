@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from plait.compile.diagnostics import Category, Diagnostic, Severity
@@ -86,6 +88,31 @@ class CheckContext:
             severity=Severity.WARNING if warning else Severity.ERROR,
         )
         (self.warnings if warning else self.errors).append(diag)
+
+    @cached_property
+    def broken_edge_ends(self) -> set[str]:
+        """Nodes at an edge that is dangling or failed validation (and the node a dangling name is
+        closest to, which that error suggests). Their connections are unknown until the edge is
+        fixed, so connectivity errors (unconnected, not upstream) are not reported for them."""
+        known = set(self.topo.order)
+        items = self.loaded.doc.data.get("edges") if isinstance(self.loaded.doc.data, dict) else None
+        if items is not None and not isinstance(items, list):
+            return known  # the whole `edges:` section is reported as malformed
+        valid = {(e.source_node_id, e.target_node_id) for e in self.graph.edges}
+        ends: set[str] = set()
+        for item in items or []:
+            if not isinstance(item, dict):
+                continue
+            source = item.get("source", item.get("source_node_id"))
+            target = item.get("target", item.get("target_node_id"))
+            if (source, target) in valid and source in known and (target in known or target == END):
+                continue
+            # any value may be an endpoint: a misspelt key (`targt: b`) still names its node
+            for name in item.values():
+                if isinstance(name, str) and name != END:
+                    ends.add(name)
+                    ends.update(difflib.get_close_matches(name, list(self.nodes), n=1))
+        return ends
 
     def node_path(self, node_id: str, *rest: str | int) -> Path_ | None:
         base = self.loaded.node_paths.get(node_id)

@@ -13,7 +13,14 @@ class _Dumper(yaml.SafeDumper):
     """Multi-line strings as `|` blocks, so prompts stay readable in exported files."""
 
 
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+"""YAML 1.1 line breaks besides \\n: PyYAML's emitter writes NEL raw outside double quotes, so it reads back
+as a space or a newline. Double quotes escape all three (`\\N`, `\\L`, `\\P`)."""
+
+
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if any(c in value for c in _YAML_BREAKS):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     if "\n" in value and not any(c in value for c in "\r\t") and value == value.rstrip(" "):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)

@@ -36,6 +36,8 @@ class LoadedGraph:
     schema_paths: dict[str, Path_] = field(default_factory=dict)
     invalid_node_ids: set[str] = field(default_factory=set)
     """Ids of nodes that failed validation: edges to them are not 'dangling', just unchecked."""
+    invalid_schema_ids: set[str] = field(default_factory=set)
+    """Ids of schema entries that failed validation: references to them are not 'unknown', just unchecked."""
 
     def line(self, path: Path_) -> int | None:
         return self.doc.line_of(path)
@@ -148,6 +150,8 @@ def _validate_items(
             valid.append((index, result))
         elif key == "nodes" and isinstance(item, dict) and isinstance(item.get("id"), str):
             loaded.invalid_node_ids.add(item["id"])
+        elif key in ("schemas", "schema_registry") and isinstance(item, dict) and isinstance(item.get("id"), str):
+            loaded.invalid_schema_ids.add(item["id"])
     return valid
 
 
@@ -165,14 +169,17 @@ def _translate(exc: ValidationError, item: Any, base: Path_, doc: SourceDoc) -> 
     node_id = item.get("id") if base[:1] == ("nodes",) and isinstance(item, dict) else None
     edge_id = item.get("id") if base[:1] == ("edges",) and isinstance(item, dict) else None
     node_type = item.get("type") if node_id is not None or base[:1] == ("nodes",) else None
-    seen: set[tuple[Path_, str]] = set()
-    for err in exc.errors(include_url=False):
-        rel = _data_path(item, err["loc"])
-        key = (rel, err["type"])
-        if key in seen:  # a union reports the same miss once per member
+    located = [(_data_path(item, err["loc"], err["type"]), err) for err in exc.errors(include_url=False)]
+    seen: set[Path_] = set()
+    for rel, err in located:
+        # A union reports the same bad value once per member: keep one error per data path, and
+        # drop "wrong shape" errors of members when another member got further into the value.
+        if rel in seen or any(len(other) > len(rel) and other[: len(rel)] == rel for other, _ in located):
             continue
-        seen.add(key)
-        code, message, hint = _describe(err, rel, node_type, base)
+        seen.add(rel)
+        if err["type"] == "union_tag_invalid" and not rel and isinstance(item, dict) and "type" in item:
+            rel = ("type",)  # point at the bad `type:` line, not the node's first line
+        code, message, hint = _describe(err, rel, node_type, base, item)
         yield Diagnostic(
             Category.CONFIG,
             code,
@@ -185,7 +192,7 @@ def _translate(exc: ValidationError, item: Any, base: Path_, doc: SourceDoc) -> 
         )
 
 
-def _data_path(item: Any, loc: tuple[Any, ...]) -> Path_:
+def _data_path(item: Any, loc: tuple[Any, ...], kind: str) -> Path_:
     """Map a pydantic `loc` onto the data, dropping union-member tags that are not keys."""
     path: list[str | int] = []
     current = item
@@ -196,13 +203,19 @@ def _data_path(item: Any, loc: tuple[Any, ...]) -> Path_:
         ):
             path.append(part)
             current = current[part]
-        elif last and isinstance(part, str) and isinstance(current, dict) and part not in NodeType.__members__:
+        elif (
+            last
+            and kind == "missing"
+            and isinstance(part, str)
+            and isinstance(current, dict)
+            and part not in NodeType.__members__
+        ):
             path.append(part)  # a missing field: point at its parent's line, keep the name
         # anything else is a union tag or model name (e.g. 'LLM_CALL', 'function-after')
     return tuple(path)
 
 
-def _describe(err: Any, rel: Path_, node_type: Any, base: Path_) -> tuple[str, str, str | None]:
+def _describe(err: Any, rel: Path_, node_type: Any, base: Path_, item: Any) -> tuple[str, str, str]:
     kind = err["type"]
     field_name = str(rel[-1]) if rel else ""
     where = ".".join(str(p) for p in (*base, *rel))
@@ -227,9 +240,11 @@ def _describe(err: Any, rel: Path_, node_type: Any, base: Path_) -> tuple[str, s
             _suggest(field_name, _allowed_fields(base, rel), "remove it"),
         )
     if kind == "missing" and field_name == "handler" and "tools" in rel:
+        tool = _value_at(item, rel[:-1])
+        name = tool.get("name") if isinstance(tool, dict) else None
         return (
             "tool_without_handler",
-            f"tool '{where}' has no handler",
+            f"tool '{name if isinstance(name, str) else where.removesuffix('.handler')}' has no handler",
             "add `handler:` CONTEXT_WRITE, TRANSFORM_EXPR or WORKFLOW_TASK",
         )
     if kind == "missing":
@@ -248,13 +263,48 @@ def _describe(err: Any, rel: Path_, node_type: Any, base: Path_) -> tuple[str, s
     message = str(err["msg"]).removeprefix("Value error, ")
     if field_name in SEMVER_FIELDS and kind == "value_error":
         return "bad_semver", f"{where}: {message}", "versions are MAJOR.MINOR.PATCH, e.g. 1.2.0"
-    code = "wrong_type" if kind.endswith("_type") else "invalid_value"
+    code = "wrong_type" if kind.endswith(("_type", "_parsing")) else "invalid_value"  # `max_retries: lots` too
     return code, f"{where}: {message}" if where else message, _value_hint(err)
 
 
-def _value_hint(err: Any) -> str | None:
-    expected = err.get("ctx", {}).get("expected")
-    return f"expected {expected}" if expected else None
+_BOUNDS = {"gt": "greater than", "ge": "at least", "lt": "less than", "le": "at most"}
+_LENGTHS = {"min_length": "at least", "max_length": "at most"}
+_TYPE_NAMES = {
+    "list": "a list (`- item` lines or `[a, b]`)",
+    "dict": "a mapping (`key: value` lines or `{key: value}`)",
+    "model": "a mapping (`key: value` lines or `{key: value}`)",
+    "string": "a string (quote it if it looks like a number or a boolean)",
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+}
+
+
+def _value_hint(err: Any) -> str:
+    ctx = err.get("ctx", {})
+    if ctx.get("expected"):
+        return f"expected {ctx['expected']}"
+    bounds = [f"{word} {ctx[key]}" for key, word in _BOUNDS.items() if key in ctx]
+    if bounds:
+        return "the value must be " + " and ".join(bounds)
+    lengths = [f"{word} {ctx[key]} long" for key, word in _LENGTHS.items() if key in ctx]
+    if lengths:
+        return "make it " + " and ".join(lengths)
+    kind = str(err["type"]).removesuffix("_type").removesuffix("_parsing")
+    if kind in _TYPE_NAMES:
+        return f"write {_TYPE_NAMES[kind]}"
+    return "see the graph file format (SPEC §2) for what this field accepts"
+
+
+def _value_at(item: Any, path: Path_) -> Any:
+    for part in path:
+        found = (isinstance(item, dict) and part in item) or (
+            isinstance(item, list) and isinstance(part, int) and 0 <= part < len(item)
+        )
+        if not found:
+            return None
+        item = item[part]
+    return item
 
 
 def _allowed_fields(base: Path_, rel: Path_) -> list[str]:

@@ -105,7 +105,6 @@ def _expand_one(
     sub = compile_file(path, (*chain, str(path)))
     result.warnings.extend(sub.warnings)
     if not sub.valid or sub.expanded is None:
-        result.errors.extend(sub.errors)
         if any(d.code == "skill_recursion" for d in sub.errors):
             fail(
                 Category.PLANNING,
@@ -117,9 +116,10 @@ def _expand_one(
             fail(
                 Category.CONFIG,
                 "invalid_skill",
-                f"skill '{node.skill}' is not valid ({len(sub.errors)} errors)",
+                f"skill '{node.skill}' is not valid ({len(sub.errors)} error{'s' if len(sub.errors) != 1 else ''})",
                 "fix the errors reported in the skill file",
             )
+        result.errors.extend(sub.errors)  # after the SKILL node's own error: "see the errors that follow"
         return
     _inline(result, node, sub.expanded, sub.scopes)
 

@@ -6,11 +6,13 @@ key and item, (b) refuse duplicate keys instead of silently keeping the last,
 (c) bound nesting depth and alias expansion (billion laughs) without ever
 hitting Python's recursion limit. JSON values come from the `json` module
 (exact JSON semantics); their positions come from the same event walk, since
-JSON is a subset of YAML's flow syntax.
+JSON is almost a subset of YAML's flow syntax (where libyaml cannot read valid
+JSON, e.g. surrogate-pair escapes, the file loads without line numbers).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 MAX_BYTES_ENV = "PLAIT_MAX_GRAPH_BYTES"
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_C_LOADER = _Loader is not yaml.SafeLoader
 _resolver = yaml.resolver.Resolver()
 _constructor = yaml.constructor.SafeConstructor()
 _TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
@@ -80,24 +83,71 @@ def read_source(path: str | os.PathLike[str]) -> SourceDoc:
 
 def parse_source(raw: bytes | str, *, file: str | None = None, as_json: bool = False) -> SourceDoc:
     text = raw if isinstance(raw, str) else _decode(raw, file)
-    data, lines = _parse_yaml_events(text, file)
-    if as_json:
+    if not as_json:
+        data, lines = _parse_yaml_events(text, file)
+        return SourceDoc(data=data, file=file, lines=lines)
+    # JSON: the json module decides validity and values (and words its own syntax errors);
+    # the event walk then only supplies positions.
+    try:
         data = _parse_json(text, file)
+    except GraphLoadError as exc:
+        if exc.diagnostics[0].code in ("duplicate_key", "too_deep"):
+            _same_problem_with_line(text, file, exc.diagnostics[0].code)
+        raise
+    try:
+        _, lines = _parse_yaml_events(text, file)
+    except GraphLoadError as exc:
+        if exc.diagnostics[0].code != "parse_error":
+            raise
+        if not _is_unicode(data):
+            raise _fail(
+                file,
+                exc.diagnostics[0].line,
+                "parse_error",
+                "invalid JSON: a string holds a lone surrogate escape (\\ud800-\\udfff without its pair)",
+                "escape characters outside the BMP as a surrogate pair, or write them as UTF-8",
+            ) from None
+        # Valid JSON that libyaml cannot read (surrogate-pair escapes such as "\\ud83d\\ude00", raw
+        # control characters in strings): the values are exact, only the line numbers are lost.
+        lines = {(): 1}
     return SourceDoc(data=data, file=file, lines=lines)
 
 
-def _decode(raw: bytes, file: str | None) -> str:
+def _is_unicode(data: Any) -> bool:
     try:
-        return raw.decode("utf-8-sig")
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _same_problem_with_line(text: str, file: str | None, code: str) -> None:
+    """Re-find a JSON duplicate key or excess depth with the event walk, which knows lines; raise that."""
+    try:
+        _parse_yaml_events(text, file)
+    except GraphLoadError as exc:
+        if exc.diagnostics[0].code == code:
+            raise exc from None
+
+
+def _decode(raw: bytes, file: str | None) -> str:
+    skip = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return raw[skip:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
+        offset = exc.start + skip  # the error's offset is relative to the part after the BOM
+        line = raw.count(b"\n", 0, offset) + 1
         raise _fail(
             file,
             line,
             "encoding",
-            f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            f"file is not valid UTF-8 (byte 0x{raw[offset]:02x} at offset {offset})",
             "save the file as UTF-8",
         ) from None
+
+
+class _DuplicateKeyError(ValueError):
+    pass
 
 
 def _parse_json(text: str, file: str | None) -> Any:
@@ -105,7 +155,7 @@ def _parse_json(text: str, file: str | None) -> Any:
         out: dict[str, Any] = {}
         for key, value in pairs:
             if key in out:
-                raise ValueError(f"duplicate key {key!r}")
+                raise _DuplicateKeyError(f"duplicate key {key!r}")
             out[key] = value
         return out
 
@@ -119,8 +169,18 @@ def _parse_json(text: str, file: str | None) -> Any:
             f"invalid JSON: {exc.msg} (column {exc.colno})",
             "fix the JSON syntax at that position",
         ) from None
-    except ValueError as exc:  # duplicate key; the YAML pass normally reports it first, with a line
+    except _DuplicateKeyError as exc:  # parse_source looks for its line with the event walk
         raise _fail(file, None, "duplicate_key", str(exc), "each key may appear once per object") from None
+    except RecursionError:
+        raise _fail(
+            file,
+            None,
+            "too_deep",
+            f"nesting is deeper than {MAX_DEPTH} levels",
+            "flatten the structure; graph files never need this depth",
+        ) from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise _fail(file, None, "parse_error", f"invalid JSON: {exc}", "fix the value") from None
 
 
 class _Frame:
@@ -250,12 +310,37 @@ def _parse_yaml_events(text: str, file: str | None) -> tuple[Any, dict[Path_, in
         err_line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "syntax error"
         column = f" (column {mark.column + 1})" if mark else ""
+        if "maximum nesting depth" in problem:  # libyaml's own limit, met first in flow collections
+            raise _fail(
+                file,
+                err_line,
+                "too_deep",
+                f"nesting is deeper than {MAX_DEPTH} levels",
+                "flatten the structure; graph files never need this depth",
+            ) from None
+        opened = exc.context_mark if exc.problem and exc.context else None
+        if opened is not None and "end of stream" in problem:
+            # an unclosed quote: libyaml notices at the end of the file; point where it began
+            err_line = opened.line + 1
+            column = f" ({exc.context}, which began at column {opened.column + 1})"
+        elif opened is not None and opened.line + 1 != err_line:
+            column += f", {exc.context} from line {opened.line + 1}"
         raise _fail(
             file,
             err_line,
             "parse_error",
             f"invalid YAML: {problem}{column}",
             "fix the YAML syntax at that position (check indentation and quoting)",
+        ) from None
+    except yaml.reader.ReaderError as exc:
+        # libyaml reports a byte offset into the UTF-8 text, the pure-Python reader a character index
+        before = text.encode("utf-8")[: exc.position] if _C_LOADER else text[: exc.position].encode("utf-8")
+        raise _fail(
+            file,
+            before.count(b"\n") + 1,
+            "parse_error",
+            f"invalid YAML: character U+{exc.character:04X} is not allowed ({exc.reason})",
+            "remove the control character, or write it as an escape inside double quotes",
         ) from None
     except yaml.YAMLError as exc:
         raise _fail(file, None, "parse_error", f"invalid YAML: {exc}", "fix the YAML syntax") from None
@@ -283,7 +368,8 @@ def _tagged(tag: str, value: str) -> Any:
         return value  # dates stay strings; unknown local tags are not executed
     try:
         return _constructor.construct_object(yaml.ScalarNode(tag, value), deep=True)
-    except yaml.constructor.ConstructorError:
+    except (yaml.constructor.ConstructorError, ValueError, KeyError, IndexError):
+        # also `!!int x`, `!!bool maybe`, `!!float ''`, ints past Python's 4300-digit limit: keep the text
         return value
 
 

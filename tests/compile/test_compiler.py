@@ -94,8 +94,9 @@ def test_reference_params_are_checked_like_template_paths() -> None:
 
 
 def test_current_is_the_predecessor_or_a_map_by_predecessor_id() -> None:
-    single = compile_data(graph([llm("a"), llm("b", "{{ current.text }}")], [
-        {"source": "a", "target": "b", "schema_id": "text"}]))
+    single = compile_data(
+        graph([llm("a"), llm("b", "{{ current.text }}")], [{"source": "a", "target": "b", "schema_id": "text"}])
+    )
     assert single.valid
     nodes = [llm("a"), llm("b"), llm("c", "{{ current.a.text }} {{ current.b.text }}")]
     edges = [{"source": "a", "target": "c", "schema_id": "text"}, {"source": "b", "target": "c", "schema_id": "text"}]

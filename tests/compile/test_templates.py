@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from plait.compile.templates import TemplateError, environment, parse_template, split_path
 
 
@@ -95,7 +96,9 @@ def test_normalised_source_renders_like_the_original_spelling(
     parts: list[tuple[str, str, str, bool]], tail: str
 ) -> None:
     """Whatever the spelling, rendering the normalised source inserts exactly the referenced values."""
-    text = "".join(f"{lit}{'%' + a + '.' + b + '%' if pct else '{{ ' + a + '.' + b + ' }}'}" for lit, a, b, pct in parts)
+    text = "".join(
+        f"{lit}{'%' + a + '.' + b + '%' if pct else '{{ ' + a + '.' + b + ' }}'}" for lit, a, b, pct in parts
+    )
     text += tail
     template = parse_template(text)
     assert [r.path for r in template.refs] == [(a, b) for _, a, b, _ in parts]

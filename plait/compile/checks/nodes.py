@@ -75,7 +75,7 @@ def check_tools(ctx: CheckContext) -> None:
                         "field_not_allowed",
                         f"tool '{tool.name}': {value} is only used by handler {other}",
                         node_id=node_id,
-                        path=path,
+                        path=(*path, value) if path is not None else None,
                         hint=f"remove {value} or change the handler",
                     )
             if tool.output_edge_id is not None:
@@ -122,7 +122,7 @@ def check_context_include(ctx: CheckContext) -> None:
             path = ctx.node_path(node_id, "context_include", index)
             if name == "input":
                 continue
-            if name not in ctx.nodes:
+            if name not in ctx.nodes and name not in ctx.loaded.invalid_node_ids:  # invalid ones: reported already
                 close = difflib.get_close_matches(name, list(ctx.nodes), n=1)
                 ctx.report(
                     CONFIG,
@@ -135,6 +135,8 @@ def check_context_include(ctx: CheckContext) -> None:
             elif (
                 name not in ctx.topo.cyclic
                 and node_id not in ctx.topo.cyclic
+                and name not in ctx.broken_edge_ends
+                and node_id not in ctx.broken_edge_ends
                 and not ctx.topo.is_upstream(name, node_id)
             ):
                 ctx.report(

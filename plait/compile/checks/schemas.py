@@ -48,6 +48,8 @@ def _report_invalid(ctx: CheckContext, schema: Any, base: Path_ | None, what: st
 def check_migrations(ctx: CheckContext) -> None:
     for index, migration in enumerate(ctx.graph.migrations):
         path = ("migrations", index)
+        if migration.schema_id in ctx.loaded.invalid_schema_ids:
+            continue  # the entry itself is reported; its version is unknown
         if migration.schema_id not in ctx.schemas:
             ctx.report(
                 CONFIG,

@@ -106,11 +106,15 @@ def check_topology(ctx: CheckContext) -> None:
             on_cycle.update(cycle)
             continue  # self-loops are reported by check_edges
         on_cycle.update(cycle)
+        # Point at the edge that closes the cycle (the one to remove, usually), not at a node.
+        closing = next((e.id for e in ctx.out_edges[cycle[-1]] if e.target_node_id == cycle[0]), None)
         ctx.report(
             PLANNING,
             "cycle",
             "cycle: " + " → ".join([*cycle, cycle[0]]),
             node_id=cycle[0],
+            edge_id=closing,
+            path=ctx.edge_path(closing),
             hint="remove one of these edges; use a LOOP node for repetition",
         )
     if not topo.entries:
@@ -132,7 +136,7 @@ def check_topology(ctx: CheckContext) -> None:
             )
     if len(ctx.nodes) > 1:
         for node_id in ctx.nodes:
-            if not topo.preds[node_id] and not topo.succs[node_id]:
+            if not topo.preds[node_id] and not topo.succs[node_id] and node_id not in ctx.broken_edge_ends:
                 ctx.report(
                     PLANNING,
                     "unreachable",
@@ -191,7 +195,11 @@ def check_branching(ctx: CheckContext) -> None:
 
 def check_edge_schemas(ctx: CheckContext) -> None:
     for edge in ctx.graph.edges:
-        if edge.schema_id is not None and edge.schema_id not in ctx.schemas:
+        if (
+            edge.schema_id is not None
+            and edge.schema_id not in ctx.schemas
+            and edge.schema_id not in ctx.loaded.invalid_schema_ids
+        ):
             close = difflib.get_close_matches(edge.schema_id, list(ctx.schemas), n=1)
             ctx.report(
                 CONFIG,

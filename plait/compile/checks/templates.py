@@ -137,17 +137,17 @@ def _check_ref(
     try:
         ref = resolve_ref(path, ctx.topo.order, params.keys())
     except RefError as exc:
-        close = difflib.get_close_matches(str(path[0]), exc.suggestions, n=1)
-        ctx.report(
-            CONFIG,
-            "bad_template_path",
-            f"{_name(field)}: '{dotted}': {exc}",
-            node_id=node.id,
-            path=where,
-            hint=f"did you mean '{close[0]}'?"
-            if close
-            else "paths start with input, current, params, nodes or an upstream node id",
-        )
+        # for `params.x` / `nodes.x` the unknown name is `x`, not the root
+        qualified = str(path[0]) in ("params", "nodes") and len(path) > 1
+        close = difflib.get_close_matches(str(path[1] if qualified else path[0]), exc.suggestions, n=1)
+        if close:
+            hint = f"did you mean '{close[0]}'?"
+        elif qualified and path[0] == "params":
+            hint = f"params of this node: {', '.join(params) or '(none)'}"
+        else:
+            hint = "paths start with input, current, params, nodes or an upstream node id"
+        message = f"{_name(field)}: '{dotted}': {exc}"
+        ctx.report(CONFIG, "bad_template_path", message, node_id=node.id, path=where, hint=hint)
         return None
     if ref.kind is RefKind.NODE:
         _check_node_ref(ctx, node, ref, dotted, field)
@@ -182,6 +182,8 @@ def _check_node_ref(ctx: CheckContext, node: NodeBase, ref: ResolvedRef, dotted:
     if node.id in topo.cyclic or target in topo.cyclic:
         return  # the cycle is reported; upstream-ness is undefined there
     if not topo.is_upstream(target, node.id):
+        if node.id in ctx.broken_edge_ends or target in ctx.broken_edge_ends:
+            return  # the broken edge is reported; it may be the one that makes target upstream
         ctx.report(
             PLANNING,
             "not_upstream",

@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from jinja2 import TemplateSyntaxError, nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+if TYPE_CHECKING:  # jinja2 costs ~50 ms to import: only templates with real Jinja syntax pay for it
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 Segment = str | int
 Spelling = Literal["jinja", "percent"]
@@ -31,6 +31,66 @@ _BLOCK_RE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 _SIMPLE_EXPR_RE = re.compile(rf"^\{{\{{-?\s*({_PATH})\s*((?:\|\s*\w+\s*)*)-?\}}\}}$")
 _FILTER_RE = re.compile(r"\|\s*(\w+)")
 _SEGMENT_RE = re.compile(r"\.(\w+)|\[(\d+)\]")
+
+FILTERS = frozenset(
+    {
+        "abs",
+        "attr",
+        "batch",
+        "capitalize",
+        "center",
+        "count",
+        "d",
+        "default",
+        "dictsort",
+        "e",
+        "escape",
+        "filesizeformat",
+        "first",
+        "float",
+        "forceescape",
+        "format",
+        "groupby",
+        "indent",
+        "int",
+        "items",
+        "join",
+        "last",
+        "length",
+        "list",
+        "lower",
+        "map",
+        "max",
+        "min",
+        "pprint",
+        "random",
+        "reject",
+        "rejectattr",
+        "replace",
+        "reverse",
+        "round",
+        "safe",
+        "select",
+        "selectattr",
+        "slice",
+        "sort",
+        "string",
+        "striptags",
+        "sum",
+        "title",
+        "tojson",
+        "trim",
+        "truncate",
+        "unique",
+        "upper",
+        "urlencode",
+        "urlize",
+        "wordcount",
+        "wordwrap",
+        "xmlattr",
+    }
+)
+"""Filter names of `environment()`, known without importing Jinja (a test keeps the two equal)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +124,8 @@ class TemplateError(ValueError):
 @cache
 def environment() -> ImmutableSandboxedEnvironment:
     """The one sandboxed Jinja environment the compiler checks against and the renderer uses."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
     return ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=True)
 
 
@@ -79,7 +141,9 @@ def _parse(text: str) -> Template:
     source, percent_refs = _normalise_percent(text)
     refs = _simple_refs(source)
     if refs is None:
-        refs = _jinja_refs(source)
+        from plait.compile.jinja_refs import jinja_refs
+
+        refs = jinja_refs(source)
     percent = {r.path for r in percent_refs}
     tagged = tuple(TemplateRef(r.path, "percent" if r.path in percent else "jinja") for r in refs)
     return Template(source, tagged)
@@ -131,65 +195,10 @@ def _simple_refs(source: str) -> list[TemplateRef] | None:
         if match is None:
             return None
         for name in _FILTER_RE.findall(match.group(2)):
-            if name not in environment().filters:
+            if name not in FILTERS:
                 raise TemplateError(f"unknown filter '{name}'", source.count("\n", 0, block.start()) + 1)
         refs.append(TemplateRef(split_path(match.group(1)), "jinja"))
     rest = _BLOCK_RE.sub("", source)
     if "{{" in rest or "{%" in rest or "{#" in rest or ("}}" in rest and "{{" in source):
         return None  # unbalanced delimiters: let Jinja produce the precise error
     return refs
-
-
-def _jinja_refs(source: str) -> list[TemplateRef]:
-    env = environment()
-    try:
-        tree = env.parse(source)
-    except TemplateSyntaxError as exc:
-        raise TemplateError(f"template syntax error: {exc.message}", exc.lineno) from None
-    for flt in tree.find_all(nodes.Filter):
-        if flt.name not in env.filters:
-            raise TemplateError(f"unknown filter '{flt.name}'", flt.lineno)
-    local = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
-    refs: list[TemplateRef] = []
-    _collect(tree, local, refs)
-    return refs
-
-
-def _collect(node: nodes.Node, local: set[str], refs: list[TemplateRef]) -> None:
-    if isinstance(node, nodes.Getattr | nodes.Getitem | nodes.Name):
-        chain = _chain(node)
-        if chain is not None:
-            base, path = chain
-            if base.ctx == "load" and base.name not in local:
-                refs.append(TemplateRef((base.name, *path), "jinja"))
-            _collect_dynamic_indexes(node, local, refs)
-            return
-    for child in node.iter_child_nodes():
-        _collect(child, local, refs)
-
-
-def _chain(node: nodes.Node) -> tuple[nodes.Name, list[Segment]] | None:
-    """Unwind `a.b[0]` into (Name a, ['b', 0]); the path stops at the first dynamic index."""
-    path: list[Segment] = []
-    while True:
-        if isinstance(node, nodes.Name):
-            return node, path[::-1]
-        if isinstance(node, nodes.Getattr):
-            path.append(node.attr)
-            node = node.node
-        elif isinstance(node, nodes.Getitem):
-            arg = node.arg
-            if isinstance(arg, nodes.Const) and isinstance(arg.value, str | int):
-                path.append(arg.value)
-            else:
-                path.clear()  # dynamic index: only the part before it is a static path
-            node = node.node
-        else:
-            return None
-
-
-def _collect_dynamic_indexes(node: nodes.Node, local: set[str], refs: list[TemplateRef]) -> None:
-    while isinstance(node, nodes.Getattr | nodes.Getitem):
-        if isinstance(node, nodes.Getitem) and not isinstance(node.arg, nodes.Const):
-            _collect(node.arg, local, refs)
-        node = node.node

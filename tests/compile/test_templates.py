@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plait.compile.templates import TemplateError, environment, parse_template, split_path
+from plait.compile.templates import FILTERS, TemplateError, environment, parse_template, split_path
 
 
 def paths(text: str) -> list[tuple[object, ...]]:
@@ -107,3 +107,7 @@ def test_normalised_source_renders_like_the_original_spelling(
         context.setdefault(a, {})[b] = f"<{a}.{b}>"
     rendered = environment().from_string(template.source).render(**context)
     assert rendered == "".join(f"{lit}<{a}.{b}>" for lit, a, b, _ in parts) + tail
+
+
+def test_filter_names_known_without_jinja_match_the_environment() -> None:
+    assert set(environment().filters) == FILTERS

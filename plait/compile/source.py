@@ -183,6 +183,31 @@ def _parse_json(text: str, file: str | None) -> Any:
         raise _fail(file, None, "parse_error", f"invalid JSON: {exc}", "fix the value") from None
 
 
+_MERGE_KEY = "\x00<<"
+"""Stands for a plain `<<` key (YAML merge) until its mapping is complete."""
+
+
+def _apply_merge(frame: _Frame, lines: dict[Path_, int], file: str | None) -> None:
+    """`<<: *base` / `<<: [*a, *b]`: copy keys the mapping does not set itself; earlier sources win."""
+    assert isinstance(frame.value, dict)
+    sources = frame.value.pop(_MERGE_KEY)
+    line = lines.pop((*frame.path, _MERGE_KEY), None)
+    for source in sources if isinstance(sources, list) else [sources]:
+        if not isinstance(source, dict):
+            raise _fail(
+                file,
+                line,
+                "parse_error",
+                "a merge key (<<) needs a mapping or a list of mappings",
+                "write `<<: *anchor` where the anchor names a mapping",
+            )
+        for key, value in source.items():
+            if key not in frame.value:
+                frame.value[key] = value
+                if line is not None:
+                    lines[(*frame.path, key)] = line
+
+
 class _Frame:
     """One open collection while walking the event stream."""
 
@@ -257,7 +282,7 @@ def _parse_yaml_events(text: str, file: str | None) -> tuple[Any, dict[Path_, in
             elif isinstance(event, yaml.ScalarEvent):
                 count += 1
                 is_key = bool(stack) and isinstance(stack[-1].value, dict) and stack[-1].pending_key is None
-                value = _scalar(event, is_key)
+                value = _MERGE_KEY if is_key and event.implicit[0] and event.value == "<<" else _scalar(event, is_key)
                 place(value, line)
                 if event.anchor:
                     anchors[event.anchor] = (value, 1)
@@ -285,6 +310,8 @@ def _parse_yaml_events(text: str, file: str | None) -> tuple[Any, dict[Path_, in
                 stack.append(_Frame(container, path, event.anchor, count))
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 frame = stack.pop()
+                if isinstance(frame.value, dict) and _MERGE_KEY in frame.value:
+                    _apply_merge(frame, lines, file)
                 start_line = lines.get(frame.path, line)
                 placed = place(frame.value, start_line)
                 if placed == () and frame.path == ():

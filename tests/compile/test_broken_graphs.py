@@ -59,6 +59,7 @@ REQUIRED_ERROR_CODES = {
         "unknown_skill",
         "invalid_skill",
         "migration_beyond_current",
+        "migration_backwards",
         # "encoding" needs bytes that are not UTF-8: generated in test_bad_encoding
     },
     "planning": {

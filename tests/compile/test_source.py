@@ -414,3 +414,26 @@ def test_a_file_that_is_not_a_mapping_is_a_clear_wrong_type_error(
 
 def test_an_empty_json_file_is_a_parse_error(tmp_path: Path) -> None:
     assert failure(tmp_path, "g.json", "").code == "parse_error"
+
+
+def test_yaml_merge_keys_copy_unset_keys_with_the_merge_line() -> None:
+    text = (
+        "base: &base {type: LLM_CALL, max_retries: 2}\n"
+        "other: &other {max_retries: 9, label: x}\n"
+        "node:\n"
+        "  <<: [*base, *other]\n"
+        "  id: a\n"
+        "  max_retries: 3\n"
+        "quoted: {'<<': literal}\n"
+    )
+    doc = parse_source(text)
+    assert doc.data["node"] == {"id": "a", "max_retries": 3, "type": "LLM_CALL", "label": "x"}
+    assert doc.lines[("node", "type")] == 4
+    assert doc.lines[("node", "max_retries")] == 6
+    assert doc.data["quoted"] == {"<<": "literal"}
+
+
+def test_merge_key_of_a_scalar_is_a_parse_error() -> None:
+    with pytest.raises(GraphLoadError) as info:
+        parse_source("a: 1\nb:\n  <<: 5\n  c: 2\n")
+    assert (info.value.diagnostics[0].code, info.value.diagnostics[0].line) == ("parse_error", 3)

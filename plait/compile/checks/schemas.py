@@ -60,7 +60,16 @@ def check_migrations(ctx: CheckContext) -> None:
             )
             continue
         current = ctx.schemas[migration.schema_id].version
-        if _major(migration.to_version) > _major(current):
+        if _semver(migration.from_version) >= _semver(migration.to_version):
+            ctx.report(
+                CONFIG,
+                "migration_backwards",
+                f"migration of {migration.schema_id} from {migration.from_version} to {migration.to_version} does "
+                "not go forward",
+                path=(*path, "from_version"),
+                hint="migrations upgrade old outputs: from_version must be older than to_version",
+            )
+        elif _major(migration.to_version) > _major(current):
             ctx.report(
                 CONFIG,
                 "migration_beyond_current",
@@ -87,6 +96,11 @@ def check_migrations(ctx: CheckContext) -> None:
 
 def _entry_path(ctx: CheckContext, schema_id: str) -> Path_ | None:
     return ctx.loaded.schema_paths.get(schema_id)
+
+
+def _semver(version: str) -> tuple[int, ...]:
+    """Version as a tuple; in a pattern, `x` counts as 0, giving the oldest version it matches."""
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
 
 
 def _major(version: str) -> int:

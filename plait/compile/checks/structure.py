@@ -136,7 +136,13 @@ def check_topology(ctx: CheckContext) -> None:
             )
     if len(ctx.nodes) > 1:
         for node_id in ctx.nodes:
-            if not topo.preds[node_id] and not topo.succs[node_id] and node_id not in ctx.broken_edge_ends:
+            declares_output = any(e.target_node_id == END for e in ctx.out_edges[node_id])
+            if (
+                not topo.preds[node_id]
+                and not topo.succs[node_id]
+                and not declares_output  # an independent branch with a typed output is intended
+                and node_id not in ctx.broken_edge_ends
+            ):
                 ctx.report(
                     PLANNING,
                     "unreachable",

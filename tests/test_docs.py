@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from plait.model import NODE_CLASSES, EdgeDef, GraphDef, McpPromptRef, McpResourceRef, McpServerRef, ToolDef
 from plait.model.graph import SchemaEntry, SchemaMigration
-from plait.model.nodes import NodeType, TemplateParam
+from plait.model.nodes import NodeType, SkillScope, TemplateParam
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "graph-format.md").read_text()
 TYPES: list[type[BaseModel]] = [
@@ -23,6 +23,7 @@ TYPES: list[type[BaseModel]] = [
     McpResourceRef,
     McpPromptRef,
     TemplateParam,
+    SkillScope,
     *NODE_CLASSES.values(),
 ]
 

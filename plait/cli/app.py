@@ -15,7 +15,8 @@ from typing import Annotated
 import typer
 
 from plait import __version__
-from plait.cli import graphs
+from plait.cli import graphs, runs
+from plait.cli.run import resume_command, run_command
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
 
@@ -27,6 +28,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(graphs.app, name="graphs")
+app.add_typer(runs.app, name="runs")
+app.command("run")(run_command)
+app.command("resume")(resume_command)
 
 
 def _version(value: bool) -> None:

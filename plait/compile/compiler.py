@@ -18,10 +18,11 @@ from plait.compile.checks import structure, templates
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Diagnostic, GraphLoadError
 from plait.compile.load import LoadedGraph, load_graph
-from plait.compile.skills import SkillScope, expand_skills
+from plait.compile.skills import expand_skills
 from plait.compile.source import SourceDoc, read_source
 from plait.compile.topology import Topology
 from plait.model.graph import GraphDef
+from plait.model.nodes import SkillScope
 
 
 @dataclass
@@ -32,10 +33,15 @@ class CompileResult:
     expanded: GraphDef | None = None
     """With SKILL nodes inlined; what the engine executes. Set only when valid."""
     topology: Topology | None = None
-    scopes: dict[str, SkillScope] = field(default_factory=dict)
     aliases: dict[str, list[str]] = field(default_factory=dict)
     errors: list[Diagnostic] = field(default_factory=list)
     warnings: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def scopes(self) -> dict[str, SkillScope]:
+        """Inlined node id -> how its names resolve (see `SkillScope`)."""
+        graph = self.expanded or self.graph
+        return {n.id: n.skill_scope for n in graph.nodes if n.skill_scope is not None} if graph else {}
 
     @property
     def valid(self) -> bool:
@@ -114,7 +120,6 @@ def _expand(result: CompileResult, loaded: LoadedGraph, chain: tuple[str, ...]) 
     if expansion.errors:
         return
     result.expanded = expansion.graph
-    result.scopes = expansion.scopes
     result.aliases = expansion.aliases
     if expansion.graph is not loaded.graph:
         result.topology = Topology.build(

@@ -3,7 +3,7 @@
 The skill file is compiled on its own first (its errors point into its own
 file); only a valid skill is inlined. In-edges of the SKILL node are rewired
 to the skill's entry nodes and its out-edges leave from the skill's exits.
-Inner nodes keep their templates unchanged: a `SkillScope` records how the
+Inner nodes keep their templates unchanged: their `skill_scope` records how the
 renderer must read `input` (the SKILL node's `inputs`) and the inner ids.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from plait.compile.diagnostics import Category, Diagnostic
 from plait.compile.topology import Topology
 from plait.model.graph import END, EdgeDef, GraphDef
-from plait.model.nodes import NodeBase, SkillNode
+from plait.model.nodes import NodeBase, SkillNode, SkillScope
 
 if TYPE_CHECKING:
     from plait.compile.compiler import CompileResult
@@ -25,19 +25,9 @@ if TYPE_CHECKING:
 MAX_SKILL_DEPTH = 5
 
 
-@dataclass(frozen=True, slots=True)
-class SkillScope:
-    skill_node_id: str
-    prefix: str
-    inputs: dict[str, Any]
-    """The SKILL node's `inputs` (templates over the parent graph): the inner nodes' `input`."""
-
-
 @dataclass
 class Expansion:
     graph: GraphDef
-    scopes: dict[str, SkillScope] = field(default_factory=dict)
-    """Inner node id (prefixed) -> its scope."""
     aliases: dict[str, list[str]] = field(default_factory=dict)
     """SKILL node id -> the prefixed exit node ids whose outputs stand for it."""
     errors: list[Diagnostic] = field(default_factory=list)
@@ -121,10 +111,10 @@ def _expand_one(
             )
         result.errors.extend(sub.errors)  # after the SKILL node's own error: "see the errors that follow"
         return
-    _inline(result, node, sub.expanded, sub.scopes)
+    _inline(result, node, sub.expanded)
 
 
-def _inline(result: Expansion, node: SkillNode, skill: GraphDef, inner_scopes: dict[str, SkillScope]) -> None:
+def _inline(result: Expansion, node: SkillNode, skill: GraphDef) -> None:
     prefix = f"__{node.id}__"
     graph = result.graph
     topo = Topology.build([n.id for n in skill.nodes], [(e.source_node_id, e.target_node_id) for e in skill.edges])
@@ -134,10 +124,13 @@ def _inline(result: Expansion, node: SkillNode, skill: GraphDef, inner_scopes: d
             nodes.append(existing)
             continue
         for inner in skill.nodes:
-            nodes.append(inner.model_copy(update={"id": prefix + inner.id}))
-            result.scopes[prefix + inner.id] = SkillScope(node.id, prefix, dict(node.inputs))
-    for inner_id, scope in inner_scopes.items():
-        result.scopes[prefix + inner_id] = SkillScope(scope.skill_node_id, prefix + scope.prefix, scope.inputs)
+            nested = inner.skill_scope
+            scope = (
+                nested.model_copy(update={"prefix": prefix + nested.prefix})
+                if nested is not None
+                else SkillScope(skill_node_id=node.id, prefix=prefix, inputs=dict(node.inputs))
+            )
+            nodes.append(inner.model_copy(update={"id": prefix + inner.id, "skill_scope": scope}))
 
     edges: list[EdgeDef] = []
     for edge in graph.edges:

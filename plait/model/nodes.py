@@ -76,6 +76,16 @@ FreezeSpec = FreezePolicy | dict[str, FreezePolicy]
 """One policy for the whole output, or one per top-level output field."""
 
 
+class SkillScope(PlaitModel):
+    """Set by SKILL expansion on every inlined node (not written by hand): how its names resolve."""
+
+    skill_node_id: str
+    prefix: str
+    """`__{skill node id}__`: the inlined node ids start with it; its templates use the ids without it."""
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    """The SKILL node's `inputs` (templates over the parent graph): what `input` means inside the skill."""
+
+
 class NodeBase(PlaitModel):
     id: Identifier
     type: NodeType
@@ -89,6 +99,7 @@ class NodeBase(PlaitModel):
     timeout_s: Annotated[float, Field(gt=0)] | None = None
     priority: Priority = 5
     freeze: FreezeSpec | None = None
+    skill_scope: SkillScope | None = None
 
 
 class LlmCallNode(NodeBase):

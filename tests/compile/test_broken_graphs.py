@@ -47,6 +47,7 @@ REQUIRED_ERROR_CODES = {
         "duplicate_id",
         "reserved_id",
         "empty_expression",
+        "bad_expression",
         "bad_template",
         "bad_template_path",
         "unknown_schema",

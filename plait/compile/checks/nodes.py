@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
+from plait.compile.source import Path_
 from plait.model.nodes import LlmCallNode, NodeBase, node_field
 from plait.model.tools import ToolChoiceFunction, ToolHandler
 
@@ -14,40 +17,107 @@ CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 EXPRESSION_FIELDS = ("condition_expr", "transform_expr", "while_expr", "code")
 GRAPH_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
+SyntaxKind = Literal["expression", "function", "body"]
+_EXAMPLES = {
+    "condition_expr": "nodes.classify.label",
+    "transform_expr": "({text: input.text.trim()})",
+    "while_expr": "current.remaining > 0",
+    "code": "return {count: input.text.split(' ').length};",
+}
+
+
+@dataclass(frozen=True)
+class _Expression:
+    """One JavaScript text to syntax-check, and where to report it."""
+
+    text: str
+    kind: SyntaxKind
+    what: str
+    hint: str
+    path: Path_ | None
+    node_id: str | None = None
+
 
 def check_expressions(ctx: CheckContext) -> None:
-    """Only emptiness here: the JS sandbox checks syntax (SPEC §8)."""
+    """Every JavaScript text must be non-empty and parse, as the sandbox will run it (SPEC §8):
+    `condition_expr`, `transform_expr`, `while_expr` and tool `transform_expr` are expressions,
+    CODE `code` is a function body, `migrate_expr` is a function expression."""
+    pending: list[_Expression] = []
     for node_id, node in ctx.nodes.items():
         for name in EXPRESSION_FIELDS:
             value = node_field(node, name)
-            if isinstance(value, str) and not value.strip():
+            if not isinstance(value, str):
+                continue
+            path = ctx.node_path(node_id, name)
+            if not value.strip():
                 ctx.report(
                     CONFIG,
                     "empty_expression",
                     f"{name} is empty",
                     node_id=node_id,
-                    path=ctx.node_path(node_id, name),
+                    path=path,
                     hint=f"write a JavaScript expression for {name}",
                 )
+                continue
+            kind: SyntaxKind = "body" if name == "code" else "expression"
+            shape = "the body of `function main(input, nodes, current)`" if kind == "body" else "one expression"
+            hint = f"{name} is {shape} in strict-mode JavaScript, e.g. `{_EXAMPLES[name]}`"
+            pending.append(_Expression(value, kind, name, hint, path, node_id))
         for index, tool in enumerate(node_field(node, "tools", [])):
-            if tool.transform_expr is not None and not tool.transform_expr.strip():
+            if tool.transform_expr is None:
+                continue
+            path = ctx.node_path(node_id, "tools", index, "transform_expr")
+            if not tool.transform_expr.strip():
                 ctx.report(
                     CONFIG,
                     "empty_expression",
                     f"transform_expr of tool '{tool.name}' is empty",
                     node_id=node_id,
-                    path=ctx.node_path(node_id, "tools", index, "transform_expr"),
+                    path=path,
                     hint="write a JavaScript expression over the tool arguments",
                 )
+                continue
+            hint = "a tool's transform_expr is one JavaScript expression over `args`, e.g. `({city: args.city})`"
+            pending.append(
+                _Expression(
+                    tool.transform_expr, "expression", f"tool '{tool.name}' transform_expr", hint, path, node_id
+                )
+            )
     for index, migration in enumerate(ctx.graph.migrations):
+        path = ("migrations", index, "migrate_expr")
         if not migration.migrate_expr.strip():
             ctx.report(
                 CONFIG,
                 "empty_expression",
                 f"migrate_expr of the {migration.schema_id} migration is empty",
-                path=("migrations", index, "migrate_expr"),
+                path=path,
                 hint="write e.g. `old => ({...old})`",
             )
+            continue
+        hint = "migrate_expr is a JavaScript function of the old value, e.g. `old => ({...old, chapters: old.items})`"
+        pending.append(
+            _Expression(
+                migration.migrate_expr, "function", f"migrate_expr of the {migration.schema_id} migration", hint, path
+            )
+        )
+    if pending:  # V8 is loaded only for graphs that have JavaScript
+        _check_syntax(ctx, pending)
+
+
+def _check_syntax(ctx: CheckContext, pending: list[_Expression]) -> None:
+    from plait.sandbox import JsSyntaxError, SandboxError, check_syntax
+
+    for item in pending:
+        try:
+            check_syntax(item.text, kind=item.kind)
+        except JsSyntaxError as exc:
+            where = f" at line {exc.line}, column {exc.column}" if exc.line is not None else ""
+            message = f"{item.what}: {exc.message}{where}"
+        except SandboxError as exc:
+            message = f"{item.what}: cannot be checked: {exc}"
+        else:
+            continue
+        ctx.report(CONFIG, "bad_expression", message, node_id=item.node_id, path=item.path, hint=item.hint)
 
 
 def check_tools(ctx: CheckContext) -> None:

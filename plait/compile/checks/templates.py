@@ -79,8 +79,8 @@ def _strings(value: Any, path: FieldPath) -> Iterator[TemplateField]:
 
 def check_templates(ctx: CheckContext, skip: set[str] | None = None) -> None:
     for node_id, node in ctx.nodes.items():
-        if skip and node_id in skip:
-            continue
+        if (skip and node_id in skip) or node.skill_scope is not None:
+            continue  # inlined skill nodes were checked against the skill's own graph
         params = {p.name: p for p in node_field(node, "params", [])}
         allow_system_data = bool(node_field(node, "allow_data_in_system_prompt", False))
         for tf in template_fields(node):

@@ -1,0 +1,74 @@
+"""Helpers shared by the commands that use the store: options, input parsing, JSON output, errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Database URL (sqlite:///… or postgresql://…); default $PLAIT_DB or ./.plait/plait.db"),
+]
+LlmOption = Annotated[
+    str | None, typer.Option("--llm", help="Model provider: scripted:FILE (deterministic responses) or local.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+
+
+def fail(message: str, hint: str | None = None, code: int = EXIT_INVALID) -> NoReturn:
+    """Print an error (and how to fix it) on stderr and exit."""
+    sys.stderr.write(f"plait: {message}\n")
+    if hint:
+        sys.stderr.write(f"  hint: {hint}\n")
+    raise typer.Exit(code)
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def parse_inputs(pairs: list[str], input_file: Path | None) -> dict[str, Any]:
+    """`--input-file` (JSON or YAML object) first, then `-i key=value` pairs; values are JSON when they parse."""
+    values: dict[str, Any] = {}
+    if input_file is not None:
+        values.update(_read_input_file(input_file))
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"bad input '{pair}'", "write -i key=value (the value may be JSON: -i n=3 -i tags='[\"a\"]')")
+        try:
+            values[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            values[key] = raw
+    return values
+
+
+def _read_input_file(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read input file {path}: {exc.strerror or exc}")
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        fail(f"input file {path} is not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}")
+    if not isinstance(data, dict):
+        fail(f"input file {path} must hold an object (key: value pairs), not {type(data).__name__}")
+    return data
+
+
+def open_store(db: str | None) -> Any:
+    from plait.store import Store, StoreError
+
+    try:
+        return Store(db)
+    except StoreError as exc:
+        fail(str(exc), "check --db or $PLAIT_DB")

@@ -1,0 +1,140 @@
+"""`plait run` and `plait resume`: execute a run with a live view of node states on stderr.
+
+stdout carries only the result (the run output JSON, or with --json the run summary),
+so scripts can pipe it; the exit code says how it ended (0 done, 1 failed, 2 invalid, 3 paused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from plait.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_PAUSED,
+    DbOption,
+    JsonOption,
+    LlmOption,
+    fail,
+    open_store,
+    parse_inputs,
+    print_json,
+)
+
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
+
+
+def run_command(
+    graph: Annotated[str, typer.Argument(help="A graph file, or the id/slug of a stored graph.")],
+    inputs: Annotated[list[str], typer.Option("-i", "--input", help="Run input as key=value (repeatable).")] = [],  # noqa: B006
+    input_file: Annotated[Path | None, typer.Option("--input-file", help="Run input from a JSON/YAML file.")] = None,
+    db: DbOption = None,
+    llm: LlmOption = None,
+    json_output: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Run a graph: store it (a new version only if it changed), start a run, execute it."""
+    from plait.engine.start import StartError, start_run
+
+    run_input = parse_inputs(inputs, input_file)
+    store = open_store(db)
+    try:
+        provider = _provider(llm)
+        try:
+            run_id = start_run(store, graph, run_input)
+        except StartError as exc:
+            for line in exc.details:
+                sys.stderr.write(line + "\n")
+            fail(exc.message, exc.hint)
+        _execute(store, provider, run_id, json_output, quiet)
+    finally:
+        store.close()
+
+
+def resume_command(
+    run_id: Annotated[str, typer.Argument(help="The run to continue.")],
+    db: DbOption = None,
+    llm: LlmOption = None,
+    json_output: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Continue a run after a crash, a kill or a pause: completed nodes are never executed again."""
+    from plait.store import StoreError
+
+    store = open_store(db)
+    try:
+        try:
+            store.runs.get(run_id)
+        except StoreError as exc:
+            fail(str(exc), "list runs with `plait runs list`")
+        _execute(store, _provider(llm), run_id, json_output, quiet)
+    finally:
+        store.close()
+
+
+def _provider(spec: str | None) -> Any:
+    from plait.llm.select import LlmConfigError, provider_from_spec
+
+    try:
+        return provider_from_spec(spec)
+    except LlmConfigError as exc:
+        fail(str(exc))
+
+
+def _execute(store: Any, provider: Any, run_id: str, json_output: bool, quiet: bool) -> None:
+    from plait.cli.live import LiveView
+    from plait.engine.runner import Engine, EngineError
+    from plait.store import RunStatus
+
+    engine = Engine(store, provider)
+    view = None if quiet else LiveView(store, run_id)
+    if view is not None:
+        engine.events.subscribe(view.on_event)
+
+    async def go() -> Any:
+        try:
+            return await engine.run(run_id)
+        finally:
+            await engine.aclose()
+
+    try:
+        if view is not None:
+            with view:
+                outcome = asyncio.run(go())
+        else:
+            outcome = asyncio.run(go())
+    except EngineError as exc:
+        fail(str(exc))
+    if json_output:
+        print_json(
+            {"run_id": outcome.run_id, "status": str(outcome.status), "output": outcome.output, "error": outcome.error}
+        )
+    elif outcome.status == RunStatus.COMPLETED:
+        print_json(outcome.output)
+    _summary(store, outcome, quiet)
+    codes = {RunStatus.COMPLETED: EXIT_OK, RunStatus.PAUSED: EXIT_PAUSED}
+    raise typer.Exit(codes.get(outcome.status, EXIT_FAILED))
+
+
+def _summary(store: Any, outcome: Any, quiet: bool) -> None:
+    from plait.store import RunStatus
+
+    if outcome.status == RunStatus.PAUSED:
+        waiting = [r.node_id for r in store.runs.node_runs(outcome.run_id) if r.status == "pending"]
+        sys.stderr.write(
+            f"run {outcome.run_id} paused: waiting for a person at {', '.join(waiting)}\n"
+            f"  hint: see it with `plait runs show {outcome.run_id}`\n"
+        )
+    elif outcome.status == RunStatus.FAILED:
+        error = outcome.error or {}
+        sys.stderr.write(
+            f"run {outcome.run_id} failed: {error.get('message', 'a node failed')}\n"
+            f"  hint: `plait runs show {outcome.run_id}` shows the node's attempts and errors\n"
+        )
+    elif not quiet:
+        sys.stderr.write(f"run {outcome.run_id} completed\n")

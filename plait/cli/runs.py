@@ -1,0 +1,165 @@
+"""`plait runs list|show`: what ran, how it went, and every node's record."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Annotated, Any
+
+import typer
+
+from plait.cli.common import DbOption, JsonOption, fail, open_store, print_json
+
+app = typer.Typer(help="Inspect runs.", no_args_is_help=True)
+
+
+def _console() -> Any:
+    """Rich console; when piped (no terminal to size), wide enough that tables do not collapse."""
+    import sys
+
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+def _when(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else ""
+
+
+@app.command("list")
+def list_runs(
+    graph: Annotated[str | None, typer.Option("--graph", help="Only runs of this graph (id or slug).")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="Only runs with this status.")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 50,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """List runs, newest first."""
+    store = open_store(db)
+    try:
+        runs = store.runs.list(graph=graph, status=status, limit=limit)
+    finally:
+        store.close()
+    if json_output:
+        print_json([_run_json(r) for r in runs])
+        return
+    from rich.table import Table
+
+    table = Table(title="runs")
+    table.add_column("id", no_wrap=True)
+    for column in ("graph", "version", "status", "created", "tokens", "cost $"):
+        table.add_column(column, no_wrap=True)
+    for r in runs:
+        table.add_row(
+            r.id,
+            r.graph_slug,
+            str(r.graph_def_ver),
+            r.status,
+            _when(r.created_at),
+            str(r.tokens_input + r.tokens_output),
+            f"{r.cost_usd:.4f}",
+        )
+    _console().print(table)
+
+
+@app.command("show")
+def show_run(
+    run_id: Annotated[str, typer.Argument(help="The run id.")],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """One run: status, input, output, and per node status, attempts, tokens, cost, timings, effective output."""
+    from plait.store import StoreError
+
+    store = open_store(db)
+    try:
+        try:
+            run = store.runs.get(run_id)
+        except StoreError as exc:
+            fail(str(exc), "list runs with `plait runs list`")
+        nodes = store.runs.node_runs(run_id)
+    finally:
+        store.close()
+    if json_output:
+        print_json(
+            {
+                **_run_json(run),
+                "input": run.input,
+                "output": run.output,
+                "error": run.error,
+                "nodes": [_node_json(n) for n in nodes],
+            }
+        )
+        return
+    _render(run, nodes)
+
+
+def _run_json(r: Any) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "graph_id": r.def_id,
+        "graph": r.graph_slug,
+        "graph_version": r.graph_def_ver,
+        "status": str(r.status),
+        "created_at": r.created_at,
+        "started_at": r.started_at,
+        "completed_at": r.completed_at,
+        "tokens_input": r.tokens_input,
+        "tokens_output": r.tokens_output,
+        "cost_usd": r.cost_usd,
+    }
+
+
+def _node_json(n: Any) -> dict[str, Any]:
+    took = (n.completed_at - n.started_at) if n.completed_at and n.started_at else None
+    return {
+        "id": n.id,
+        "node_id": n.node_id,
+        "activation": n.activation,
+        "status": str(n.status),
+        "attempts": n.attempts,
+        "tokens_input": n.tokens_input,
+        "tokens_output": n.tokens_output,
+        "cost_usd": n.cost_usd,
+        "started_at": n.started_at,
+        "completed_at": n.completed_at,
+        "duration_s": took,
+        "effective_output": n.effective_output,
+        "output": n.output,
+        "override": n.override,
+        "error": n.error,
+        "input_snapshot": n.input_snapshot,
+    }
+
+
+def _render(run: Any, nodes: list[Any]) -> None:
+    from rich.table import Table
+
+    console = _console()
+    console.print(f"[bold]run {run.id}[/]  graph {run.graph_slug} v{run.graph_def_ver}  status [bold]{run.status}[/]")
+    console.print(
+        f"created {_when(run.created_at)}  tokens {run.tokens_input}+{run.tokens_output}  cost ${run.cost_usd:.4f}"
+    )
+    table = Table()
+    for column in ("node", "status", "attempts", "tokens", "cost $", "time"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("effective output (full: --json)", no_wrap=True, overflow="ellipsis", max_width=60)
+    for n in nodes:
+        took = f"{n.completed_at - n.started_at:.2f}s" if n.completed_at and n.started_at else ""
+        output = json.dumps(n.effective_output, ensure_ascii=False) if n.effective_output is not None else ""
+        if n.error:
+            output = f"[red]{n.error.get('message', '')}[/]"
+        table.add_row(
+            n.node_id,
+            n.status,
+            str(len(n.attempts or [])),
+            f"{n.tokens_input}+{n.tokens_output}",
+            f"{n.cost_usd:.4f}",
+            took,
+            output[:200].replace("\n", " "),
+        )
+    console.print(table)
+    if run.error:
+        console.print(f"[red]error:[/] {run.error.get('message', run.error)}")
+    if run.output is not None:
+        console.print("output:", json.dumps(run.output, ensure_ascii=False, indent=2))

@@ -1,0 +1,104 @@
+"""Output contracts: the JSON Schemas on a node's out-edges, combined for the model and enforced on the result.
+
+A node's output must satisfy every out-edge schema (seed 000 §3.2). For the
+model, the schemas are merged into one `response_format`; for enforcement,
+each is validated separately so that errors name the schema that failed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from plait.model.graph import EdgeDef, GraphDef
+
+SCHEMA_ID, SCHEMA_VERSION = "_schema_id", "_schema_version"
+META_KEYS = (SCHEMA_ID, SCHEMA_VERSION)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundSchema:
+    id: str
+    version: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class OutputContract:
+    schemas: tuple[BoundSchema, ...]
+
+    @property
+    def structured(self) -> bool:
+        return bool(self.schemas)
+
+    def response_format(self) -> dict[str, Any] | None:
+        """OpenAI-style `json_schema` response_format for all out-edge schemas combined."""
+        if not self.schemas:
+            return None
+        name = "__".join(s.id for s in self.schemas)[:64]
+        return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": self.combined()}}
+
+    def combined(self) -> dict[str, Any]:
+        return combine_schemas([s.schema for s in self.schemas])
+
+    def violations(self, value: Any) -> list[str]:
+        """Every way `value` breaks a schema, as `schema_id: path: message` lines (empty when valid)."""
+        data = strip_meta(value)
+        problems: list[str] = []
+        for bound in self.schemas:
+            for error in _validator(json.dumps(bound.schema, sort_keys=True)).iter_errors(data):
+                where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+                problems.append(f"{bound.id}: {where}: {error.message}")
+        return problems
+
+    def annotate(self, value: Any) -> Any:
+        """The stored form: objects carry `_schema_id` / `_schema_version` of their first contract (seed 000 §3.3)."""
+        if not self.schemas or not isinstance(value, dict):
+            return value
+        first = self.schemas[0]
+        return {**value, SCHEMA_ID: first.id, SCHEMA_VERSION: first.version}
+
+
+def contract_for(graph: GraphDef, out_edges: list[EdgeDef]) -> OutputContract:
+    seen: dict[str, BoundSchema] = {}
+    for edge in out_edges:
+        if edge.schema_id and edge.schema_id not in seen:
+            entry = graph.schema_entry(edge.schema_id)
+            if entry is not None:
+                seen[edge.schema_id] = BoundSchema(entry.id, entry.version, entry.schema_)
+    return OutputContract(tuple(seen.values()))
+
+
+def strip_meta(value: Any) -> Any:
+    if isinstance(value, dict) and (SCHEMA_ID in value or SCHEMA_VERSION in value):
+        return {k: v for k, v in value.items() if k not in META_KEYS}
+    return value
+
+
+def combine_schemas(schemas: list[dict[str, Any]]) -> dict[str, Any]:
+    """One schema that accepts what all accept: object schemas merged, anything else as `allOf`."""
+    if len(schemas) == 1:
+        return schemas[0]
+    if all(s.get("type") == "object" for s in schemas):
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        for schema in schemas:
+            for key, sub in (schema.get("properties") or {}).items():
+                properties.setdefault(key, sub)
+            required.extend(r for r in schema.get("required", []) if r not in required)
+        merged: dict[str, Any] = {"type": "object", "properties": properties, "required": required}
+        if any(s.get("additionalProperties") is False for s in schemas):
+            merged["additionalProperties"] = False
+        return merged
+    return {"allOf": schemas}
+
+
+@lru_cache(maxsize=1024)
+def _validator(schema_json: str) -> Any:
+    from jsonschema import Draft7Validator, validators
+
+    schema = json.loads(schema_json)
+    cls = validators.validator_for(schema, default=Draft7Validator)
+    return cls(schema)

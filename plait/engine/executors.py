@@ -1,0 +1,160 @@
+"""Node executors: one coroutine per node type, each returning a `NodeResult` the engine commits.
+
+Executors never write to the store: the engine commits a result atomically
+when the executor returns (seed 003 §4.2), so a failed or killed node leaves
+nothing half-applied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait.engine.llm_call import run_llm_call
+from plait.engine.render import build_view, prompt_budget, render
+from plait.engine.runtime import NodeResult, Runtime
+from plait.engine.state import Phase, RunState
+from plait.model.nodes import (
+    ConditionNode,
+    HumanReviewNode,
+    LlmCallNode,
+    NodeBase,
+    NodeType,
+    TransformNode,
+    WaitNode,
+)
+
+Executor = Callable[[NodeBase, RunState, Runtime], Awaitable[NodeResult]]
+
+SUPPORTED = {
+    NodeType.LLM_CALL,
+    NodeType.CONDITION,
+    NodeType.MERGE,
+    NodeType.TRANSFORM,
+    NodeType.HUMAN_REVIEW,
+    NodeType.WAIT,
+}
+
+
+def branch_key(value: Any) -> str:
+    """CONDITION values compare as strings: true/false, numbers as written, null."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return value if isinstance(value, str) else str(value)
+
+
+@dataclass
+class _Timer:
+    started: float = field(default_factory=time.time)
+
+    def attempt(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "attempt": 1,
+            "started_at": self.started,
+            "duration_ms": round((time.time() - self.started) * 1000, 3),
+            **extra,
+        }
+
+
+async def run_condition(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    assert isinstance(node, ConditionNode)
+    view = build_view(state, node)
+    timer = _Timer()
+    snapshot = _snapshot(node, state, view.js_scope, expression=node.condition_expr)
+    try:
+        value = await rt.sandbox().aevaluate(node.condition_expr, view.js_scope, timeout_s=node.timeout_s)
+    except Exception as exc:  # SandboxError and friends: the message is the user's answer
+        return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind="expression", message=str(exc))
+    output = {"branch": branch_key(value)}
+    return NodeResult.completed(output, snapshot, [timer.attempt(result=output)])
+
+
+async def run_transform(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    assert isinstance(node, TransformNode)
+    view = build_view(state, node)
+    timer = _Timer()
+    snapshot = _snapshot(node, state, view.js_scope, expression=node.transform_expr)
+    try:
+        value = await rt.sandbox().aevaluate(node.transform_expr, view.js_scope, timeout_s=node.timeout_s)
+    except Exception as exc:
+        return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind="expression", message=str(exc))
+    return _checked(node, state, value, snapshot, [timer.attempt(result=value)])
+
+
+async def run_merge(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    timer = _Timer()
+    value = {p: state.nodes[p].data for p in state.active_predecessors(node.id)}
+    snapshot = _snapshot(node, state, {"current": value})
+    return _checked(node, state, value, snapshot, [timer.attempt()])
+
+
+async def run_human_review(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    """Pause here: the value under review is `current`; a person approves or corrects it (SPEC §3)."""
+    assert isinstance(node, HumanReviewNode)
+    view = build_view(state, node)
+    prompt = render(node.review_prompt, view.names, prompt_budget(node)) if node.review_prompt else None
+    snapshot = _snapshot(node, state, view.js_scope, review_prompt=prompt, value=view.names["current"])
+    return NodeResult(Phase.WAITING, snapshot=snapshot)
+
+
+async def run_wait(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    assert isinstance(node, WaitNode)
+    timer = _Timer()
+    delay = node.delay_s if node.delay_s is not None else max(0.0, node.until.timestamp() - time.time())  # type: ignore[union-attr]
+    await asyncio.sleep(delay)
+    value = state.current_for(node.id)
+    return NodeResult.completed(value, _snapshot(node, state, {}, delay_s=delay), [timer.attempt()])
+
+
+async def run_llm(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    assert isinstance(node, LlmCallNode)
+    return await run_llm_call(node, state, rt)
+
+
+EXECUTORS: dict[NodeType, Executor] = {
+    NodeType.LLM_CALL: run_llm,
+    NodeType.CONDITION: run_condition,
+    NodeType.MERGE: run_merge,
+    NodeType.TRANSFORM: run_transform,
+    NodeType.HUMAN_REVIEW: run_human_review,
+    NodeType.WAIT: run_wait,
+}
+
+
+def _checked(
+    node: NodeBase, state: RunState, value: Any, snapshot: dict[str, Any], attempts: list[dict[str, Any]]
+) -> NodeResult:
+    """Validate against every out-edge schema: invalid data never flows downstream."""
+    contract = state.compiled.contracts[node.id]
+    problems = contract.violations(value)
+    if problems:
+        attempts[-1]["violations"] = problems
+        return NodeResult.failed(
+            snapshot,
+            attempts,
+            kind="schema",
+            message="output violates its out-edge schema",
+            details=problems,
+            last_output=value,
+        )
+    return NodeResult.completed(contract.annotate(value), snapshot, attempts)
+
+
+def _snapshot(node: NodeBase, state: RunState, scope: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """input_snapshot_json: what the node saw, including the seed 004 hand-off state."""
+    return {
+        "node_type": str(node.type),
+        "state": {
+            "current_node_id": node.id,
+            "current": scope.get("current"),
+            "predecessors": state.active_predecessors(node.id),
+        },
+        **extra,
+    }

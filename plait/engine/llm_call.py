@@ -1,0 +1,167 @@
+"""LLM_CALL: render, ask the model for the out-edge schema, validate, retry with the errors fed back.
+
+No invalid data ever flows downstream (SPEC §3): an answer that is not JSON or
+breaks a schema is shown to the model with what was wrong, up to
+`max_retries` more times, and then the node fails with the last answer and its
+errors recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import time
+from dataclasses import replace
+from typing import Any
+
+from plait.engine.contracts import OutputContract
+from plait.engine.render import build_view, prompt_budget, render
+from plait.engine.runtime import NodeResult, Runtime
+from plait.engine.state import RunState
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError
+from plait.model.nodes import LlmCallNode
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
+    if node.user_prompt_tpl is None:
+        return NodeResult.failed(
+            {},
+            [],
+            kind="unsupported",
+            message="prompt_script and mcp_prompt nodes need the "
+            "prompt-script / MCP support of a later release; use user_prompt_tpl",
+        )
+    view = build_view(state, node)
+    budget = prompt_budget(node)
+    system = render(node.system_prompt, view.names, budget) if node.system_prompt else None
+    user = render(node.user_prompt_tpl, view.names, budget)
+    contract = state.compiled.contracts[node.id]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    messages.append({"role": "user", "content": user})
+    request = ChatRequest(
+        node_id=node.id,
+        messages=messages,
+        model_role=node.model_role,
+        model=node.model_id_override,
+        response_format=contract.response_format(),
+        temperature=node.temperature_override,
+        max_tokens=node.max_tokens_override or node.token_budget_output,
+        timeout_s=node.timeout_s,
+    )
+    snapshot: dict[str, Any] = {
+        "node_type": "LLM_CALL",
+        "rendered_system_prompt": system,
+        "rendered_user_prompt": user,
+        "tools": [],
+        "response_format": request.response_format,
+        "context_slice": view.context_slice,
+        "model_config": {
+            "role": node.model_role,
+            "model": node.model_id_override,
+            "temperature": node.temperature_override,
+            "max_tokens": request.max_tokens,
+        },
+        "state": {
+            "current_node_id": node.id,
+            "current": view.names["current"],
+            "predecessors": state.active_predecessors(node.id),
+        },
+        "truncated_chars": budget.truncated,
+    }
+    return await _attempts(node, request, contract, snapshot, rt)
+
+
+async def _attempts(
+    node: LlmCallNode, request: ChatRequest, contract: OutputContract, snapshot: dict[str, Any], rt: Runtime
+) -> NodeResult:
+    if rt.provider is None:
+        return NodeResult.failed(
+            snapshot, [], kind="provider", message="no LLM provider configured; pass --llm scripted:FILE"
+        )
+    attempts: list[dict[str, Any]] = []
+    usage = {"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
+    last: dict[str, Any] = {"kind": "provider", "message": "no attempt made"}
+    for number in range(1, node.max_retries + 2):
+        started = time.time()
+        record: dict[str, Any] = {"attempt": number, "started_at": started}
+        attempts.append(record)
+        try:
+            response = await _call(rt, request)
+        except (ProviderError, TimeoutError) as exc:
+            kind = exc.kind if isinstance(exc, ProviderError) else "timeout"
+            record.update(error=str(exc) or kind, kind=kind, duration_ms=_ms(started))
+            last = {"kind": kind, "message": str(exc) or f"the model call timed out after {request.timeout_s} s"}
+            if isinstance(exc, ProviderError) and not exc.retryable:
+                break
+            continue
+        usage["tokens_input"] += response.usage.input_tokens
+        usage["tokens_output"] += response.usage.output_tokens
+        usage["cost_usd"] += response.cost_usd
+        value, problems = _parse(response, contract)
+        record.update(
+            content=response.content,
+            model=response.model,
+            provider=response.provider,
+            usage={"input": response.usage.input_tokens, "output": response.usage.output_tokens},
+            duration_ms=_ms(started),
+        )
+        if not problems:
+            return NodeResult.completed(contract.annotate(value), snapshot, attempts, **usage)
+        record["violations"] = problems
+        last = {
+            "kind": "schema",
+            "message": "the model's answer is not valid for the out-edge schema",
+            "details": problems,
+            "last_output": response.content,
+        }
+        request = replace(
+            request,
+            messages=[
+                *request.messages,
+                {"role": "assistant", "content": response.content or ""},
+                {"role": "user", "content": _feedback(problems)},
+            ],
+        )
+    return NodeResult.failed(
+        snapshot,
+        attempts,
+        kind=last["kind"],
+        message=last["message"],
+        details=last.get("details"),
+        last_output=last.get("last_output"),
+        **usage,
+    )
+
+
+async def _call(rt: Runtime, request: ChatRequest) -> ChatResponse:
+    assert rt.provider is not None
+    slots = rt.llm_slots if rt.llm_slots is not None else contextlib.nullcontext()
+    async with slots:
+        if request.timeout_s:
+            return await asyncio.wait_for(rt.provider.complete(request), request.timeout_s)
+        return await rt.provider.complete(request)
+
+
+def _parse(response: ChatResponse, contract: OutputContract) -> tuple[Any, list[str]]:
+    text = response.content or ""
+    if not contract.structured:
+        return text, []
+    fenced = _FENCE.match(text)
+    try:
+        value = json.loads(fenced.group(1) if fenced else text)
+    except json.JSONDecodeError as exc:
+        return None, [f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
+    return value, contract.violations(value)
+
+
+def _feedback(problems: list[str]) -> str:
+    listed = "\n".join(f"- {p}" for p in problems[:20])
+    return f"Your answer was not valid:\n{listed}\nReply again with only the corrected JSON that matches the schema."
+
+
+def _ms(started: float) -> float:
+    return round((time.time() - started) * 1000, 3)

@@ -1,0 +1,178 @@
+"""Rendering: what names a node sees, and prompts rendered from the normalised templates.
+
+Data is inserted as data (Jinja never re-parses a value), objects render as
+JSON, and `context_max_chars` is a budget shared by every insertion of one
+node's prompts: once spent, further values are cut with a visible marker.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any
+
+from plait.compile.refs import RefError, RefKind, resolve_ref
+from plait.compile.templates import parse_template, split_path
+from plait.engine.state import RunState
+from plait.model.nodes import NodeBase, ParamType, node_field
+
+_SINGLE_REF = re.compile(r"^\{\{\s*([^\W\d][\w.\[\]]*)\s*\}\}$")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
+
+
+@dataclass
+class _Budget:
+    remaining: int | None
+    sanitize: bool = False
+    truncated: int = 0
+
+
+_budget: ContextVar[_Budget | None] = ContextVar("plait_render_budget", default=None)
+
+
+def to_text(value: Any) -> str:
+    """How a value reads in a prompt: strings as is, everything else as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _finalize(value: Any) -> str:
+    from jinja2 import Undefined
+
+    text = "" if isinstance(value, Undefined) else to_text(value)
+    budget = _budget.get()
+    if budget is None:
+        return text
+    if budget.sanitize:
+        text = _CONTROL.sub("", text)
+    if budget.remaining is not None:
+        if len(text) > budget.remaining:
+            cut = len(text) - budget.remaining
+            budget.truncated += cut
+            text = text[: budget.remaining] + f"…[truncated {cut} chars]"
+            budget.remaining = 0
+        else:
+            budget.remaining -= len(text)
+    return text
+
+
+@cache
+def _environment() -> Any:
+    from jinja2 import ChainableUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    return ImmutableSandboxedEnvironment(
+        autoescape=False, keep_trailing_newline=True, undefined=ChainableUndefined, finalize=_finalize
+    )
+
+
+@lru_cache(maxsize=2048)
+def _compiled(source: str) -> Any:
+    return _environment().from_string(source)
+
+
+@dataclass
+class NodeView:
+    """The names a node's templates and expressions see."""
+
+    names: dict[str, Any]
+    """Template names: input, nodes, current, params, context and every available node id."""
+    context_slice: dict[str, Any]
+
+    @property
+    def js_scope(self) -> dict[str, Any]:
+        return {"input": self.names["input"], "nodes": self.names["nodes"], "current": self.names["current"]}
+
+
+def build_view(state: RunState, node: NodeBase) -> NodeView:
+    outputs = state.outputs()
+    run_input: Any = state.input
+    scope = state.compiled.scopes.get(node.id)
+    if scope is not None:  # inside an inlined SKILL: its own ids unprefixed, `input` = the SKILL's inputs
+        parent = {**outputs, "input": state.input, "nodes": outputs}
+        run_input = render_value(scope.inputs, parent)
+        inner = {k[len(scope.prefix) :]: v for k, v in outputs.items() if k.startswith(scope.prefix)}
+        outputs = {**outputs, **inner}
+    names: dict[str, Any] = {**outputs, "input": run_input, "nodes": outputs, "current": state.current_for(node.id)}
+    if scope is not None and not state.compiled.in_edges[node.id]:
+        names["current"] = run_input
+    names["params"] = _params(node, names)
+    names.update(names["params"])
+    context = _context_slice(state, node, outputs, run_input)
+    names["context"] = context
+    return NodeView(names, context)
+
+
+def _params(node: NodeBase, names: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for param in node_field(node, "params", []):
+        if param.type is ParamType.INPUT:
+            values[param.name] = param.value
+        else:
+            values[param.name] = lookup(names, split_path(param.reference_node))
+    return values
+
+
+def _context_slice(state: RunState, node: NodeBase, outputs: dict[str, Any], run_input: Any) -> dict[str, Any]:
+    include = node.context_include
+    if include is None:
+        include = state.active_predecessors(node.id)
+    return {name: (run_input if name == "input" else outputs.get(name)) for name in include}
+
+
+def lookup(names: dict[str, Any], path: tuple[str | int, ...]) -> Any:
+    """Value at `path` (`node.field[0]`), or None when any step is missing."""
+    try:
+        ref = resolve_ref(path, [k for k in names if k not in ("params", "context")], names.get("params", {}))
+    except RefError:
+        return None
+    if ref.kind is RefKind.PARAM:
+        current: Any = names["params"].get(str(ref.target))
+    elif ref.kind is RefKind.NODE:
+        current = names["nodes"].get(str(ref.target), names.get(str(ref.target)))
+    else:
+        current = names["input" if ref.kind is RefKind.INPUT else "current"]
+    for step in ref.path:
+        if isinstance(current, dict):
+            current = current.get(str(step)) if str(step) in current else current.get(step)
+        elif isinstance(current, list) and isinstance(step, int) and -len(current) <= step < len(current):
+            current = current[step]
+        else:
+            return None
+    return current
+
+
+def render(text: str, names: dict[str, Any], budget: _Budget | None = None) -> str:
+    """Render one template (any of the three spellings) against `names`."""
+    template = parse_template(text)
+    if not template.refs and "{" not in template.source:
+        return template.source
+    token = _budget.set(budget)
+    try:
+        return str(_compiled(template.source).render(names))
+    finally:
+        _budget.reset(token)
+
+
+def render_value(value: Any, names: dict[str, Any]) -> Any:
+    """Render templates inside a JSON value; a string that is exactly `{{ path }}` keeps the value's type."""
+    if isinstance(value, str):
+        single = _SINGLE_REF.match(value.strip())
+        if single:
+            return lookup(names, split_path(single.group(1)))
+        return render(value, names)
+    if isinstance(value, dict):
+        return {k: render_value(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [render_value(v, names) for v in value]
+    return value
+
+
+def prompt_budget(node: NodeBase) -> _Budget:
+    return _Budget(remaining=node.context_max_chars, sanitize=bool(node_field(node, "sanitize_input", False)))

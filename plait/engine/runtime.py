@@ -1,0 +1,73 @@
+"""What executors share: the provider, the sandbox, limits; and the result an executor hands back."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from plait.engine.state import Phase
+
+if TYPE_CHECKING:
+    from plait.llm.provider import Provider
+    from plait.sandbox import JsSandbox
+
+
+@dataclass
+class NodeResult:
+    phase: Phase
+    output: Any = None
+    snapshot: dict[str, Any] = field(default_factory=dict)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    tokens_input: int = 0
+    tokens_output: int = 0
+    cost_usd: float = 0.0
+
+    @classmethod
+    def completed(
+        cls, output: Any, snapshot: dict[str, Any], attempts: list[dict[str, Any]], **usage: Any
+    ) -> NodeResult:
+        return cls(Phase.COMPLETED, output, snapshot, attempts, **usage)
+
+    @classmethod
+    def failed(
+        cls,
+        snapshot: dict[str, Any],
+        attempts: list[dict[str, Any]],
+        *,
+        kind: str,
+        message: str,
+        details: list[str] | None = None,
+        last_output: Any = None,
+        **usage: Any,
+    ) -> NodeResult:
+        error: dict[str, Any] = {"kind": kind, "message": message}
+        if details:
+            error["details"] = details
+        if last_output is not None:
+            error["last_output"] = last_output
+        return cls(Phase.FAILED, None, snapshot, attempts, error, **usage)
+
+
+class Runtime:
+    """Shared by every node of every run an engine executes."""
+
+    def __init__(self, provider: Provider | None, *, llm_concurrency: int | None = None):
+        self.provider = provider
+        self.llm_slots = asyncio.Semaphore(llm_concurrency) if llm_concurrency else None
+        self._sandbox: JsSandbox | None = None
+
+    def sandbox(self) -> JsSandbox:
+        if self._sandbox is None:
+            from plait.sandbox import JsSandbox
+
+            self._sandbox = JsSandbox()
+        return self._sandbox
+
+    async def aclose(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+        if self.provider is not None:
+            await self.provider.aclose()

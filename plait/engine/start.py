@@ -1,0 +1,66 @@
+"""Starting a run: resolve the graph (file or stored), check the input, create the run row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from plait.api_surface import GraphInvalid
+from plait.engine.compiled import save_graph_file
+from plait.store import Store, StoredGraph, StoreError
+
+
+class StartError(Exception):
+    """The run cannot start; nothing was executed."""
+
+    def __init__(self, message: str, hint: str | None = None, details: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.details = details or []
+
+
+def resolve_graph(store: Store, ref: str) -> StoredGraph:
+    if Path(ref).is_file():
+        try:
+            return save_graph_file(store, ref)
+        except GraphInvalid as exc:
+            raise StartError(
+                f"{ref} is not a valid graph ({len(exc.diagnostics)} errors)",
+                f"run `plait validate {ref}`",
+                [d.format() for d in exc.diagnostics],
+            ) from None
+    try:
+        return store.graphs.get(ref)
+    except StoreError:
+        raise StartError(
+            f"no graph file or stored graph named '{ref}'",
+            "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)",
+        ) from None
+
+
+def input_violations(schema: dict[str, Any] | None, value: dict[str, Any]) -> list[str]:
+    if not schema:
+        return []
+    from plait.engine.contracts import _validator
+
+    return [
+        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+        for e in _validator(json.dumps(schema, sort_keys=True)).iter_errors(value)
+    ]
+
+
+def start_run(store: Store, ref: str, run_input: dict[str, Any]) -> str:
+    stored = resolve_graph(store, ref)
+    problems = input_violations(stored.graph.input_schema, run_input)
+    if problems:
+        raise StartError(
+            "the run input does not match the graph's input_schema",
+            "pass the missing or corrected fields with -i key=value or --input-file",
+            [f"  input {p}" for p in problems],
+        )
+    record = store.runs.create(
+        def_id=stored.def_id, graph_def_ver=stored.version, schema_version=stored.schema_version, input=run_input
+    )
+    return record.id

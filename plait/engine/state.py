@@ -1,0 +1,176 @@
+"""Run state (seed 004): the run input, every node's effective output, and edge resolution.
+
+The database is the source of truth; `RunState` is rebuilt from the node runs
+on start and on resume, then kept current as nodes finish. Readiness is
+event-driven: finishing a node resolves its out-edges, and a successor is
+decided (run or skip) the moment its last in-edge resolves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from plait.compile.topology import Topology
+from plait.engine.contracts import OutputContract, contract_for, strip_meta
+from plait.model.graph import END, EdgeDef, GraphDef
+from plait.model.nodes import NodeBase, NodeType, SkillScope
+
+
+class Phase(StrEnum):
+    """Engine-side node phase; `WAITING` is a HUMAN_REVIEW that has not been answered yet."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    WAITING = "waiting"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+DONE = (Phase.COMPLETED, Phase.SKIPPED)
+
+
+@dataclass
+class NodeState:
+    node: NodeBase
+    phase: Phase = Phase.PENDING
+    output: Any = None
+    """Effective output as stored (objects carry `_schema_id`/`_schema_version`)."""
+    data: Any = None
+    """The same without the schema meta keys: what templates and expressions see."""
+    branch: str | None = None
+    """For CONDITION: the key its expression selected."""
+
+
+@dataclass
+class CompiledRun:
+    """What a run executes: the expanded graph plus indexes, built once per graph version."""
+
+    graph: GraphDef
+    topology: Topology
+    scopes: dict[str, SkillScope]
+    aliases: dict[str, list[str]]
+    nodes: dict[str, NodeBase] = field(default_factory=dict)
+    in_edges: dict[str, list[EdgeDef]] = field(default_factory=dict)
+    out_edges: dict[str, list[EdgeDef]] = field(default_factory=dict)
+    contracts: dict[str, OutputContract] = field(default_factory=dict)
+
+    @classmethod
+    def from_graph(cls, graph: GraphDef) -> CompiledRun:
+        """Index a validated, SKILL-expanded graph (as stored for runs) for execution."""
+        nodes: dict[str, NodeBase] = {n.id: n for n in graph.nodes}
+        topology = Topology.build(list(nodes), [(e.source_node_id, e.target_node_id) for e in graph.edges])
+        scopes = {n.id: n.skill_scope for n in graph.nodes if n.skill_scope is not None}
+        compiled = cls(graph, topology, scopes, skill_aliases(graph, topology))
+        compiled.nodes = nodes
+        compiled.in_edges = {n: [] for n in compiled.nodes}
+        compiled.out_edges = {n: [] for n in compiled.nodes}
+        for edge in graph.edges:
+            compiled.out_edges[edge.source_node_id].append(edge)
+            if edge.target_node_id != END:
+                compiled.in_edges[edge.target_node_id].append(edge)
+        compiled.contracts = {n: contract_for(graph, compiled.out_edges[n]) for n in compiled.nodes}
+        return compiled
+
+
+def skill_aliases(graph: GraphDef, topology: Topology) -> dict[str, list[str]]:
+    """A top-level SKILL's id stands for its exit nodes: those whose successors are all outside it."""
+    aliases: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        scope = node.skill_scope
+        if scope is None or scope.prefix != f"__{scope.skill_node_id}__":
+            continue
+        if not any(s.startswith(scope.prefix) for s in topology.succs[node.id]):
+            aliases.setdefault(scope.skill_node_id, []).append(node.id)
+    return aliases
+
+
+class RunState:
+    def __init__(self, compiled: CompiledRun, run_input: dict[str, Any]):
+        self.compiled = compiled
+        self.input = run_input
+        self.nodes = {node_id: NodeState(node) for node_id, node in compiled.nodes.items()}
+
+    # -- recording -------------------------------------------------------------------------------------------
+
+    def complete(self, node_id: str, output: Any) -> None:
+        state = self.nodes[node_id]
+        state.phase = Phase.COMPLETED
+        state.output = output
+        state.data = strip_meta(output)
+        if state.node.type == NodeType.CONDITION and isinstance(output, dict):
+            state.branch = str(output.get("branch"))
+
+    def set_phase(self, node_id: str, phase: Phase) -> None:
+        self.nodes[node_id].phase = phase
+
+    # -- readiness -------------------------------------------------------------------------------------------
+
+    def edge_active(self, edge: EdgeDef) -> bool | None:
+        """True: carries data; False: inactive (skipped source or other branch); None: not resolved yet."""
+        source = self.nodes[edge.source_node_id]
+        if source.phase == Phase.SKIPPED:
+            return False
+        if source.phase != Phase.COMPLETED:
+            return None
+        if source.node.type == NodeType.CONDITION:
+            return edge.condition_key == source.branch
+        return True
+
+    def decide(self, node_id: str) -> Phase | None:
+        """RUNNING when the node can run now, SKIPPED when every in-edge is inactive, None to keep waiting."""
+        edges = self.compiled.in_edges[node_id]
+        if not edges:
+            return Phase.RUNNING
+        states = [self.edge_active(e) for e in edges]
+        if any(s is None for s in states):
+            return None
+        return Phase.RUNNING if any(states) else Phase.SKIPPED
+
+    def successors(self, node_id: str) -> Iterable[str]:
+        seen: set[str] = set()
+        for edge in self.compiled.out_edges[node_id]:
+            target = edge.target_node_id
+            if target != END and target not in seen:
+                seen.add(target)
+                yield target
+
+    def active_predecessors(self, node_id: str) -> list[str]:
+        preds: list[str] = []
+        for edge in self.compiled.in_edges[node_id]:
+            if self.edge_active(edge) and edge.source_node_id not in preds:
+                preds.append(edge.source_node_id)
+        return preds
+
+    # -- what a node sees (seed 004: input, nodes, current) ---------------------------------------------------
+
+    def current_for(self, node_id: str) -> Any:
+        preds = self.active_predecessors(node_id)
+        if not preds:
+            return self.input
+        if len(preds) == 1:
+            return self.nodes[preds[0]].data
+        return {p: self.nodes[p].data for p in preds}
+
+    def outputs(self) -> dict[str, Any]:
+        """Data of every completed node, plus SKILL aliases (a SKILL id reads its exit node's output)."""
+        out = {n: s.data for n, s in self.nodes.items() if s.phase == Phase.COMPLETED}
+        for alias, exits in self.compiled.aliases.items():
+            done = [e for e in exits if e in out]
+            if done:
+                out[alias] = out[done[0]] if len(exits) == 1 else {e.rsplit("__", 1)[-1]: out[e] for e in done}
+        return out
+
+    def run_output(self) -> Any:
+        """Effective output of the exit node; a map by id when there are several (skipped exits left out)."""
+        exits = self.compiled.topology.exits
+        done = {e: self.nodes[e].data for e in exits if self.nodes[e].phase == Phase.COMPLETED}
+        if len(exits) == 1:
+            return done.get(exits[0])
+        return done
+
+    def phases(self) -> dict[str, Phase]:
+        return {n: s.phase for n, s in self.nodes.items()}

@@ -1,0 +1,6 @@
+"""LLM access: provider-neutral types, the provider protocol, the scripted provider."""
+
+from plait.llm.provider import Provider
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage
+
+__all__ = ["ChatRequest", "ChatResponse", "Provider", "ProviderError", "ToolCall", "Usage"]

@@ -1,0 +1,176 @@
+"""The `scripted` provider: deterministic answers from a YAML file, for engine tests, demos and CI.
+
+    responses:                    # first match wins
+      - node: chapter_split       # optional: only calls from this node
+        match: "regex"            # optional: searched in the rendered user prompt
+        output: {chapters: []}    # JSON returned as the assistant content
+        # or  text: "raw text"  |  tool_calls: [{name: x, arguments: {...}}]
+        # or  error: 429 | 500 | timeout | malformed      (fault injection)
+        delay_ms: 0               # simulated latency
+        times: 1                  # use N times, then fall through (omit = forever)
+        usage: {input: 10, output: 5}
+    log: calls.jsonl              # optional: append one JSON line per call (relative to this file)
+
+It is never a silent default: it is selected with `--llm scripted:FILE`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage
+
+LOG_ENV = "PLAIT_SCRIPTED_LOG"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScriptedToolCall(_Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptedUsage(_Strict):
+    input: int = 0
+    output: int = 0
+
+
+class ScriptedResponse(_Strict):
+    node: str | None = None
+    match: str | None = None
+    output: Any = None
+    text: str | None = None
+    tool_calls: list[ScriptedToolCall] | None = None
+    error: Literal[429, 500, "timeout", "malformed"] | None = None
+    delay_ms: Annotated[int, Field(ge=0)] = 0
+    times: Annotated[int, Field(ge=1)] | None = None
+    usage: ScriptedUsage | None = None
+
+    @field_validator("match")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"match is not a valid regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> ScriptedResponse:
+        given = [k for k in ("output", "text", "tool_calls", "error") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of output, text, tool_calls, error (got {given or 'none'})")
+        return self
+
+
+class ScriptFile(_Strict):
+    responses: list[ScriptedResponse]
+    log: str | None = None
+
+
+class ScriptError(ValueError):
+    """The script file is missing or malformed; the message names the file and the problem."""
+
+
+def load_script(path: str | os.PathLike[str]) -> ScriptFile:
+    file = Path(path)
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ScriptError(f"cannot read scripted responses {file}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ScriptError(f"scripted responses {file} are not valid YAML: {exc}") from None
+    try:
+        return ScriptFile.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg'].removeprefix('Value error, ')}"
+            for err in exc.errors(include_url=False)
+        )
+        raise ScriptError(f"scripted responses {file} are invalid: {problems}") from None
+
+
+class ScriptedProvider:
+    name = "scripted"
+
+    def __init__(self, script: ScriptFile, *, source: Path | None = None):
+        self._rules = script.responses
+        self._patterns = [re.compile(r.match) if r.match else None for r in self._rules]
+        self._used = [0] * len(self._rules)
+        log = os.environ.get(LOG_ENV) or script.log
+        self._log = (source.parent / log if source and not Path(log).is_absolute() else Path(log)) if log else None
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> ScriptedProvider:
+        return cls(load_script(path), source=Path(path))
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        index = self._pick(request)
+        rule = self._rules[index]
+        self._used[index] += 1
+        self._record(request, index)
+        if rule.delay_ms:
+            await asyncio.sleep(rule.delay_ms / 1000)
+        if rule.error is not None:
+            return await self._fault(rule, request)
+        return self._answer(rule, request)
+
+    async def aclose(self) -> None:
+        return None
+
+    def _pick(self, request: ChatRequest) -> int:
+        prompt = request.user_prompt
+        for index, rule in enumerate(self._rules):
+            if rule.node is not None and rule.node != request.node_id:
+                continue
+            if rule.times is not None and self._used[index] >= rule.times:
+                continue
+            pattern = self._patterns[index]
+            if pattern is not None and not pattern.search(prompt):
+                continue
+            return index
+        raise ProviderError(
+            f"no scripted response matches node '{request.node_id}' (prompt starts {prompt[:80]!r})",
+            kind="unmatched",
+            retryable=False,
+        )
+
+    async def _fault(self, rule: ScriptedResponse, request: ChatRequest) -> ChatResponse:
+        if rule.error == "timeout":
+            await asyncio.sleep(request.timeout_s or 0)
+            raise ProviderError(f"scripted timeout for node '{request.node_id}'", kind="timeout")
+        if rule.error == "malformed":
+            return ChatResponse(content='{"truncated": ', usage=Usage(1, 1), provider=self.name, model="scripted")
+        raise ProviderError(f"scripted HTTP {rule.error} for node '{request.node_id}'", kind=f"http_{rule.error}")
+
+    def _answer(self, rule: ScriptedResponse, request: ChatRequest) -> ChatResponse:
+        content: str | None
+        content = json.dumps(rule.output, ensure_ascii=False) if rule.output is not None else rule.text
+        calls = [
+            ToolCall(id=f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(rule.tool_calls or [])
+        ]
+        if rule.usage is not None:
+            usage = Usage(rule.usage.input, rule.usage.output)
+        else:  # a rough 4-characters-per-token estimate keeps token columns meaningful
+            prompt_chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+            usage = Usage(prompt_chars // 4 + 1, len(content or "") // 4 + 1)
+        return ChatResponse(content=content, tool_calls=calls, usage=usage, provider=self.name, model="scripted")
+
+    def _record(self, request: ChatRequest, index: int) -> None:
+        if self._log is None:
+            return
+        line = json.dumps({"node": request.node_id, "rule": index, "pid": os.getpid(), "at": time.time()})
+        with open(self._log, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")

@@ -1,0 +1,61 @@
+"""Provider-neutral chat types: what the engine sends and what a provider answers (OpenAI-shaped)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    node_id: str
+    messages: list[dict[str, Any]]
+    """OpenAI chat messages: `{"role": "system"|"user"|"assistant"|"tool", "content": ...}`."""
+    model_role: str = "chat"
+    model: str | None = None
+    response_format: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float | None = None
+
+    @property
+    def user_prompt(self) -> str:
+        """The last user message's text: what scripted `match:` rules search."""
+        for message in reversed(self.messages):
+            if message.get("role") == "user":
+                content = message.get("content")
+                return content if isinstance(content, str) else str(content)
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    provider: str = ""
+    cost_usd: float = 0.0
+
+
+class ProviderError(Exception):
+    """A call that did not produce an answer; `retryable` says whether trying again may help."""
+
+    def __init__(self, message: str, *, kind: str = "error", retryable: bool = True):
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable

@@ -1,0 +1,267 @@
+"""The JavaScript run once in every evaluation context: the lockdown, then the runner.
+
+Lockdown (after SES's `lockdown()`, reduced to what an expression sandbox needs):
+
+1. The code-generating constructors are tamed: `Function.prototype.constructor` and the
+   `constructor` of the async, generator and async-generator function prototypes become
+   functions that throw, and the global `Function` is replaced by the same stub (it keeps
+   `Function.prototype`, so `x instanceof Function` still works). V8 is also started with
+   `--disallow-code-generation-from-strings` (see `_host.py`), so `eval`/`Function` fail twice.
+2. Capabilities are removed from the global object: `eval`, `WebAssembly`, `Atomics`,
+   `SharedArrayBuffer`, `FinalizationRegistry`, `WeakRef`, `console`, mini-racer's timers
+   (`setTimeout`, `clearTimeout`, `__timer_manager`: declared with `var`, so set to undefined),
+   and every source of promises that is not syntax (`Promise`, `Array.fromAsync`,
+   `AsyncDisposableStack`): an expression whose source has neither `async` nor `import` cannot
+   queue a microtask. V8 itself has no `require`, `process`, `fetch` or module loader.
+3. `RegExp`'s legacy static properties (`RegExp.$1`, `lastMatch`, ...) are deleted: they would
+   carry the last match of one evaluation into the next.
+4. A few prototype properties that programs commonly assign on their own objects
+   (`obj.toString = ...`, `err.message = ...`) become accessors, so that freezing the prototype
+   does not make such assignments throw (the "override mistake").
+5. Everything reachable from `globalThis` and from the hidden intrinsics (iterator, generator,
+   async-function prototypes, `%TypedArray%`, ...) is frozen: prototypes, constructors,
+   accessor functions and `globalThis` itself. No evaluation can change what the next sees.
+
+The runner is a script-scope `const` with a per-context random name (never a property of
+`globalThis`, so it cannot be enumerated). It is not privileged: it parses the JSON arguments,
+deep-freezes them, calls the compiled expression and serialises the result strictly (functions,
+symbols, BigInt, non-finite numbers, cycles and non-plain objects are errors). It always returns
+a string: `R<json>` for a result, `E<json>` for `{name, message, stack}` of a thrown value.
+"""
+
+from __future__ import annotations
+
+RUNNER_PLACEHOLDER = "__PLAIT_RUNNER__"
+EXPRESSION_URL = "plait-expression"
+RUNTIME_URL = "plait-runtime"
+
+PRELUDE = (
+    r"""
+"use strict";
+const __PLAIT_RUNNER__ = (() => {
+  const g = globalThis;
+  const { freeze, getPrototypeOf, getOwnPropertyDescriptor, defineProperty, values } = Object;
+  const { ownKeys, apply } = Reflect;
+  const { parse, stringify } = JSON;
+  const isArray = Array.isArray;
+  const hasOwn = Object.hasOwn;
+  const numberIsFinite = Number.isFinite;
+  const ObjectPrototype = Object.prototype;
+  const FunctionPrototype = Function.prototype;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const StringCtor = String;
+  const SetCtor = Set;
+
+  // Hidden intrinsics: not reachable by a global name, only through instances.
+  const hidden = [];
+  const reach = (make) => {
+    try {
+      hidden.push(make());
+    } catch (e) {
+      // an intrinsic this V8 does not have
+    }
+  };
+  reach(() => getPrototypeOf(function* () {}));
+  reach(() => getPrototypeOf(async function () {}));
+  reach(() => getPrototypeOf(async function* () {}));
+  reach(() => getPrototypeOf(async () => {}));
+  reach(() => getPrototypeOf([][Symbol.iterator]()));
+  reach(() => getPrototypeOf(new Map()[Symbol.iterator]()));
+  reach(() => getPrototypeOf(new Set()[Symbol.iterator]()));
+  reach(() => getPrototypeOf(""[Symbol.iterator]()));
+  reach(() => getPrototypeOf(/x/[Symbol.matchAll]("")));
+  reach(() => getPrototypeOf(Uint8Array));
+  reach(() => getPrototypeOf([].values().map((x) => x)));
+  reach(() => getPrototypeOf(Iterator.from({ next: () => ({ done: true }) })));
+  reach(() => getPrototypeOf(new Intl.Segmenter().segment("")));
+  reach(() => getPrototypeOf(new Intl.Segmenter().segment("")[Symbol.iterator]()));
+  reach(() => getPrototypeOf((function () { return arguments; })()));
+  reach(() => getOwnPropertyDescriptor(FunctionPrototype, "caller").get);
+  // Removed from the global object below, still reachable through instances:
+  reach(() => Promise); // (async () => {})().constructor
+  reach(() => AsyncDisposableStack);
+
+  // 1. Tame the code-generating constructors.
+  const tame = (proto, name) => {
+    const denied = {
+      [name]: function () {
+        throw new TypeErrorCtor(name + " is not available in the sandbox");
+      },
+    }[name];
+    defineProperty(denied, "prototype", { value: proto, writable: false });
+    defineProperty(proto, "constructor", { value: denied, writable: false, configurable: false });
+    return denied;
+  };
+  const deniedFunction = tame(FunctionPrototype, "Function");
+  tame(getPrototypeOf(async function () {}), "AsyncFunction");
+  tame(getPrototypeOf(function* () {}), "GeneratorFunction");
+  tame(getPrototypeOf(async function* () {}), "AsyncGeneratorFunction");
+  defineProperty(g, "Function", { value: deniedFunction, writable: false, enumerable: false, configurable: false });
+
+  // 2. Remove capabilities.
+  // Promise sources other than syntax go too: without `async` or `import` in its source, an
+  // expression cannot queue a microtask, so it needs no barrier (see _host.py).
+  delete Array.fromAsync;
+  for (const name of [
+    "eval", "WebAssembly", "Atomics", "SharedArrayBuffer", "FinalizationRegistry", "WeakRef",
+    "console", "setTimeout", "clearTimeout", "setInterval", "clearInterval", "queueMicrotask",
+    "__timer_manager", "Promise", "AsyncDisposableStack",
+  ]) {
+    const desc = getOwnPropertyDescriptor(g, name);
+    if (desc === undefined) continue;
+    if (desc.configurable) delete g[name];
+    else if (desc.writable) g[name] = undefined;
+  }
+
+  // 3. RegExp legacy statics remember the last match across evaluations.
+  for (const key of ownKeys(RegExp)) {
+    if (key === "prototype" || key === "length" || key === "name" || typeof key === "symbol") continue;
+    const desc = getOwnPropertyDescriptor(RegExp, key);
+    if (desc.configurable) delete RegExp[key];
+  }
+
+  // 4. Keep ordinary assignments working on objects that inherit from frozen prototypes.
+  const enable = (obj, prop) => {
+    const desc = getOwnPropertyDescriptor(obj, prop);
+    if (desc === undefined || !("value" in desc) || !desc.configurable) return;
+    const value = desc.value;
+    defineProperty(obj, prop, {
+      get() {
+        return value;
+      },
+      set(next) {
+        if (this === obj) throw new TypeErrorCtor("Cannot assign to read only property '" + prop + "'");
+        defineProperty(this, prop, { value: next, writable: true, enumerable: true, configurable: true });
+      },
+      enumerable: desc.enumerable,
+      configurable: false,
+    });
+  };
+  for (const prop of ["constructor", "toString", "valueOf", "toLocaleString"]) enable(ObjectPrototype, prop);
+  for (const prop of ["constructor", "name", "message", "toString"]) enable(ErrorCtor.prototype, prop);
+
+  // 5. Freeze everything reachable.
+  const harden = (roots) => {
+    const seen = new SetCtor();
+    const stack = roots.slice();
+    while (stack.length > 0) {
+      const obj = stack.pop();
+      if ((typeof obj !== "object" || obj === null) && typeof obj !== "function") continue;
+      if (seen.has(obj)) continue;
+      seen.add(obj);
+      freeze(obj);
+      stack.push(getPrototypeOf(obj));
+      for (const key of ownKeys(obj)) {
+        const desc = getOwnPropertyDescriptor(obj, key);
+        if ("value" in desc) stack.push(desc.value);
+        else stack.push(desc.get, desc.set);
+      }
+    }
+  };
+
+  // --- the runner ---------------------------------------------------------------------------
+  const freezeJson = (root) => {
+    const stack = [root];
+    while (stack.length > 0) {
+      const value = stack.pop();
+      if (typeof value === "object" && value !== null) {
+        freeze(value);
+        for (const item of values(value)) if (typeof item === "object" && item !== null) stack.push(item);
+      }
+    }
+    return root;
+  };
+  const notJson = (what) => {
+    throw new TypeErrorCtor("the result is not a JSON value: it contains " + what);
+  };
+  const replacer = function (key, value) {
+    switch (typeof value) {
+      case "function":
+        return notJson("a function");
+      case "symbol":
+        return notJson("a symbol");
+      case "bigint":
+        return notJson("a BigInt");
+      case "number":
+        return numberIsFinite(value) ? value : notJson(StringCtor(value));
+      case "object": {
+        if (value === null || isArray(value)) return value;
+        const proto = getPrototypeOf(value);
+        if (proto !== ObjectPrototype && proto !== null) {
+          const ctor = proto.constructor;
+          const name = typeof ctor === "function" && typeof ctor.name === "string" ? ctor.name : "object";
+          return notJson("a " + (name || "non-plain object"));
+        }
+        return value;
+      }
+      default:
+        return value;
+    }
+  };
+  const serialize = (value, maxChars) => {
+    const text = value === undefined ? "null" : stringify(value, replacer);
+    if (text === undefined) return "Rnull";
+    if (text.length > maxChars) {
+      throw new RangeErrorCtor("the result is larger than the limit of " + maxChars + " bytes");
+    }
+    return "R" + text;
+  };
+  const describeValue = (value) => {
+    if (typeof value === "string") return value;
+    try {
+      const text = stringify(value);
+      if (typeof text === "string") return text;
+    } catch (e) {
+      // fall through
+    }
+    return StringCtor(value);
+  };
+  const describe = (error) => {
+    let name = "Error";
+    let message = "";
+    let stack = "";
+    try {
+      if ((typeof error === "object" || typeof error === "function") && error !== null && error instanceof ErrorCtor) {
+        name = StringCtor(error.name);
+        message = StringCtor(error.message);
+        stack = typeof error.stack === "string" ? error.stack : "";
+      } else {
+        name = "thrown value";
+        message = describeValue(error);
+      }
+    } catch (e) {
+      message = message || "(the thrown value cannot be described)";
+    }
+    return "E" + stringify({ name, message: message.slice(0, 2000), stack: stack.slice(0, 4000) });
+  };
+  const guard = (body) => {
+    try {
+      return body();
+    } catch (error) {
+      return describe(error);
+    }
+  };
+  const runner = freeze({
+    evaluate(compiled, argsJson, maxChars) {
+      return guard(() => serialize(apply(compiled, undefined, freezeJson(parse(argsJson))), maxChars));
+    },
+    call(make, argsJson, maxChars) {
+      return guard(() => {
+        const fn = make();
+        if (typeof fn !== "function") {
+          const got = fn === null ? "null" : typeof fn;
+          throw new TypeErrorCtor("the expression is not a function (it is " + got + ")");
+        }
+        return serialize(apply(fn, undefined, freezeJson(parse(argsJson))), maxChars);
+      });
+    },
+  });
+
+  harden([g, ...hidden, runner]);
+  return runner;
+})();
+"""
+    + f"//# sourceURL={RUNTIME_URL}\n"
+)

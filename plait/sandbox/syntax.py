@@ -1,0 +1,154 @@
+"""Syntax checks of user expressions, by V8's own parser, without running them.
+
+The expression is wrapped in a script that throws before anything in it can run:
+
+    "use strict"; throw "<sentinel>";
+    (
+    EXPRESSION
+    );
+
+V8 parses the whole script first, so a syntax error comes back as a parse error with its line
+and caret (mapped back into the expression); a clean parse comes back as the sentinel.
+
+An expression is spliced into the scripts that evaluate it, so "parses inside `( … )`" is not
+enough: `1); let JSON = {}; (1` parses there too, and would escape to the top level of the
+evaluation script (where a `let` outlives the evaluation). The check therefore parses it twice,
+inside `( … )` and inside `[ … ]`: text that closes the wrapper it sits in cannot close both, so
+only a real expression passes. The parses run in a context of their own that never evaluates
+anything else; a text that declared something there (possible only for such an escape) gets that
+context replaced.
+
+Results are cached (by kind and text), so the engine pays for each distinct expression once.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+from typing import Literal
+
+from plait.sandbox.errors import JsSyntaxError, SandboxError
+
+Kind = Literal["expression", "function", "body"]
+CODE_PARAMS = ("input", "nodes", "current")
+
+SENTINEL = "__plait_parsed__"
+CHECK_TIMEOUT_S = 10.0
+_HEAD = f'"use strict"; throw "{SENTINEL}";\n'
+_HEAD_LINES = 2  # the head and the opening bracket: the expression starts on line 3
+_WRAPPERS = (("(", ");"), ("[", "];"))
+_PARSE_HEADER = re.compile(r"^<anonymous>:(\d+): (?:SyntaxError: )?(.*)$")
+
+_lock = threading.Lock()
+_checker: _Checker | None = None
+
+
+def check_syntax(expression: str, *, kind: Kind = "expression") -> None:
+    """Raise `JsSyntaxError(message, line, column)` unless `expression` parses (in strict mode)
+    as one JavaScript expression. `kind="function"` is for text that must evaluate to a function
+    (`old => ({...old})`); its syntax is that of any expression, whether it is a function is
+    known only when it runs. `kind="body"` is for the statements of a CODE node: the body of
+    `code_function`. Line and column are 1-based, within `expression`."""
+    if kind == "body":
+        found = _check_cached("function", code_function(expression))
+        if found is not None:
+            found = _shift(found, expression)
+    else:
+        found = _check_cached(kind, expression)
+    if found is not None:
+        message, line, column = found
+        raise JsSyntaxError(message, line, column)
+
+
+def code_function(body: str) -> str:
+    """The function whose body a CODE node's `code` is; run it with
+    `sandbox.call(code_function(code), input, nodes, current)`. The body starts on its line 2."""
+    return f"function main({', '.join(CODE_PARAMS)}) {{\n{body}\n}}"
+
+
+def _shift(found: tuple[str, int | None, int | None], body: str) -> tuple[str, int | None, int | None]:
+    message, line, column = found
+    if line is None:
+        return found
+    lines = body.split("\n")
+    if line - 1 < 1:
+        return (message, 1, 1)
+    if line - 1 > len(lines):  # on the closing brace
+        if not message.startswith("unexpected end"):
+            message = f"unexpected end of the code ({message})"
+        return (message.replace("of the expression", "of the code"), len(lines), len(lines[-1]) + 1)
+    return (message, line - 1, column)
+
+
+@lru_cache(maxsize=2048)
+def _check_cached(kind: Kind, expression: str) -> tuple[str, int | None, int | None] | None:
+    if not expression.strip():
+        return (f"the {kind} is empty", None, None)
+    try:
+        expression.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"the {kind} is not valid Unicode: {exc.reason}", None, None)
+    with _lock:
+        global _checker
+        if _checker is None or _checker.closed:
+            _checker = _Checker()
+        return _checker.check(expression)
+
+
+class _Checker:
+    def __init__(self) -> None:
+        from plait.sandbox._host import Context
+
+        self._context = Context(lockdown=False)
+
+    @property
+    def closed(self) -> bool:
+        return self._context.closed
+
+    def check(self, expression: str) -> tuple[str, int | None, int | None] | None:
+        from py_mini_racer import JSEvalException, JSParseException
+
+        from plait.sandbox._host import Timeout
+
+        for index, (opening, closing) in enumerate(_WRAPPERS):
+            script = f"{_HEAD}{opening}\n{expression}\n{closing}"
+            try:
+                self._context.run(script, CHECK_TIMEOUT_S, barrier=False)
+            except JSParseException as exc:
+                if index > 0:  # it parsed as an escape from the first wrapper: may have declared names
+                    self._context.close()
+                return parse_error(str(exc), expression)
+            except JSEvalException as exc:
+                if SENTINEL in str(exc).partition("\n")[0]:
+                    continue
+                self._context.close()  # something was declared in it: start clean next time
+                return ("not a single expression", None, None)
+            except Timeout:
+                self._context.close()
+                raise SandboxError("the syntax check timed out") from None
+            self._context.close()
+            return ("not a single expression", None, None)
+        return None
+
+
+def parse_error(text: str, expression: str) -> tuple[str, int | None, int | None]:
+    """Message, line and column of a mini-racer parse error, mapped into `expression`.
+
+    mini-racer formats them as `<anonymous>:LINE: SyntaxError: MESSAGE`, the source line,
+    then a caret line whose first `^` is the column."""
+    lines = text.split("\n")
+    header = _PARSE_HEADER.match(lines[0]) if lines else None
+    if header is None:
+        return (lines[0].strip() or "syntax error", None, None)
+    message = header.group(2).strip()
+    column: int | None = None
+    if len(lines) > 2 and "^" in lines[2]:
+        column = lines[2].index("^") + 1
+    source_lines = expression.split("\n")
+    line = int(header.group(1)) - _HEAD_LINES
+    if line < 1:
+        return (message, 1, 1)
+    if line > len(source_lines):  # on the closing bracket: the expression ended too early
+        return (f"unexpected end of the expression ({message})", len(source_lines), len(source_lines[-1]) + 1)
+    return (message, line, column)

@@ -1,0 +1,36 @@
+"""Persistence for graphs, runs and node runs: SQLAlchemy 2 on SQLite (default) or PostgreSQL,
+schema managed by the Alembic migrations shipped in `plait/store/migrations/` (SPEC §9).
+
+    from plait.store import Store
+    store = Store()                      # PLAIT_DB, else sqlite:///./.plait/plait.db
+    stored = store.graphs.save(graph)    # new version only when the content changed
+    run = store.runs.create(def_id=stored.def_id, graph_def_ver=stored.version,
+                            schema_version=stored.schema_version, input={"text": "..."})
+    claim = store.runs.claim_node(run.id, "classify", 0, owner="engine-1")   # None: do not run
+    store.runs.finish_node(claim.id, "engine-1", status=NodeStatus.COMPLETED, output={...})
+"""
+
+from __future__ import annotations
+
+from plait.store.errors import NotFoundError, StoreError
+from plait.store.graphs import GraphRepository
+from plait.store.records import NodeRunRecord, NodeStatus, RunRecord, RunStatus, StoredGraph
+from plait.store.runs import RunRepository
+from plait.store.store import Store
+from plait.store.url import DEFAULT_URL, database_url, redact
+
+__all__ = [
+    "DEFAULT_URL",
+    "GraphRepository",
+    "NodeRunRecord",
+    "NodeStatus",
+    "NotFoundError",
+    "RunRecord",
+    "RunRepository",
+    "RunStatus",
+    "Store",
+    "StoreError",
+    "StoredGraph",
+    "database_url",
+    "redact",
+]

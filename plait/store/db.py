@@ -1,0 +1,160 @@
+"""Opening a database: engine options, SQLite pragmas and transaction modes, and migrations.
+
+SQLite notes. The `sqlite3` module's own transaction handling is switched off
+(`isolation_level=None`) and the `begin` event issues the `BEGIN` itself, so that writers can
+use `BEGIN IMMEDIATE`: a deferred transaction that reads before it writes can fail at once
+with `SQLITE_BUSY` (no busy wait) when another process committed in between; an immediate one
+takes the write lock up front and simply waits up to `busy_timeout`. Readers keep plain
+`BEGIN`, so in WAL mode they never block anyone.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.pool import StaticPool
+
+from plait.store.migrations import HEAD_REVISION, MIGRATIONS_DIR, VERSION_TABLE
+
+SQLITE_PRAGMAS = (
+    # busy_timeout first: the journal_mode switch itself may have to wait for another process.
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+)
+MIGRATION_BUSY_TIMEOUT_MS = 120_000
+"""A process that starts while another one migrates waits for it instead of failing after 5 s."""
+PG_MIGRATION_LOCK = 0x706C616974  # "plait": one advisory lock per database, held for the migration
+_BEGIN_OPTION = "plait_sqlite_begin"
+
+
+def json_dumps(value: Any) -> str:
+    # Compact and readable: non-ASCII text is stored as is, not as \u escapes.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def is_sqlite(engine: Engine | Connection) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def create_store_engine(url: URL) -> Engine:
+    """An engine for `url`; for a SQLite file, its directory is created first."""
+    if url.get_backend_name() != "sqlite":
+        return create_engine(url, json_serializer=json_dumps, pool_size=10, max_overflow=20)
+    database = url.database or ""
+    memory = database in ("", ":memory:") or "mode=memory" in database
+    if memory:
+        # One shared connection, or every pooled connection would see its own empty database.
+        engine = create_engine(
+            url, json_serializer=json_dumps, poolclass=StaticPool, connect_args={"check_same_thread": False}
+        )
+    else:
+        if not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, json_serializer=json_dumps, pool_size=10, max_overflow=20)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        for pragma in SQLITE_PRAGMAS:
+            if pragma.startswith("PRAGMA journal_mode"):
+                _enable_wal(dbapi_connection)
+            else:
+                dbapi_connection.execute(pragma)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # Straight to the driver: this runs once per transaction, on the engine's hot path.
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.execute("BEGIN IMMEDIATE" if conn.get_execution_options().get(_BEGIN_OPTION) else "BEGIN")
+
+    return engine
+
+
+def _enable_wal(raw: sqlite3.Connection, timeout_s: float = 5.0) -> None:
+    """Switch the file to WAL (a persistent property of the file: usually already done).
+
+    Switching needs an exclusive lock, and SQLite reports "database is locked" at once, without
+    waiting `busy_timeout`, when processes opening a brand-new file at the same moment collide
+    on it; so retry for a while, as the busy timeout would.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if raw.execute("PRAGMA journal_mode").fetchone()[0] in ("wal", "memory"):
+                return
+            raw.execute("PRAGMA journal_mode=WAL").fetchone()
+            return  # a file system without WAL support keeps its mode: still usable, just slower
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
+def writer(engine: Engine) -> Engine:
+    """The engine to write through: same pool, `BEGIN IMMEDIATE` on SQLite."""
+    return engine.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"}) if is_sqlite(engine) else engine
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The migration the database is at, or None for a database Plait has never touched."""
+    with engine.connect() as conn:
+        try:
+            return conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+        except (OperationalError, ProgrammingError):
+            return None
+
+
+@contextmanager
+def _sqlite_busy_timeout(conn: Connection, ms: int) -> Iterator[None]:
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    raw.execute(f"PRAGMA busy_timeout={ms}")
+    try:
+        yield
+    finally:
+        raw.execute(f"PRAGMA busy_timeout={SQLITE_PRAGMAS[0].rsplit('=', 1)[1]}")
+
+
+@contextmanager
+def migration_connection(engine: Engine) -> Iterator[Connection]:
+    """A connection inside a transaction that holds the database-wide migration lock.
+
+    `BEGIN IMMEDIATE` on SQLite (with a long busy timeout), an advisory lock on PostgreSQL;
+    DDL is transactional on both, so a migration is all or nothing and a second process
+    waits for the first, then finds the database at head.
+    """
+    with writer(engine).connect() as conn:
+        guard = _sqlite_busy_timeout(conn, MIGRATION_BUSY_TIMEOUT_MS) if is_sqlite(conn) else nullcontext()
+        with guard, conn.begin():
+            if not is_sqlite(conn):
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_MIGRATION_LOCK})
+            yield conn
+
+
+def upgrade(engine: Engine) -> None:
+    """`alembic upgrade head`, safe when several processes start on the same new database.
+
+    A database already at head is detected with one query, without importing Alembic.
+    """
+    if current_revision(engine) == HEAD_REVISION:
+        return
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with migration_connection(engine) as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "head")

@@ -1,0 +1,246 @@
+"""Graph definitions: one row per slug plus one immutable row per saved version (SPEC §5)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from typing import Any
+
+from sqlalchemy import Engine, and_, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from plait.model import GraphDef, SourceType
+from plait.store.db import writer
+from plait.store.errors import NotFoundError, StoreError
+from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION
+from plait.store.records import StoredGraph
+
+MANAGED_FIELDS = frozenset({"version", "schema_version", "created_at", "updated_at"})
+"""Fields of `GraphDef` the store assigns; they are not part of a version's content, so
+importing an export of version 3 with its `version: 3` line compares equal to version 3."""
+DEFAULT_SCHEMA_VERSION = "1.0.0"
+_SAVE_ATTEMPTS = 8
+
+
+def graph_content(graph: GraphDef) -> dict[str, Any]:
+    """What a version stores: every field with defaults resolved, so a version keeps its
+    meaning if a default changes in a later release; file-format names (`schema`)."""
+    data = graph.model_dump(mode="json", by_alias=True)
+    return {k: v for k, v in data.items() if k not in MANAGED_FIELDS}
+
+
+def canonical_json(content: Any) -> str:
+    """Key order and whitespace never make two equal graphs look different."""
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_hash(content: Any) -> str:
+    return hashlib.sha256(canonical_json(content).encode()).hexdigest()
+
+
+_VERSION_COLS = (
+    GRAPH_DEF.c.id,
+    GRAPH_DEF.c.slug,
+    GRAPH_DEF.c.version.label("latest_version"),
+    GRAPH_DEF.c.source_type,
+    GRAPH_DEF.c.created_at,
+    GRAPH_DEF_VERSION.c.version,
+    GRAPH_DEF_VERSION.c.schema_version,
+    GRAPH_DEF_VERSION.c.content_json,
+    GRAPH_DEF_VERSION.c.content_hash,
+    GRAPH_DEF_VERSION.c.created_at.label("version_created_at"),
+)
+
+
+class _Conflict(Exception):
+    """Another process moved the graph to a new version between our read and our write."""
+
+
+def _source_type(value: str) -> SourceType:
+    try:
+        return SourceType(value)
+    except ValueError:
+        choices = ", ".join(s.value for s in SourceType)
+        raise StoreError(f"unknown source type '{value}': use one of {choices}") from None
+
+
+class GraphRepository:
+    def __init__(self, engine: Engine, db_name: str) -> None:
+        self._engine = engine
+        self._writer = writer(engine)
+        self._db_name = db_name
+
+    def save(self, graph: GraphDef, *, source_type: str | None = None) -> StoredGraph:
+        """Store `graph` under its slug (`graph.id`) as a new version, unless the latest version
+        already has exactly this content: then that one is returned with `created=False`.
+
+        Concurrent saves of one graph are serialized by a row lock on the graph (the write lock
+        on SQLite); two processes creating the same new slug are resolved by its unique index,
+        the loser re-reads and stores the next version.
+        """
+        kind = _source_type(source_type) if source_type is not None else graph.source_type
+        graph = graph.model_copy(update={"source_type": kind})
+        content = graph_content(graph)
+        digest = content_hash(content)
+        for _ in range(_SAVE_ATTEMPTS):
+            try:
+                return self._save_once(graph, content, digest)
+            except (IntegrityError, _Conflict):
+                continue  # a concurrent save won the race; look again
+        raise StoreError(f"could not save graph '{graph.id}': other processes kept saving it at the same time; retry")
+
+    def _save_once(self, graph: GraphDef, content: dict[str, Any], digest: str) -> StoredGraph:
+        now = time.time()
+        with self._writer.begin() as conn:
+            current = conn.execute(
+                select(GRAPH_DEF.c.id, GRAPH_DEF.c.version, GRAPH_DEF.c.schema_version, GRAPH_DEF.c.created_at)
+                .where(GRAPH_DEF.c.slug == graph.id, GRAPH_DEF.c.deleted_at.is_(None))
+                # PostgreSQL: concurrent saves of one graph queue here instead of failing on the
+                # version key and retrying (SQLite is serialized by BEGIN IMMEDIATE already).
+                .with_for_update()
+            ).one_or_none()
+            mirror = {
+                "name": graph.name or graph.id,
+                "description": graph.description,
+                "nodes_json": content.get("nodes", []),
+                "edges_json": content.get("edges", []),
+                "schema_registry_json": content.get("schemas", []),
+                "migrations_json": content.get("migrations", []),
+                "source_type": str(graph.source_type),
+                "parent_def_id": graph.parent_def_id,
+                "parent_def_ver_at_fork": graph.parent_def_ver_at_fork,
+                "parent_schema_ver_at_fork": graph.parent_schema_ver_at_fork,
+                "updated_at": now,
+            }
+            if current is None:
+                def_id, version, created_at = str(uuid.uuid4()), 1, now
+                schema_version = graph.schema_version or DEFAULT_SCHEMA_VERSION
+                conn.execute(
+                    insert(GRAPH_DEF).values(
+                        id=def_id,
+                        slug=graph.id,
+                        version=1,
+                        schema_version=schema_version,
+                        created_at=now,
+                        **mirror,
+                    )
+                )
+            else:
+                def_id, created_at = current.id, current.created_at
+                latest = conn.execute(
+                    select(*_VERSION_COLS)
+                    .select_from(GRAPH_DEF.join(GRAPH_DEF_VERSION, GRAPH_DEF_VERSION.c.def_id == GRAPH_DEF.c.id))
+                    .where(GRAPH_DEF.c.id == def_id, GRAPH_DEF_VERSION.c.version == current.version)
+                ).one()
+                if latest.content_hash == digest:
+                    return self._stored(latest, created=False)
+                version = current.version + 1
+                schema_version = graph.schema_version or current.schema_version
+                changed = conn.execute(
+                    update(GRAPH_DEF)
+                    .where(GRAPH_DEF.c.id == def_id, GRAPH_DEF.c.version == current.version)
+                    .values(version=version, schema_version=schema_version, **mirror)
+                ).rowcount
+                if changed != 1:
+                    raise _Conflict
+            conn.execute(
+                insert(GRAPH_DEF_VERSION).values(
+                    def_id=def_id,
+                    version=version,
+                    content_json=content,
+                    content_hash=digest,
+                    schema_version=schema_version,
+                    created_at=now,
+                )
+            )
+        return StoredGraph(
+            def_id=def_id,
+            slug=graph.id,
+            version=version,
+            latest_version=version,
+            schema_version=schema_version,
+            source_type=str(graph.source_type),
+            graph=_with_managed(graph, version, schema_version, created_at, now),
+            created=True,
+            created_at=created_at,
+            updated_at=now,
+        )
+
+    def get(self, ref: str, version: int | None = None) -> StoredGraph:
+        """A graph by UUID or slug; the latest version unless `version` is given."""
+        with self._engine.connect() as conn:
+            found = conn.execute(
+                select(GRAPH_DEF.c.id, GRAPH_DEF.c.version)
+                .where((GRAPH_DEF.c.id == ref) | (GRAPH_DEF.c.slug == ref))
+                # An id match first, then the live graph with that slug, then the latest deleted one.
+                .order_by((GRAPH_DEF.c.id == ref).desc(), GRAPH_DEF.c.deleted_at.is_(None).desc())
+                .order_by(GRAPH_DEF.c.updated_at.desc())
+                .limit(1)
+            ).one_or_none()
+            if found is None:
+                raise NotFoundError(
+                    f"no graph '{ref}' in {self._db_name}: give a graph id or slug that "
+                    "`plait graphs list` shows, or import the graph file first"
+                )
+            wanted = found.version if version is None else version
+            row = conn.execute(
+                select(*_VERSION_COLS)
+                .select_from(GRAPH_DEF.join(GRAPH_DEF_VERSION, GRAPH_DEF_VERSION.c.def_id == GRAPH_DEF.c.id))
+                .where(GRAPH_DEF.c.id == found.id, GRAPH_DEF_VERSION.c.version == wanted)
+            ).one_or_none()
+        if row is None:
+            raise NotFoundError(
+                f"graph '{ref}' has no version {wanted}: its versions are 1 to {found.version} "
+                "(`plait graphs versions` lists them)"
+            )
+        return self._stored(row, created=False)
+
+    def list(self, *, source_type: str | None = None) -> list[StoredGraph]:
+        """The latest version of every live graph, by slug."""
+        query = (
+            select(*_VERSION_COLS)
+            .select_from(
+                GRAPH_DEF.join(
+                    GRAPH_DEF_VERSION,
+                    and_(
+                        GRAPH_DEF_VERSION.c.def_id == GRAPH_DEF.c.id, GRAPH_DEF_VERSION.c.version == GRAPH_DEF.c.version
+                    ),
+                )
+            )
+            .where(GRAPH_DEF.c.deleted_at.is_(None))
+            .order_by(GRAPH_DEF.c.slug)
+        )
+        if source_type is not None:
+            query = query.where(GRAPH_DEF.c.source_type == str(_source_type(source_type)))
+        with self._engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [self._stored(row, created=False) for row in rows]
+
+    @staticmethod
+    def _stored(row: Any, *, created: bool) -> StoredGraph:
+        graph = GraphDef.model_validate(row.content_json)
+        return StoredGraph(
+            def_id=row.id,
+            slug=row.slug,
+            version=row.version,
+            latest_version=row.latest_version,
+            schema_version=row.schema_version,
+            source_type=row.source_type,
+            graph=_with_managed(graph, row.version, row.schema_version, row.created_at, row.version_created_at),
+            created=created,
+            created_at=row.created_at,
+            updated_at=row.version_created_at,
+        )
+
+
+def _with_managed(graph: GraphDef, version: int, schema_version: str, created_at: float, updated_at: float) -> GraphDef:
+    return graph.model_copy(
+        update={
+            "version": version,
+            "schema_version": schema_version,
+            "created_at": int(created_at),
+            "updated_at": int(updated_at),
+        }
+    )

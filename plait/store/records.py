@@ -1,0 +1,198 @@
+"""What the store hands out: frozen snapshots, never live ORM objects.
+
+Immutable records keep callers (the engine, the CLI, the HTTP layer) from believing that
+mutating an attribute changes the database; every change goes through a repository method
+whose conditions (owner, status) make it safe under concurrency.
+
+Timestamps are Unix seconds as `float` everywhere (sub-second precision orders node runs
+that start within the same second); `None` means "not yet".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from plait.model import GraphDef
+
+
+class RunStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class NodeStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    OVERRIDDEN = "overridden"
+    STALE = "stale"
+    SKIPPED = "skipped"
+
+
+TERMINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
+"""Reaching one of these stamps `completed_at`."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGraph:
+    """One version of a stored graph.
+
+    `graph` carries the store-managed fields (`version`, `schema_version`, `created_at`,
+    `updated_at`) so that an export of it round-trips. `created_at` is when the graph (slug)
+    was first saved, `updated_at` when *this* version was saved. `created` is True only on
+    the value returned by the `save` call that stored this version.
+    """
+
+    def_id: str
+    slug: str
+    version: int
+    latest_version: int
+    schema_version: str
+    source_type: str
+    graph: GraphDef
+    created: bool
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    id: str
+    def_id: str
+    graph_slug: str
+    graph_def_ver: int
+    schema_version: str
+    status: RunStatus
+    input: dict[str, Any]
+    output: Any
+    error: dict[str, Any] | None
+    created_at: float
+    started_at: float | None
+    completed_at: float | None
+    updated_at: float
+    lease_owner: str | None
+    lease_expires_at: float | None
+    tokens_input: int
+    tokens_output: int
+    cost_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRunRecord:
+    """One activation of one node in one run. `output` is the raw result and never changes."""
+
+    id: str
+    run_id: str
+    node_id: str
+    activation: int
+    status: NodeStatus
+    input_snapshot: dict[str, Any] | None
+    output: Any
+    override: Any
+    override_by: str | None
+    override_at: float | None
+    override_note: str | None
+    downstream_policy: str | None
+    attempts: list[dict[str, Any]]
+    error: dict[str, Any] | None
+    tokens_input: int
+    tokens_output: int
+    cost_usd: float
+    owner: str | None
+    claims: int
+    created_at: float
+    started_at: float | None
+    completed_at: float | None
+
+    @property
+    def effective_output(self) -> Any:
+        """`override ?? output`: the only read path for a node's value (SPEC §4)."""
+        return self.override if self.override is not None else self.output
+
+
+# Built from rows of `plait.store.models` (Core `select()` rows: attribute access by column name).
+
+
+def run_from_row(row: Any) -> RunRecord:
+    return RunRecord(
+        id=row.id,
+        def_id=row.prompt_graph_def_id,
+        graph_slug=row.slug,
+        graph_def_ver=row.graph_def_ver,
+        schema_version=row.schema_version,
+        status=RunStatus(row.status),
+        input=row.input_json,
+        output=row.output_json,
+        error=row.error_json,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        completed_at=row.completed_at,
+        updated_at=row.updated_at,
+        lease_owner=row.lease_owner,
+        lease_expires_at=row.lease_expires_at,
+        tokens_input=row.tokens_input,
+        tokens_output=row.tokens_output,
+        cost_usd=row.cost_usd,
+    )
+
+
+def node_run_from_row(row: Any) -> NodeRunRecord:
+    return NodeRunRecord(
+        id=row.id,
+        run_id=row.prompt_graph_run_id,
+        node_id=row.node_def_id,
+        activation=row.activation,
+        status=NodeStatus(row.status),
+        input_snapshot=row.input_snapshot_json,
+        output=row.output_json,
+        override=row.override_json,
+        override_by=row.override_by,
+        override_at=row.override_at,
+        override_note=row.override_note,
+        downstream_policy=row.downstream_policy,
+        attempts=list(row.attempts_json or []),
+        error=row.error_json,
+        tokens_input=row.tokens_input,
+        tokens_output=row.tokens_output,
+        cost_usd=row.cost_usd,
+        owner=row.owner,
+        claims=row.claims,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        completed_at=row.completed_at,
+    )
+
+
+def fresh_claim(params: dict[str, Any]) -> NodeRunRecord:
+    """The record of a freshly inserted claim, built without reading it back."""
+    return NodeRunRecord(
+        id=params["b_id"],
+        run_id=params["b_run"],
+        node_id=params["b_node"],
+        activation=params["b_activation"],
+        status=NodeStatus.RUNNING,
+        input_snapshot=None,
+        output=None,
+        override=None,
+        override_by=None,
+        override_at=None,
+        override_note=None,
+        downstream_policy="INVALIDATE",
+        attempts=[],
+        error=None,
+        tokens_input=0,
+        tokens_output=0,
+        cost_usd=0.0,
+        owner=params["b_owner"],
+        claims=1,
+        created_at=params["b_now"],
+        started_at=params["b_started"],
+        completed_at=None,
+    )

@@ -1,0 +1,88 @@
+"""`Store`: one database, its repositories, and the errors a user sees when it cannot be opened."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from plait.store.db import create_store_engine, upgrade
+from plait.store.errors import StoreError
+from plait.store.graphs import GraphRepository
+from plait.store.runs import RunRepository
+from plait.store.url import database_url, parse_url, redact
+
+SUPPORTED = ("sqlite", "postgresql")
+
+
+class Store:
+    """The Plait database: `Store()` opens `PLAIT_DB` or `./.plait/plait.db`, migrating it to
+    the current schema first (safe when several processes start at once).
+
+        with Store("sqlite:///runs.db") as store:
+            stored = store.graphs.save(graph)
+            run = store.runs.create(def_id=stored.def_id, graph_def_ver=stored.version,
+                                    schema_version=stored.schema_version, input={...})
+
+    `migrate=False` skips the migration check (for code that knows the database is current).
+    The store is safe to share between threads; each process opens its own.
+    """
+
+    engine: Engine
+    graphs: GraphRepository
+    runs: RunRepository
+
+    def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
+        self.url = database_url(url)
+        parsed = parse_url(self.url)
+        self.display_url = redact(parsed)
+        backend = parsed.get_backend_name()
+        if backend not in SUPPORTED:
+            raise StoreError(
+                f"cannot open the database {self.display_url}: Plait stores runs in SQLite or PostgreSQL, "
+                f"not '{backend}'; pass --db sqlite:///path/plait.db or --db postgresql://user@host/dbname"
+            )
+        try:
+            self.engine = create_store_engine(parsed)
+            if migrate:
+                upgrade(self.engine)
+        except (SQLAlchemyError, OSError, ImportError) as exc:
+            if getattr(self, "engine", None) is not None:
+                self.engine.dispose()
+            raise StoreError(self._open_error(exc)) from exc
+        except Exception as exc:  # Alembic's CommandError: e.g. a database from a newer Plait
+            self.engine.dispose()
+            raise StoreError(self._open_error(exc)) from exc
+        self.graphs = GraphRepository(self.engine, self.display_url)
+        self.runs = RunRepository(self.engine, self.display_url)
+
+    def _open_error(self, exc: BaseException) -> str:
+        reason = str(exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc)
+        reason = reason.strip().splitlines()[0] if reason.strip() else type(exc).__name__
+        if "Can't locate revision" in reason:
+            hint = "this database was migrated by a newer Plait release: upgrade Plait, or pass another one with --db"
+        elif isinstance(exc, ImportError):
+            hint = (
+                "that driver is not installed: pass --db postgresql://... (Plait uses psycopg 3) or --db sqlite:///..."
+            )
+        elif self.url.startswith("sqlite"):
+            hint = "check that the file's directory can be created and written, or pass another one with --db URL"
+        else:
+            hint = "check the URL and that the database server is running, or pass another one with --db URL"
+        return f"cannot open the database {self.display_url}: {reason}; {hint} (or set PLAIT_DB)"
+
+    def close(self) -> None:
+        """Close every pooled connection (the store cannot be used afterwards)."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.display_url!r})"

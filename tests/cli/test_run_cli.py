@@ -1,0 +1,114 @@
+"""`plait run`, `plait resume`, `plait runs list|show` as a user runs them: real processes, real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def example_args(name: str) -> list[str]:
+    return [
+        str(EXAMPLES / f"{name}.yaml"),
+        "--input-file",
+        str(EXAMPLES / "inputs" / f"{name}.yaml"),
+        "--llm",
+        f"scripted:{EXAMPLES / 'scripted' / f'{name}.yaml'}",
+    ]
+
+
+def test_run_prints_the_output_and_runs_are_listed_and_shown(tmp_path: Path) -> None:
+    done = plait("run", *example_args("feedback_triage"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"label": "bug", "action": "bug filed: Crash when uploading photos over 10 MB"}
+    assert "completed" in done.stderr
+    assert (tmp_path / ".plait" / "plait.db").is_file()  # the default database, created on first use
+
+    listed = plait("runs", "list", "--json", cwd=tmp_path)
+    (run,) = json.loads(listed.stdout)
+    assert {"id", "graph_id", "status", "created_at"} <= set(run)
+    assert run["status"] == "completed"
+
+    shown = plait("runs", "show", run["id"], "--json", cwd=tmp_path)
+    detail = json.loads(shown.stdout)
+    nodes = {n["node_id"]: n for n in detail["nodes"]}
+    assert nodes["classify"]["effective_output"]["label"] == "bug"
+    assert nodes["thank"]["status"] == "skipped"
+    assert nodes["classify"]["attempts"][0]["usage"]["output"] > 0
+    table = plait("runs", "show", run["id"], cwd=tmp_path)
+    assert "file_bug" in table.stdout
+    assert "completed" in table.stdout
+
+
+def test_paused_run_exits_3_and_resume_keeps_it_paused(tmp_path: Path) -> None:
+    paused = plait("run", *example_args("video_chapters"), "--json", cwd=tmp_path)
+    assert paused.returncode == 3, paused.stderr
+    summary = json.loads(paused.stdout)
+    assert summary["status"] == "paused"
+    assert "waiting for a person at review" in paused.stderr
+    again = plait(
+        "resume", summary["run_id"], "--llm", f"scripted:{EXAMPLES / 'scripted' / 'video_chapters.yaml'}", cwd=tmp_path
+    )
+    assert again.returncode == 3
+
+
+def test_failed_run_exits_1_with_the_reason(tmp_path: Path) -> None:
+    script = tmp_path / "bad.yaml"
+    script.write_text("responses:\n  - node: classify\n    output: {label: complaint}\n")
+    failed = plait(
+        "run", str(EXAMPLES / "feedback_triage.yaml"), "-i", "feedback=meh", "--llm", f"scripted:{script}", cwd=tmp_path
+    )
+    assert failed.returncode == 1
+    assert "failed" in failed.stderr
+    assert failed.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", str(EXAMPLES / "broken" / "cycle.yaml")], "is not a valid graph"),
+        (["run", "no_such_graph"], "no graph file or stored graph named 'no_such_graph'"),
+        (
+            [
+                "run",
+                str(EXAMPLES / "feedback_triage.yaml"),
+                "--llm",
+                f"scripted:{EXAMPLES / 'scripted' / 'blog_writer.yaml'}",
+            ],
+            "the run input does not match",
+        ),
+        (["run", str(EXAMPLES / "feedback_triage.yaml"), "-i", "feedback=x"], "no provider is configured"),
+        (
+            ["run", str(EXAMPLES / "feedback_triage.yaml"), "-i", "feedback=x", "--llm", "scripted:nope.yaml"],
+            "scripted responses file not found",
+        ),
+        (["run", str(EXAMPLES / "feedback_triage.yaml"), "-i", "feedback=x", "--llm", "gpt"], "unknown --llm"),
+        (["run", str(EXAMPLES / "feedback_triage.yaml"), "-i", "novalue"], "bad input 'novalue'"),
+        (["resume", "0000"], "0000"),
+        (["runs", "show", "0000"], "0000"),
+    ],
+)
+def test_bad_usage_exits_2_with_a_clear_message(tmp_path: Path, args: list[str], message: str) -> None:
+    result = plait(*args, cwd=tmp_path)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_scripted_file_errors_name_the_file_and_field(tmp_path: Path) -> None:
+    script = tmp_path / "s.yaml"
+    script.write_text("responses:\n  - node: classify\n    output: {label: bug}\n    text: both\n")
+    result = plait(
+        "run", str(EXAMPLES / "feedback_triage.yaml"), "-i", "feedback=x", "--llm", f"scripted:{script}", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "s.yaml are invalid: responses.0: give exactly one of output, text, tool_calls, error" in result.stderr

@@ -1,0 +1,124 @@
+"""Shared fixtures. `store` is a real database, parametrized over SQLite and PostgreSQL.
+
+- SQLite: a file in the test's `tmp_path` (never skipped).
+- PostgreSQL: `PLAIT_TEST_PG_URL` (default `postgresql+psycopg://postgres@127.0.0.1:5432/test`),
+  each test in a fresh schema named `plait_t_<random>` selected with `search_path` and dropped
+  afterwards, so tests never see each other's rows, even when two suites run at once. When the
+  server does not answer, the PostgreSQL variants skip with a reason naming the URL
+  (`scripts/services.sh` starts it).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from plait.store import Store
+
+PG_URL_ENV = "PLAIT_TEST_PG_URL"
+PG_URL_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+BACKENDS = ("sqlite", "postgresql")
+
+
+def pg_base_url() -> str:
+    from plait.store import database_url
+
+    return database_url(os.environ.get(PG_URL_ENV) or PG_URL_DEFAULT)
+
+
+_pg_status: list[str | None] = []
+
+
+def pg_unavailable() -> str | None:
+    """Why PostgreSQL cannot be used (None when it can); asked once per session."""
+    if not _pg_status:
+        import psycopg
+        from sqlalchemy.engine import make_url
+
+        from plait.store import redact
+
+        url = make_url(pg_base_url())
+        try:
+            psycopg.connect(
+                host=url.host, port=url.port or 5432, user=url.username, password=url.password,
+                dbname=url.database, connect_timeout=3,
+            ).close()  # fmt: skip
+            _pg_status.append(None)
+        except psycopg.Error as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            _pg_status.append(f"PostgreSQL at {redact(url)} is not reachable ({first}); set {PG_URL_ENV}")
+    return _pg_status[0]
+
+
+def pg_schema_url(schema: str) -> str:
+    """The test database URL with `search_path` set to `schema` on every connection."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(pg_base_url()).update_query_dict({"options": f"-csearch_path={schema}"})
+    return url.render_as_string(hide_password=False)
+
+
+def _pg_admin(sql: str) -> None:
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    engine = create_engine(pg_base_url(), poolclass=NullPool)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(sql)
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def pg_schema() -> Iterator[str]:
+    """A fresh, empty PostgreSQL schema (dropped after the test); skips when PostgreSQL is down."""
+    reason = pg_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    schema = f"plait_t_{uuid.uuid4().hex[:12]}"
+    _pg_admin(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield schema
+    finally:
+        _pg_admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL of a new, empty database: a SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'plait.db'}"
+    schema: str = request.getfixturevalue("pg_schema")
+    return pg_schema_url(schema)
+
+
+@pytest.fixture
+def open_store(db_url: str) -> Iterator[Callable[[], Store]]:
+    """Opens more `Store`s on the test's database (closed at teardown): another engine or process."""
+    from plait.store import Store
+
+    opened: list[Store] = []
+
+    def _open() -> Store:
+        opened.append(Store(db_url))
+        return opened[-1]
+
+    yield _open
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    """A migrated `Store` on a new database, once per backend."""
+    from plait.store import Store
+
+    with Store(db_url) as opened:
+        yield opened

@@ -1,0 +1,131 @@
+"""Every example graph runs end to end on its scripted responses (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from plait.engine.runner import Engine, RunOutcome
+from plait.engine.start import start_run
+from plait.llm.scripted import ScriptedProvider
+from plait.store import RunStatus, Store
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run_example(store: Store, name: str, **overrides: Any) -> RunOutcome:
+    run_input = yaml.safe_load((EXAMPLES / "inputs" / f"{name}.yaml").read_text())
+    run_input.update(overrides)
+    provider = ScriptedProvider.from_file(EXAMPLES / "scripted" / f"{name}.yaml")
+    run_id = start_run(store, str(EXAMPLES / f"{name}.yaml"), run_input)
+    engine = Engine(store, provider)
+
+    async def go() -> RunOutcome:
+        try:
+            return await engine.run(run_id)
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(go())
+
+
+def test_every_example_has_inputs_and_scripted_answers() -> None:
+    names = {p.stem for p in EXAMPLES.glob("*.yaml")}
+    assert names == {p.stem for p in (EXAMPLES / "inputs").glob("*.yaml")}
+    assert names == {p.stem for p in (EXAMPLES / "scripted").glob("*.yaml")}
+
+
+def test_video_chapters_pauses_for_review_after_clip_points(store: Store) -> None:
+    outcome = run_example(store, "video_chapters")
+    assert outcome.status == RunStatus.PAUSED
+    nodes = {n.node_id: n for n in store.runs.node_runs(outcome.run_id)}
+    assert nodes["transcribe"].output["text"].startswith("Welcome to the channel.")
+    assert nodes["chapter_split"].output["_schema_id"] == "chapter_list"
+    assert nodes["chapter_split"].output["_schema_version"] == "1.2.0"
+    assert nodes["clip_points"].status == "completed"
+    assert nodes["review"].status == "pending"
+    assert "3 chapters" in nodes["review"].input_snapshot["review_prompt"]
+    assert "subtitles" not in nodes
+
+
+def test_learning_assistant(store: Store) -> None:
+    outcome = run_example(store, "learning_assistant")
+    assert outcome.status == RunStatus.COMPLETED
+    assert outcome.output["total"] == 10
+
+
+def test_data_cleaning_packages_the_record(store: Store) -> None:
+    outcome = run_example(store, "data_cleaning")
+    assert outcome.status == RunStatus.COMPLETED
+    assert outcome.output == {
+        "record": {"name": "John Smith", "email": "john.smith@acme.com", "company": "Acme Corp", "country": "GB"},
+        "quality": "good",
+    }
+
+
+def test_meeting_action_items_uses_the_transform_knowledge(store: Store) -> None:
+    outcome = run_example(store, "meeting_action_items")
+    assert outcome.status == RunStatus.COMPLETED
+    assert [item["owner"] for item in outcome.output["final_answer"]] == ["Bo", "Ana", "Platform team"]
+    nodes = {n.node_id: n for n in store.runs.node_runs(outcome.run_id)}
+    assert nodes["retrieve_knowledge"].output["knowledge"] == [
+        "Platform team is a team mentioned in the notes",
+        "Billing is a project mentioned in the notes",
+    ]
+    prompt = nodes["final_answer"].input_snapshot["rendered_user_prompt"]
+    assert "Billing is a project" in prompt
+    assert set(nodes["final_answer"].input_snapshot["context_slice"]) == {
+        "input",
+        "normalize_entities",
+        "retrieve_knowledge",
+    }
+
+
+def test_blog_writer_params_carry_upstream_values(store: Store) -> None:
+    # the scripted analyzer/writer answers only match when the reference params were rendered in
+    outcome = run_example(store, "blog_writer")
+    assert outcome.status == RunStatus.COMPLETED
+    assert outcome.output["title"] == "How GraphBuilder turns configuration into a graph"
+    writer = next(n for n in store.runs.node_runs(outcome.run_id) if n.node_id == "node_writer")
+    assert writer.input_snapshot["rendered_system_prompt"] == "You are a technical blogger. Write in English."
+
+
+@pytest.mark.parametrize(
+    ("feedback", "label", "action", "ran", "skipped"),
+    [
+        (
+            "The app crashes on upload",
+            "bug",
+            "bug filed: Crash when uploading photos over 10 MB",
+            "file_bug",
+            {"thank", "answer"},
+        ),
+        ("How do I export my data?", "question", "answered", "answer", {"thank", "file_bug"}),
+        ("I love the new editor", "praise", "thanked", "thank", {"file_bug", "answer"}),
+    ],
+)
+def test_feedback_triage_takes_one_branch_and_merges(
+    store: Store, feedback: str, label: str, action: str, ran: str, skipped: set[str]
+) -> None:
+    outcome = run_example(store, "feedback_triage", feedback=feedback)
+    assert outcome.status == RunStatus.COMPLETED
+    assert outcome.output == {"label": label, "action": action}
+    nodes = {n.node_id: n for n in store.runs.node_runs(outcome.run_id)}
+    assert nodes[ran].status == "completed"
+    assert {n for n, r in nodes.items() if r.status == "skipped"} == skipped
+    assert nodes["join"].output == {ran: {k: v for k, v in nodes[ran].output.items() if not k.startswith("_")}}
+
+
+def test_long_doc_summary_runs_the_inlined_skill(store: Store) -> None:
+    outcome = run_example(store, "long_doc_summary")
+    assert outcome.status == RunStatus.COMPLETED
+    assert outcome.output == "Typed, recorded, correctable prompt graphs"
+    nodes = {n.node_id: n for n in store.runs.node_runs(outcome.run_id)}
+    inner = nodes["__summarize__key_points"].input_snapshot["rendered_user_prompt"]
+    assert "Plait binds JSON Schema contracts to the edges of a prompt graph. Every node run" in inner
+    headline = nodes["headline"].input_snapshot["rendered_user_prompt"]
+    assert headline.startswith("Headline for: Plait types the data")

@@ -1,0 +1,37 @@
+"""The README's Quick start stays true: two commands, and the main job's `plait` part really runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def quick_start_commands() -> list[str]:
+    section = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.+?)\n```", section, re.DOTALL)
+
+
+def test_quick_start_has_exactly_two_commands_and_ci_runs_the_second() -> None:
+    commands = quick_start_commands()
+    assert len(commands) == 2
+    assert all("\n" not in c for c in commands)
+    assert commands[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_main_job_runs_a_real_graph(tmp_path: Path) -> None:
+    main_job = quick_start_commands()[0]
+    plait_part = main_job.split("&& .venv/bin/plait ", 1)[1]
+    args = shlex.split(plait_part)
+    db = f"sqlite:///{tmp_path / 'readme.db'}"
+    result = subprocess.run(
+        [sys.executable, "-m", "plait", *args, "--db", db], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["label"] == "bug"

@@ -63,29 +63,34 @@ class _Timer:
         }
 
 
-async def run_condition(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
-    assert isinstance(node, ConditionNode)
+async def _evaluate(node: NodeBase, state: RunState, rt: Runtime, expression: str) -> tuple[Any, NodeResult]:
+    """Run a node's JS expression over its view: its value and a completed result, or a failed result."""
     view = build_view(state, node)
     timer = _Timer()
-    snapshot = _snapshot(node, state, view.js_scope, expression=node.condition_expr)
+    snapshot = _snapshot(node, state, view.js_scope, expression=expression)
     try:
-        value = await rt.sandbox().aevaluate(node.condition_expr, view.js_scope, timeout_s=node.timeout_s)
+        value = await rt.sandbox().aevaluate(expression, view.js_scope, timeout_s=node.timeout_s)
     except Exception as exc:  # SandboxError and friends: the message is the user's answer
-        return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind="expression", message=str(exc))
-    output = {"branch": branch_key(value)}
-    return NodeResult.completed(output, snapshot, [timer.attempt(result=output)])
+        return None, NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind="expression", message=str(exc))
+    return value, NodeResult.completed(value, snapshot, [timer.attempt(result=value)])
+
+
+async def run_condition(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    assert isinstance(node, ConditionNode)
+    value, result = await _evaluate(node, state, rt, node.condition_expr)
+    if result.phase == Phase.FAILED:
+        return result
+    result.output = {"branch": branch_key(value)}
+    result.attempts[-1]["result"] = result.output
+    return result
 
 
 async def run_transform(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     assert isinstance(node, TransformNode)
-    view = build_view(state, node)
-    timer = _Timer()
-    snapshot = _snapshot(node, state, view.js_scope, expression=node.transform_expr)
-    try:
-        value = await rt.sandbox().aevaluate(node.transform_expr, view.js_scope, timeout_s=node.timeout_s)
-    except Exception as exc:
-        return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind="expression", message=str(exc))
-    return _checked(node, state, value, snapshot, [timer.attempt(result=value)])
+    value, result = await _evaluate(node, state, rt, node.transform_expr)
+    if result.phase == Phase.FAILED:
+        return result
+    return _checked(node, state, value, result.snapshot, result.attempts)
 
 
 async def run_merge(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:

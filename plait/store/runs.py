@@ -280,18 +280,9 @@ class RunRepository:
         - `running` under the same owner → None: that owner is executing it already.
         """
         now = time.time()
-        params = {
-            "b_id": str(uuid.uuid4()),
-            "b_run": run_id,
-            "b_node": node_id,
-            "b_activation": activation,
-            "b_status": NodeStatus.RUNNING.value,
-            "b_owner": owner,
-            "b_claims": 1,
-            "b_now": now,
-            "b_started": now,
-            "b_completed": None,
-        }
+        params = _new_node_row(
+            run_id, node_id, activation, NodeStatus.RUNNING, owner=owner, claims=1, now=now, started=now
+        )
         try:
             with self._hot() as run:
                 won = run("insert_node", params).fetchone() is not None
@@ -387,18 +378,9 @@ class RunRepository:
     def record_skipped(self, run_id: str, node_id: str, activation: int) -> None:
         """Mark an activation `skipped` (all its incoming edges inactive); a no-op if it exists."""
         now = time.time()
-        params = {
-            "b_id": str(uuid.uuid4()),
-            "b_run": run_id,
-            "b_node": node_id,
-            "b_activation": activation,
-            "b_status": NodeStatus.SKIPPED.value,
-            "b_owner": None,
-            "b_claims": 0,
-            "b_now": now,
-            "b_started": None,
-            "b_completed": now,
-        }
+        params = _new_node_row(
+            run_id, node_id, activation, NodeStatus.SKIPPED, owner=None, claims=0, now=now, completed=now
+        )
         try:
             with self._hot() as run:
                 run("insert_node", params)
@@ -417,3 +399,30 @@ class RunRepository:
             if not rows and conn.execute(select(GRAPH_RUN.c.id).where(GRAPH_RUN.c.id == run_id)).first() is None:
                 raise self._no_run(run_id)
         return [node_run_from_row(row) for row in rows]
+
+
+def _new_node_row(
+    run_id: str,
+    node_id: str,
+    activation: int,
+    status: NodeStatus,
+    *,
+    owner: str | None,
+    claims: int,
+    now: float,
+    started: float | None = None,
+    completed: float | None = None,
+) -> dict[str, object]:
+    """Bind parameters of the fast-path INSERT of a new node run."""
+    return {
+        "b_id": str(uuid.uuid4()),
+        "b_run": run_id,
+        "b_node": node_id,
+        "b_activation": activation,
+        "b_status": status.value,
+        "b_owner": owner,
+        "b_claims": claims,
+        "b_now": now,
+        "b_started": started,
+        "b_completed": completed,
+    }

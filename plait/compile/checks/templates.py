@@ -77,9 +77,9 @@ def _strings(value: Any, path: FieldPath) -> Iterator[TemplateField]:
             yield from _strings(item, (*path, index))
 
 
-def check_templates(ctx: CheckContext, skip: set[str] | None = None) -> None:
+def check_templates(ctx: CheckContext) -> None:
     for node_id, node in ctx.nodes.items():
-        if (skip and node_id in skip) or node.skill_scope is not None:
+        if node.skill_scope is not None:
             continue  # inlined skill nodes were checked against the skill's own graph
         params = {p.name: p for p in node_field(node, "params", [])}
         allow_system_data = bool(node_field(node, "allow_data_in_system_prompt", False))

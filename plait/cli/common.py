@@ -29,6 +29,13 @@ def fail(message: str, hint: str | None = None, code: int = EXIT_INVALID) -> NoR
     raise typer.Exit(code)
 
 
+def console() -> Any:
+    """Rich console for tables on stdout; when piped (no terminal to size), wide enough not to collapse."""
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 

@@ -1,37 +1,95 @@
-"""`plait graphs …` commands. `show` works on files today; stored ids arrive with the store."""
+"""`plait graphs …` commands: show a graph from a file or from the store, list stored graphs."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
 
 app = typer.Typer(help="Inspect graph definitions.", no_args_is_help=True)
 
 
 @app.command("show")
 def show(
-    graph: Annotated[str, typer.Argument(help="A graph file (.yaml/.yml/.json).")],
-    json_output: Annotated[bool, typer.Option("--json", help="Print the structure as JSON.")] = False,
+    graph: Annotated[str, typer.Argument(help="A graph file (.yaml/.yml/.json), or a stored graph's id or slug.")],
+    version: Annotated[int | None, typer.Option("--version", help="A stored version (default: latest).")] = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Print a graph as levels from its entry nodes to its exits, with schema ids on edges."""
     from plait.cli.render import graph_json, render_graph
+    from plait.engine.start import looks_like_file
+
+    if looks_like_file(graph) and not Path(graph).is_file():
+        fail(f"no such graph file: {graph}", "give the path of a .yaml/.yml/.json file, or a stored graph id")
+    graph_def, topology = _from_file(graph) if Path(graph).is_file() else _from_store(graph, version, db)
+    if json_output:
+        print_json(graph_json(graph_def, topology))
+    else:
+        render_graph(graph_def, topology)
+
+
+def _from_file(graph: str) -> tuple[Any, Any]:
     from plait.compile import compile_file
 
-    path = Path(graph)
-    if not path.is_file():
-        sys.stderr.write(f"plait: no such graph file: {graph}\n  hint: give the path of a .yaml/.yml/.json file\n")
-        raise typer.Exit(2)
-    result = compile_file(path)
+    result = compile_file(graph)
     if not result.valid or result.expanded is None or result.topology is None:
         for diag in result.errors:
             sys.stderr.write(diag.format() + "\n")
-        sys.stderr.write(f"plait: {graph} is not a valid graph; run `plait validate {graph}`\n")
-        raise typer.Exit(2)
+        fail(f"{graph} is not a valid graph", f"run `plait validate {graph}`")
+    return result.expanded, result.topology
+
+
+def _from_store(ref: str, version: int | None, db: str | None) -> tuple[Any, Any]:
+    from plait.engine.state import CompiledRun
+    from plait.store import StoreError
+
+    store = open_store(db)
+    try:
+        stored = store.graphs.get(ref, version)
+    except StoreError:
+        fail(
+            f"no graph file or stored graph named '{ref}'" + (f" (version {version})" if version else ""),
+            "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)",
+        )
+    finally:
+        store.close()
+    compiled = CompiledRun.from_graph(stored.graph)
+    return stored.graph, compiled.topology
+
+
+@app.command("list")
+def list_graphs(db: DbOption = None, json_output: JsonOption = False) -> None:
+    """Stored graphs, latest version of each."""
+    store = open_store(db)
+    try:
+        graphs = store.graphs.list()
+    finally:
+        store.close()
+    rows = [
+        {
+            "id": g.def_id,
+            "slug": g.slug,
+            "version": g.version,
+            "schema_version": g.schema_version,
+            "source_type": g.source_type,
+            "nodes": len(g.graph.nodes),
+            "updated_at": g.updated_at,
+        }
+        for g in graphs
+    ]
     if json_output:
-        sys.stdout.write(json.dumps(graph_json(result.expanded, result.topology), indent=2, ensure_ascii=False) + "\n")
-    else:
-        render_graph(result.expanded, result.topology)
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(title="graphs")
+    for column in ("slug", "id", "version", "schema", "type", "nodes"):
+        table.add_column(column, no_wrap=True)
+    for r in rows:
+        table.add_row(r["slug"], r["id"], str(r["version"]), r["schema_version"], r["source_type"], str(r["nodes"]))
+    console().print(table)

@@ -8,18 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, fail, open_store, print_json
+from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
 
 app = typer.Typer(help="Inspect runs.", no_args_is_help=True)
-
-
-def _console() -> Any:
-    """Rich console; when piped (no terminal to size), wide enough that tables do not collapse."""
-    import sys
-
-    from rich.console import Console
-
-    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def _when(ts: float | None) -> str:
@@ -59,7 +50,7 @@ def list_runs(
             str(r.tokens_input + r.tokens_output),
             f"{r.cost_usd:.4f}",
         )
-    _console().print(table)
+    console().print(table)
 
 
 @app.command("show")
@@ -135,9 +126,9 @@ def _node_json(n: Any) -> dict[str, Any]:
 def _render(run: Any, nodes: list[Any]) -> None:
     from rich.table import Table
 
-    console = _console()
-    console.print(f"[bold]run {run.id}[/]  graph {run.graph_slug} v{run.graph_def_ver}  status [bold]{run.status}[/]")
-    console.print(
+    out = console()
+    out.print(f"[bold]run {run.id}[/]  graph {run.graph_slug} v{run.graph_def_ver}  status [bold]{run.status}[/]")
+    out.print(
         f"created {_when(run.created_at)}  tokens {run.tokens_input}+{run.tokens_output}  cost ${run.cost_usd:.4f}"
     )
     table = Table()
@@ -158,8 +149,8 @@ def _render(run: Any, nodes: list[Any]) -> None:
             took,
             output[:200].replace("\n", " "),
         )
-    console.print(table)
+    out.print(table)
     if run.error:
-        console.print(f"[red]error:[/] {run.error.get('message', run.error)}")
+        out.print(f"[red]error:[/] {run.error.get('message', run.error)}")
     if run.output is not None:
-        console.print("output:", json.dumps(run.output, ensure_ascii=False, indent=2))
+        out.print("output:", json.dumps(run.output, ensure_ascii=False, indent=2))

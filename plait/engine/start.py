@@ -21,6 +21,11 @@ class StartError(Exception):
         self.details = details or []
 
 
+def looks_like_file(ref: str) -> bool:
+    """A graph reference meant as a path (`x.yaml`, `dir/x`) rather than a stored id or slug."""
+    return "/" in ref or Path(ref).suffix.lower() in (".yaml", ".yml", ".json")
+
+
 def resolve_graph(store: Store, ref: str) -> StoredGraph:
     if Path(ref).is_file():
         try:
@@ -31,6 +36,8 @@ def resolve_graph(store: Store, ref: str) -> StoredGraph:
                 f"run `plait validate {ref}`",
                 [d.format() for d in exc.diagnostics],
             ) from None
+    if looks_like_file(ref):
+        raise StartError(f"no such graph file: {ref}", "check the path")
     try:
         return store.graphs.get(ref)
     except StoreError:

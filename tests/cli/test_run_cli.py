@@ -112,3 +112,23 @@ def test_scripted_file_errors_name_the_file_and_field(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "s.yaml are invalid: responses.0: give exactly one of output, text, tool_calls, error" in result.stderr
+
+
+def test_stored_graphs_are_listed_and_shown_by_slug(tmp_path: Path) -> None:
+    assert plait("run", *example_args("data_cleaning"), cwd=tmp_path).returncode == 0
+    listed = json.loads(plait("graphs", "list", "--json", cwd=tmp_path).stdout)
+    assert [(g["slug"], g["version"], g["nodes"]) for g in listed] == [("data_cleaning", 1, 3)]
+    shown = json.loads(plait("graphs", "show", "data_cleaning", "--json", cwd=tmp_path).stdout)
+    assert shown["entries"] == ["clean"]
+    assert shown["exits"] == ["package"]
+    again = plait(
+        "run",
+        "data_cleaning",
+        "--input-file",
+        str(EXAMPLES / "inputs" / "data_cleaning.yaml"),
+        "--llm",
+        f"scripted:{EXAMPLES / 'scripted' / 'data_cleaning.yaml'}",
+        "--json",
+        cwd=tmp_path,
+    )
+    assert json.loads(again.stdout)["output"]["quality"] == "good"

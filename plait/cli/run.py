@@ -6,7 +6,6 @@ so scripts can pipe it; the exit code says how it ended (0 done, 1 failed, 2 inv
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -87,6 +86,8 @@ def _provider(spec: str | None) -> Any:
 
 
 def _execute(store: Any, provider: Any, run_id: str, json_output: bool, quiet: bool) -> None:
+    import asyncio
+
     from plait.cli.live import LiveView
     from plait.engine.runner import Engine, EngineError
     from plait.store import RunStatus

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from plait.api_surface import GraphInvalid
 from plait.compile import compile_file
 from plait.engine.state import CompiledRun
+from plait.model.nodes import NodeType
 from plait.store import Store, StoredGraph
+
+_FileKey = tuple[str, str, int, int]
+_saved: dict[_FileKey, StoredGraph] = {}
+"""(database, file, mtime, size) -> what that file was stored as: starting many runs of one
+unchanged file (batches, benchmarks) compiles and stores it once per process."""
 
 
 def save_graph_file(store: Store, path: str | os.PathLike[str]) -> StoredGraph:
@@ -16,10 +23,18 @@ def save_graph_file(store: Store, path: str | os.PathLike[str]) -> StoredGraph:
     The stored content is the SKILL-expanded graph: a run pins exactly what it executes,
     even if the skill files change or disappear later.
     """
+    file = Path(path).resolve()
+    stat = file.stat()
+    key = (store.url, str(file), stat.st_mtime_ns, stat.st_size)
+    if key in _saved:
+        return _saved[key]
     result = compile_file(path)
-    if not result.valid or result.expanded is None:
+    if not result.valid or result.expanded is None or result.graph is None:
         raise GraphInvalid(result.errors)
-    return store.graphs.save(result.expanded)
+    stored = store.graphs.save(result.expanded)
+    if not any(n.type == NodeType.SKILL for n in result.graph.nodes):  # skill files may change on their own
+        _saved[key] = stored
+    return stored
 
 
 def load_compiled(store: Store, def_id: str, version: int) -> CompiledRun:

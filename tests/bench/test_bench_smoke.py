@@ -1,0 +1,32 @@
+"""bench/engine_vs_langgraph.py runs and prints its table (no timing assertions: targets live in the benchmark)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "engine_vs_langgraph.py"
+
+
+def test_engine_benchmark_smoke_run_prints_its_table() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--plait-only", "--runs", "20", "--w1-trials", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "LangGraph: skipped (--plait-only)" in out
+    for title in ("W1 100-node chain, µs per node", "W2 20 runs of 1->8->merge, wall s", "W3 KiB per in-flight run"):
+        assert title in out, out
+    assert "targets (issue 3):" in out
+    number = r"\s+[0-9]+(?:\.[0-9]+)?"
+    for label in ("Plait LLM_CALL, SQLite", "Plait TRANSFORM, SQLite", "Plait, SQLite"):
+        figures = re.search(rf"^  {re.escape(label)}{number}{number}", out, re.MULTILINE)
+        assert figures, f"no figures for {label}:\n{out}"
+    assert re.search(r"calibration loop .* ms: min [0-9.]+", out)

@@ -265,3 +265,20 @@ def test_llm_concurrency_limit_is_respected(store: Store, tmp_path: Path) -> Non
     execute(store, graph, provider, llm_concurrency=2)
     elapsed = time.perf_counter() - started
     assert 0.55 < elapsed < 1.5, f"6 calls of 200 ms, 2 at a time, took {elapsed:.2f} s"
+
+
+def test_lease_is_renewed_while_a_long_node_runs(store: Store, tmp_path: Path) -> None:
+    graph = graph_file(tmp_path, [{"id": "w", "type": "WAIT", "delay_s": 1.2}], [])
+    run_id = start_run(store, graph, {})
+    engine = Engine(store, None, lease_ttl_s=0.3)  # renewed every 0.1 s from a worker thread
+
+    async def go() -> tuple[RunOutcome, bool]:
+        task = asyncio.create_task(engine.run(run_id))
+        await asyncio.sleep(0.8)  # well past the first lease's expiry
+        rival = Engine(store, None)
+        stolen = store.runs.acquire_lease(run_id, rival.owner, 5)
+        return await task, stolen
+
+    outcome, stolen = asyncio.run(go())
+    assert outcome.status == RunStatus.COMPLETED
+    assert not stolen, "the lease expired while its engine was still running the node"

@@ -93,6 +93,8 @@ class RunState:
         self.compiled = compiled
         self.input = run_input
         self.nodes = {node_id: NodeState(node) for node_id, node in compiled.nodes.items()}
+        self._outputs: dict[str, Any] = {}
+        """Data of the completed nodes, kept current so that building a node's view stays cheap."""
 
     # -- recording -------------------------------------------------------------------------------------------
 
@@ -101,11 +103,14 @@ class RunState:
         state.phase = Phase.COMPLETED
         state.output = output
         state.data = strip_meta(output)
+        self._outputs[node_id] = state.data
         if state.node.type == NodeType.CONDITION and isinstance(output, dict):
             state.branch = str(output.get("branch"))
 
     def set_phase(self, node_id: str, phase: Phase) -> None:
         self.nodes[node_id].phase = phase
+        if phase != Phase.COMPLETED:
+            self._outputs.pop(node_id, None)
 
     # -- readiness -------------------------------------------------------------------------------------------
 
@@ -157,7 +162,7 @@ class RunState:
 
     def outputs(self) -> dict[str, Any]:
         """Data of every completed node, plus SKILL aliases (a SKILL id reads its exit node's output)."""
-        out = {n: s.data for n, s in self.nodes.items() if s.phase == Phase.COMPLETED}
+        out = dict(self._outputs)
         for alias, exits in self.compiled.aliases.items():
             done = [e for e in exits if e in out]
             if done:

@@ -87,7 +87,8 @@ class Engine:
         renew = asyncio.create_task(self._renew(run_id))
         try:
             state = RunState(compiled, record.input or {})
-            self._restore(state, self.store.runs.node_runs(run_id))
+            if record.started_at is not None:  # a fresh run has no node runs to restore
+                self._restore(state, self.store.runs.node_runs(run_id))
             self.store.runs.set_status(run_id, RunStatus.RUNNING)
             self.events.emit("execution.started", run_id, graph=record.graph_slug, version=record.graph_def_ver)
             return await _Scheduler(self, run_id, state).execute()

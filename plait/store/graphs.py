@@ -66,11 +66,16 @@ def _source_type(value: str) -> SourceType:
         raise StoreError(f"unknown source type '{value}': use one of {choices}") from None
 
 
+_PARSED_CACHE_SIZE = 256
+
+
 class GraphRepository:
     def __init__(self, engine: Engine, db_name: str) -> None:
         self._engine = engine
         self._writer = writer(engine)
         self._db_name = db_name
+        self._parsed: dict[tuple[str, int], GraphDef] = {}
+        """Validated content by (def id, version): versions are immutable, so this never goes stale."""
 
     def save(self, graph: GraphDef, *, source_type: str | None = None) -> StoredGraph:
         """Store `graph` under its slug (`graph.id`) as a new version, unless the latest version
@@ -218,9 +223,13 @@ class GraphRepository:
             rows = conn.execute(query).all()
         return [self._stored(row, created=False) for row in rows]
 
-    @staticmethod
-    def _stored(row: Any, *, created: bool) -> StoredGraph:
-        graph = GraphDef.model_validate(row.content_json)
+    def _stored(self, row: Any, *, created: bool) -> StoredGraph:
+        key = (row.id, row.version)
+        graph = self._parsed.get(key)
+        if graph is None:
+            if len(self._parsed) >= _PARSED_CACHE_SIZE:
+                self._parsed.pop(next(iter(self._parsed)))  # oldest first
+            graph = self._parsed[key] = GraphDef.model_validate(row.content_json)
         return StoredGraph(
             def_id=row.id,
             slug=row.slug,

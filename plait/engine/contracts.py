@@ -48,9 +48,7 @@ class OutputContract:
         data = strip_meta(value)
         problems: list[str] = []
         for bound in self.schemas:
-            for error in _validator(json.dumps(bound.schema, sort_keys=True)).iter_errors(data):
-                where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-                problems.append(f"{bound.id}: {where}: {error.message}")
+            problems.extend(f"{bound.id}: {p}" for p in schema_violations(bound.schema, data))
         return problems
 
     def annotate(self, value: Any) -> Any:
@@ -93,6 +91,14 @@ def combine_schemas(schemas: list[dict[str, Any]]) -> dict[str, Any]:
             merged["additionalProperties"] = False
         return merged
     return {"allOf": schemas}
+
+
+def schema_violations(schema: dict[str, Any], value: Any) -> list[str]:
+    """Every way `value` breaks `schema`, as `path: message` lines (empty when valid)."""
+    return [
+        f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
+        for error in _validator(json.dumps(schema, sort_keys=True)).iter_errors(value)
+    ]
 
 
 @lru_cache(maxsize=1024)

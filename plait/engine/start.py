@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from plait.api_surface import GraphInvalid
 from plait.engine.compiled import save_graph_file
+from plait.engine.contracts import schema_violations
 from plait.store import Store, StoredGraph, StoreError
 
 
@@ -48,14 +48,7 @@ def resolve_graph(store: Store, ref: str) -> StoredGraph:
 
 
 def input_violations(schema: dict[str, Any] | None, value: dict[str, Any]) -> list[str]:
-    if not schema:
-        return []
-    from plait.engine.contracts import _validator
-
-    return [
-        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
-        for e in _validator(json.dumps(schema, sort_keys=True)).iter_errors(value)
-    ]
+    return schema_violations(schema, value) if schema else []
 
 
 def start_run(store: Store, ref: str, run_input: dict[str, Any]) -> str:

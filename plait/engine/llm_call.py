@@ -9,7 +9,6 @@ errors recorded.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import time
@@ -20,6 +19,7 @@ from plait.engine.contracts import OutputContract
 from plait.engine.render import build_view, prompt_budget, render
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import RunState
+from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
 
@@ -139,11 +139,25 @@ async def _attempts(
 
 async def _call(rt: Runtime, request: ChatRequest) -> ChatResponse:
     assert rt.provider is not None
-    slots = rt.llm_slots if rt.llm_slots is not None else contextlib.nullcontext()
-    async with slots:
-        if request.timeout_s:
-            return await asyncio.wait_for(rt.provider.complete(request), request.timeout_s)
-        return await rt.provider.complete(request)
+    if rt.llm_slots is None:
+        return await _complete(rt.provider, request)
+    async with rt.llm_slots:
+        response = await _complete(rt.provider, request)
+    # Let the call queued for the slot just released start before this answer is processed.
+    # Model calls finish in bursts; if each answer were processed at once, the call waiting for
+    # the last slot of a burst would start only after all the burst's parsing, validation and
+    # commits, and slots would sit idle meanwhile. Two yields: answers released in the same
+    # loop turn are queued interleaved with the calls they woke, so one yield would still put
+    # the earlier answers' processing ahead of the later calls.
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    return response
+
+
+async def _complete(provider: Provider, request: ChatRequest) -> ChatResponse:
+    if request.timeout_s:
+        return await asyncio.wait_for(provider.complete(request), request.timeout_s)
+    return await provider.complete(request)
 
 
 def _parse(response: ChatResponse, contract: OutputContract) -> tuple[Any, list[str]]:

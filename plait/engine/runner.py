@@ -14,9 +14,11 @@ import asyncio
 import os
 import socket
 import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
 from plait.engine.events import EventBus
 from plait.engine.executors import EXECUTORS, SUPPORTED
@@ -25,7 +27,9 @@ from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.provider import Provider
 from plait.model.nodes import NodeType
-from plait.store import NodeRunRecord, NodeStatus, RunStatus, Store
+from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store
+from plait.store.node_writes import Claim, EndRun, Finish, Skip, Write
+from plait.store.records import TERMINAL_RUN_STATUSES
 
 ACTIVATION = 1  # reruns (corrections issue) add activations
 
@@ -55,6 +59,7 @@ class Engine:
         llm_concurrency: int | None = None,
         lease_ttl_s: float = 30.0,
         events: EventBus | None = None,
+        start_concurrency: int = 16,
     ):
         self.store = store
         self.runtime = Runtime(provider, llm_concurrency=llm_concurrency)
@@ -62,6 +67,11 @@ class Engine:
         self.lease_ttl_s = lease_ttl_s
         self.events = events or EventBus()
         self._compiled: dict[tuple[str, int], CompiledRun] = {}
+        self.commits = GroupCommit(store.runs.nodes)
+        self._admission = asyncio.Semaphore(start_concurrency)
+        """Runs being set up at once (begin, restore, first claims). Many runs started together
+        would otherwise all be set up before any of them executes a node: the loop would run
+        every set-up back to back while the first model calls could already be in flight."""
 
     async def aclose(self) -> None:
         await self.runtime.aclose()
@@ -74,27 +84,53 @@ class Engine:
 
     async def run(self, run_id: str) -> RunOutcome:
         """Execute (or continue) a run until it completes, fails or pauses for a person."""
-        record = self.store.runs.get(run_id)
-        if record.status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED):
-            return RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
-        compiled = self.compiled_for(record.def_id, record.graph_def_ver)
-        self._check_supported(compiled)
-        if not self._acquire(run_id):
-            raise EngineError(
-                f"run {run_id} is being executed by another process "
-                f"({self.store.runs.get(run_id).lease_owner}); wait for it or try again later"
-            )
-        renew = asyncio.create_task(self._renew(run_id))
+        await self._admission.acquire()
+        admitted = True
+
+        def set_up() -> None:
+            nonlocal admitted
+            if admitted:
+                admitted = False
+                self._admission.release()
+
         try:
-            state = RunState(compiled, record.input or {})
-            if record.started_at is not None:  # a fresh run has no node runs to restore
-                self._restore(state, self.store.runs.node_runs(run_id))
-            self.store.runs.set_status(run_id, RunStatus.RUNNING)
-            self.events.emit("execution.started", run_id, graph=record.graph_slug, version=record.graph_def_ver)
-            return await _Scheduler(self, run_id, state).execute()
+            record, acquired = self._begin(run_id)
+            if not acquired:
+                return RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
+            renew = asyncio.create_task(self._renew(run_id))
+            scheduler: _Scheduler | None = None
+            try:
+                state = RunState(self.compiled_for(record.def_id, record.graph_def_ver), record.input or {})
+                if record.started_at is not None:  # a fresh run has no node runs to restore
+                    self._restore(state, self.store.runs.node_runs(run_id))
+                self.events.emit("execution.started", run_id, graph=record.graph_slug, version=record.graph_def_ver)
+                scheduler = _Scheduler(self, run_id, state)
+                return await scheduler.execute(on_started=set_up)
+            finally:
+                renew.cancel()
+                if scheduler is None or not scheduler.ended:
+                    self.store.runs.release_lease(run_id, self.owner)
         finally:
-            renew.cancel()
-            self.store.runs.release_lease(run_id, self.owner)
+            set_up()
+
+    def _begin(self, run_id: str) -> tuple[RunRecord, bool]:
+        """Take the run over (lease + `running`); False for a finished run. Raises when it is busy."""
+        runs = self.store.runs
+        record, acquired = runs.begin(run_id, self.owner, self.lease_ttl_s, check=self._check_record)
+        if acquired or record.status in TERMINAL_RUN_STATUSES:
+            return record, acquired
+        holder = record.lease_owner
+        if holder and _owner_dead(holder) and runs.steal_lease(run_id, holder, self.owner, self.lease_ttl_s):
+            # killed on this machine: no need to wait for its lease to expire
+            record, acquired = runs.begin(run_id, self.owner, self.lease_ttl_s, check=self._check_record)
+            if acquired or record.status in TERMINAL_RUN_STATUSES:
+                return record, acquired
+        raise EngineError(
+            f"run {run_id} is being executed by another process ({record.lease_owner}); wait for it or try again later"
+        )
+
+    def _check_record(self, record: RunRecord) -> None:
+        self._check_supported(self.compiled_for(record.def_id, record.graph_def_ver))
 
     def _check_supported(self, compiled: CompiledRun) -> None:
         for node in compiled.nodes.values():
@@ -107,14 +143,6 @@ class Engine:
                 raise EngineError(
                     f"node '{node.id}' calls a model but no provider is configured: pass --llm scripted:FILE"
                 )
-
-    def _acquire(self, run_id: str) -> bool:
-        if self.store.runs.acquire_lease(run_id, self.owner, self.lease_ttl_s):
-            return True
-        holder = self.store.runs.get(run_id).lease_owner
-        if holder and _owner_dead(holder):  # killed on this machine: no need to wait for the lease to expire
-            return self.store.runs.steal_lease(run_id, holder, self.owner, self.lease_ttl_s)
-        return False
 
     async def _renew(self, run_id: str) -> None:
         while True:
@@ -150,88 +178,153 @@ def _owner_dead(owner: str) -> bool:
     return False
 
 
+_NODE_STATUS = {
+    Phase.COMPLETED: NodeStatus.COMPLETED,
+    Phase.FAILED: NodeStatus.FAILED,
+    Phase.WAITING: NodeStatus.PENDING,
+}
+
+
 class _Scheduler:
-    """Event-driven readiness: finishing a node decides its successors (run or skip) at once."""
+    """Event-driven readiness: finishing a node decides its successors (run or skip) at once,
+    and its result, their claims and the skips commit together in one unit of the group commit."""
 
     def __init__(self, engine: Engine, run_id: str, state: RunState):
         self.engine = engine
         self.store = engine.store
         self.run_id = run_id
         self.state = state
-        self.tasks: dict[asyncio.Task[NodeResult | None], str] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
         self.failed: str | None = None
+        self.ended = False
+        """The run's outcome is committed and its lease given up."""
+        self._busy = 1  # the node tasks in flight, plus `execute` until its first claims are made
+        self._idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    async def execute(self) -> RunOutcome:
-        for node_id in self.state.compiled.topology.order:
-            if self.state.nodes[node_id].phase == Phase.PENDING:
-                self._consider(node_id)
-        while self.tasks:
-            done, _ = await asyncio.wait(self.tasks, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                node_id = self.tasks.pop(task)
-                self._finished(node_id, task.result())
-        return self._conclude()
+    async def execute(self, on_started: Callable[[], None]) -> RunOutcome:
+        """Run to the end; `on_started()` once the first nodes are claimed (or nothing is left to claim)."""
+        try:
+            try:
+                await self._commit(self._plan(self.state.compiled.topology.order))
+            finally:
+                self._release()
+                on_started()
+            await self._idle
+        except BaseException:
+            for task in self.tasks:
+                task.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            raise
+        return await self._conclude()
 
-    def _consider(self, node_id: str) -> None:
-        """Start or skip a pending node whose inputs are all resolved; skipping propagates."""
-        stack = [node_id]
-        while stack:
-            current = stack.pop()
-            node_state = self.state.nodes[current]
-            if node_state.phase != Phase.PENDING:
-                continue
-            decision = self.state.decide(current)
-            if decision is None:
-                continue
-            if decision == Phase.SKIPPED:
-                self.store.runs.record_skipped(self.run_id, current, ACTIVATION)
-                self.state.set_phase(current, Phase.SKIPPED)
-                self.engine.events.emit("node:skipped", self.run_id, current)
-                stack.extend(self.state.successors(current))
-            elif self.failed is None:
-                node_state.phase = Phase.RUNNING
-                task = asyncio.create_task(self._run_node(current))
-                self.tasks[task] = current
+    # -- planning: what becomes ready or skipped ----------------------------------------------------------------
 
-    async def _run_node(self, node_id: str) -> NodeResult | None:
-        claimed = self.store.runs.claim_node(self.run_id, node_id, ACTIVATION, self.engine.owner)
-        if claimed is None:
-            return None  # finished by someone else (or by us before a crash): adopt what is stored
+    def _plan(self, candidates: Iterable[str]) -> list[Write]:
+        """Decide pending nodes whose inputs are all resolved: a claim to run, or a skip that propagates."""
+        writes: list[Write] = []
+        for first in candidates:
+            stack = [first]
+            while stack:
+                current = stack.pop()
+                node_state = self.state.nodes[current]
+                if node_state.phase != Phase.PENDING:
+                    continue
+                decision = self.state.decide(current)
+                if decision == Phase.SKIPPED:
+                    self.state.set_phase(current, Phase.SKIPPED)
+                    writes.append(Skip(self.run_id, current, ACTIVATION))
+                    stack.extend(self.state.successors(current))
+                elif decision == Phase.RUNNING and self.failed is None:
+                    node_state.phase = Phase.RUNNING
+                    writes.append(Claim(self.run_id, current, ACTIVATION, self.engine.owner))
+        return writes
+
+    async def _commit(self, writes: list[Write]) -> None:
+        """Commit claims and skips, then start the nodes won; adopt the ones finished elsewhere."""
+        if writes:
+            await self._started(writes, await self.engine.commits.submit(writes))
+
+    async def _started(self, writes: Sequence[Write], results: Sequence[Any]) -> None:
+        adopted: list[str] = []
+        for write, result in zip(writes, results, strict=True):
+            if isinstance(write, Skip):
+                self.engine.events.emit("node:skipped", self.run_id, write.node_id)
+            elif isinstance(write, Claim):
+                if result is None:
+                    adopted.append(write.node_id)
+                else:
+                    self._spawn(result)
+        for node_id in adopted:
+            await self._commit(self._adopt(node_id))
+
+    # -- node tasks --------------------------------------------------------------------------------------------
+
+    def _spawn(self, claimed: NodeRunRecord) -> None:
+        self._busy += 1
+        task = asyncio.create_task(self._run_node(claimed))
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None and not self._idle.done():
+            self._idle.set_exception(task.exception())  # type: ignore[arg-type]
+        self._release()
+
+    def _release(self) -> None:
+        self._busy -= 1
+        if self._busy == 0 and not self._idle.done():
+            self._idle.set_result(None)
+
+    async def _run_node(self, claimed: NodeRunRecord) -> None:
+        node_id = claimed.node_id
         node = self.state.nodes[node_id].node
         self.engine.events.emit("node:start", self.run_id, node_id, type=str(node.type))
         try:
             result = await EXECUTORS[node.type](node, self.state, self.engine.runtime)
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run
             result = NodeResult.failed({}, [], kind="internal", message=f"{type(exc).__name__}: {exc}")
-        status = {
-            Phase.COMPLETED: NodeStatus.COMPLETED,
-            Phase.FAILED: NodeStatus.FAILED,
-            Phase.WAITING: NodeStatus.PENDING,
-        }[result.phase]
         failpoint("before_commit", node_id)
-        committed = self.store.runs.finish_node(
+        finish = Finish(
+            self.run_id,
             claimed.id,
             self.engine.owner,
-            status=status,
-            output=result.output,
-            input_snapshot=result.snapshot,
-            attempts=result.attempts,
-            error=result.error,
-            tokens_input=result.tokens_input,
-            tokens_output=result.tokens_output,
-            cost_usd=result.cost_usd,
+            _NODE_STATUS[result.phase],
+            result.output,
+            result.snapshot,
+            result.attempts,
+            result.error,
+            result.tokens_input,
+            result.tokens_output,
+            result.cost_usd,
         )
+        follow = self._record(node_id, result)
+        results = await self.engine.commits.submit([finish, *follow])
         failpoint("after_commit", node_id)
-        if not committed:
-            return None
-        return result
+        if not results[0]:
+            raise EngineError(
+                f"node '{node_id}' of run {self.run_id} was taken over by another engine (this one lost the "
+                "run's lease); this engine stops driving the run"
+            )
+        self._announce(node_id, result)
+        await self._started(follow, results[1:])
 
-    def _finished(self, node_id: str, result: NodeResult | None) -> None:
-        if result is None:
-            self._adopt(node_id)
-        elif result.phase == Phase.COMPLETED:
+    def _record(self, node_id: str, result: NodeResult) -> list[Write]:
+        """Apply a node's result to the run state; the writes for the successors it decides."""
+        if result.phase == Phase.COMPLETED:
             self.state.complete(node_id, result.output)
-            self.engine.events.emit(
+            return self._plan(self.state.successors(node_id))
+        if result.phase == Phase.WAITING:
+            self.state.set_phase(node_id, Phase.WAITING)
+        else:
+            self.state.set_phase(node_id, Phase.FAILED)
+            self.failed = self.failed or node_id
+        return []
+
+    def _announce(self, node_id: str, result: NodeResult) -> None:
+        events = self.engine.events
+        if result.phase == Phase.COMPLETED:
+            events.emit(
                 "node:complete",
                 self.run_id,
                 node_id,
@@ -240,21 +333,12 @@ class _Scheduler:
                 cost_usd=result.cost_usd,
             )
         elif result.phase == Phase.WAITING:
-            self.state.set_phase(node_id, Phase.WAITING)
-            self.engine.events.emit(
-                "run:paused", self.run_id, node_id, review_prompt=result.snapshot.get("review_prompt")
-            )
-            return
+            events.emit("run:paused", self.run_id, node_id, review_prompt=result.snapshot.get("review_prompt"))
         else:
-            self.state.set_phase(node_id, Phase.FAILED)
-            self.failed = self.failed or node_id
-            self.engine.events.emit("node:error", self.run_id, node_id, error=result.error)
-            return
-        for successor in self.state.successors(node_id):
-            self._consider(successor)
+            events.emit("node:error", self.run_id, node_id, error=result.error)
 
-    def _adopt(self, node_id: str) -> None:
-        """The node was finished elsewhere: take its committed state."""
+    def _adopt(self, node_id: str) -> list[Write]:
+        """The node was finished elsewhere: take its committed state; the writes for its successors."""
         for rec in self.store.runs.node_runs(self.run_id):
             if rec.node_id == node_id and rec.activation == ACTIVATION:
                 self.engine._restore(self.state, [rec])
@@ -262,21 +346,31 @@ class _Scheduler:
             self.state.set_phase(node_id, Phase.PENDING)
             raise EngineError(f"node '{node_id}' of run {self.run_id} is being executed by another process")
         if self.state.nodes[node_id].phase == Phase.COMPLETED:
-            for successor in self.state.successors(node_id):
-                self._consider(successor)
+            return self._plan(self.state.successors(node_id))
+        return []
 
-    def _conclude(self) -> RunOutcome:
+    # -- the run's outcome -------------------------------------------------------------------------------------
+
+    async def _conclude(self) -> RunOutcome:
         phases = self.state.phases()
         if self.failed is not None or Phase.FAILED in phases.values():
             failed = self.failed or next(n for n, p in phases.items() if p == Phase.FAILED)
             error = {"kind": "node_failed", "node_id": failed, "message": f"node '{failed}' failed"}
-            self.store.runs.set_status(self.run_id, RunStatus.FAILED, error=error)
+            await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.FAILED, error=error))
             self.engine.events.emit("workflow:error", self.run_id, failed, error=error)
             return RunOutcome(self.run_id, RunStatus.FAILED, None, error)
         if Phase.WAITING in phases.values():
-            self.store.runs.set_status(self.run_id, RunStatus.PAUSED)
+            await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.PAUSED))
             return RunOutcome(self.run_id, RunStatus.PAUSED)
         output = self.state.run_output()
-        self.store.runs.set_status(self.run_id, RunStatus.COMPLETED, output=output)
+        await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.COMPLETED, output=output))
         self.engine.events.emit("workflow:complete", self.run_id, output=output)
         return RunOutcome(self.run_id, RunStatus.COMPLETED, output)
+
+    async def _end(self, end: EndRun) -> None:
+        if not (await self.engine.commits.submit([end]))[0]:
+            raise EngineError(
+                f"run {self.run_id} was taken over by another engine (this one lost its lease) before it "
+                f"could record the outcome '{end.status}'"
+            )
+        self.ended = True

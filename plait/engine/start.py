@@ -60,7 +60,6 @@ def start_run(store: Store, ref: str, run_input: dict[str, Any]) -> str:
             "pass the missing or corrected fields with -i key=value or --input-file",
             [f"  input {p}" for p in problems],
         )
-    record = store.runs.create(
+    return store.runs.add(
         def_id=stored.def_id, graph_def_ver=stored.version, schema_version=stored.schema_version, input=run_input
     )
-    return record.id

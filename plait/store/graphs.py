@@ -8,12 +8,13 @@ import time
 import uuid
 from typing import Any
 
-from sqlalchemy import Engine, and_, insert, select, update
+from sqlalchemy import Engine, and_, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from plait.model import GraphDef, SourceType
-from plait.store.db import writer
+from plait.store.db import json_dumps, writer
 from plait.store.errors import NotFoundError, StoreError
+from plait.store.fastpath import Statements
 from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION
 from plait.store.records import StoredGraph
 
@@ -40,7 +41,7 @@ def content_hash(content: Any) -> str:
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
-_VERSION_COLS = (
+_META_COLS = (
     GRAPH_DEF.c.id,
     GRAPH_DEF.c.slug,
     GRAPH_DEF.c.version.label("latest_version"),
@@ -48,9 +49,33 @@ _VERSION_COLS = (
     GRAPH_DEF.c.created_at,
     GRAPH_DEF_VERSION.c.version,
     GRAPH_DEF_VERSION.c.schema_version,
-    GRAPH_DEF_VERSION.c.content_json,
     GRAPH_DEF_VERSION.c.content_hash,
     GRAPH_DEF_VERSION.c.created_at.label("version_created_at"),
+)
+_VERSION_COLS = (*_META_COLS, GRAPH_DEF_VERSION.c.content_json)
+
+
+def _lookup(version: Any) -> Any:
+    """Metadata of one version of the graph whose id or slug is `:ref` (no row: no such graph; a
+    row whose `version` is NULL: no such version). Built once: building a query costs more than
+    running it."""
+    ref: Any = bindparam("ref")
+    on = and_(GRAPH_DEF_VERSION.c.def_id == GRAPH_DEF.c.id, GRAPH_DEF_VERSION.c.version == version)
+    return (
+        select(*_META_COLS)
+        .select_from(GRAPH_DEF.outerjoin(GRAPH_DEF_VERSION, on))
+        .where((GRAPH_DEF.c.id == ref) | (GRAPH_DEF.c.slug == ref))
+        # An id match first, then the live graph with that slug, then the latest deleted one.
+        .order_by((GRAPH_DEF.c.id == ref).desc(), GRAPH_DEF.c.deleted_at.is_(None).desc())
+        .order_by(GRAPH_DEF.c.updated_at.desc())
+        .limit(1)
+    )
+
+
+_LATEST = _lookup(GRAPH_DEF.c.version)
+_VERSION = _lookup(bindparam("version"))
+_CONTENT = select(GRAPH_DEF_VERSION.c.content_json).where(
+    GRAPH_DEF_VERSION.c.def_id == bindparam("def_id"), GRAPH_DEF_VERSION.c.version == bindparam("version")
 )
 
 
@@ -76,6 +101,8 @@ class GraphRepository:
         self._db_name = db_name
         self._parsed: dict[tuple[str, int], GraphDef] = {}
         """Validated content by (def id, version): versions are immutable, so this never goes stale."""
+        lookups = {"latest": _LATEST, "version": _VERSION, "content": _CONTENT}
+        self._statements = Statements(engine, lookups, frozenset(), json_dumps)
 
     def save(self, graph: GraphDef, *, source_type: str | None = None) -> StoredGraph:
         """Store `graph` under its slug (`graph.id`) as a new version, unless the latest version
@@ -174,33 +201,30 @@ class GraphRepository:
         )
 
     def get(self, ref: str, version: int | None = None) -> StoredGraph:
-        """A graph by UUID or slug; the latest version unless `version` is given."""
-        with self._engine.connect() as conn:
-            found = conn.execute(
-                select(GRAPH_DEF.c.id, GRAPH_DEF.c.version)
-                .where((GRAPH_DEF.c.id == ref) | (GRAPH_DEF.c.slug == ref))
-                # An id match first, then the live graph with that slug, then the latest deleted one.
-                .order_by((GRAPH_DEF.c.id == ref).desc(), GRAPH_DEF.c.deleted_at.is_(None).desc())
-                .order_by(GRAPH_DEF.c.updated_at.desc())
-                .limit(1)
-            ).one_or_none()
-            if found is None:
+        """A graph by UUID or slug; the latest version unless `version` is given.
+
+        One query for the version's metadata; the content is read (and parsed) only for a
+        version this process has not seen yet: versions are immutable.
+        """
+        query, params = ("latest", {"ref": ref}) if version is None else ("version", {"ref": ref, "version": version})
+        with self._statements.reading() as session:
+            rows = session.rows(query, params)
+            if not rows:
                 raise NotFoundError(
                     f"no graph '{ref}' in {self._db_name}: give a graph id or slug that "
                     "`plait graphs list` shows, or import the graph file first"
                 )
-            wanted = found.version if version is None else version
-            row = conn.execute(
-                select(*_VERSION_COLS)
-                .select_from(GRAPH_DEF.join(GRAPH_DEF_VERSION, GRAPH_DEF_VERSION.c.def_id == GRAPH_DEF.c.id))
-                .where(GRAPH_DEF.c.id == found.id, GRAPH_DEF_VERSION.c.version == wanted)
-            ).one_or_none()
-        if row is None:
-            raise NotFoundError(
-                f"graph '{ref}' has no version {wanted}: its versions are 1 to {found.version} "
-                "(`plait graphs versions` lists them)"
-            )
-        return self._stored(row, created=False)
+            row = rows[0]
+            if row.version is None:
+                raise NotFoundError(
+                    f"graph '{ref}' has no version {version}: its versions are 1 to {row.latest_version} "
+                    "(`plait graphs versions` lists them)"
+                )
+            graph = self._parsed.get((row.id, row.version))
+            if graph is None:
+                content = session.rows("content", {"def_id": row.id, "version": row.version})[0].content_json
+                graph = self._remember(row, content)
+        return self._stored(row, created=False, graph=graph)
 
     def list(self, *, source_type: str | None = None) -> list[StoredGraph]:
         """The latest version of every live graph, by slug."""
@@ -223,13 +247,19 @@ class GraphRepository:
             rows = conn.execute(query).all()
         return [self._stored(row, created=False) for row in rows]
 
-    def _stored(self, row: Any, *, created: bool) -> StoredGraph:
-        key = (row.id, row.version)
-        graph = self._parsed.get(key)
+    def _remember(self, row: Any, content: Any) -> GraphDef:
+        """Parse a version's content once; the cached graph carries the store-managed fields."""
+        if len(self._parsed) >= _PARSED_CACHE_SIZE:
+            self._parsed.pop(next(iter(self._parsed)))  # oldest first
+        graph = GraphDef.model_validate(content)
+        graph = _with_managed(graph, row.version, row.schema_version, row.created_at, row.version_created_at)
+        self._parsed[(row.id, row.version)] = graph
+        return graph
+
+    def _stored(self, row: Any, *, created: bool, graph: GraphDef | None = None) -> StoredGraph:
+        """`row` has the `_META_COLS`, and `content_json` too unless `graph` is given."""
         if graph is None:
-            if len(self._parsed) >= _PARSED_CACHE_SIZE:
-                self._parsed.pop(next(iter(self._parsed)))  # oldest first
-            graph = self._parsed[key] = GraphDef.model_validate(row.content_json)
+            graph = self._parsed.get((row.id, row.version)) or self._remember(row, row.content_json)
         return StoredGraph(
             def_id=row.id,
             slug=row.slug,
@@ -237,7 +267,7 @@ class GraphRepository:
             latest_version=row.latest_version,
             schema_version=row.schema_version,
             source_type=row.source_type,
-            graph=_with_managed(graph, row.version, row.schema_version, row.created_at, row.version_created_at),
+            graph=graph,
             created=created,
             created_at=row.created_at,
             updated_at=row.version_created_at,

@@ -5,9 +5,9 @@ state change is one conditional statement (`UPDATE ... WHERE status = ... AND ow
 `INSERT ... ON CONFLICT DO NOTHING`) whose row count says whether this caller won. The same
 code path holds for threads, for processes on one SQLite file and for workers on PostgreSQL.
 
-The hot path (`claim_node`, `finish_node`, `record_skipped`) uses Core statements built once
-in `__init__` on the ORM tables, so a call costs one pool checkout, one or two statements and
-a commit; on SQLite they run straight on the DBAPI connection (see `fastpath.py`).
+The hot path (`claim_node`, `finish_node`, `record_skipped`, and the engine's batches of them)
+goes through `node_writes.NodeWriter`: statements built once, straight on the DBAPI
+connection on SQLite (see `fastpath.py`), many nodes of many runs per transaction.
 
 Lease expiry and every timestamp use the clock of the process that writes them: engines on
 several machines sharing one PostgreSQL store need synchronized clocks (NTP), and a lease TTL
@@ -19,34 +19,61 @@ from __future__ import annotations
 import builtins
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, exists, func, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql.dml import UpdateBase
 
-from plait.store.db import is_sqlite, json_dumps, writer
+from plait.store.db import json_dumps, writer
 from plait.store.errors import NotFoundError, StoreError
-from plait.store.fastpath import Prepared, immediate
+from plait.store.fastpath import Statements
 from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN
+from plait.store.node_writes import Claim, Finish, NodeWriter, Skip
 from plait.store.records import (
     TERMINAL_RUN_STATUSES,
     NodeRunRecord,
     NodeStatus,
     RunRecord,
     RunStatus,
-    fresh_claim,
     node_run_from_row,
     run_from_row,
 )
 
 _RUN_COLS = (*GRAPH_RUN.c, GRAPH_DEF.c.slug)
 _RUNS = GRAPH_RUN.join(GRAPH_DEF, GRAPH_DEF.c.id == GRAPH_RUN.c.prompt_graph_def_id)
-_DONE = (NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.OVERRIDDEN, NodeStatus.STALE)
+# Statements of `add` and `begin`, built once (building a statement costs more than running it).
+_INSERT_RUN = insert(GRAPH_RUN).values(
+    {
+        name: bindparam(name)
+        for name in (
+            "id",
+            "prompt_graph_def_id",
+            "graph_def_ver",
+            "schema_version",
+            "status",
+            "input_json",
+            "context_json",
+            "created_at",
+            "updated_at",
+        )
+    }
+)
+_RUN_FOR_UPDATE = (
+    select(*_RUN_COLS).select_from(_RUNS).where(GRAPH_RUN.c.id == bindparam("run_id")).with_for_update(of=GRAPH_RUN)
+)
+_BEGIN_RUN = (
+    update(GRAPH_RUN)
+    .where(GRAPH_RUN.c.id == bindparam("run_id"))
+    .values(
+        status=RunStatus.RUNNING.value,
+        started_at=bindparam("started"),
+        completed_at=None,
+        updated_at=bindparam("now"),
+        lease_owner=bindparam("owner"),
+        lease_expires_at=bindparam("expires"),
+    )
+)
 
 
 class RunRepository:
@@ -54,85 +81,25 @@ class RunRepository:
         self._engine = engine
         self._writer = writer(engine)
         self._db_name = db_name
-        dialect_insert = sqlite_insert if is_sqlite(engine) else pg_insert
-        unique = [NODE_RUN.c.prompt_graph_run_id, NODE_RUN.c.node_def_id, NODE_RUN.c.activation]
-        # RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT through SQLAlchemy.
-        insert_node = (
-            dialect_insert(NODE_RUN)
-            .values(
-                id=bindparam("b_id"),
-                prompt_graph_run_id=bindparam("b_run"),
-                node_def_id=bindparam("b_node"),
-                activation=bindparam("b_activation"),
-                status=bindparam("b_status"),
-                owner=bindparam("b_owner"),
-                claims=bindparam("b_claims"),
-                created_at=bindparam("b_now"),
-                started_at=bindparam("b_started"),
-                completed_at=bindparam("b_completed"),
-            )
-            .on_conflict_do_nothing(index_elements=unique)
-            .returning(NODE_RUN.c.id)
+        self.nodes = NodeWriter(engine, self._no_run)
+        """Batched node-run writes (the engine's group commit goes through it)."""
+        self._statements = Statements(
+            engine,
+            {"insert_run": _INSERT_RUN, "run_for_update": _RUN_FOR_UPDATE, "begin_run": _BEGIN_RUN},
+            frozenset({"input_json", "context_json"}),
+            json_dumps,
         )
-        finish = (
-            update(NODE_RUN)
-            .where(
-                NODE_RUN.c.id == bindparam("b_id"),
-                NODE_RUN.c.status == NodeStatus.RUNNING.value,
-                NODE_RUN.c.owner == bindparam("b_owner"),
-            )
-            .values(
-                status=bindparam("b_status"),
-                output_json=bindparam("b_output"),
-                input_snapshot_json=bindparam("b_snapshot"),
-                attempts_json=bindparam("b_attempts"),
-                error_json=bindparam("b_error"),
-                tokens_input=bindparam("b_tokens_in"),
-                tokens_output=bindparam("b_tokens_out"),
-                cost_usd=bindparam("b_cost"),
-                completed_at=bindparam("b_completed"),
-            )
-        )
-        run_of_node = select(NODE_RUN.c.prompt_graph_run_id).where(NODE_RUN.c.id == bindparam("b_id"))
-        add_totals = (
-            update(GRAPH_RUN)
-            .where(GRAPH_RUN.c.id == run_of_node.scalar_subquery())
-            .values(
-                tokens_input=GRAPH_RUN.c.tokens_input + bindparam("b_tokens_in"),
-                tokens_output=GRAPH_RUN.c.tokens_output + bindparam("b_tokens_out"),
-                cost_usd=GRAPH_RUN.c.cost_usd + bindparam("b_cost"),
-                updated_at=bindparam("b_now"),
-            )
-        )
-        self._hot_statements: dict[str, UpdateBase] = {
-            "insert_node": insert_node,
-            "finish": finish,
-            "add_totals": add_totals,
-        }
-        self._prepared: dict[str, Prepared] | None = None
-        if is_sqlite(engine):
-            json_params = frozenset({"b_output", "b_snapshot", "b_attempts", "b_error"})
-            self._prepared = {
-                name: Prepared(stmt, engine, json_params, json_dumps) for name, stmt in self._hot_statements.items()
-            }
-
-    @contextmanager
-    def _hot(self) -> Iterator[Callable[[str, dict[str, Any]], Any]]:
-        """One write transaction for the engine's hot path; yields `run(statement_name, params)`
-        returning a cursor (`rowcount`, `fetchone()`) on either path."""
-        if self._prepared is not None:
-            prepared = self._prepared
-            with immediate(self._engine) as raw:
-                yield lambda name, params: prepared[name].execute(raw, params)
-        else:
-            statements = self._hot_statements
-            with self._writer.begin() as conn:
-                yield lambda name, params: conn.execute(statements[name], params)
 
     # ----------------------------------------------------------------- runs
 
     def create(self, *, def_id: str, graph_def_ver: int, schema_version: str, input: dict[str, Any]) -> RunRecord:
         """A `pending` run pinned to one stored graph version (seed 000 §6.2)."""
+        return self.get(
+            self.add(def_id=def_id, graph_def_ver=graph_def_ver, schema_version=schema_version, input=input)
+        )
+
+    def add(self, *, def_id: str, graph_def_ver: int, schema_version: str, input: dict[str, Any]) -> str:
+        """`create` without reading the run back: its id (starting runs in bulk needs no more)."""
         run_id, now = str(uuid.uuid4()), time.time()
         row = {
             "id": run_id,
@@ -146,14 +113,14 @@ class RunRepository:
             "updated_at": now,
         }
         try:
-            with self._writer.begin() as conn:
-                conn.execute(insert(GRAPH_RUN), row)
+            with self._statements.transaction() as session:
+                session.execute("insert_run", row)
         except IntegrityError as exc:
             raise NotFoundError(
                 f"cannot start a run of graph {def_id} version {graph_def_ver}: that graph version is not in "
                 f"{self._db_name}; save the graph first (Store.graphs.save) and use the id and version it returns"
             ) from exc
-        return self.get(run_id)
+        return run_id
 
     def get(self, run_id: str) -> RunRecord:
         with self._engine.connect() as conn:
@@ -207,6 +174,33 @@ class RunRepository:
         return self._update_run(run_id, stmt)
 
     # ---------------------------------------------------------------- leases
+
+    def begin(
+        self, run_id: str, owner: str, ttl_s: float, check: Callable[[RunRecord], None] | None = None
+    ) -> tuple[RunRecord, bool]:
+        """Start driving a run: take its lease and mark it `running`, in one transaction.
+
+        Returns the record as it was before this call (`started_at` is None for a run that never
+        started) and True when `owner` now holds the lease (free, its own, or expired: see
+        `acquire_lease`); False when the run is terminal or another engine's live lease holds it.
+        `check(record)` runs first, inside the transaction: what it raises propagates and nothing
+        is changed (the engine refuses a graph it cannot execute before the run looks started).
+        """
+        now = time.time()
+        with self._statements.transaction() as session:
+            rows = session.rows("run_for_update", {"run_id": run_id})
+            if not rows:
+                raise self._no_run(run_id)
+            record = run_from_row(rows[0])
+            held = record.lease_owner not in (None, owner) and (record.lease_expires_at or 0.0) >= now
+            if record.status in TERMINAL_RUN_STATUSES or held:
+                return record, False
+            if check is not None:
+                check(record)
+            started = record.started_at if record.started_at is not None else now
+            params = {"run_id": run_id, "started": started, "now": now, "owner": owner, "expires": now + ttl_s}
+            session.execute("begin_run", params)
+        return record, True
 
     def acquire_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
         """Become the one engine driving this run, for `ttl_s` seconds (renew before it runs out).
@@ -279,51 +273,8 @@ class RunRepository:
           engines racing on a run never both execute a node;
         - `running` under the same owner → None: that owner is executing it already.
         """
-        now = time.time()
-        params = _new_node_row(
-            run_id, node_id, activation, NodeStatus.RUNNING, owner=owner, claims=1, now=now, started=now
-        )
-        try:
-            with self._hot() as run:
-                won = run("insert_node", params).fetchone() is not None
-            if won:
-                return fresh_claim(params)
-            with self._writer.begin() as conn:
-                return self._claim_existing(conn, run_id, node_id, activation, owner, now)
-        except IntegrityError as exc:
-            raise self._no_run(run_id) from exc
-
-    def _claim_existing(
-        self, conn: Any, run_id: str, node_id: str, activation: int, owner: str, now: float
-    ) -> NodeRunRecord | None:
-        key = (
-            NODE_RUN.c.prompt_graph_run_id == run_id,
-            NODE_RUN.c.node_def_id == node_id,
-            NODE_RUN.c.activation == activation,
-        )
-        row = conn.execute(select(NODE_RUN.c.id, NODE_RUN.c.status, NODE_RUN.c.owner).where(*key)).one_or_none()
-        if row is None or row.status in _DONE:
-            return None
-        if row.status == NodeStatus.RUNNING and row.owner == owner:
-            return None
-        claim = update(NODE_RUN).values(
-            status=NodeStatus.RUNNING.value, owner=owner, claims=NODE_RUN.c.claims + 1, started_at=now
-        )
-        if row.status == NodeStatus.PENDING:
-            stmt = claim.where(NODE_RUN.c.id == row.id, NODE_RUN.c.status == NodeStatus.PENDING.value)
-        else:
-            holds_lease = exists().where(
-                GRAPH_RUN.c.id == run_id, GRAPH_RUN.c.lease_owner == owner, GRAPH_RUN.c.lease_expires_at > now
-            )
-            stmt = claim.where(
-                NODE_RUN.c.id == row.id,
-                NODE_RUN.c.status == NodeStatus.RUNNING.value,
-                NODE_RUN.c.owner == row.owner,
-                holds_lease,
-            )
-        if conn.execute(stmt).rowcount != 1:
-            return None
-        return node_run_from_row(conn.execute(select(NODE_RUN).where(NODE_RUN.c.id == row.id)).one())
+        result: NodeRunRecord | None = self.nodes.write_one([Claim(run_id, node_id, activation, owner)])[0]
+        return result
 
     def finish_node(
         self,
@@ -348,44 +299,30 @@ class RunRepository:
         for a person, its snapshot saved; `completed_at` stays NULL); a later `claim_node`
         picks it up again and its `finish_node` writes the output.
         """
-        status = NodeStatus(status)
-        if status is NodeStatus.RUNNING:
-            raise ValueError("finish_node needs the status the node ends in, not 'running'")
-        if status is NodeStatus.PENDING and output is not None:
-            raise ValueError("a parked (pending) activation has no output yet: its output is written once, at the end")
-        now = time.time()
-        params = {
-            "b_id": node_run_id,
-            "b_owner": owner,
-            "b_status": status.value,
-            "b_output": output,
-            "b_snapshot": input_snapshot,
-            "b_attempts": attempts or [],
-            "b_error": error,
-            "b_tokens_in": tokens_input,
-            "b_tokens_out": tokens_output,
-            "b_cost": cost_usd,
-            "b_now": now,
-            "b_completed": None if status is NodeStatus.PENDING else now,
-        }
-        with self._hot() as run:
-            if run("finish", params).rowcount != 1:
-                return False
-            if tokens_input or tokens_output or cost_usd:
-                run("add_totals", params)
-        return True
+        with self._engine.connect() as conn:
+            run_id = conn.execute(
+                select(NODE_RUN.c.prompt_graph_run_id).where(NODE_RUN.c.id == node_run_id)
+            ).scalar_one_or_none()
+        if run_id is None:
+            return False
+        finish = Finish(
+            run_id,
+            node_run_id,
+            owner,
+            NodeStatus(status),
+            output,
+            input_snapshot,
+            attempts or (),
+            error,
+            tokens_input,
+            tokens_output,
+            cost_usd,
+        )
+        return bool(self.nodes.write_one([finish])[0])
 
     def record_skipped(self, run_id: str, node_id: str, activation: int) -> None:
         """Mark an activation `skipped` (all its incoming edges inactive); a no-op if it exists."""
-        now = time.time()
-        params = _new_node_row(
-            run_id, node_id, activation, NodeStatus.SKIPPED, owner=None, claims=0, now=now, completed=now
-        )
-        try:
-            with self._hot() as run:
-                run("insert_node", params)
-        except IntegrityError as exc:
-            raise self._no_run(run_id) from exc
+        self.nodes.write_one([Skip(run_id, node_id, activation)])
 
     def node_runs(self, run_id: str) -> builtins.list[NodeRunRecord]:
         """Every activation of every node of the run, in the order they were created."""
@@ -399,30 +336,3 @@ class RunRepository:
             if not rows and conn.execute(select(GRAPH_RUN.c.id).where(GRAPH_RUN.c.id == run_id)).first() is None:
                 raise self._no_run(run_id)
         return [node_run_from_row(row) for row in rows]
-
-
-def _new_node_row(
-    run_id: str,
-    node_id: str,
-    activation: int,
-    status: NodeStatus,
-    *,
-    owner: str | None,
-    claims: int,
-    now: float,
-    started: float | None = None,
-    completed: float | None = None,
-) -> dict[str, object]:
-    """Bind parameters of the fast-path INSERT of a new node run."""
-    return {
-        "b_id": str(uuid.uuid4()),
-        "b_run": run_id,
-        "b_node": node_id,
-        "b_activation": activation,
-        "b_status": status.value,
-        "b_owner": owner,
-        "b_claims": claims,
-        "b_now": now,
-        "b_started": started,
-        "b_completed": completed,
-    }

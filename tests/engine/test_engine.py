@@ -239,6 +239,31 @@ def test_llm_graph_without_provider_is_refused(store: Store, tmp_path: Path) -> 
     graph = graph_file(tmp_path, [llm("a")], [])
     with pytest.raises(EngineError, match="no provider"):
         execute(store, graph)
+    (run,) = store.runs.list()
+    assert (run.status, run.lease_owner, run.started_at) == ("pending", None, None), "refused before it started"
+    assert store.runs.node_runs(run.id) == []
+
+
+def test_runs_started_together_execute_nodes_before_all_are_set_up(store: Store, tmp_path: Path) -> None:
+    """Run set-up is admitted a few runs at a time, so the first model calls are in flight while
+    later runs are still being set up (instead of every run's set-up going first)."""
+    graph = graph_file(tmp_path, [llm("a")], [])
+    run_ids = [start_run(store, graph, {}) for _ in range(12)]
+    order: list[str] = []
+    engine = Engine(store, script(tmp_path, [{"text": "x", "delay_ms": 20}]), start_concurrency=2)
+    engine.events.subscribe(lambda event: order.append(f"{event.kind} {run_ids.index(event.run_id)}"))
+
+    async def go() -> list[RunOutcome]:
+        try:
+            return await asyncio.gather(*(engine.run(r) for r in run_ids))
+        finally:
+            await engine.aclose()
+
+    assert all(o.status == RunStatus.COMPLETED for o in asyncio.run(go()))
+    assert order.index("node:start 0") < order.index("execution.started 11")
+    assert sorted(e for e in order if e.startswith("workflow:complete")) == sorted(
+        f"workflow:complete {i}" for i in range(12)
+    )
 
 
 def test_same_graph_file_reuses_its_stored_version(store: Store, tmp_path: Path) -> None:

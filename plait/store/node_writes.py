@@ -1,0 +1,369 @@
+"""Node-run writes, batched: one transaction commits the transitions of many nodes of many runs.
+
+This is the engine's hot path. When a node finishes, its result, the claims of the successors
+it makes ready and the skips it propagates form one *unit*; the engine hands every unit
+submitted in the same event-loop turn to `NodeWriter.write`, which commits them all in one
+transaction (a group commit). Claims are still committed before their nodes execute, so the
+exactly-once rules of `RunRepository.claim_node` hold unchanged.
+
+Inside a unit the writes run in order, and a `Finish` or `EndRun` that changes no row (the
+caller no longer owns the node or the run) ends the unit: what follows it depends on it and
+is not written. When the whole batch fails (a unit names an unknown run, ...), every unit is
+retried in a transaction of its own, so one bad unit never sinks the others.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, Select, bindparam, exists, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.dml import UpdateBase
+
+from plait.store.db import is_sqlite, json_dumps, writer
+from plait.store.errors import NotFoundError
+from plait.store.fastpath import Statements
+from plait.store.models import GRAPH_RUN, NODE_RUN
+from plait.store.records import (
+    TERMINAL_RUN_STATUSES,
+    NodeRunRecord,
+    NodeStatus,
+    RunStatus,
+    fresh_claim,
+    node_run_from_row,
+)
+
+_DONE = (NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.OVERRIDDEN, NodeStatus.STALE)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Reserve one activation of a node for `owner`. Result: the claimed `NodeRunRecord`, or
+    None for "do not run it" (see `RunRepository.claim_node` for the rules)."""
+
+    run_id: str
+    node_id: str
+    activation: int
+    owner: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Commit a node's result while `owner` still holds it `running`. Result: True if written."""
+
+    run_id: str
+    node_run_id: str
+    owner: str
+    status: NodeStatus
+    output: Any = None
+    input_snapshot: dict[str, Any] | None = None
+    attempts: Sequence[dict[str, Any]] = ()
+    error: dict[str, Any] | None = None
+    tokens_input: int = 0
+    tokens_output: int = 0
+    cost_usd: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.status is NodeStatus.RUNNING:
+            raise ValueError("a node finishes in the status it ends in, not 'running'")
+        if self.status is NodeStatus.PENDING and self.output is not None:
+            raise ValueError("a parked (pending) activation has no output yet: its output is written once, at the end")
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Mark an activation `skipped` (all its incoming edges inactive); nothing if it exists. Result: None."""
+
+    run_id: str
+    node_id: str
+    activation: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndRun:
+    """Set the run's outcome and give its lease up, if `owner` holds the lease. Result: True if written."""
+
+    run_id: str
+    owner: str
+    status: RunStatus
+    output: Any = None
+    error: dict[str, Any] | None = None
+
+
+Write = Claim | Finish | Skip | EndRun
+Unit = Sequence[Write]
+Runner = Callable[[str, dict[str, Any]], Any]
+"""`run(statement_name, params)` inside the open transaction; returns a cursor (`rowcount`, `fetchone()`)."""
+
+
+class NodeWriter:
+    """Executes units of writes; statements are built once (and prepared for SQLite's fast path)."""
+
+    def __init__(self, engine: Engine, no_run: Callable[[str], NotFoundError]) -> None:
+        self._writer = writer(engine)
+        self._no_run = no_run
+        json_params = frozenset({"b_output", "b_snapshot", "b_attempts", "b_error"})
+        self._statements = Statements(engine, _statements(engine), json_params, json_dumps)
+
+    def write(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
+        """Commit `units` in one transaction; per unit, the results of its writes, or the error
+        that unit alone raised (then nothing of it was written)."""
+        try:
+            return list(self._commit(units))
+        except Exception as exc:
+            if len(units) == 1:
+                return [self._named(units[0], exc)]
+        outcomes: list[list[Any] | Exception] = []
+        for unit in units:
+            try:
+                outcomes.extend(self._commit([unit]))
+            except Exception as exc:
+                outcomes.append(self._named(unit, exc))
+        return outcomes
+
+    def write_one(self, unit: Unit) -> list[Any]:
+        """One unit in its own transaction; raises what it raised."""
+        outcome = self.write([unit])[0]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    # -------------------------------------------------------------------------------------------
+
+    def _named(self, unit: Unit, exc: Exception) -> Exception:
+        """A foreign-key failure means the unit names a run that does not exist: say which."""
+        if isinstance(exc, IntegrityError):
+            runs = {w.run_id for w in unit}
+            if len(runs) == 1:
+                return self._no_run(runs.pop())
+        return exc
+
+    def _commit(self, units: Sequence[Unit]) -> list[list[Any]]:
+        now = time.time()
+        lost: list[tuple[int, int, Claim]] = []
+        outcomes: list[list[Any]] = []
+        totals: dict[str, list[float]] = {}
+        with self._statements.transaction() as session:
+            run = session.execute
+            for u, unit in enumerate(units):
+                results: list[Any] = []
+                for write in unit:
+                    result = _apply(run, write, now, totals)
+                    results.append(result)
+                    if result is False:  # a Finish/EndRun that found nothing to change: the rest depends on it
+                        results.extend([None] * (len(unit) - len(results)))
+                        break
+                    if result is _LOST:
+                        results[-1] = None
+                        lost.append((u, len(results) - 1, write))  # type: ignore[arg-type]
+                outcomes.append(results)
+            for run_id, (tokens_in, tokens_out, cost) in totals.items():
+                run(
+                    "add_totals",
+                    {
+                        "b_run": run_id,
+                        "b_tokens_in": tokens_in,
+                        "b_tokens_out": tokens_out,
+                        "b_cost": cost,
+                        "b_now": now,
+                    },
+                )
+        for u, index, claim in lost:  # rare (resume, races): the row exists; decide in a transaction of its own
+            outcomes[u][index] = self._claim_existing(claim, time.time())
+        return outcomes
+
+    def _claim_existing(self, claim: Claim, now: float) -> NodeRunRecord | None:
+        key = (
+            NODE_RUN.c.prompt_graph_run_id == claim.run_id,
+            NODE_RUN.c.node_def_id == claim.node_id,
+            NODE_RUN.c.activation == claim.activation,
+        )
+        with self._writer.begin() as conn:
+            row = conn.execute(select(NODE_RUN.c.id, NODE_RUN.c.status, NODE_RUN.c.owner).where(*key)).one_or_none()
+            if row is None or row.status in _DONE:
+                return None
+            if row.status == NodeStatus.RUNNING and row.owner == claim.owner:
+                return None
+            take = update(NODE_RUN).values(
+                status=NodeStatus.RUNNING.value, owner=claim.owner, claims=NODE_RUN.c.claims + 1, started_at=now
+            )
+            if row.status == NodeStatus.PENDING:
+                stmt = take.where(NODE_RUN.c.id == row.id, NODE_RUN.c.status == NodeStatus.PENDING.value)
+            else:
+                holds_lease = exists().where(
+                    GRAPH_RUN.c.id == claim.run_id,
+                    GRAPH_RUN.c.lease_owner == claim.owner,
+                    GRAPH_RUN.c.lease_expires_at > now,
+                )
+                stmt = take.where(
+                    NODE_RUN.c.id == row.id,
+                    NODE_RUN.c.status == NodeStatus.RUNNING.value,
+                    NODE_RUN.c.owner == row.owner,
+                    holds_lease,
+                )
+            if conn.execute(stmt).rowcount != 1:
+                return None
+            return node_run_from_row(conn.execute(select(NODE_RUN).where(NODE_RUN.c.id == row.id)).one())
+
+
+_LOST = object()
+"""A claim whose INSERT found the row already there."""
+
+
+def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]) -> Any:
+    if isinstance(write, Claim):
+        params = new_node_row(
+            write.run_id,
+            write.node_id,
+            write.activation,
+            NodeStatus.RUNNING,
+            owner=write.owner,
+            claims=1,
+            now=now,
+            started=now,
+        )
+        return fresh_claim(params) if run("insert_node", params).fetchone() is not None else _LOST
+    if isinstance(write, Finish):
+        params = {
+            "b_id": write.node_run_id,
+            "b_owner": write.owner,
+            "b_status": write.status.value,
+            "b_output": write.output,
+            "b_snapshot": write.input_snapshot,
+            "b_attempts": list(write.attempts),
+            "b_error": write.error,
+            "b_tokens_in": write.tokens_input,
+            "b_tokens_out": write.tokens_output,
+            "b_cost": write.cost_usd,
+            "b_completed": None if write.status is NodeStatus.PENDING else now,
+        }
+        if run("finish", params).rowcount != 1:
+            return False
+        if write.tokens_input or write.tokens_output or write.cost_usd:
+            total = totals.setdefault(write.run_id, [0, 0, 0.0])
+            total[0] += write.tokens_input
+            total[1] += write.tokens_output
+            total[2] += write.cost_usd
+        return True
+    if isinstance(write, Skip):
+        params = new_node_row(
+            write.run_id,
+            write.node_id,
+            write.activation,
+            NodeStatus.SKIPPED,
+            owner=None,
+            claims=0,
+            now=now,
+            completed=now,
+        )
+        run("insert_node", params)
+        return None
+    params = {
+        "b_run": write.run_id,
+        "b_owner": write.owner,
+        "b_status": RunStatus(write.status).value,
+        "b_output": write.output,
+        "b_error": write.error,
+        "b_now": now,
+        "b_completed": now if write.status in TERMINAL_RUN_STATUSES else None,
+    }
+    return run("end_run", params).rowcount == 1
+
+
+def new_node_row(
+    run_id: str,
+    node_id: str,
+    activation: int,
+    status: NodeStatus,
+    *,
+    owner: str | None,
+    claims: int,
+    now: float,
+    started: float | None = None,
+    completed: float | None = None,
+) -> dict[str, object]:
+    """Bind parameters of the INSERT of a new node run."""
+    return {
+        "b_id": str(uuid.uuid4()),
+        "b_run": run_id,
+        "b_node": node_id,
+        "b_activation": activation,
+        "b_status": status.value,
+        "b_owner": owner,
+        "b_claims": claims,
+        "b_now": now,
+        "b_started": started,
+        "b_completed": completed,
+    }
+
+
+def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
+    dialect_insert = sqlite_insert if is_sqlite(engine) else pg_insert
+    unique = [NODE_RUN.c.prompt_graph_run_id, NODE_RUN.c.node_def_id, NODE_RUN.c.activation]
+    # RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT through SQLAlchemy.
+    insert_node = (
+        dialect_insert(NODE_RUN)
+        .values(
+            id=bindparam("b_id"),
+            prompt_graph_run_id=bindparam("b_run"),
+            node_def_id=bindparam("b_node"),
+            activation=bindparam("b_activation"),
+            status=bindparam("b_status"),
+            owner=bindparam("b_owner"),
+            claims=bindparam("b_claims"),
+            created_at=bindparam("b_now"),
+            started_at=bindparam("b_started"),
+            completed_at=bindparam("b_completed"),
+        )
+        .on_conflict_do_nothing(index_elements=unique)
+        .returning(NODE_RUN.c.id)
+    )
+    finish = (
+        update(NODE_RUN)
+        .where(
+            NODE_RUN.c.id == bindparam("b_id"),
+            NODE_RUN.c.status == NodeStatus.RUNNING.value,
+            NODE_RUN.c.owner == bindparam("b_owner"),
+        )
+        .values(
+            status=bindparam("b_status"),
+            output_json=bindparam("b_output"),
+            input_snapshot_json=bindparam("b_snapshot"),
+            attempts_json=bindparam("b_attempts"),
+            error_json=bindparam("b_error"),
+            tokens_input=bindparam("b_tokens_in"),
+            tokens_output=bindparam("b_tokens_out"),
+            cost_usd=bindparam("b_cost"),
+            completed_at=bindparam("b_completed"),
+        )
+    )
+    add_totals = (
+        update(GRAPH_RUN)
+        .where(GRAPH_RUN.c.id == bindparam("b_run"))
+        .values(
+            tokens_input=GRAPH_RUN.c.tokens_input + bindparam("b_tokens_in"),
+            tokens_output=GRAPH_RUN.c.tokens_output + bindparam("b_tokens_out"),
+            cost_usd=GRAPH_RUN.c.cost_usd + bindparam("b_cost"),
+            updated_at=bindparam("b_now"),
+        )
+    )
+    end_run = (
+        update(GRAPH_RUN)
+        .where(GRAPH_RUN.c.id == bindparam("b_run"), GRAPH_RUN.c.lease_owner == bindparam("b_owner"))
+        .values(
+            status=bindparam("b_status"),
+            output_json=bindparam("b_output"),
+            error_json=bindparam("b_error"),
+            completed_at=bindparam("b_completed"),
+            updated_at=bindparam("b_now"),
+            lease_owner=None,
+            lease_expires_at=None,
+        )
+    )
+    return {"insert_node": insert_node, "finish": finish, "add_totals": add_totals, "end_run": end_run}

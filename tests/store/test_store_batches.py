@@ -1,0 +1,118 @@
+"""Batched node-run writes (the engine's group commit) and `begin`: many units in one
+transaction, a unit that depends on its Finish, a bad unit isolated from the good ones, and
+taking a run over in one step. SQLite and PostgreSQL (the `store` fixture)."""
+
+from __future__ import annotations
+
+import pytest
+from store_helpers import new_run
+
+from plait.store import NodeRunRecord, NodeStatus, NotFoundError, RunStatus, Store
+from plait.store.node_writes import Claim, EndRun, Finish, Skip
+
+
+def by_node(store: Store, run_id: str) -> dict[str, NodeRunRecord]:
+    return {r.node_id: r for r in store.runs.node_runs(run_id)}
+
+
+def test_units_of_several_runs_commit_together_with_their_results(store: Store) -> None:
+    first, second = new_run(store, "one"), new_run(store, "two")
+    claimed = store.runs.nodes.write([[Claim(first.id, "a", 1, "eng")], [Claim(second.id, "a", 1, "eng")]])
+    a1, a2 = (outcome[0] for outcome in claimed)  # type: ignore[index]
+    assert isinstance(a1, NodeRunRecord)
+    assert isinstance(a2, NodeRunRecord)
+
+    outcomes = store.runs.nodes.write(
+        [
+            [
+                Finish(first.id, a1.id, "eng", NodeStatus.COMPLETED, {"x": 1}, tokens_input=7, cost_usd=0.5),
+                Claim(first.id, "b", 1, "eng"),
+                Skip(first.id, "c", 1),
+            ],
+            [Finish(second.id, a2.id, "eng", NodeStatus.FAILED, error={"kind": "schema"}, tokens_output=3)],
+        ]
+    )
+    assert outcomes[0][0] is True
+    assert isinstance(outcomes[0][1], NodeRunRecord)
+    assert outcomes[0][2] is None
+    assert outcomes[1] == [True]
+    rows = by_node(store, first.id)
+    assert (rows["a"].status, rows["a"].output, rows["b"].status, rows["c"].status) == (
+        "completed",
+        {"x": 1},
+        "running",
+        "skipped",
+    )
+    assert by_node(store, second.id)["a"].error == {"kind": "schema"}
+    totals = [
+        (r.tokens_input, r.tokens_output, r.cost_usd) for r in (store.runs.get(first.id), store.runs.get(second.id))
+    ]
+    assert totals == [(7, 0, 0.5), (0, 3, 0.0)]
+
+
+def test_a_finish_that_finds_nothing_to_change_ends_its_unit(store: Store) -> None:
+    run = new_run(store)
+    claim = store.runs.claim_node(run.id, "a", 1, "eng")
+    assert claim is not None
+    unit = [Finish(run.id, claim.id, "intruder", NodeStatus.COMPLETED, {"x": 1}), Claim(run.id, "b", 1, "intruder")]
+    assert store.runs.nodes.write([unit]) == [[False, None]]
+    assert set(by_node(store, run.id)) == {"a"}, "the successor's claim depended on the finish and was not written"
+
+
+def test_a_unit_naming_an_unknown_run_fails_alone(store: Store) -> None:
+    run = new_run(store)
+    outcomes = store.runs.nodes.write([[Claim(run.id, "a", 1, "eng")], [Claim("no-such-run", "a", 1, "eng")]])
+    assert isinstance(outcomes[0][0], NodeRunRecord)  # type: ignore[index]
+    assert isinstance(outcomes[1], NotFoundError)
+    assert "no run 'no-such-run'" in str(outcomes[1])
+    assert set(by_node(store, run.id)) == {"a"}
+
+
+def test_end_run_writes_the_outcome_and_frees_the_lease_only_for_its_holder(store: Store) -> None:
+    run = new_run(store)
+    assert store.runs.acquire_lease(run.id, "eng", 30)
+    assert store.runs.nodes.write([[EndRun(run.id, "other", RunStatus.COMPLETED, output={"y": 1})]]) == [[False]]
+    assert store.runs.nodes.write([[EndRun(run.id, "eng", RunStatus.COMPLETED, output={"y": 1})]]) == [[True]]
+    ended = store.runs.get(run.id)
+    assert (ended.status, ended.output, ended.lease_owner) == ("completed", {"y": 1}, None)
+    assert ended.completed_at is not None
+
+
+def test_begin_takes_the_lease_and_marks_the_run_running(store: Store) -> None:
+    run = new_run(store)
+    before, acquired = store.runs.begin(run.id, "eng", 30)
+    assert acquired
+    assert before.status == "pending"
+    assert before.started_at is None
+    now = store.runs.get(run.id)
+    assert (now.status, now.lease_owner) == ("running", "eng")
+    assert now.started_at is not None
+    again, acquired = store.runs.begin(run.id, "rival", 30)
+    assert not acquired
+    assert again.lease_owner == "eng"
+    resumed, acquired = store.runs.begin(run.id, "eng", 30)  # its holder may begin again (resume)
+    assert acquired
+    assert resumed.started_at == now.started_at
+
+
+def test_begin_refused_by_the_check_changes_nothing(store: Store) -> None:
+    run = new_run(store)
+
+    def refuse(record: object) -> None:
+        raise RuntimeError("cannot execute this graph")
+
+    with pytest.raises(RuntimeError, match="cannot execute"):
+        store.runs.begin(run.id, "eng", 30, check=refuse)
+    after = store.runs.get(run.id)
+    assert (after.status, after.lease_owner, after.started_at) == ("pending", None, None)
+
+
+def test_begin_leaves_a_finished_run_alone(store: Store) -> None:
+    run = new_run(store)
+    store.runs.set_status(run.id, RunStatus.COMPLETED, output={"done": True})
+    record, acquired = store.runs.begin(run.id, "eng", 30)
+    assert not acquired
+    assert record.status == "completed"
+    assert store.runs.get(run.id).lease_owner is None
+    with pytest.raises(NotFoundError, match="no run 'r-404'"):
+        store.runs.begin("r-404", "eng", 30)

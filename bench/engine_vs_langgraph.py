@@ -727,18 +727,18 @@ def print_report(
 
 
 async def phase_breakdown(chain: PlaitChain, runs: int) -> None:
-    """Where W1's time per node goes, measured without a profiler (wall time): the store's claim and
-    finish write transactions, the node's executor, and the rest (scheduler, run start/end, loop).
-    Wraps the store's methods on this instance and the engine's executor table, then restores them."""
+    """Where W1's time per node goes, measured without a profiler (wall time): the store's write
+    transactions (the group commit: a node's result with its successor's claim, run begin and
+    end), the node's executor, and the rest (scheduler, event loop). Wraps the store's writer on
+    this instance and the engine's executor table, then restores them."""
     from plait.engine import runner
     from plait.engine.start import start_run
 
-    spent = {"claim_node (write txn before the node runs)": 0.0, "executor (render/eval, validate)": 0.0,
-             "finish_node (write txn with the result)": 0.0}  # fmt: skip
-    repo = chain.store.runs
+    store_key, executor_key = "store writes (begin; per node: result + next claim)", "executor (render/eval, validate)"
+    spent = {store_key: 0.0, executor_key: 0.0}
 
-    def timed(name: str, key: str) -> None:
-        original = getattr(repo, name)
+    def timed(owner: Any, name: str, key: str) -> None:
+        original = getattr(owner, name)
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
@@ -747,7 +747,7 @@ async def phase_breakdown(chain: PlaitChain, runs: int) -> None:
             finally:
                 spent[key] += time.perf_counter() - started
 
-        setattr(repo, name, wrapper)
+        setattr(owner, name, wrapper)
 
     def timed_executor(original: Any) -> Any:
         async def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -755,15 +755,15 @@ async def phase_breakdown(chain: PlaitChain, runs: int) -> None:
             try:
                 return await original(*args, **kwargs)
             finally:
-                spent["executor (render/eval, validate)"] += time.perf_counter() - started
+                spent[executor_key] += time.perf_counter() - started
 
         return wrapper
 
-    keys = list(spent)
     table = runner.EXECUTORS
     saved = dict(table)
-    timed("claim_node", keys[0])
-    timed("finish_node", keys[2])
+    wrapped = [(chain.store.runs.nodes, "write"), (chain.store.runs, "begin")]
+    for owner, name in wrapped:
+        timed(owner, name, store_key)
     table.update({kind: timed_executor(fn) for kind, fn in saved.items()})
     try:
         run_ids = [start_run(chain.store, chain.ref, {"n": 0}) for _ in range(runs)]
@@ -773,8 +773,8 @@ async def phase_breakdown(chain: PlaitChain, runs: int) -> None:
         total = time.perf_counter() - started
     finally:
         table.update(saved)
-        for name in ("claim_node", "finish_node"):
-            delattr(repo, name)
+        for owner, name in wrapped:
+            delattr(owner, name)
     nodes = runs * CHAIN
     print(f"phases of Engine.run, {runs} runs x {CHAIN} {chain.kind} nodes, no profiler: "
           f"{total / nodes * 1e6:.0f} µs/node")  # fmt: skip

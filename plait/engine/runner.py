@@ -244,18 +244,26 @@ class _Scheduler:
         if writes:
             await self._started(writes, await self.engine.commits.submit(writes))
 
-    async def _started(self, writes: Sequence[Write], results: Sequence[Any]) -> None:
+    async def _started(
+        self, writes: Sequence[Write], results: Sequence[Any], *, keep_one: bool = False
+    ) -> NodeRunRecord | None:
+        """Start the claimed nodes (with `keep_one`, all but one, returned for the caller's own
+        task to continue with: a chain then runs in one task), adopt the rest, announce skips."""
         adopted: list[str] = []
+        kept: NodeRunRecord | None = None
         for write, result in zip(writes, results, strict=True):
             if isinstance(write, Skip):
                 self.engine.events.emit("node:skipped", self.run_id, write.node_id)
             elif isinstance(write, Claim):
                 if result is None:
                     adopted.append(write.node_id)
+                elif keep_one and kept is None:
+                    kept = result
                 else:
                     self._spawn(result)
         for node_id in adopted:
             await self._commit(self._adopt(node_id))
+        return kept
 
     # -- node tasks --------------------------------------------------------------------------------------------
 
@@ -277,6 +285,12 @@ class _Scheduler:
             self._idle.set_result(None)
 
     async def _run_node(self, claimed: NodeRunRecord) -> None:
+        following: NodeRunRecord | None = claimed
+        while following is not None:
+            following = await self._execute_node(following)
+
+    async def _execute_node(self, claimed: NodeRunRecord) -> NodeRunRecord | None:
+        """Execute one claimed node and commit its unit; a successor it claimed, to continue with."""
         node_id = claimed.node_id
         node = self.state.nodes[node_id].node
         self.engine.events.emit("node:start", self.run_id, node_id, type=str(node.type))
@@ -307,7 +321,7 @@ class _Scheduler:
                 "run's lease); this engine stops driving the run"
             )
         self._announce(node_id, result)
-        await self._started(follow, results[1:])
+        return await self._started(follow, results[1:], keep_one=True)
 
     def _record(self, node_id: str, result: NodeResult) -> list[Write]:
         """Apply a node's result to the run state; the writes for the successors it decides."""

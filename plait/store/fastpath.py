@@ -1,18 +1,21 @@
-"""The engine's per-node writes on SQLite, run straight on the DBAPI connection.
+"""The engine's hot statements on SQLite, run straight on a DBAPI connection.
 
-SQLAlchemy's execution layer costs 40-80 µs per statement and per transaction on top of
-SQLite's own ~20 µs, which made `claim_node` + `finish_node` three times slower than the
-statements themselves. These few statements are still built with Core on the ORM tables
-and compiled by SQLAlchemy for the SQLite dialect, once; only their execution skips the
-Connection layer. PostgreSQL, where a network round trip dominates, runs them through
-SQLAlchemy as usual: both paths are covered by the same tests. The same holds for the few
-per-run statements (start a run, begin it, look its graph up) that bulk starts of runs repeat.
+SQLAlchemy's execution layer (pool checkout, parameter processing, result wrapping) costs
+40-80 µs per statement and per transaction on top of SQLite's own ~15-25 µs, which made the
+engine's per-node writes two to three times slower than the statements themselves. The hot
+statements (node-run writes, starting a run, looking a graph up) are still built with Core on
+the ORM tables and compiled by SQLAlchemy for the SQLite dialect, once; only their execution
+skips the Connection layer, on one connection per repository kept for the store's lifetime
+(guarded by a lock: the engine, the lease-renewal thread and callers' threads share it).
+PostgreSQL, where a network round trip dominates, runs them through SQLAlchemy as usual: both
+paths are covered by the same tests.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections import namedtuple
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,15 +36,18 @@ class Prepared:
     ):
         compiled = stmt.compile(dialect=engine.dialect)
         self.sql = compiled.string
-        self._compiled = compiled
         self._order = tuple(getattr(compiled, "positiontup", None) or ())
-        self._json = json_params
+        self._defaults = compiled.construct_params(_check=False)
+        """Values of the literal parameters (`status = 'running'` is bound too); None for the named ones."""
+        self._json = tuple(k in json_params for k in self._order)
         self._dumps = dumps
 
     def args(self, params: dict[str, Any]) -> tuple[Any, ...]:
-        values = self._compiled.construct_params(params)
+        values = {**self._defaults, **params}
+        dumps = self._dumps
         return tuple(
-            self._dumps(values[k]) if k in self._json and values[k] is not None else values[k] for k in self._order
+            dumps(values[k]) if is_json and values[k] is not None else values[k]
+            for k, is_json in zip(self._order, self._json, strict=True)
         )
 
     def execute(self, raw: sqlite3.Connection, params: dict[str, Any]) -> sqlite3.Cursor:
@@ -72,38 +78,20 @@ class PreparedQuery(Prepared):
 
 
 @contextmanager
-def pooled(engine: Engine) -> Iterator[sqlite3.Connection]:
-    """A pooled SQLite connection, outside any transaction (each statement is its own)."""
-    connection = engine.raw_connection()
+def _immediate(raw: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """`BEGIN IMMEDIATE` ... `COMMIT` on `raw` (rolled back on any error)."""
     try:
-        raw = connection.driver_connection
-        assert isinstance(raw, sqlite3.Connection)
+        raw.execute("BEGIN IMMEDIATE")
         yield raw
-    finally:
-        connection.close()
-
-
-@contextmanager
-def immediate(engine: Engine) -> Iterator[sqlite3.Connection]:
-    """A pooled SQLite connection inside `BEGIN IMMEDIATE`, committed on success."""
-    pooled = engine.raw_connection()
-    try:
-        raw = pooled.driver_connection
-        assert isinstance(raw, sqlite3.Connection)
-        try:
-            raw.execute("BEGIN IMMEDIATE")
-            yield raw
-            raw.execute("COMMIT")
-        except sqlite3.Error as exc:
-            if raw.in_transaction:
-                raw.execute("ROLLBACK")
-            raise DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, exc, sqlite3.Error) from exc
-        except BaseException:
-            if raw.in_transaction:
-                raw.execute("ROLLBACK")
-            raise
-    finally:
-        pooled.close()
+        raw.execute("COMMIT")
+    except sqlite3.Error as exc:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, exc, sqlite3.Error) from exc
+    except BaseException:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise
 
 
 class Session:
@@ -129,6 +117,9 @@ class Statements:
     ):
         self._engine = engine
         self._statements = statements
+        self._lock = threading.Lock()
+        self._held: Any = None
+        """The pool's connection this instance keeps checked out (SQLite only, opened on first use)."""
         self._prepared: dict[str, Prepared] | None = None
         if engine.dialect.name == "sqlite":
             self._prepared = {
@@ -142,7 +133,7 @@ class Statements:
     def transaction(self) -> Iterator[Session]:
         """A write transaction (`BEGIN IMMEDIATE` on SQLite), committed on success."""
         if self._prepared is not None:
-            with immediate(self._engine) as raw:
+            with self._lock, _immediate(self._connection()) as raw:
                 yield self._raw_session(raw)
         else:
             with writer(self._engine).begin() as conn:
@@ -152,11 +143,25 @@ class Statements:
     def reading(self) -> Iterator[Session]:
         """A connection for reads (each statement sees the latest commit)."""
         if self._prepared is not None:
-            with pooled(self._engine) as raw:
-                yield self._raw_session(raw)
+            with self._lock:
+                yield self._raw_session(self._connection())
         else:
             with self._engine.connect() as conn:
                 yield self._sqlalchemy_session(conn)
+
+    def close(self) -> None:
+        """Give the kept connection back to the pool (`Store.close` then closes it)."""
+        with self._lock:
+            held, self._held = self._held, None
+        if held is not None:
+            held.close()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._held is None:
+            self._held = self._engine.raw_connection()
+        raw = self._held.driver_connection
+        assert isinstance(raw, sqlite3.Connection)
+        return raw
 
     def _raw_session(self, raw: sqlite3.Connection) -> Session:
         prepared = self._prepared

@@ -104,6 +104,10 @@ class GraphRepository:
         lookups = {"latest": _LATEST, "version": _VERSION, "content": _CONTENT}
         self._statements = Statements(engine, lookups, frozenset(), json_dumps)
 
+    def close(self) -> None:
+        """Release the connection this repository keeps (`Store.close` calls it)."""
+        self._statements.close()
+
     def save(self, graph: GraphDef, *, source_type: str | None = None) -> StoredGraph:
         """Store `graph` under its slug (`graph.id`) as a new version, unless the latest version
         already has exactly this content: then that one is returned with `created=False`.

@@ -127,6 +127,9 @@ class NodeWriter:
                 outcomes.append(self._named(unit, exc))
         return outcomes
 
+    def close(self) -> None:
+        self._statements.close()
+
     def write_one(self, unit: Unit) -> list[Any]:
         """One unit in its own transaction; raises what it raised."""
         outcome = self.write([unit])[0]

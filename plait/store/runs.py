@@ -90,6 +90,11 @@ class RunRepository:
             json_dumps,
         )
 
+    def close(self) -> None:
+        """Release the connections this repository keeps (`Store.close` calls it)."""
+        self._statements.close()
+        self.nodes.close()
+
     # ----------------------------------------------------------------- runs
 
     def create(self, *, def_id: str, graph_def_ver: int, schema_version: str, input: dict[str, Any]) -> RunRecord:

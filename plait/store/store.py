@@ -74,6 +74,8 @@ class Store:
 
     def close(self) -> None:
         """Close every pooled connection (the store cannot be used afterwards)."""
+        self.graphs.close()
+        self.runs.close()
         self.engine.dispose()
 
     def __enter__(self) -> Store:

@@ -116,3 +116,12 @@ def test_begin_leaves_a_finished_run_alone(store: Store) -> None:
     assert store.runs.get(run.id).lease_owner is None
     with pytest.raises(NotFoundError, match="no run 'r-404'"):
         store.runs.begin("r-404", "eng", 30)
+
+
+def test_close_gives_back_the_connections_the_repositories_keep(store: Store) -> None:
+    run = new_run(store)
+    store.runs.begin(run.id, "eng", 30)
+    store.graphs.get("demo")
+    store.runs.nodes.write([[Claim(run.id, "a", 1, "eng")]])
+    store.close()
+    assert store.engine.pool.checkedout() == 0  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ Durability rules:
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import uuid
@@ -46,6 +47,24 @@ class RunOutcome:
     error: dict[str, Any] | None = None
 
 
+_startup_frozen = False
+
+
+def _freeze_startup_objects() -> None:
+    """Move everything alive when the first engine is built (modules, models, compiled graphs)
+    out of the garbage collector's reach, once per process (`gc.freeze`).
+
+    With hundreds of runs in flight, objects survive the young generations and full
+    collections follow; each walks every object in the process, most of them the libraries'
+    own, and stops the event loop for 25-95 ms (measured with 500 runs in flight). Frozen
+    objects are still freed by reference counting; only cycles among them are never collected.
+    """
+    global _startup_frozen
+    if not _startup_frozen:
+        _startup_frozen = True
+        gc.freeze()
+
+
 def new_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -61,6 +80,7 @@ class Engine:
         events: EventBus | None = None,
         start_concurrency: int = 16,
     ):
+        _freeze_startup_objects()
         self.store = store
         self.runtime = Runtime(provider, llm_concurrency=llm_concurrency)
         self.owner = new_owner()

@@ -140,7 +140,12 @@ class Context:
         if mr is None:
             raise SandboxError("the JavaScript context is closed")
         main = asyncio.ensure_future(mr.eval_cancelable(script))
-        tasks = [main, asyncio.ensure_future(mr.eval_cancelable("0"))] if barrier else [main]
+        if not barrier:  # the common case, without gather's extra task
+            try:
+                return await asyncio.wait_for(main, timeout_s)
+            except TimeoutError:
+                raise Timeout(busy=True) from None
+        tasks = [main, asyncio.ensure_future(mr.eval_cancelable("0"))]
         try:
             results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout_s)
         except TimeoutError:

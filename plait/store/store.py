@@ -7,6 +7,7 @@ from types import TracebackType
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from plait.store.checkpoint import Checkpointer
 from plait.store.db import create_store_engine, upgrade
 from plait.store.errors import StoreError
 from plait.store.graphs import GraphRepository
@@ -56,6 +57,7 @@ class Store:
             raise StoreError(self._open_error(exc)) from exc
         self.graphs = GraphRepository(self.engine, self.display_url)
         self.runs = RunRepository(self.engine, self.display_url)
+        self._checkpointer = Checkpointer(self.engine) if _wal_file(self.engine) else None
 
     def _open_error(self, exc: BaseException) -> str:
         reason = str(exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc)
@@ -74,6 +76,9 @@ class Store:
 
     def close(self) -> None:
         """Close every pooled connection (the store cannot be used afterwards)."""
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
         self.graphs.close()
         self.runs.close()
         self.engine.dispose()
@@ -88,3 +93,11 @@ class Store:
 
     def __repr__(self) -> str:
         return f"Store({self.display_url!r})"
+
+
+def _wal_file(engine: Engine) -> bool:
+    """A SQLite database in a file (so in WAL mode): the ones whose log needs checkpoints."""
+    if engine.dialect.name != "sqlite":
+        return False
+    database = engine.url.database or ""
+    return database not in ("", ":memory:") and "mode=memory" not in database

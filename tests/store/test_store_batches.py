@@ -4,6 +4,9 @@ taking a run over in one step. SQLite and PostgreSQL (the `store` fixture)."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 from store_helpers import new_run
 
@@ -125,3 +128,27 @@ def test_close_gives_back_the_connections_the_repositories_keep(store: Store) ->
     store.runs.nodes.write([[Claim(run.id, "a", 1, "eng")]])
     store.close()
     assert store.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+def test_the_wal_is_checkpointed_in_the_background_not_by_the_engines_commits(tmp_path: Path) -> None:
+    """With the log checkpointed off the commit path, SQLite restarts it from the top: a second
+    burst of writes reuses the file instead of growing it (it would double otherwise: the
+    commits' own threshold, 1,000 pages, is not reached by either burst)."""
+    path = tmp_path / "wal.db"
+    with Store(f"sqlite:///{path}") as store:
+        run = new_run(store)
+        wal = Path(f"{path}-wal")
+        snapshot = {"rendered_user_prompt": "x" * 3000}
+
+        def burst(start: int) -> None:
+            for i in range(start, start + 50):
+                (claim,) = store.runs.nodes.write_one([Claim(run.id, f"n{i}", 1, "eng")])
+                finish = Finish(run.id, claim.id, "eng", NodeStatus.COMPLETED, {"i": i}, snapshot)
+                assert store.runs.nodes.write_one([finish]) == [True]
+
+        burst(0)
+        first = wal.stat().st_size
+        time.sleep(0.5)  # a few checkpoint rounds
+        burst(50)
+        assert 100 * 4096 < first < 1000 * 4096, "the burst should stay under the commits' own threshold"
+        assert wal.stat().st_size <= first * 1.2

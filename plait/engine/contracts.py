@@ -8,7 +8,7 @@ each is validated separately so that errors name the schema that failed.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -27,18 +27,26 @@ class BoundSchema:
 
 @dataclass(frozen=True, slots=True)
 class OutputContract:
+    """Built once per graph version and used by every node run: what it derives is cached."""
+
     schemas: tuple[BoundSchema, ...]
+    _format: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
+    _validators: tuple[Any, ...] | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def structured(self) -> bool:
         return bool(self.schemas)
 
     def response_format(self) -> dict[str, Any] | None:
-        """OpenAI-style `json_schema` response_format for all out-edge schemas combined."""
+        """OpenAI-style `json_schema` response_format for all out-edge schemas combined.
+        The same (read-only) object every time: copy it before changing it."""
         if not self.schemas:
             return None
-        name = "__".join(s.id for s in self.schemas)[:64]
-        return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": self.combined()}}
+        if self._format is None:
+            name = "__".join(s.id for s in self.schemas)[:64]
+            value = {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": self.combined()}}
+            object.__setattr__(self, "_format", value)
+        return self._format
 
     def combined(self) -> dict[str, Any]:
         return combine_schemas([s.schema for s in self.schemas])
@@ -46,9 +54,11 @@ class OutputContract:
     def violations(self, value: Any) -> list[str]:
         """Every way `value` breaks a schema, as `schema_id: path: message` lines (empty when valid)."""
         data = strip_meta(value)
+        if self._validators is None:
+            object.__setattr__(self, "_validators", tuple(_validator(_key(b.schema)) for b in self.schemas))
         problems: list[str] = []
-        for bound in self.schemas:
-            problems.extend(f"{bound.id}: {p}" for p in schema_violations(bound.schema, data))
+        for bound, validator in zip(self.schemas, self._validators or (), strict=True):
+            problems.extend(f"{bound.id}: {p}" for p in _messages(validator, data))
         return problems
 
     def annotate(self, value: Any) -> Any:
@@ -95,10 +105,18 @@ def combine_schemas(schemas: list[dict[str, Any]]) -> dict[str, Any]:
 
 def schema_violations(schema: dict[str, Any], value: Any) -> list[str]:
     """Every way `value` breaks `schema`, as `path: message` lines (empty when valid)."""
+    return _messages(_validator(_key(schema)), value)
+
+
+def _messages(validator: Any, value: Any) -> list[str]:
     return [
         f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
-        for error in _validator(json.dumps(schema, sort_keys=True)).iter_errors(value)
+        for error in validator.iter_errors(value)
     ]
+
+
+def _key(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True)
 
 
 @lru_cache(maxsize=1024)

@@ -38,9 +38,13 @@ PG_MIGRATION_LOCK = 0x706C616974  # "plait": one advisory lock per database, hel
 _BEGIN_OPTION = "plait_sqlite_begin"
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""Compact and readable: non-ASCII text is stored as is, not as \\u escapes. One encoder for
+every value: `json.dumps` with options builds a new one per call."""
+
+
 def json_dumps(value: Any) -> str:
-    # Compact and readable: non-ASCII text is stored as is, not as \u escapes.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def is_sqlite(engine: Engine | Connection) -> bool:

@@ -37,18 +37,19 @@ class Prepared:
         compiled = stmt.compile(dialect=engine.dialect)
         self.sql = compiled.string
         self._order = tuple(getattr(compiled, "positiontup", None) or ())
-        self._defaults = compiled.construct_params(_check=False)
-        """Values of the literal parameters (`status = 'running'` is bound too); None for the named ones."""
-        self._json = tuple(k in json_params for k in self._order)
+        bound = compiled.construct_params(_check=False)
+        self._literals = {k: v for k, v in bound.items() if k in self._order and not compiled.binds[k].required}
+        """Values of the literal parameters (`status = 'running'`, `lease_owner = NULL` are bound too)."""
+        self._json = tuple(i for i, k in enumerate(self._order) if k in json_params)
         self._dumps = dumps
 
-    def args(self, params: dict[str, Any]) -> tuple[Any, ...]:
-        values = {**self._defaults, **params}
-        dumps = self._dumps
-        return tuple(
-            dumps(values[k]) if is_json and values[k] is not None else values[k]
-            for k, is_json in zip(self._order, self._json, strict=True)
-        )
+    def args(self, params: dict[str, Any]) -> list[Any]:
+        values = {**self._literals, **params} if self._literals else params
+        out = [values[k] for k in self._order]
+        for i in self._json:
+            if out[i] is not None:
+                out[i] = self._dumps(out[i])
+        return out
 
     def execute(self, raw: sqlite3.Connection, params: dict[str, Any]) -> sqlite3.Cursor:
         try:

@@ -8,6 +8,8 @@ warnings separately.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Diagnostic, GraphLoadError
 from plait.compile.load import LoadedGraph, load_graph
 from plait.compile.skills import expand_skills
-from plait.compile.source import SourceDoc, read_source
+from plait.compile.source import SourceDoc, max_graph_bytes, read_source
 from plait.compile.topology import Topology
 from plait.model.graph import GraphDef
 from plait.model.nodes import SkillScope
@@ -75,12 +77,39 @@ PASSES = (
 
 def compile_file(path: str | os.PathLike[str], *, _chain: tuple[str, ...] = ()) -> CompileResult:
     file = str(path)
+    with _javascript_preloaded(path):
+        try:
+            doc = read_source(path)
+        except GraphLoadError as exc:
+            return CompileResult(file=file, errors=exc.diagnostics)
+        chain = _chain or (str(Path(path).resolve()),)
+        return compile_doc(doc, chain=chain)
+
+
+_JAVASCRIPT_KEYS = (b"_expr", b"code")
+"""Keys whose values the compiler hands to V8's parser (`condition_expr`, `transform_expr`,
+`while_expr`, `migrate_expr`, CODE `code`); a false positive only loads V8 for nothing."""
+
+
+@contextmanager
+def _javascript_preloaded(path: str | os.PathLike[str]) -> Iterator[None]:
+    """A graph with JavaScript needs V8 for its syntax check: start loading it at once, on a
+    thread, so that it overlaps with parsing and validating the file (`plait validate` start-up)."""
     try:
-        doc = read_source(path)
-    except GraphLoadError as exc:
-        return CompileResult(file=file, errors=exc.diagnostics)
-    chain = _chain or (str(Path(path).resolve()),)
-    return compile_doc(doc, chain=chain)
+        with open(path, "rb") as handle:
+            raw = handle.read(max_graph_bytes())
+    except OSError:
+        raw = b""
+    loader = None
+    if any(key in raw for key in _JAVASCRIPT_KEYS):
+        from plait.sandbox.syntax import preload
+
+        loader = preload()
+    try:
+        yield
+    finally:
+        if loader is not None:
+            loader.join()
 
 
 def compile_data(data: Any, *, file: str | None = None) -> CompileResult:

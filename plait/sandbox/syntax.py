@@ -23,6 +23,7 @@ Results are cached (by kind and text), so the engine pays for each distinct expr
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from functools import lru_cache
@@ -59,6 +60,22 @@ def check_syntax(expression: str, *, kind: Kind = "expression") -> None:
     if found is not None:
         message, line, column = found
         raise JsSyntaxError(message, line, column)
+
+
+def preload() -> threading.Thread:
+    """Start loading V8 and the checker's context on a thread; join it before exiting.
+
+    Loading costs ~50-90 ms, mostly in native code that does not hold the GIL, so a caller
+    that will check expressions soon (the compiler, on a graph with JavaScript) overlaps it
+    with its own parsing; the first `check_syntax` then finds the context ready."""
+    thread = threading.Thread(target=_warm_up, name="plait-v8-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def _warm_up() -> None:
+    with contextlib.suppress(Exception):  # a failure is reported again, where it matters, by the first check
+        _check_cached("expression", "0")
 
 
 def code_function(body: str) -> str:

@@ -16,7 +16,12 @@ DbOption = Annotated[
     typer.Option("--db", help="Database URL (sqlite:///… or postgresql://…); default $PLAIT_DB or ./.plait/plait.db"),
 ]
 LlmOption = Annotated[
-    str | None, typer.Option("--llm", help="Model provider: scripted:FILE (deterministic responses) or local.")
+    str | None,
+    typer.Option(
+        "--llm",
+        help="Model provider: local (the embedded SmolLM2 model, the default when installed) "
+        "or scripted:FILE (deterministic responses).",
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 

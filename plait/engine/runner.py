@@ -28,6 +28,7 @@ from plait.engine.failpoints import failpoint
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.provider import Provider
+from plait.llm.select import NO_PROVIDER_HINT
 from plait.model.nodes import NodeType
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store
 from plait.store.node_writes import Claim, EndRun, Finish, Skip, Write
@@ -169,9 +170,7 @@ class Engine:
                     f"not execute yet (supported: {', '.join(sorted(SUPPORTED))})"
                 )
             if node.type == NodeType.LLM_CALL and self.runtime.provider is None:
-                raise EngineError(
-                    f"node '{node.id}' calls a model but no provider is configured: pass --llm scripted:FILE"
-                )
+                raise EngineError(f"node '{node.id}' calls a model but no provider is configured: {NO_PROVIDER_HINT}")
 
     async def _renew(self, run_id: str) -> None:
         while True:

@@ -12,9 +12,13 @@ class LlmConfigError(ValueError):
 
 
 def provider_from_spec(spec: str | None) -> Provider | None:
-    """The provider SPEC names; None when SPEC is None (a graph without LLM nodes needs none)."""
+    """The provider SPEC names. Without one, the embedded model when it is installed, else None
+    (a graph without LLM nodes needs no provider; the engine refuses one that does, saying how
+    to get one)."""
     if spec is None:
-        return None
+        from plait.llm import local
+
+        return local.LocalProvider() if local.available() else None
     kind, _, arg = spec.partition(":")
     if kind == "scripted":
         if not arg:
@@ -28,11 +32,17 @@ def provider_from_spec(spec: str | None) -> Provider | None:
         except ScriptError as exc:
             raise LlmConfigError(str(exc)) from None
     if kind == "local":
-        raise LlmConfigError(
-            "the embedded local model is not available in this release yet; "
-            "use --llm scripted:FILE (see examples/scripted/)"
-        )
+        from plait.llm import local
+
+        if arg:
+            raise LlmConfigError(f"--llm local takes no argument (got '{spec}'): the embedded model is SmolLM2-135M")
+        if not local.available():
+            raise LlmConfigError(f"--llm local: the embedded model is not installed; {local.INSTALL_HINT}")
+        return local.LocalProvider()
     raise LlmConfigError(f"unknown --llm '{spec}': use scripted:FILE or local")
 
 
-NO_PROVIDER_HINT = "pass --llm scripted:FILE (deterministic responses; see examples/scripted/)"
+NO_PROVIDER_HINT = (
+    "install the embedded model (pip install 'plait[local]') or pass --llm scripted:FILE "
+    "(deterministic responses; see examples/scripted/)"
+)

@@ -86,7 +86,10 @@ def test_failed_run_exits_1_with_the_reason(tmp_path: Path) -> None:
             ],
             "the run input does not match",
         ),
-        (["run", str(EXAMPLES / "feedback_triage.yaml"), "-i", "feedback=x"], "no provider is configured"),
+        (
+            ["run", str(EXAMPLES / "feedback_triage.yaml"), "-i", "feedback=x", "--llm", "local:big"],
+            "takes no argument",
+        ),
         (
             ["run", str(EXAMPLES / "feedback_triage.yaml"), "-i", "feedback=x", "--llm", "scripted:nope.yaml"],
             "scripted responses file not found",

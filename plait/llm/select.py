@@ -11,11 +11,21 @@ class LlmConfigError(ValueError):
     """No usable provider; the message says how to configure one."""
 
 
-def provider_from_spec(spec: str | None) -> Provider | None:
-    """The provider SPEC names. Without one, the embedded model when it is installed, else None
-    (a graph without LLM nodes needs no provider; the engine refuses one that does, saying how
-    to get one)."""
+def provider_from_spec(spec: str | None, config: str | None = None) -> Provider | None:
+    """The provider SPEC names. Without one, the roles of `plait.toml` (`config`, else
+    `$PLAIT_CONFIG`, else `./plait.toml`); without that, the embedded model when it is installed,
+    else None (a graph without LLM nodes needs no provider; the engine refuses one that does,
+    saying how to get one)."""
     if spec is None:
+        from plait.llm.config import ConfigError, config_path, load_config
+
+        if config_path(config) is not None:
+            from plait.llm.router import RoleRouter
+
+            try:
+                return RoleRouter(load_config(config))
+            except ConfigError as exc:
+                raise LlmConfigError(str(exc)) from None
         from plait.llm import local
 
         return local.LocalProvider() if local.available() else None

@@ -1,0 +1,87 @@
+"""`plait config check`: the resolved provider configuration, without secrets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from plait.cli.common import ConfigOption, JsonOption, console, fail, print_json
+
+app = typer.Typer(help="Model provider configuration (plait.toml).", no_args_is_help=True)
+
+
+@app.command("check")
+def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
+    """Show providers, models and where each role goes; exit 2 when a role cannot be served here."""
+    from plait.llm.check import ConfigReport, check_config
+    from plait.llm.config import ConfigError, load_config
+
+    try:
+        report: ConfigReport = check_config(load_config(config))
+    except ConfigError as exc:
+        fail(str(exc))
+    if json_output:
+        print_json(_report_json(report))
+    else:
+        _print_report(report)
+    raise typer.Exit(0 if report.ok else 2)
+
+
+def _report_json(report: Any) -> dict[str, Any]:
+    return {
+        "source": report.config.source,
+        "ok": report.ok,
+        "providers": [
+            {
+                **status.provider.model_dump(mode="json", exclude={"models"}),
+                "key": status.key,
+                "usable": status.usable,
+                "problems": list(status.problems),
+                "models": [m.model_dump(mode="json") for m in status.provider.models],
+            }
+            for status in report.providers
+        ],
+        "roles": {
+            role.role: {
+                "resolves_to": role.resolves_to,
+                "targets": [{"target": t, "problems": list(why)} for t, why in role.targets],
+            }
+            for role in report.roles
+        },
+        "problems": list(report.problems),
+    }
+
+
+def _print_report(report: Any) -> None:
+    from rich.table import Table
+
+    out = console()
+    out.print(f"config: {report.config.source or 'built-in defaults (no plait.toml): the embedded model'}")
+    providers = Table(title="providers")
+    for column in ("id", "kind", "endpoint", "api key", "limits", "models", "status"):
+        providers.add_column(column)
+    for status in report.providers:
+        p = status.provider
+        limits = ", ".join(
+            [f"{p.max_concurrency} at once", *([f"{p.rpm} rpm"] if p.rpm else []), *([f"{p.tpm} tpm"] if p.tpm else [])]
+        )
+        models = "\n".join(
+            f"{m.name} (${m.price_in}/${m.price_out} per 1M"
+            + (f", {m.context} ctx" if m.context else "")
+            + (f", {'+'.join(m.capabilities)}" if m.capabilities else "")
+            + ")"
+            for m in p.models
+        )
+        state = "[green]usable[/]" if status.usable else "[red]" + "; ".join(status.problems) + "[/]"
+        providers.add_row(p.id, p.kind, p.base_url or p.file or "", status.key or "", limits, models, state)
+    out.print(providers)
+    roles = Table(title="roles")
+    for column in ("role", "goes to", "failover order"):
+        roles.add_column(column)
+    for role in report.roles:
+        order = ", ".join(t + ("" if not why else f" [red]({'; '.join(why)})[/]") for t, why in role.targets)
+        roles.add_row(role.role, role.resolves_to or "[red]nowhere[/]", order)
+    out.print(roles)
+    for problem in report.problems:
+        typer.echo(f"plait: {problem}", err=True)

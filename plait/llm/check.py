@@ -1,0 +1,91 @@
+"""What `plait config check` reports: can each provider be used here, and where does each role go.
+
+A provider is usable when it is enabled and what it needs is present on this machine: the
+environment variable named by `api_key_env` (its value is never read into the report, only
+whether it is set), the embedded model's extra, a scripted provider's file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from plait.llm.config import PlaitConfig, ProviderConfig
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderStatus:
+    provider: ProviderConfig
+    problems: tuple[str, ...]
+    """Why it cannot be used here (empty: usable)."""
+    key: str | None
+    """`NAME (set)` / `NAME (missing)` for `api_key_env`; None when it has none."""
+
+    @property
+    def usable(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class RoleStatus:
+    role: str
+    targets: tuple[tuple[str, tuple[str, ...]], ...]
+    """Each "provider/model" with why it cannot serve (empty: it can)."""
+
+    @property
+    def resolves_to(self) -> str | None:
+        """The first target that can serve: where the role's requests go first."""
+        return next((target for target, problems in self.targets if not problems), None)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigReport:
+    config: PlaitConfig
+    providers: tuple[ProviderStatus, ...]
+    roles: tuple[RoleStatus, ...]
+    problems: tuple[str, ...] = field(default=())
+    """Roles that no provider here can serve (each with the fix)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_config(config: PlaitConfig) -> ConfigReport:
+    providers = tuple(_provider_status(p, config.source) for p in config.providers)
+    by_id = {s.provider.id: s for s in providers}
+    roles: list[RoleStatus] = []
+    problems: list[str] = []
+    for role, targets in config.roles.items():
+        rows = tuple((target, by_id[target.partition("/")[0]].problems) for target in targets)
+        status = RoleStatus(role, rows)
+        roles.append(status)
+        if status.resolves_to is None:
+            reasons = "; ".join(f"{target}: {', '.join(why)}" for target, why in rows)
+            problems.append(f"role '{role}' cannot be served here ({reasons})")
+    if not config.roles:
+        problems.append('no roles: add a [roles] table, e.g. chat = "provider/model"')
+    return ConfigReport(config, providers, tuple(roles), tuple(problems))
+
+
+def _provider_status(provider: ProviderConfig, source: str | None) -> ProviderStatus:
+    problems: list[str] = []
+    key = None
+    if not provider.enabled:
+        problems.append("disabled")
+    if provider.api_key_env:
+        present = bool(os.environ.get(provider.api_key_env))
+        key = f"{provider.api_key_env} ({'set' if present else 'missing'})"
+        if not present:
+            problems.append(f"set the environment variable {provider.api_key_env}")
+    if provider.kind == "local":
+        from plait.llm import local
+
+        if not local.available():
+            problems.append(local.INSTALL_HINT)
+    if provider.kind == "scripted" and provider.file:
+        base = Path(source).parent if source else Path()
+        if not (base / provider.file).is_file():
+            problems.append(f"no responses file {provider.file}")
+    return ProviderStatus(provider, tuple(problems), key)

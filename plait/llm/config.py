@@ -1,0 +1,233 @@
+"""`plait.toml`: model providers, their models (prices, context, capabilities) and roles (SPEC §6.1).
+
+Found at `--config FILE`, else `$PLAIT_CONFIG`, else `./plait.toml`; without one, the embedded
+model serves every role when it is installed. The shape is a contract (keys are added, never
+renamed):
+
+    [[providers]]
+    id = "deepseek"
+    kind = "openai"                  # openai | local | scripted
+    base_url = "https://api.deepseek.com/v1"
+    api_key_env = "DEEPSEEK_API_KEY" # secrets only through the environment, never in the file
+    max_concurrency = 5
+    rpm = 600                        # optional
+    tpm = 1000000                    # optional
+    enabled = true
+    json_mode = "json_schema"        # json_schema | json_object_schema | json_object
+    models = [
+      { name = "deepseek-chat", price_in = 0.27, price_out = 1.10, context = 65536,
+        capabilities = ["tools", "json_schema"] },
+    ]
+
+    [roles]                          # a role maps to one "provider/model" or a failover list
+    chat = ["deepseek/deepseek-chat", "local/smollm2"]
+
+Prices are USD per million tokens. Unknown keys are errors (a typo must not silently drop a
+limit), reported with their path in the file. The file is TOML 1.1 (parsed by `tomli`; the
+standard library's `tomllib` reads TOML 1.1 only from Python 3.15), so an inline table may span
+lines as in the example above.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+import tomli
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+CONFIG_ENV = "PLAIT_CONFIG"
+DEFAULT_FILE = "plait.toml"
+DEFAULT_ROLE = "chat"
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the file, the key and the fix."""
+
+
+class Capability(StrEnum):
+    TOOLS = "tools"
+    JSON_SCHEMA = "json_schema"
+    VISION = "vision"
+    MCP = "mcp"
+
+
+class JsonMode(StrEnum):
+    """How a provider is asked for structured output (servers differ; answers are validated anyway)."""
+
+    JSON_SCHEMA = "json_schema"
+    """`response_format: {type: json_schema, json_schema: {schema, strict}}` (OpenAI, vLLM, most hosted)."""
+    JSON_OBJECT_SCHEMA = "json_object_schema"
+    """`{type: json_object, schema}` (llama.cpp's server, which answers HTTP 500 to json_schema)."""
+    JSON_OBJECT = "json_object"
+    """`{type: json_object}` plus the schema in the system prompt (models without schema support)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(_Strict):
+    name: Annotated[str, Field(min_length=1)]
+    price_in: Annotated[float, Field(ge=0)] = 0.0
+    """USD per million input tokens."""
+    price_out: Annotated[float, Field(ge=0)] = 0.0
+    """USD per million output tokens."""
+    context: Annotated[int, Field(gt=0)] | None = None
+    """Context window in tokens."""
+    capabilities: tuple[Capability, ...] = ()
+
+    def cost_usd(self, tokens_in: int, tokens_out: int) -> float:
+        return (tokens_in * self.price_in + tokens_out * self.price_out) / 1_000_000
+
+
+class ProviderConfig(_Strict):
+    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+    kind: Literal["openai", "local", "scripted"]
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (the key itself never goes in the file)."""
+    file: str | None = None
+    """scripted: the responses file."""
+    max_concurrency: Annotated[int, Field(gt=0)] = 4
+    rpm: Annotated[int, Field(gt=0)] | None = None
+    tpm: Annotated[int, Field(gt=0)] | None = None
+    enabled: bool = True
+    json_mode: JsonMode = JsonMode.JSON_SCHEMA
+    timeout_s: Annotated[float, Field(gt=0)] = 120.0
+    models: tuple[ModelConfig, ...] = ()
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> ProviderConfig:
+        if self.kind == "openai" and not self.base_url:
+            raise ValueError("an openai provider needs base_url (e.g. https://api.openai.com/v1)")
+        if self.kind == "scripted" and not self.file:
+            raise ValueError("a scripted provider needs file = 'responses.yaml'")
+        names = [m.name for m in self.models]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"model {duplicates[0]!r} is listed twice")
+        return self
+
+    def model(self, name: str) -> ModelConfig | None:
+        return next((m for m in self.models if m.name == name), None)
+
+
+class PlaitConfig(_Strict):
+    providers: tuple[ProviderConfig, ...] = ()
+    roles: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """role → "provider/model" targets in failover order."""
+    source: str | None = Field(default=None, exclude=True)
+    """The file it came from (None: built-in defaults)."""
+
+    @field_validator("roles", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        if isinstance(value, dict):
+            return {role: [targets] if isinstance(targets, str) else targets for role, targets in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _references(self) -> PlaitConfig:
+        ids = [p.id for p in self.providers]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"provider id {duplicates[0]!r} is used twice")
+        for role, targets in self.roles.items():
+            if not targets:
+                raise ValueError(f"role {role!r} has no targets")
+            for target in targets:
+                self._check_target(role, target)
+        return self
+
+    def _check_target(self, role: str, target: str) -> None:
+        provider_id, slash, model = target.partition("/")
+        if not slash or not model:
+            raise ValueError(f"role {role!r}: target {target!r} is not 'provider/model'")
+        provider = self.provider(provider_id)
+        if provider is None:
+            known = ", ".join(p.id for p in self.providers) or "none"
+            raise ValueError(f"role {role!r}: no provider {provider_id!r} (providers: {known})")
+        if provider.models and provider.model(model) is None:
+            known = ", ".join(m.name for m in provider.models)
+            raise ValueError(f"role {role!r}: provider {provider_id!r} has no model {model!r} (models: {known})")
+
+    def provider(self, provider_id: str) -> ProviderConfig | None:
+        return next((p for p in self.providers if p.id == provider_id), None)
+
+    def targets(self, role: str) -> Iterator[tuple[ProviderConfig, str]]:
+        """The (provider, model) pairs serving `role`, in failover order."""
+        for target in self.roles.get(role, ()):
+            provider_id, _, model = target.partition("/")
+            provider = self.provider(provider_id)
+            if provider is not None:
+                yield provider, model
+
+
+def builtin_config() -> PlaitConfig:
+    """No `plait.toml`: the embedded model serves every role (when it is installed)."""
+    from plait.llm.local import MODEL_NAME
+
+    local = ProviderConfig(
+        id="local",
+        kind="local",
+        max_concurrency=1,
+        models=(ModelConfig(name=MODEL_NAME, context=2048, capabilities=(Capability.JSON_SCHEMA,)),),
+    )
+    return PlaitConfig(providers=(local,), roles={DEFAULT_ROLE: (f"local/{MODEL_NAME}",)})
+
+
+def config_path(explicit: str | None = None) -> Path | None:
+    """`--config`, else `$PLAIT_CONFIG`, else `./plait.toml` if it exists."""
+    if explicit:
+        return Path(explicit)
+    from_env = os.environ.get(CONFIG_ENV)
+    if from_env:
+        return Path(from_env)
+    default = Path(DEFAULT_FILE)
+    return default if default.is_file() else None
+
+
+def load_config(explicit: str | None = None) -> PlaitConfig:
+    path = config_path(explicit)
+    if path is None:
+        return builtin_config()
+    try:
+        data = tomli.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
+    except (tomli.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    try:
+        return PlaitConfig.model_validate({**data, "source": str(path)})
+    except ValidationError as exc:
+        raise ConfigError(f"{path} is invalid:\n" + "\n".join(_problems(exc, data))) from None
+
+
+def _problems(exc: ValidationError, data: dict[str, object]) -> Iterator[str]:
+    for error in exc.errors():
+        where = _path(error["loc"], data)
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key (check its spelling against docs/configuration.md)"
+        yield f"  {where or '(top level)'}: {message}"
+
+
+def _path(loc: tuple[int | str, ...], data: object) -> str:
+    """`providers[0].models[1].price_in`, with the provider id when there is one."""
+    parts: list[str] = []
+    node = data
+    for key in loc:
+        if isinstance(key, int):
+            label = f"[{key}]"
+            if isinstance(node, list) and key < len(node) and isinstance(node[key], dict) and "id" in node[key]:
+                label = f"[{key}] ({node[key]['id']})"
+            parts.append(label)
+            node = node[key] if isinstance(node, list) and key < len(node) else None
+        else:
+            parts.append(("." if parts else "") + key)
+            node = node.get(key) if isinstance(node, dict) else None
+    return "".join(parts)

@@ -1,0 +1,125 @@
+"""`openai` providers: any OpenAI-compatible Chat Completions endpoint through the official SDK
+(OpenAI, DeepSeek, Qwen/DashScope, Zhipu, Kimi, Ollama, vLLM, llama.cpp's server...; SPEC §6.1).
+
+Servers disagree on structured output, so the provider's `json_mode` says how to ask (the answer
+is validated by the engine whatever the server promises):
+
+- `json_schema`: `response_format = {type: json_schema, json_schema: {name, strict, schema}}`;
+- `json_object_schema`: `{type: json_object, schema}` (llama.cpp's server, which answers HTTP
+  500 to the json_schema form but constrains its grammar with this one);
+- `json_object`: `{type: json_object}`, the schema stated in an extra system message.
+
+The SDK's own retries are off: retrying, backing off and failing over are the pool's decisions,
+recorded on the node run. Errors become `ProviderError`s whose `retryable` says whether trying
+again (or elsewhere) may help: 429, 5xx, timeouts and connection errors may; other 4xx do not.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from plait.llm.config import JsonMode, ProviderConfig
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage
+
+SCHEMA_INSTRUCTION = "Answer with one JSON object that validates against this JSON Schema:"
+NO_KEY = "no-key"
+"""Sent when the provider has no `api_key_env` (local servers ignore it; the SDK requires one)."""
+
+
+class OpenAIProvider:
+    def __init__(self, config: ProviderConfig, api_key: str | None = None):
+        from openai import AsyncOpenAI
+
+        self.name = config.id
+        self.config = config
+        self._client = AsyncOpenAI(
+            base_url=config.base_url, api_key=api_key or NO_KEY, timeout=config.timeout_s, max_retries=0
+        )
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        import openai
+
+        model = request.model or (self.config.models[0].name if self.config.models else None)
+        if model is None:
+            raise ProviderError(f"provider '{self.name}' has no model to call: list one in plait.toml", kind="config",
+                                retryable=False)  # fmt: skip
+        arguments = self._arguments(request, model)
+        try:
+            response = await self._client.chat.completions.create(**arguments)
+        except openai.APITimeoutError:
+            raise ProviderError(f"{self.name}: the request timed out", kind="timeout") from None
+        except openai.APIConnectionError as exc:
+            message = f"{self.name}: cannot connect to {self.config.base_url}: {exc}"
+            raise ProviderError(message, kind="connection") from None
+        except openai.APIStatusError as exc:
+            raise _status_error(self.name, exc) from None
+        return self._response(response, model)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def _arguments(self, request: ChatRequest, model: str) -> dict[str, Any]:
+        messages = list(request.messages)
+        arguments: dict[str, Any] = {"model": model, "messages": messages}
+        if request.temperature is not None:
+            arguments["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            arguments["max_tokens"] = request.max_tokens
+        if request.tools:
+            arguments["tools"] = request.tools
+        schema = _schema(request.response_format)
+        if schema is not None:
+            mode = self.config.json_mode
+            if mode is JsonMode.JSON_SCHEMA:
+                arguments["response_format"] = request.response_format
+            elif mode is JsonMode.JSON_OBJECT_SCHEMA:
+                arguments["response_format"] = {"type": "json_object", "schema": schema}
+            else:
+                arguments["response_format"] = {"type": "json_object"}
+                instruction = f"{SCHEMA_INSTRUCTION}\n{json.dumps(schema)}"
+                arguments["messages"] = [{"role": "system", "content": instruction}, *messages]
+        return arguments
+
+    def _response(self, response: Any, model: str) -> ChatResponse:
+        if not response.choices:
+            raise ProviderError(f"{self.name}: the answer has no choices", kind="malformed")
+        message = response.choices[0].message
+        calls = [
+            ToolCall(call.id, call.function.name, _arguments_of(call.function.arguments))
+            for call in (message.tool_calls or [])
+            if getattr(call, "function", None) is not None
+        ]
+        usage = response.usage
+        tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage is not None else Usage()
+        priced = self.config.model(model)
+        cost = priced.cost_usd(tokens.input_tokens, tokens.output_tokens) if priced is not None else 0.0
+        return ChatResponse(
+            content=message.content, tool_calls=calls, usage=tokens, model=model, provider=self.name, cost_usd=cost
+        )
+
+
+def _schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not response_format:
+        return None
+    schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
+    return schema if isinstance(schema, dict) else None
+
+
+def _arguments_of(raw: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {"_raw": raw}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+def _status_error(provider: str, exc: Any) -> ProviderError:
+    status = exc.status_code
+    detail = str(getattr(exc, "message", "") or exc)[:300]
+    if status == 429:
+        return ProviderError(f"{provider}: rate limited (HTTP 429): {detail}", kind="rate_limit")
+    if status >= 500:
+        return ProviderError(f"{provider}: server error (HTTP {status}): {detail}", kind="server")
+    hint = " (check the key in its api_key_env)" if status in (401, 403) else ""
+    return ProviderError(f"{provider}: HTTP {status}{hint}: {detail}", kind="http", retryable=False)

@@ -1,0 +1,75 @@
+"""Roles to providers, from `plait.toml`: a request goes to the first target of its role that can
+be used here, and fails over to the next on an error that trying elsewhere may fix (429, 5xx,
+timeouts, connection errors). The full provider pool (limits, backoff, priorities, recorded
+decisions) builds on this.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from plait.llm.check import check_config
+from plait.llm.config import DEFAULT_ROLE, PlaitConfig, ProviderConfig
+from plait.llm.provider import Provider
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError
+
+
+class RoleRouter:
+    name = "config"
+
+    def __init__(self, config: PlaitConfig):
+        self.config = config
+        self._usable = {s.provider.id for s in check_config(config).providers if s.usable}
+        self._providers: dict[str, Provider] = {}
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        role = request.model_role or DEFAULT_ROLE
+        targets = [(p, m) for p, m in self.config.targets(role) if p.id in self._usable]
+        if not targets:
+            where = self.config.source or "the built-in configuration"
+            raise ProviderError(
+                f"no provider here can serve the role '{role}' ({where}): run `plait config check` to see why",
+                kind="config",
+                retryable=False,
+            )
+        failures: list[str] = []
+        for provider, model in targets:
+            try:
+                response = await self._provider(provider).complete(replace(request, model=request.model or model))
+            except ProviderError as exc:
+                if not exc.retryable:
+                    raise
+                failures.append(str(exc))
+                continue
+            priced = provider.model(response.model or model)
+            if response.cost_usd == 0 and priced is not None:
+                usage = response.usage
+                response = replace(response, cost_usd=priced.cost_usd(usage.input_tokens, usage.output_tokens))
+            return response
+        raise ProviderError(f"every provider for the role '{role}' failed: " + "; ".join(failures), kind="failover")
+
+    async def aclose(self) -> None:
+        providers, self._providers = list(self._providers.values()), {}
+        for provider in providers:
+            await provider.aclose()
+
+    def _provider(self, config: ProviderConfig) -> Provider:
+        if config.id not in self._providers:
+            self._providers[config.id] = self._build(config)
+        return self._providers[config.id]
+
+    def _build(self, config: ProviderConfig) -> Provider:
+        if config.kind == "openai":
+            from plait.llm.openai_compat import OpenAIProvider
+
+            return OpenAIProvider(config, os.environ.get(config.api_key_env) if config.api_key_env else None)
+        if config.kind == "local":
+            from plait.llm.local import LocalProvider
+
+            return LocalProvider()
+        from plait.llm.scripted import ScriptedProvider
+
+        base = Path(self.config.source).parent if self.config.source else Path()
+        return ScriptedProvider.from_file(base / (config.file or ""))

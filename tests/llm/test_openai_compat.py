@@ -1,0 +1,154 @@
+"""The `openai` provider against a real OpenAI-compatible server on loopback: llama.cpp's own
+(`python -m llama_cpp.server`) serving the SmolLM2 GGUF, started by the fixture. Skipped, with the
+reason, only where the `local` extra (which brings the server) is not installed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import pytest
+
+from plait.llm import local
+from plait.llm.config import JsonMode, ProviderConfig
+from plait.llm.openai_compat import OpenAIProvider
+from plait.llm.types import ChatRequest, ProviderError
+from plait.store import Store
+
+pytestmark = pytest.mark.skipif(
+    not local.available(), reason="the `local` extra is not installed: " + local.INSTALL_HINT
+)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+LABEL = {
+    "type": "object",
+    "properties": {"label": {"type": "string", "enum": ["bug", "praise", "question"]}},
+    "required": ["label"],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> Iterator[str]:
+    port = free_port()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", local.model_path(), "--host", "127.0.0.1",
+               "--port", str(port), "--n_ctx", "2048"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"llama_cpp.server did not start: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+            time.sleep(0.2)
+        yield base_url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def provider(base_url: str, mode: JsonMode, **extra: Any) -> OpenAIProvider:
+    config = ProviderConfig(id="llamacpp", kind="openai", base_url=base_url, json_mode=mode, **extra)
+    return OpenAIProvider(config)
+
+
+def ask(p: OpenAIProvider, schema: dict[str, Any] | None = LABEL) -> Any:
+    request = ChatRequest(
+        node_id="classify",
+        messages=[
+            {"role": "system", "content": "Label user feedback as bug, praise or question."},
+            {"role": "user", "content": "Feedback: the app crashes when I upload a photo."},
+        ],
+        model="smollm2",
+        response_format={"type": "json_schema", "json_schema": {"name": "label", "strict": True, "schema": schema}},
+        max_tokens=24,
+        temperature=0.0,
+    )
+
+    async def go() -> Any:
+        try:
+            return await p.complete(request)
+        finally:
+            await p.aclose()
+
+    return asyncio.run(go())
+
+
+def test_json_object_with_schema_gets_a_schema_valid_answer(llama_server: str) -> None:
+    response = ask(provider(llama_server, JsonMode.JSON_OBJECT_SCHEMA))
+    jsonschema.validate(json.loads(response.content), LABEL)
+    assert response.usage.input_tokens > 10
+    assert response.usage.output_tokens > 0
+    assert (response.provider, response.model) == ("llamacpp", "smollm2")
+
+
+def test_the_json_schema_form_is_refused_by_this_server_as_a_retryable_server_error(llama_server: str) -> None:
+    """Why `json_mode` exists: llama.cpp's server answers HTTP 500 to response_format json_schema."""
+    with pytest.raises(ProviderError) as caught:
+        ask(provider(llama_server, JsonMode.JSON_SCHEMA))
+    assert (caught.value.kind, caught.value.retryable) == ("server", True)
+    assert "HTTP 500" in str(caught.value)
+
+
+def test_a_closed_port_is_a_retryable_connection_error() -> None:
+    with pytest.raises(ProviderError) as caught:
+        ask(provider(f"http://127.0.0.1:{free_port()}/v1", JsonMode.JSON_OBJECT_SCHEMA))
+    assert (caught.value.kind, caught.value.retryable) == ("connection", True)
+
+
+def test_a_run_configured_in_plait_toml_fails_over_to_the_server(llama_server: str, tmp_path: Path) -> None:
+    """`plait run --config`: the chat role's first target is down, the second is the llama.cpp
+    server; the run completes on it and every model call records it, priced from the config."""
+    config = tmp_path / "plait.toml"
+    config.write_text(f"""
+[[providers]]
+id = "down"
+kind = "openai"
+base_url = "http://127.0.0.1:{free_port()}/v1"
+models = [{{ name = "x" }}]
+
+[[providers]]
+id = "llamacpp"
+kind = "openai"
+base_url = "{llama_server}"
+json_mode = "json_object_schema"
+models = [{{ name = "smollm2", price_in = 1.0, price_out = 2.0, context = 2048, capabilities = ["json_schema"] }}]
+
+[roles]
+chat = ["down/x", "llamacpp/smollm2"]
+""")
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = subprocess.run(
+        [sys.executable, "-m", "plait", "run", str(EXAMPLES / "feedback_triage.yaml"), "--input-file",
+         str(EXAMPLES / "inputs" / "feedback_triage.yaml"), "--config", str(config), "--db", db, "--quiet"],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["label"] in ("bug", "praise", "question")
+    with Store(db) as store:
+        (run,) = store.runs.list()
+        calls = [n for n in store.runs.node_runs(run.id) if n.tokens_output]
+    assert calls
+    assert {(n.attempts[-1]["provider"], n.attempts[-1]["model"]) for n in calls} == {("llamacpp", "smollm2")}
+    for node in calls:
+        assert node.cost_usd == pytest.approx((node.tokens_input * 1.0 + node.tokens_output * 2.0) / 1e6)
+    assert run.cost_usd == pytest.approx(sum(n.cost_usd for n in calls))

@@ -38,3 +38,20 @@ def test_every_field_is_documented(model: type[BaseModel]) -> None:
 def test_every_node_type_has_a_section() -> None:
     for node_type in NodeType:
         assert str(node_type) in DOC
+
+
+CONFIG_DOC = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+
+
+def test_every_plait_toml_key_is_documented() -> None:
+    from plait.llm.config import Capability, JsonMode, ModelConfig, PlaitConfig, ProviderConfig
+
+    keys = [
+        *ProviderConfig.model_fields,
+        *ModelConfig.model_fields,
+        *(k for k in PlaitConfig.model_fields if k != "source"),
+    ]
+    for key in keys:
+        assert f"`{key}`" in CONFIG_DOC or f"{key}[]" in CONFIG_DOC or f"`providers[].{key}`" in CONFIG_DOC, key
+    for value in (*Capability, *JsonMode):
+        assert f"`{value}`" in CONFIG_DOC, value

@@ -29,7 +29,7 @@ from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.provider import Provider
 from plait.llm.select import NO_PROVIDER_HINT
-from plait.model.nodes import NodeType
+from plait.model.nodes import NodeBase, NodeType
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store
 from plait.store.node_writes import Claim, EndRun, Finish, Skip, Write
 from plait.store.records import TERMINAL_RUN_STATUSES
@@ -169,8 +169,18 @@ class Engine:
                     f"node '{node.id}' is a {node.type} node, which this release validates but does "
                     f"not execute yet (supported: {', '.join(sorted(SUPPORTED))})"
                 )
-            if node.type == NodeType.LLM_CALL and self.runtime.provider is None:
-                raise EngineError(f"node '{node.id}' calls a model but no provider is configured: {NO_PROVIDER_HINT}")
+            if node.type == NodeType.LLM_CALL:
+                self._check_provider(node)
+
+    def _check_provider(self, node: NodeBase) -> None:
+        """Refuse up front what would fail at the node's first call (no provider, a role nobody serves)."""
+        provider = self.runtime.provider
+        if provider is None:
+            raise EngineError(f"node '{node.id}' calls a model but no provider is configured: {NO_PROVIDER_HINT}")
+        refusal = getattr(provider, "refusal", None)
+        reason = refusal(getattr(node, "model_role", None) or "chat") if refusal is not None else None
+        if reason:
+            raise EngineError(f"node '{node.id}': {reason}")
 
     async def _renew(self, run_id: str) -> None:
         while True:

@@ -24,16 +24,24 @@ class RoleRouter:
         self._usable = {s.provider.id for s in check_config(config).providers if s.usable}
         self._providers: dict[str, Provider] = {}
 
+    def refusal(self, role: str) -> str | None:
+        """Why no request for `role` can be served here (checked before a run starts), or None."""
+        where = self.config.source or "the built-in configuration"
+        if role not in self.config.roles:
+            known = ", ".join(sorted(self.config.roles)) or "none"
+            return f"the role '{role}' is not configured in {where} (roles: {known}); add it under [roles]"
+        report = {r.role: r for r in check_config(self.config).roles}[role]
+        if report.resolves_to is None:
+            reasons = "; ".join(f"{target}: {', '.join(why)}" for target, why in report.targets)
+            return f"no provider here can serve the role '{role}' ({reasons}); `plait config check` shows the setup"
+        return None
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         role = request.model_role or DEFAULT_ROLE
         targets = [(p, m) for p, m in self.config.targets(role) if p.id in self._usable]
         if not targets:
-            where = self.config.source or "the built-in configuration"
-            raise ProviderError(
-                f"no provider here can serve the role '{role}' ({where}): run `plait config check` to see why",
-                kind="config",
-                retryable=False,
-            )
+            reason = self.refusal(role) or f"no provider for the role '{role}'"
+            raise ProviderError(reason, kind="config", retryable=False)
         failures: list[str] = []
         for provider, model in targets:
             try:
@@ -43,11 +51,13 @@ class RoleRouter:
                     raise
                 failures.append(str(exc))
                 continue
-            priced = provider.model(response.model or model)
-            if response.cost_usd == 0 and priced is not None:
-                usage = response.usage
-                response = replace(response, cost_usd=priced.cost_usd(usage.input_tokens, usage.output_tokens))
-            return response
+            # Recorded as configured ("provider/model" of plait.toml) and priced from that model.
+            served = request.model or model
+            priced = provider.model(served)
+            cost = response.cost_usd
+            if cost == 0 and priced is not None:
+                cost = priced.cost_usd(response.usage.input_tokens, response.usage.output_tokens)
+            return replace(response, provider=provider.id, model=served, cost_usd=cost)
         raise ProviderError(f"every provider for the role '{role}' failed: " + "; ".join(failures), kind="failover")
 
     async def aclose(self) -> None:

@@ -155,3 +155,35 @@ def test_config_check_cli_shows_what_is_missing_and_never_a_secret(tmp_path: Pat
     assert human.returncode == 0
     assert "deepseek/deepseek-chat" in human.stdout
     assert secret not in present.stdout + present.stderr + human.stdout + human.stderr
+
+
+@pytest.mark.parametrize(
+    ("roles", "node_role", "message"),
+    [
+        ('chat = "deepseek/deepseek-chat"', "chat", "set the environment variable PLAIT_TEST_DEEPSEEK_KEY"),
+        ('chat = "llamacpp/anything"', "summarize", "the role 'summarize' is not configured in"),
+    ],
+)
+def test_a_run_whose_role_cannot_be_served_is_refused_before_it_starts(
+    tmp_path: Path, roles: str, node_role: str, message: str
+) -> None:
+    config = write(tmp_path, CONTRACT.split("[roles]")[0] + "[roles]\n" + roles + "\n")
+    graph = tmp_path / "g.yaml"
+    graph.write_text(
+        "id: g\nnodes:\n  - {id: a, type: LLM_CALL, user_prompt_tpl: hi, model_role: " + node_role + "}\nedges: []\n"
+    )
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = subprocess.run(
+        [sys.executable, "-m", "plait", "run", str(graph), "--config", str(config), "--db", db, "--quiet"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 2, result.stderr
+    assert "node 'a'" in result.stderr
+    assert message in result.stderr
+    from plait.store import Store
+
+    with Store(db) as store:
+        (run,) = store.runs.list()
+        assert (run.status, run.started_at) == ("pending", None)  # refused before anything ran

@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from llm_helpers import complete_once
 
 from plait.engine.runner import Engine
 from plait.engine.start import start_run
@@ -45,13 +46,7 @@ def ask(provider: local.LocalProvider, text: str, schema: dict[str, Any] | None)
         max_tokens=32,
     )
 
-    async def go() -> Any:
-        try:
-            return await provider.complete(request)
-        finally:
-            await provider.aclose()
-
-    return asyncio.run(go())
+    return complete_once(provider, request)
 
 
 def test_the_gguf_is_found_without_importing_its_package() -> None:

@@ -4,7 +4,6 @@ reason, only where the `local` extra (which brings the server) is not installed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import subprocess
@@ -17,6 +16,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from llm_helpers import complete_once
 
 from plait.llm import local
 from plait.llm.config import JsonMode, ProviderConfig
@@ -84,13 +84,7 @@ def ask(p: OpenAIProvider, schema: dict[str, Any] | None = LABEL) -> Any:
         temperature=0.0,
     )
 
-    async def go() -> Any:
-        try:
-            return await p.complete(request)
-        finally:
-            await p.aclose()
-
-    return asyncio.run(go())
+    return complete_once(p, request)
 
 
 def test_json_object_with_schema_gets_a_schema_valid_answer(llama_server: str) -> None:

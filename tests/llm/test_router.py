@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_helpers import complete_once
 
 from plait.llm.config import load_config
 from plait.llm.router import RoleRouter
@@ -41,13 +41,7 @@ chat = ["one/m1", "two/m2"]
 def complete(r: RoleRouter, role: str = "chat") -> Any:
     request = ChatRequest(node_id="n", messages=[{"role": "user", "content": "go"}], model_role=role)
 
-    async def go() -> Any:
-        try:
-            return await r.complete(request)
-        finally:
-            await r.aclose()
-
-    return asyncio.run(go())
+    return complete_once(r, request)
 
 
 def test_the_first_target_answers_when_it_can(tmp_path: Path) -> None:

@@ -94,6 +94,8 @@ async def _attempts(
         except (ProviderError, TimeoutError) as exc:
             kind = exc.kind if isinstance(exc, ProviderError) else "timeout"
             record.update(error=str(exc) or kind, kind=kind, duration_ms=_ms(started))
+            if isinstance(exc, ProviderError) and exc.decisions:
+                record["decisions"] = exc.decisions
             last = {"kind": kind, "message": str(exc) or f"the model call timed out after {request.timeout_s} s"}
             if isinstance(exc, ProviderError) and not exc.retryable:
                 break
@@ -109,6 +111,8 @@ async def _attempts(
             usage={"input": response.usage.input_tokens, "output": response.usage.output_tokens},
             duration_ms=_ms(started),
         )
+        if response.decisions:
+            record["decisions"] = response.decisions
         if not problems:
             return NodeResult.completed(contract.annotate(value), snapshot, attempts, **usage)
         record["violations"] = problems

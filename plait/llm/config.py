@@ -98,6 +98,10 @@ class ProviderConfig(_Strict):
     enabled: bool = True
     json_mode: JsonMode = JsonMode.JSON_SCHEMA
     timeout_s: Annotated[float, Field(gt=0)] = 120.0
+    retries: Annotated[int, Field(ge=0, le=10)] = 2
+    """Retries on this provider of an error that may pass (429, 5xx, timeout, connection) before failing over."""
+    backoff_s: Annotated[float, Field(gt=0)] = 0.5
+    """First retry delay; doubled each retry (with jitter), a longer `Retry-After` wins."""
     models: tuple[ModelConfig, ...] = ()
 
     @model_validator(mode="after")

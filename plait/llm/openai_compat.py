@@ -117,9 +117,22 @@ def _arguments_of(raw: str | None) -> dict[str, Any]:
 def _status_error(provider: str, exc: Any) -> ProviderError:
     status = exc.status_code
     detail = str(getattr(exc, "message", "") or exc)[:300]
+    retry_after = _retry_after(getattr(exc, "response", None))
     if status == 429:
-        return ProviderError(f"{provider}: rate limited (HTTP 429): {detail}", kind="rate_limit")
+        return ProviderError(
+            f"{provider}: rate limited (HTTP 429): {detail}", kind="rate_limit", retry_after=retry_after
+        )
     if status >= 500:
-        return ProviderError(f"{provider}: server error (HTTP {status}): {detail}", kind="server")
+        message = f"{provider}: server error (HTTP {status}): {detail}"
+        return ProviderError(message, kind="server", retry_after=retry_after)
     hint = " (check the key in its api_key_env)" if status in (401, 403) else ""
     return ProviderError(f"{provider}: HTTP {status}{hint}: {detail}", kind="http", retryable=False)
+
+
+def _retry_after(response: Any) -> float | None:
+    """`Retry-After` in seconds (the HTTP-date form is rare for APIs and ignored)."""
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None

@@ -20,10 +20,10 @@ def provider_from_spec(spec: str | None, config: str | None = None) -> Provider 
         from plait.llm.config import ConfigError, config_path, load_config
 
         if config_path(config) is not None:
-            from plait.llm.router import RoleRouter
+            from plait.llm.pool import ProviderPool
 
             try:
-                return RoleRouter(load_config(config))
+                return ProviderPool(load_config(config))
             except ConfigError as exc:
                 raise LlmConfigError(str(exc)) from None
         from plait.llm import local

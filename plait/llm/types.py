@@ -50,12 +50,25 @@ class ChatResponse:
     model: str = ""
     provider: str = ""
     cost_usd: float = 0.0
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    """What the provider pool did on the way (queued, sent, retried, failed over...), recorded on the attempt."""
 
 
 class ProviderError(Exception):
     """A call that did not produce an answer; `retryable` says whether trying again may help."""
 
-    def __init__(self, message: str, *, kind: str = "error", retryable: bool = True):
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str = "error",
+        retryable: bool = True,
+        retry_after: float | None = None,
+        decisions: list[dict[str, Any]] | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.retryable = retryable
+        self.retry_after = retry_after
+        """Seconds the server asked to wait (`Retry-After`), if it said."""
+        self.decisions = decisions or []

@@ -1,0 +1,198 @@
+"""The provider pool (SPEC §6.2): roles to providers from `plait.toml`, per-provider limits,
+retries with backoff, failover, and every decision recorded on the node's attempt.
+
+A request for a role tries the role's targets in order, skipping providers that cannot be used
+here (`plait config check` says why). At a target it first waits for capacity: a slot under the
+provider's `max_concurrency`, and room in its `rpm` / `tpm` minute (tokens are estimated from
+the prompt before sending, then counted from the answer). An error that trying again may fix
+(429, 5xx, a timeout, a refused connection) is retried on the same target `retries` times with
+exponential backoff and jitter (a longer `Retry-After` from the server wins), then the request
+fails over to the next target; any other error fails the attempt at once. Limits hold per
+process; the scale-out issue makes them global.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from plait.llm.check import check_config
+from plait.llm.config import DEFAULT_ROLE, PlaitConfig, ProviderConfig
+from plait.llm.provider import Provider
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError
+
+MAX_BACKOFF_S = 30.0
+WINDOW_S = 60.0
+
+
+@dataclass
+class _Lane:
+    """One provider's capacity in this process."""
+
+    slots: asyncio.Semaphore
+    sent: deque[float] = field(default_factory=deque)
+    tokens: deque[tuple[float, int]] = field(default_factory=deque)
+
+
+class ProviderPool:
+    name = "pool"
+
+    def __init__(
+        self,
+        config: PlaitConfig,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.config = config
+        self._usable = {s.provider.id for s in check_config(config).providers if s.usable}
+        self._providers: dict[str, Provider] = {}
+        self._lanes: dict[str, _Lane] = {}
+        self._sleep = sleep
+        self._clock = clock
+
+    def refusal(self, role: str) -> str | None:
+        """Why no request for `role` can be served here (checked before a run starts), or None."""
+        where = self.config.source or "the built-in configuration"
+        if role not in self.config.roles:
+            known = ", ".join(sorted(self.config.roles)) or "none"
+            return f"the role '{role}' is not configured in {where} (roles: {known}); add it under [roles]"
+        report = {r.role: r for r in check_config(self.config).roles}[role]
+        if report.resolves_to is None:
+            reasons = "; ".join(f"{target}: {', '.join(why)}" for target, why in report.targets)
+            return f"no provider here can serve the role '{role}' ({reasons}); `plait config check` shows the setup"
+        return None
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        role = request.model_role or DEFAULT_ROLE
+        targets = [(p, m) for p, m in self.config.targets(role) if p.id in self._usable]
+        if not targets:
+            reason = self.refusal(role) or f"no provider for the role '{role}'"
+            raise ProviderError(reason, kind="config", retryable=False)
+        decisions: list[dict[str, Any]] = []
+        last: ProviderError | None = None
+        for index, (provider, model) in enumerate(targets):
+            if index:
+                decisions.append({"event": "failover", "to": f"{provider.id}/{model}", "error": str(last)})
+            try:
+                response = await self._on_target(provider, request.model or model, request, decisions)
+            except ProviderError as exc:
+                exc.decisions = decisions
+                if not exc.retryable:
+                    raise
+                last = exc
+                continue
+            return replace(response, decisions=decisions)
+        assert last is not None
+        raise ProviderError(
+            f"every provider for the role '{role}' failed; the last: {last}",
+            kind=last.kind,
+            decisions=decisions,
+        )
+
+    async def aclose(self) -> None:
+        providers, self._providers = list(self._providers.values()), {}
+        for provider in providers:
+            await provider.aclose()
+
+    # -- one target ------------------------------------------------------------------------------------------
+
+    async def _on_target(
+        self, config: ProviderConfig, model: str, request: ChatRequest, decisions: list[dict[str, Any]]
+    ) -> ChatResponse:
+        target = f"{config.id}/{model}"
+        lane = self._lane(config)
+        estimate = _estimate_tokens(request)
+        for attempt in range(config.retries + 1):
+            await self._wait_for_capacity(config, lane, estimate, target, decisions)
+            started = self._clock()
+            try:
+                async with lane.slots:
+                    waited = self._clock() - started
+                    if waited > 0.001:
+                        decisions.append({"event": "queued", "target": target, "reason": "max_concurrency",
+                                          "wait_s": round(waited, 3)})  # fmt: skip
+                    lane.sent.append(self._clock())
+                    lane.tokens.append((self._clock(), estimate))
+                    decisions.append({"event": "sent", "target": target})
+                    response = await self._provider(config).complete(replace(request, model=model))
+            except ProviderError as exc:
+                if not exc.retryable or attempt == config.retries:
+                    raise
+                delay = self._backoff(config, attempt, exc.retry_after)
+                decisions.append({"event": "retry", "target": target, "error": str(exc), "wait_s": round(delay, 3)})
+                await self._sleep(delay)
+                continue
+            lane.tokens.append((self._clock(), response.usage.input_tokens + response.usage.output_tokens - estimate))
+            return self._priced(config, model, response)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _wait_for_capacity(
+        self, config: ProviderConfig, lane: _Lane, estimate: int, target: str, decisions: list[dict[str, Any]]
+    ) -> None:
+        """Hold the request until the provider's requests-per-minute and tokens-per-minute allow it."""
+        while True:
+            now = self._clock()
+            while lane.sent and lane.sent[0] <= now - WINDOW_S:
+                lane.sent.popleft()
+            while lane.tokens and lane.tokens[0][0] <= now - WINDOW_S:
+                lane.tokens.popleft()
+            wait, reason = 0.0, ""
+            if config.rpm is not None and len(lane.sent) >= config.rpm:
+                wait, reason = lane.sent[0] + WINDOW_S - now, "rpm"
+            elif config.tpm is not None and lane.tokens and sum(t for _, t in lane.tokens) + estimate > config.tpm:
+                wait, reason = lane.tokens[0][0] + WINDOW_S - now, "tpm"
+            if wait <= 0:
+                return
+            decisions.append({"event": "queued", "target": target, "reason": reason, "wait_s": round(wait, 3)})
+            await self._sleep(wait)
+
+    def _backoff(self, config: ProviderConfig, attempt: int, retry_after: float | None) -> float:
+        delay: float = min(MAX_BACKOFF_S, config.backoff_s * 2.0**attempt)
+        delay *= random.uniform(0.5, 1.0)  # jitter: many requests failing together do not retry together
+        return max(delay, retry_after or 0.0)
+
+    def _priced(self, config: ProviderConfig, model: str, response: ChatResponse) -> ChatResponse:
+        """Recorded as configured ("provider/model" of plait.toml) and priced from that model."""
+        priced = config.model(model)
+        cost = response.cost_usd
+        if cost == 0 and priced is not None:
+            cost = priced.cost_usd(response.usage.input_tokens, response.usage.output_tokens)
+        return replace(response, provider=config.id, model=model, cost_usd=cost)
+
+    def _lane(self, config: ProviderConfig) -> _Lane:
+        if config.id not in self._lanes:
+            self._lanes[config.id] = _Lane(asyncio.Semaphore(config.max_concurrency))
+        return self._lanes[config.id]
+
+    def _provider(self, config: ProviderConfig) -> Provider:
+        if config.id not in self._providers:
+            self._providers[config.id] = self._build(config)
+        return self._providers[config.id]
+
+    def _build(self, config: ProviderConfig) -> Provider:
+        if config.kind == "openai":
+            from plait.llm.openai_compat import OpenAIProvider
+
+            return OpenAIProvider(config, os.environ.get(config.api_key_env) if config.api_key_env else None)
+        if config.kind == "local":
+            from plait.llm.local import LocalProvider
+
+            return LocalProvider()
+        from plait.llm.scripted import ScriptedProvider
+
+        base = Path(self.config.source).parent if self.config.source else Path()
+        return ScriptedProvider.from_file(base / (config.file or ""))
+
+
+def _estimate_tokens(request: ChatRequest) -> int:
+    """Before the call: ~4 characters per token of prompt, plus the answer's allowance."""
+    prompt = sum(len(str(m.get("content") or "")) for m in request.messages)
+    return prompt // 4 + 1 + (request.max_tokens or 256)

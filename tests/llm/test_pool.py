@@ -1,0 +1,178 @@
+"""The provider pool: first usable target, limits, retries with backoff (Retry-After wins), failover,
+prices, and every decision recorded. Scripted providers stand in for real endpoints (the real
+llama.cpp server is in test_openai_compat.py); time is simulated where limits would make a test wait."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm_helpers import complete_once
+
+from plait.llm.config import load_config
+from plait.llm.pool import ProviderPool
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage
+
+TOML = """
+[[providers]]
+id = "one"
+kind = "scripted"
+file = "first.yaml"
+retries = 2
+backoff_s = 0.5
+{one_extra}
+models = [{{ name = "m1" }}]
+
+[[providers]]
+id = "two"
+kind = "scripted"
+file = "second.yaml"
+models = [{{ name = "m2", price_in = 2.0, price_out = 4.0 }}]
+
+[roles]
+chat = ["one/m1", "two/m2"]
+"""
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def pool(tmp_path: Path, first: str, one_extra: str = "", time: FakeTime | None = None) -> ProviderPool:
+    (tmp_path / "first.yaml").write_text(f"responses:\n  - {first}\n")
+    (tmp_path / "second.yaml").write_text(
+        'responses:\n  - {output: {text: "second"}, usage: {input: 1000, output: 500}}\n'
+    )
+    (tmp_path / "plait.toml").write_text(TOML.format(one_extra=one_extra))
+    config = load_config(str(tmp_path / "plait.toml"))
+    if time is None:
+        return ProviderPool(config)
+    return ProviderPool(config, sleep=time.sleep, clock=time.clock)
+
+
+def request(role: str = "chat") -> ChatRequest:
+    return ChatRequest(node_id="n", messages=[{"role": "user", "content": "go"}], model_role=role, max_tokens=10)
+
+
+def events(decisions: list[dict[str, Any]]) -> list[str]:
+    return [d["event"] for d in decisions]
+
+
+def test_the_first_target_answers_when_it_can(tmp_path: Path) -> None:
+    response = complete_once(pool(tmp_path, '{output: {text: "first"}}'), request())
+    assert (response.content, response.provider, response.model) == ('{"text": "first"}', "one", "m1")
+    assert events(response.decisions) == ["sent"]
+
+
+@pytest.mark.parametrize("status", [429, 500])
+def test_retryable_errors_back_off_then_fail_over_priced_by_the_serving_model(tmp_path: Path, status: int) -> None:
+    time = FakeTime()
+    response = complete_once(pool(tmp_path, f"{{error: {status}}}", time=time), request())
+    assert (response.content, response.provider, response.model) == ('{"text": "second"}', "two", "m2")
+    assert response.cost_usd == pytest.approx((1000 * 2.0 + 500 * 4.0) / 1e6)
+    assert events(response.decisions) == ["sent", "retry", "sent", "retry", "sent", "failover", "sent"]
+    assert response.decisions[5]["to"] == "two/m2"
+    assert f"HTTP {status}" in response.decisions[5]["error"]
+    first, second = time.slept  # exponential with jitter: 0.5 * [0.5, 1], then 1.0 * [0.5, 1]
+    assert 0.25 <= first <= 0.5
+    assert 0.5 <= second <= 1.0
+
+
+class AskedToWait:
+    name = "fake"
+
+    def __init__(self, retry_after: float | None, retryable: bool = True) -> None:
+        self.retry_after, self.retryable, self.calls = retry_after, retryable, 0
+
+    async def complete(self, req: ChatRequest) -> ChatResponse:
+        self.calls += 1
+        if self.calls == 1:
+            raise ProviderError("HTTP 429", kind="rate_limit", retryable=self.retryable, retry_after=self.retry_after)
+        return ChatResponse(content="{}", usage=Usage(1, 1))
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_longer_retry_after_from_the_server_wins_over_the_backoff(tmp_path: Path) -> None:
+    time = FakeTime()
+    p = pool(tmp_path, "{error: 429}", time=time)
+    p._providers["one"] = AskedToWait(retry_after=7.0)
+    response = complete_once(p, request())
+    assert time.slept == [7.0]
+    assert response.provider == "one"
+    assert [d.get("wait_s") for d in response.decisions if d["event"] == "retry"] == [7.0]
+
+
+def test_an_error_that_cannot_pass_is_neither_retried_nor_failed_over(tmp_path: Path) -> None:
+    p = pool(tmp_path, "{error: 429}")
+    fake = p._providers["one"] = AskedToWait(retry_after=None, retryable=False)
+    with pytest.raises(ProviderError) as caught:
+        complete_once(p, request())
+    assert fake.calls == 1
+    assert events(caught.value.decisions) == ["sent"]
+
+
+def test_all_targets_failing_reports_the_last_error_and_every_decision(tmp_path: Path) -> None:
+    (tmp_path / "first.yaml").write_text("responses:\n  - {error: 500}\n")
+    p = pool(tmp_path, "{error: 500}", time=FakeTime())
+    (tmp_path / "second.yaml").write_text("responses:\n  - {error: 500}\n")
+    with pytest.raises(
+        ProviderError, match=r"every provider for the role 'chat' failed; the last: .*HTTP 500"
+    ) as caught:
+        complete_once(p, request())
+    assert events(caught.value.decisions).count("sent") == 6  # 3 tries on each target
+    assert caught.value.retryable
+
+
+def test_requests_per_minute_queue_the_request_until_the_window_allows(tmp_path: Path) -> None:
+    time = FakeTime()
+    p = pool(tmp_path, '{output: {text: "first"}}', one_extra="rpm = 2", time=time)
+
+    async def three() -> list[ChatResponse]:
+        try:
+            return [await p.complete(request()) for _ in range(3)]
+        finally:
+            await p.aclose()
+
+    responses = asyncio.run(three())
+    assert [events(r.decisions) for r in responses] == [["sent"], ["sent"], ["queued", "sent"]]
+    queued = responses[2].decisions[0]
+    assert (queued["reason"], queued["wait_s"]) == ("rpm", 60.0)
+    assert time.slept == [60.0]
+
+
+def test_max_concurrency_queues_the_second_request_for_a_slot(tmp_path: Path) -> None:
+    p = pool(tmp_path, '{output: {text: "first"}, delay_ms: 150}', one_extra="max_concurrency = 1")
+
+    async def two() -> list[ChatResponse]:
+        try:
+            return list(await asyncio.gather(p.complete(request()), p.complete(request())))
+        finally:
+            await p.aclose()
+
+    first, second = asyncio.run(two())
+    assert events(first.decisions) == ["sent"]
+    assert events(second.decisions) == ["queued", "sent"]
+    assert second.decisions[0]["reason"] == "max_concurrency"
+    assert second.decisions[0]["wait_s"] >= 0.1
+
+
+def test_a_role_nobody_serves_is_explained(tmp_path: Path) -> None:
+    p = pool(tmp_path, '{output: {text: "first"}}')
+    assert p.refusal("chat") is None
+    assert "the role 'vision' is not configured" in (p.refusal("vision") or "")
+    with pytest.raises(ProviderError, match="the role 'vision' is not configured") as caught:
+        complete_once(p, request("vision"))
+    assert not caught.value.retryable

@@ -72,23 +72,33 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
         },
         "truncated_chars": budget.truncated,
     }
-    return await _attempts(node, request, contract, snapshot, rt)
+    return await _attempts(node, request, contract, snapshot, rt, state)
 
 
 async def _attempts(
-    node: LlmCallNode, request: ChatRequest, contract: OutputContract, snapshot: dict[str, Any], rt: Runtime
+    node: LlmCallNode,
+    request: ChatRequest,
+    contract: OutputContract,
+    snapshot: dict[str, Any],
+    rt: Runtime,
+    state: RunState,
 ) -> NodeResult:
     if rt.provider is None:
         return NodeResult.failed(
             snapshot, [], kind="provider", message="no LLM provider configured; pass --llm scripted:FILE"
         )
     attempts: list[dict[str, Any]] = []
-    usage = {"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
+    usage: dict[str, Any] = {"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
     last: dict[str, Any] = {"kind": "provider", "message": "no attempt made"}
     for number in range(1, node.max_retries + 2):
+        over = _over_budget(state, rt, request, usage["cost_usd"])
+        if over is not None:
+            return NodeResult.failed(snapshot, attempts, kind="budget", message=over, **usage)
         started = time.time()
         record: dict[str, Any] = {"attempt": number, "started_at": started}
         attempts.append(record)
+        estimate = rt.estimate_cost(request)
+        state.reserved_usd += estimate
         try:
             response = await _call(rt, request)
         except (ProviderError, TimeoutError) as exc:
@@ -100,6 +110,8 @@ async def _attempts(
             if isinstance(exc, ProviderError) and not exc.retryable:
                 break
             continue
+        finally:
+            state.reserved_usd -= estimate
         usage["tokens_input"] += response.usage.input_tokens
         usage["tokens_output"] += response.usage.output_tokens
         usage["cost_usd"] += response.cost_usd
@@ -138,6 +150,21 @@ async def _attempts(
         details=last.get("details"),
         last_output=last.get("last_output"),
         **usage,
+    )
+
+
+def _over_budget(state: RunState, rt: Runtime, request: ChatRequest, spent_here: float) -> str | None:
+    """Why this call may not be sent under the run's `max_cost_usd` (SPEC §6.3), or None."""
+    limit = state.compiled.graph.max_cost_usd
+    if limit is None:
+        return None
+    estimate = rt.estimate_cost(request)
+    total = state.spent_usd + state.reserved_usd + spent_here + estimate
+    if total <= limit:
+        return None
+    return (
+        f"the run's budget max_cost_usd = {limit} would be exceeded: spent ${state.spent_usd + spent_here:.6f}, "
+        f"${state.reserved_usd:.6f} in flight, this call ~${estimate:.6f}; raise max_cost_usd or use a cheaper model"
     )
 
 

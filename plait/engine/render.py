@@ -174,5 +174,16 @@ def render_value(value: Any, names: dict[str, Any]) -> Any:
     return value
 
 
+CHARS_PER_TOKEN = 4
+"""Estimate used to turn `token_budget_input` into characters of inserted context."""
+
+
 def prompt_budget(node: NodeBase) -> _Budget:
-    return _Budget(remaining=node.context_max_chars, sanitize=bool(node_field(node, "sanitize_input", False)))
+    """Characters of inserted values a node's prompts may take: `context_max_chars`, and
+    `token_budget_input` at ~4 characters per token; the smaller wins."""
+    limits = [node.context_max_chars]
+    tokens = node_field(node, "token_budget_input", None)
+    if tokens is not None:
+        limits.append(int(tokens) * CHARS_PER_TOKEN)
+    remaining = min((x for x in limits if x is not None), default=None)
+    return _Budget(remaining=remaining, sanitize=bool(node_field(node, "sanitize_input", False)))

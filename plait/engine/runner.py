@@ -191,6 +191,7 @@ class Engine:
         for rec in records:
             if rec.node_id not in state.nodes or rec.activation != ACTIVATION:
                 continue
+            state.spent_usd += rec.cost_usd
             if rec.status in (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN):
                 state.complete(rec.node_id, rec.effective_output)
             elif rec.status == NodeStatus.SKIPPED:
@@ -234,6 +235,8 @@ class _Scheduler:
         self.state = state
         self.tasks: set[asyncio.Task[None]] = set()
         self.failed: str | None = None
+        self.budget_stop: str | None = None
+        """Set when a node was stopped by the run's max_cost_usd: the run fails for that reason."""
         self.ended = False
         """The run's outcome is committed and its lease given up."""
         self._busy = 1  # the node tasks in flight, plus `execute` until its first claims are made
@@ -363,6 +366,7 @@ class _Scheduler:
 
     def _record(self, node_id: str, result: NodeResult) -> list[Write]:
         """Apply a node's result to the run state; the writes for the successors it decides."""
+        self.state.spent_usd += result.cost_usd
         if result.phase == Phase.COMPLETED:
             self.state.complete(node_id, result.output)
             return self._plan(self.state.successors(node_id))
@@ -371,6 +375,8 @@ class _Scheduler:
         else:
             self.state.set_phase(node_id, Phase.FAILED)
             self.failed = self.failed or node_id
+            if result.error and result.error.get("kind") == "budget":
+                self.budget_stop = self.budget_stop or str(result.error.get("message"))
         return []
 
     def _announce(self, node_id: str, result: NodeResult) -> None:
@@ -408,6 +414,8 @@ class _Scheduler:
         if self.failed is not None or Phase.FAILED in phases.values():
             failed = self.failed or next(n for n, p in phases.items() if p == Phase.FAILED)
             error = {"kind": "node_failed", "node_id": failed, "message": f"node '{failed}' failed"}
+            if self.budget_stop is not None:
+                error = {"kind": "budget", "node_id": failed, "message": self.budget_stop}
             await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.FAILED, error=error))
             self.engine.events.emit("workflow:error", self.run_id, failed, error=error)
             return RunOutcome(self.run_id, RunStatus.FAILED, None, error)

@@ -10,6 +10,7 @@ from plait.engine.state import Phase
 
 if TYPE_CHECKING:
     from plait.llm.provider import Provider
+    from plait.llm.types import ChatRequest
     from plait.sandbox import JsSandbox
 
 
@@ -57,6 +58,11 @@ class Runtime:
         self.provider = provider
         self.llm_slots = asyncio.Semaphore(llm_concurrency) if llm_concurrency else None
         self._sandbox: JsSandbox | None = None
+
+    def estimate_cost(self, request: ChatRequest) -> float:
+        """The provider's estimate of a request's cost (0 when it has no prices)."""
+        estimate = getattr(self.provider, "estimate_cost", None)
+        return float(estimate(request)) if estimate is not None else 0.0
 
     def sandbox(self) -> JsSandbox:
         if self._sandbox is None:

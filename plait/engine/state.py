@@ -95,6 +95,10 @@ class RunState:
         self.nodes = {node_id: NodeState(node) for node_id, node in compiled.nodes.items()}
         self._outputs: dict[str, Any] = {}
         """Data of the completed nodes, kept current so that building a node's view stays cheap."""
+        self.spent_usd = 0.0
+        """Cost of the run's model calls so far (every node run, completed or not)."""
+        self.reserved_usd = 0.0
+        """Estimated cost of the model calls in flight (against `max_cost_usd`)."""
 
     # -- recording -------------------------------------------------------------------------------------------
 

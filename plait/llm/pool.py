@@ -29,6 +29,8 @@ from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 
 MAX_BACKOFF_S = 30.0
+DEFAULT_ANSWER_TOKENS = 256
+"""Answer allowance assumed for a request without max_tokens (limits and cost estimates)."""
 WINDOW_S = 60.0
 
 
@@ -69,6 +71,19 @@ class ProviderPool:
             reasons = "; ".join(f"{target}: {', '.join(why)}" for target, why in report.targets)
             return f"no provider here can serve the role '{role}' ({reasons}); `plait config check` shows the setup"
         return None
+
+    def estimate_cost(self, request: ChatRequest) -> float:
+        """What the request would cost on its role's first usable target, from the prompt's size
+        and the answer's allowance (checked against a run's `max_cost_usd` before it is sent)."""
+        role = request.model_role or DEFAULT_ROLE
+        for provider, model in self.config.targets(role):
+            if provider.id in self._usable:
+                priced = provider.model(request.model or model)
+                if priced is None:
+                    return 0.0
+                prompt = _estimate_tokens(replace(request, max_tokens=0)) - 1
+                return priced.cost_usd(prompt, request.max_tokens or DEFAULT_ANSWER_TOKENS)
+        return 0.0
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         role = request.model_role or DEFAULT_ROLE
@@ -195,4 +210,4 @@ class ProviderPool:
 def _estimate_tokens(request: ChatRequest) -> int:
     """Before the call: ~4 characters per token of prompt, plus the answer's allowance."""
     prompt = sum(len(str(m.get("content") or "")) for m in request.messages)
-    return prompt // 4 + 1 + (request.max_tokens or 256)
+    return prompt // 4 + 1 + (request.max_tokens if request.max_tokens is not None else DEFAULT_ANSWER_TOKENS)

@@ -27,6 +27,9 @@ from plait.cli.common import (
 )
 
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
+NoCacheOption = Annotated[
+    bool, typer.Option("--no-cache", help="Call the model even when an identical request was answered before.")
+]
 
 
 def run_command(
@@ -36,6 +39,7 @@ def run_command(
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,
+    no_cache: NoCacheOption = False,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -52,7 +56,7 @@ def run_command(
             for line in exc.details:
                 sys.stderr.write(line + "\n")
             fail(exc.message, exc.hint)
-        _execute(store, provider, run_id, json_output, quiet)
+        _execute(store, provider, run_id, json_output, quiet, cache=not no_cache)
     finally:
         store.close()
 
@@ -62,6 +66,7 @@ def resume_command(
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,
+    no_cache: NoCacheOption = False,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -74,7 +79,7 @@ def resume_command(
             store.runs.get(run_id)
         except StoreError as exc:
             fail(str(exc), "list runs with `plait runs list`")
-        _execute(store, _provider(llm, config), run_id, json_output, quiet)
+        _execute(store, _provider(llm, config), run_id, json_output, quiet, cache=not no_cache)
     finally:
         store.close()
 
@@ -88,14 +93,14 @@ def _provider(spec: str | None, config: str | None) -> Any:
         fail(str(exc))
 
 
-def _execute(store: Any, provider: Any, run_id: str, json_output: bool, quiet: bool) -> None:
+def _execute(store: Any, provider: Any, run_id: str, json_output: bool, quiet: bool, *, cache: bool) -> None:
     import asyncio
 
     from plait.cli.live import LiveView
     from plait.engine.runner import Engine, EngineError
     from plait.store import RunStatus
 
-    engine = Engine(store, provider)
+    engine = Engine(store, provider, cache=cache)
     view = None if quiet else LiveView(store, run_id)
     if view is not None:
         engine.events.subscribe(view.on_event)

@@ -8,6 +8,7 @@ each is validated separately so that errors name the schema that failed.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from plait.model.graph import EdgeDef, GraphDef
 
 SCHEMA_ID, SCHEMA_VERSION = "_schema_id", "_schema_version"
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 META_KEYS = (SCHEMA_ID, SCHEMA_VERSION)
 
 
@@ -50,6 +52,19 @@ class OutputContract:
 
     def combined(self) -> dict[str, Any]:
         return combine_schemas([s.schema for s in self.schemas])
+
+    def parse(self, text: str | None) -> tuple[Any, list[str]]:
+        """A model's answer as a value, and every way it fails the contract (empty when valid).
+        Without schemas the text is the value; a JSON answer may come inside a ``` fence."""
+        text = text or ""
+        if not self.schemas:
+            return text, []
+        fenced = _FENCE.match(text)
+        try:
+            value = json.loads(fenced.group(1) if fenced else text)
+        except json.JSONDecodeError as exc:
+            return None, [f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
+        return value, self.violations(value)
 
     def violations(self, value: Any) -> list[str]:
         """Every way `value` breaks a schema, as `schema_id: path: message` lines (empty when valid)."""

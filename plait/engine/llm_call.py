@@ -9,21 +9,18 @@ errors recorded.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import time
 from dataclasses import replace
 from typing import Any
 
 from plait.engine.contracts import OutputContract
+from plait.engine.llm_cache import CacheSlot
 from plait.engine.render import build_view, prompt_budget, render
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import RunState
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
-
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
 async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
@@ -87,6 +84,10 @@ async def _attempts(
         return NodeResult.failed(
             snapshot, [], kind="provider", message="no LLM provider configured; pass --llm scripted:FILE"
         )
+    slot = CacheSlot.of(node, request, rt)
+    cached = slot.answer(rt, contract, snapshot) if slot is not None else None
+    if cached is not None:
+        return cached
     attempts: list[dict[str, Any]] = []
     usage: dict[str, Any] = {"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
     last: dict[str, Any] = {"kind": "provider", "message": "no attempt made"}
@@ -115,7 +116,7 @@ async def _attempts(
         usage["tokens_input"] += response.usage.input_tokens
         usage["tokens_output"] += response.usage.output_tokens
         usage["cost_usd"] += response.cost_usd
-        value, problems = _parse(response, contract)
+        value, problems = contract.parse(response.content)
         record.update(
             content=response.content,
             model=response.model,
@@ -126,7 +127,9 @@ async def _attempts(
         if response.decisions:
             record["decisions"] = response.decisions
         if not problems:
-            return NodeResult.completed(contract.annotate(value), snapshot, attempts, **usage)
+            result = NodeResult.completed(contract.annotate(value), snapshot, attempts, **usage)
+            result.cache_entry = slot.entry(response) if slot is not None else None
+            return result
         record["violations"] = problems
         last = {
             "kind": "schema",
@@ -189,18 +192,6 @@ async def _complete(provider: Provider, request: ChatRequest) -> ChatResponse:
     if request.timeout_s:
         return await asyncio.wait_for(provider.complete(request), request.timeout_s)
     return await provider.complete(request)
-
-
-def _parse(response: ChatResponse, contract: OutputContract) -> tuple[Any, list[str]]:
-    text = response.content or ""
-    if not contract.structured:
-        return text, []
-    fenced = _FENCE.match(text)
-    try:
-        value = json.loads(fenced.group(1) if fenced else text)
-    except json.JSONDecodeError as exc:
-        return None, [f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
-    return value, contract.violations(value)
 
 
 def _feedback(problems: list[str]) -> str:

@@ -31,7 +31,7 @@ from plait.llm.provider import Provider
 from plait.llm.select import NO_PROVIDER_HINT
 from plait.model.nodes import NodeBase, NodeType
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store
-from plait.store.node_writes import Claim, EndRun, Finish, Skip, Write
+from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Write
 from plait.store.records import TERMINAL_RUN_STATUSES
 
 ACTIVATION = 1  # reruns (corrections issue) add activations
@@ -89,10 +89,11 @@ class Engine:
         lease_ttl_s: float = 30.0,
         events: EventBus | None = None,
         start_concurrency: int = 16,
+        cache: bool = True,
     ):
         _freeze_startup_objects()
         self.store = store
-        self.runtime = Runtime(provider, llm_concurrency=llm_concurrency)
+        self.runtime = Runtime(provider, llm_concurrency=llm_concurrency, cache=store.cache if cache else None)
         self.owner = new_owner()
         self.lease_ttl_s = lease_ttl_s
         self.events = events or EventBus()
@@ -201,6 +202,13 @@ class Engine:
             elif rec.status == NodeStatus.PENDING and state.nodes[rec.node_id].node.type == NodeType.HUMAN_REVIEW:
                 state.set_phase(rec.node_id, Phase.WAITING)
             # `running` rows belong to a dead process: the node is claimed again and re-executed
+
+
+def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
+    entry = result.cache_entry
+    if entry is None or result.phase != Phase.COMPLETED:
+        return []
+    return [CachePut(run_id, entry.key, entry.provider, entry.model, entry.response, node_run_id)]
 
 
 def _owner_dead(owner: str) -> bool:
@@ -354,7 +362,8 @@ class _Scheduler:
             result.cost_usd,
         )
         follow = self._record(node_id, result)
-        results = await self.engine.commits.submit([finish, *follow])
+        remember = _cache_put(self.run_id, claimed.id, result)
+        results = await self.engine.commits.submit([finish, *remember, *follow])
         failpoint("after_commit", node_id)
         if not results[0]:
             raise EngineError(
@@ -362,7 +371,7 @@ class _Scheduler:
                 "run's lease); this engine stops driving the run"
             )
         self._announce(node_id, result)
-        return await self._started(follow, results[1:], keep_one=True)
+        return await self._started(follow, results[1 + len(remember) :], keep_one=True)
 
     def _record(self, node_id: str, result: NodeResult) -> list[Write]:
         """Apply a node's result to the run state; the writes for the successors it decides."""

@@ -12,6 +12,17 @@ if TYPE_CHECKING:
     from plait.llm.provider import Provider
     from plait.llm.types import ChatRequest
     from plait.sandbox import JsSandbox
+    from plait.store.cache import CacheRepository
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """A validated answer to remember, committed with the node run that got it."""
+
+    key: str
+    provider: str
+    model: str
+    response: dict[str, Any]
 
 
 @dataclass
@@ -24,6 +35,7 @@ class NodeResult:
     tokens_input: int = 0
     tokens_output: int = 0
     cost_usd: float = 0.0
+    cache_entry: CacheEntry | None = None
 
     @classmethod
     def completed(
@@ -54,8 +66,12 @@ class NodeResult:
 class Runtime:
     """Shared by every node of every run an engine executes."""
 
-    def __init__(self, provider: Provider | None, *, llm_concurrency: int | None = None):
+    def __init__(
+        self, provider: Provider | None, *, llm_concurrency: int | None = None, cache: CacheRepository | None = None
+    ):
         self.provider = provider
+        self.cache = cache
+        """The response cache to read (None: `--no-cache`); entries are written by the engine's commits."""
         self.llm_slots = asyncio.Semaphore(llm_concurrency) if llm_concurrency else None
         self._sandbox: JsSandbox | None = None
 

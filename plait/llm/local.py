@@ -72,6 +72,9 @@ class LocalProvider:
         self._llama: Any = None
         self._lock: asyncio.Lock | None = None
 
+    def cache_identity(self, request: ChatRequest) -> str:
+        return f"{self.name}/{MODEL_NAME}/seed-{self._seed}"
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         if self._lock is None:
             self._lock = asyncio.Lock()

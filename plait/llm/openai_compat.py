@@ -37,6 +37,10 @@ class OpenAIProvider:
             base_url=config.base_url, api_key=api_key or NO_KEY, timeout=config.timeout_s, max_retries=0
         )
 
+    def cache_identity(self, request: ChatRequest) -> str | None:
+        model = request.model or (self.config.models[0].name if self.config.models else None)
+        return f"{self.name}/{model}" if model else None
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         import openai
 

@@ -72,6 +72,13 @@ class ProviderPool:
             return f"no provider here can serve the role '{role}' ({reasons}); `plait config check` shows the setup"
         return None
 
+    def cache_identity(self, request: ChatRequest) -> str | None:
+        """ "provider/model" of the role's first usable target (None for a scripted one: never cached)."""
+        for provider, model in self.config.targets(request.model_role or DEFAULT_ROLE):
+            if provider.id in self._usable:
+                return None if provider.kind == "scripted" else f"{provider.id}/{request.model or model}"
+        return None
+
     def estimate_cost(self, request: ChatRequest) -> float:
         """What the request would cost on its role's first usable target, from the prompt's size
         and the answer's allowance (checked against a run's `max_cost_usd` before it is sent)."""

@@ -172,9 +172,26 @@ class NodeRunRow(Base):
     )
 
 
+class LlmCacheRow(Base):
+    """Validated model answers by request hash (SPEC §6.4): an identical later request (same
+    provider and model, messages, tools, response_format, temperature, seed) is answered from
+    here at no cost. Written with the node run that produced the answer, in its commit."""
+
+    __tablename__ = "llm_response_cache"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    provider: Mapped[str] = mapped_column(Text)
+    model: Mapped[str] = mapped_column(Text)
+    response_json: Mapped[Any] = mapped_column(Json, nullable=False)
+    node_run_id: Mapped[str | None] = mapped_column(Id)
+    """The node run whose call produced the answer (recorded on every hit)."""
+    created_at: Mapped[float] = mapped_column(Double)
+
+
 # Core handles on the ORM tables: the repositories write with `insert()/update()` on these
 # (one statement, no unit-of-work bookkeeping) because the engine calls them once per node.
 GRAPH_DEF = cast(Table, GraphDefRow.__table__)
 GRAPH_DEF_VERSION = cast(Table, GraphDefVersionRow.__table__)
 GRAPH_RUN = cast(Table, GraphRunRow.__table__)
 NODE_RUN = cast(Table, NodeRunRow.__table__)
+LLM_CACHE = cast(Table, LlmCacheRow.__table__)

@@ -29,7 +29,7 @@ from sqlalchemy.sql.dml import UpdateBase
 from plait.store.db import is_sqlite, json_dumps, writer
 from plait.store.errors import NotFoundError
 from plait.store.fastpath import Statements
-from plait.store.models import GRAPH_RUN, NODE_RUN
+from plait.store.models import GRAPH_RUN, LLM_CACHE, NODE_RUN
 from plait.store.records import (
     TERMINAL_RUN_STATUSES,
     NodeRunRecord,
@@ -96,7 +96,19 @@ class EndRun:
     error: dict[str, Any] | None = None
 
 
-Write = Claim | Finish | Skip | EndRun
+@dataclass(frozen=True, slots=True)
+class CachePut:
+    """Remember a validated model answer under its request hash (first writer wins). Result: None."""
+
+    run_id: str
+    key: str
+    provider: str
+    model: str
+    response: dict[str, Any]
+    node_run_id: str
+
+
+Write = Claim | Finish | Skip | EndRun | CachePut
 Unit = Sequence[Write]
 Runner = Callable[[str, dict[str, Any]], Any]
 """`run(statement_name, params)` inside the open transaction; returns a cursor (`rowcount`, `fetchone()`)."""
@@ -108,7 +120,7 @@ class NodeWriter:
     def __init__(self, engine: Engine, no_run: Callable[[str], NotFoundError]) -> None:
         self._writer = writer(engine)
         self._no_run = no_run
-        json_params = frozenset({"b_output", "b_snapshot", "b_attempts", "b_error"})
+        json_params = frozenset({"b_output", "b_snapshot", "b_attempts", "b_error", "b_response"})
         self._statements = Statements(engine, _statements(engine), json_params, json_dumps)
 
     def write(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
@@ -254,6 +266,17 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
             total[1] += write.tokens_output
             total[2] += write.cost_usd
         return True
+    if isinstance(write, CachePut):
+        params = {
+            "b_key": write.key,
+            "b_provider": write.provider,
+            "b_model": write.model,
+            "b_response": write.response,
+            "b_node_run": write.node_run_id,
+            "b_now": now,
+        }
+        run("cache_put", params)
+        return None
     if isinstance(write, Skip):
         params = new_node_row(
             write.run_id,
@@ -369,4 +392,22 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
             lease_expires_at=None,
         )
     )
-    return {"insert_node": insert_node, "finish": finish, "add_totals": add_totals, "end_run": end_run}
+    cache_put = (
+        dialect_insert(LLM_CACHE)
+        .values(
+            key=bindparam("b_key"),
+            provider=bindparam("b_provider"),
+            model=bindparam("b_model"),
+            response_json=bindparam("b_response"),
+            node_run_id=bindparam("b_node_run"),
+            created_at=bindparam("b_now"),
+        )
+        .on_conflict_do_nothing(index_elements=[LLM_CACHE.c.key])
+    )
+    return {
+        "insert_node": insert_node,
+        "finish": finish,
+        "add_totals": add_totals,
+        "end_run": end_run,
+        "cache_put": cache_put,
+    }

@@ -7,6 +7,7 @@ from types import TracebackType
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from plait.store.cache import CacheRepository
 from plait.store.checkpoint import Checkpointer
 from plait.store.db import create_store_engine, upgrade
 from plait.store.errors import StoreError
@@ -33,6 +34,7 @@ class Store:
     engine: Engine
     graphs: GraphRepository
     runs: RunRepository
+    cache: CacheRepository
 
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.url = database_url(url)
@@ -57,6 +59,7 @@ class Store:
             raise StoreError(self._open_error(exc)) from exc
         self.graphs = GraphRepository(self.engine, self.display_url)
         self.runs = RunRepository(self.engine, self.display_url)
+        self.cache = CacheRepository(self.engine)
         self._checkpointer = Checkpointer(self.engine) if _wal_file(self.engine) else None
 
     def _open_error(self, exc: BaseException) -> str:
@@ -80,6 +83,7 @@ class Store:
             self._checkpointer.close()
             self._checkpointer = None
         self.graphs.close()
+        self.cache.close()
         self.runs.close()
         self.engine.dispose()
 

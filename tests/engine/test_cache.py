@@ -1,0 +1,126 @@
+"""The response cache (SPEC §6.4) in a real store: a repeated identical request is answered from
+it at no cost, recorded with the node run it came from; `cache: false`, `--no-cache`, a failover
+and an uncacheable provider all go to the model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from plait.engine.runner import Engine
+from plait.engine.start import start_run
+from plait.llm.types import ChatRequest, ChatResponse, Usage
+from plait.store import Store
+
+LABEL = {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}
+
+
+class CountingModel:
+    """A cacheable provider (names its model) that counts the calls that reach it."""
+
+    name = "counting"
+
+    def __init__(self, serves_as: str = "counting/m1") -> None:
+        self.calls = 0
+        self.serves_as = serves_as
+
+    def cache_identity(self, request: ChatRequest) -> str:
+        return "counting/m1"
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self.calls += 1
+        provider, model = self.serves_as.split("/")
+        return ChatResponse(
+            content='{"label": "bug"}', usage=Usage(40, 6), provider=provider, model=model, cost_usd=0.01
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def graph(tmp_path: Path, cache: bool = True) -> str:
+    data = {
+        "id": "cached",
+        "schemas": [{"id": "label", "schema": LABEL}],
+        "nodes": [{"id": "a", "type": "LLM_CALL", "user_prompt_tpl": "Label: {{ input.text }}", "cache": cache}],
+        "edges": [{"source": "a", "target": "END", "schema_id": "label"}],
+    }
+    path = tmp_path / f"cached_{cache}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def run(store: Store, path: str, provider: Any, text: str = "it crashes", **engine: Any) -> Any:
+    run_id = start_run(store, path, {"text": text})
+    return asyncio.run(Engine(store, provider, **engine).run(run_id))
+
+
+def node(store: Store, run_id: str) -> Any:
+    (record,) = store.runs.node_runs(run_id)
+    return record
+
+
+def test_an_identical_request_is_answered_from_the_cache(store: Store, tmp_path: Path) -> None:
+    model = CountingModel()
+    first = run(store, graph(tmp_path), model)
+    second = run(store, graph(tmp_path), model)
+    assert model.calls == 1
+    assert second.output == first.output == {"label": "bug"}
+    hit = node(store, second.run_id)
+    assert (hit.cost_usd, hit.tokens_input, hit.tokens_output) == (0.0, 0, 0)
+    assert hit.attempts[0]["cache_hit"] is True
+    assert hit.attempts[0]["cached_from"] == node(store, first.run_id).id
+    assert store.runs.get(second.run_id).cost_usd == 0.0
+    other = run(store, graph(tmp_path), model, text="other text")
+    assert model.calls == 2, "a different prompt is a different request"
+    assert node(store, other.run_id).attempts[0].get("cache_hit") is None
+
+
+@pytest.mark.parametrize("how", ["node cache: false", "Engine(cache=False) / --no-cache"])
+def test_the_cache_can_be_bypassed(store: Store, tmp_path: Path, how: str) -> None:
+    model = CountingModel()
+    node_cache = how.startswith("node")
+    path = graph(tmp_path, cache=not node_cache)
+    run(store, path, model)
+    run(store, path, model, **({} if node_cache else {"cache": False}))
+    assert model.calls == 2
+
+
+def test_an_answer_from_a_failover_target_is_not_remembered_under_the_first_targets_key(
+    store: Store, tmp_path: Path
+) -> None:
+    model = CountingModel(serves_as="backup/m2")
+    run(store, graph(tmp_path), model)
+    run(store, graph(tmp_path), model)
+    assert model.calls == 2
+
+
+def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    base = [sys.executable, "-m", "plait", "run", str(examples / "feedback_triage.yaml"), "--input-file",
+            str(examples / "inputs" / "feedback_triage.yaml"), "--db", db, "--quiet", "--json"]  # fmt: skip
+    from plait.llm import local
+
+    if not local.available():
+        pytest.skip("the `local` extra is not installed: " + local.INSTALL_HINT)
+    runs = [
+        subprocess.run(base + extra, capture_output=True, text=True, timeout=120) for extra in ([], [], ["--no-cache"])
+    ]
+    assert [r.returncode for r in runs] == [0, 0, 0], [r.stderr for r in runs]
+    with Store(db) as store:
+        nodes = [store.runs.node_runs(json.loads(r.stdout)["run_id"]) for r in runs]
+    called = sorted(n.node_id for n in nodes[0] if n.tokens_output)
+    hits = [
+        sorted(n.node_id for n in run_nodes if n.attempts and n.attempts[0].get("cache_hit")) for run_nodes in nodes
+    ]
+    assert called  # the first run asked the model
+    assert hits == [[], called, []]

@@ -27,6 +27,10 @@ from plait.cli.common import (
 )
 
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
+DryRunOption = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Render every prompt with placeholder upstream data, check budgets; call no model."),
+]
 NoCacheOption = Annotated[
     bool, typer.Option("--no-cache", help="Call the model even when an identical request was answered before.")
 ]
@@ -40,6 +44,7 @@ def run_command(
     llm: LlmOption = None,
     config: ConfigOption = None,
     no_cache: NoCacheOption = False,
+    dry_run: DryRunOption = False,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -47,6 +52,11 @@ def run_command(
     from plait.engine.start import StartError, start_run
 
     run_input = parse_inputs(inputs, input_file)
+    if dry_run:
+        from plait.cli.dry_run import dry_run_command
+
+        dry_run_command(graph, run_input, _provider(llm, config), db, json_output)
+        return
     store = open_store(db)
     try:
         provider = _provider(llm, config)

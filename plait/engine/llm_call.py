@@ -32,10 +32,16 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
             message="prompt_script and mcp_prompt nodes need the "
             "prompt-script / MCP support of a later release; use user_prompt_tpl",
         )
+    request, snapshot = build_request(node, state)
+    return await _attempts(node, request, state.compiled.contracts[node.id], snapshot, rt, state)
+
+
+def build_request(node: LlmCallNode, state: RunState) -> tuple[ChatRequest, dict[str, Any]]:
+    """The chat request a node sends in this state, and its input snapshot (also `--dry-run`'s view)."""
     view = build_view(state, node)
     budget = prompt_budget(node)
     system = render(node.system_prompt, view.names, budget) if node.system_prompt else None
-    user = render(node.user_prompt_tpl, view.names, budget)
+    user = render(node.user_prompt_tpl or "", view.names, budget)
     contract = state.compiled.contracts[node.id]
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": user})
@@ -69,7 +75,7 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
         },
         "truncated_chars": budget.truncated,
     }
-    return await _attempts(node, request, contract, snapshot, rt, state)
+    return request, snapshot
 
 
 async def _attempts(

@@ -1,0 +1,77 @@
+"""`plait run GRAPH --dry-run`: what each node would send, with estimates; nothing is stored."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from plait.cli.common import EXIT_INVALID, console, fail, open_store, print_json
+
+
+def dry_run_command(ref: str, run_input: dict[str, Any], provider: Any, db: str | None, json_output: bool) -> None:
+    from plait.engine.dry_run import dry_run
+    from plait.engine.runtime import Runtime
+    from plait.engine.start import input_violations
+
+    graph = _graph(ref, db)
+    problems = input_violations(graph.input_schema, run_input)
+    if problems:
+        for line in problems:
+            sys.stderr.write(f"  input {line}\n")
+        fail("the run input does not match the graph's input_schema", "pass the fields with -i key=v or --input-file")
+    result = dry_run(graph, run_input, Runtime(provider))
+    if json_output:
+        print_json(result.as_json())
+    else:
+        _print(result)
+    for problem in result.problems:
+        sys.stderr.write(f"plait: {problem}\n")
+    raise typer.Exit(EXIT_INVALID if result.problems else 0)
+
+
+def _graph(ref: str, db: str | None) -> Any:
+    """The graph as a run would execute it (SKILLs expanded), without storing anything."""
+    from plait.engine.start import looks_like_file
+
+    if Path(ref).is_file():
+        from plait.compile import compile_file
+
+        compiled = compile_file(ref)
+        if not compiled.valid or compiled.expanded is None:
+            for diagnostic in compiled.errors:
+                sys.stderr.write(diagnostic.format() + "\n")
+            fail(f"{ref} is not a valid graph ({len(compiled.errors)} errors)", f"run `plait validate {ref}`")
+        return compiled.expanded
+    if looks_like_file(ref):
+        fail(f"no such graph file: {ref}", "check the path")
+    from plait.store import StoreError
+
+    store = open_store(db)
+    try:
+        return store.graphs.get(ref).graph
+    except StoreError as exc:
+        fail(str(exc), "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)")
+    finally:
+        store.close()
+
+
+def _print(result: Any) -> None:
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    out = console()
+    for node in result.nodes:
+        if node.messages is None:
+            out.print(f"[dim]{node.node_id} ({node.type}): placeholder output {escape(json.dumps(node.output))}[/]")
+            continue
+        body = "\n".join(f"[bold]{m['role']}:[/] {escape(str(m['content']))}" for m in node.messages)
+        if node.response_format:
+            body += f"\n[bold]response_format:[/] {escape(json.dumps(node.response_format, ensure_ascii=False))}"
+        estimate = f"~{node.tokens_in} tokens in, ≤{node.tokens_out} out, ~${node.cost_usd:.6f}"
+        out.print(Panel(body, title=f"{node.node_id} (LLM_CALL)", subtitle=estimate, expand=False))
+    budget = f" (max_cost_usd {result.max_cost_usd})" if result.max_cost_usd is not None else ""
+    out.print(f"estimated cost, every node once: ~${result.cost_usd:.6f}{budget}; no model was called")

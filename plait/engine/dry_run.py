@@ -1,0 +1,141 @@
+"""`plait run --dry-run` (SPEC §6.4, seed 003 §6): every prompt rendered, budgets and providers
+checked, no model called and nothing stored.
+
+Every node is taken as run: its output is a placeholder derived from its out-edge schemas
+(`<node.field>` strings, the first enum value, 0, false, one array item); a MERGE collects its
+inputs, HUMAN_REVIEW and WAIT pass theirs on. A CONDITION lets each successor see it as taking
+that successor's branch, so that every branch's prompts are rendered too. Each LLM_CALL is
+rendered through the engine's own path (`llm_call.build_request`), so what is shown is exactly
+what a run would send, given the placeholders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait.engine.contracts import OutputContract
+from plait.engine.llm_call import build_request
+from plait.engine.render import CHARS_PER_TOKEN
+from plait.engine.runtime import Runtime
+from plait.engine.state import CompiledRun, Phase, RunState
+from plait.llm.pool import DEFAULT_ANSWER_TOKENS
+from plait.model.graph import GraphDef
+from plait.model.nodes import LlmCallNode, NodeType
+
+
+@dataclass
+class DryNode:
+    node_id: str
+    type: str
+    messages: list[dict[str, Any]] | None = None
+    response_format: dict[str, Any] | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    output: Any = None
+    """The placeholder the node's successors were rendered with."""
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DryRun:
+    nodes: list[DryNode]
+    max_cost_usd: float | None
+    problems: list[str]
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(n.cost_usd for n in self.nodes)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "nodes": [vars(n) for n in self.nodes],
+            "estimated_cost_usd": self.cost_usd,
+            "max_cost_usd": self.max_cost_usd,
+            "problems": self.problems,
+        }
+
+
+def dry_run(graph: GraphDef, run_input: dict[str, Any], runtime: Runtime) -> DryRun:
+    compiled = CompiledRun.from_graph(graph)
+    state = RunState(compiled, run_input)
+    nodes = [_node(compiled, state, node_id, runtime) for node_id in compiled.topology.order]
+    problems = [f"node '{n.node_id}': {p}" for n in nodes for p in n.problems]
+    dry = DryRun(nodes, graph.max_cost_usd, problems)
+    if graph.max_cost_usd is not None and dry.cost_usd > graph.max_cost_usd:
+        problems.append(
+            f"the estimated cost ${dry.cost_usd:.6f} (every node run once) is over max_cost_usd = {graph.max_cost_usd}"
+        )
+    return dry
+
+
+def _node(compiled: CompiledRun, state: RunState, node_id: str, runtime: Runtime) -> DryNode:
+    node = compiled.nodes[node_id]
+    for edge in compiled.in_edges[node_id]:  # a CONDITION takes the branch that leads here
+        source = state.nodes[edge.source_node_id]
+        if source.node.type == NodeType.CONDITION:
+            source.branch = edge.condition_key
+    dry = DryNode(node_id, str(node.type))
+    if isinstance(node, LlmCallNode):
+        _render(node, state, runtime, dry)
+    if node.type == NodeType.MERGE:
+        output: Any = {p: state.nodes[p].data for p in state.active_predecessors(node_id)}
+    elif node.type in (NodeType.HUMAN_REVIEW, NodeType.WAIT):
+        output = state.current_for(node_id)
+    elif node.type == NodeType.CONDITION:
+        output = {"branch": None}
+    else:
+        output = placeholder(compiled.contracts[node_id], node_id)
+    dry.output = output
+    state.complete(node_id, output)
+    state.nodes[node_id].phase = Phase.COMPLETED
+    return dry
+
+
+def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: DryNode) -> None:
+    if node.user_prompt_tpl is None:
+        dry.problems.append("prompt_script and mcp_prompt nodes are not rendered by this release")
+        return
+    request, _ = build_request(node, state)
+    dry.messages = request.messages
+    dry.response_format = request.response_format
+    dry.tokens_in = sum(len(str(m.get("content") or "")) for m in request.messages) // CHARS_PER_TOKEN + 1
+    dry.tokens_out = request.max_tokens or DEFAULT_ANSWER_TOKENS
+    dry.cost_usd = runtime.estimate_cost(request)
+    provider = runtime.provider
+    if provider is None:
+        dry.problems.append("no model provider: install the embedded model or pass --llm / --config")
+        return
+    refusal = getattr(provider, "refusal", None)
+    reason = refusal(node.model_role or "chat") if refusal is not None else None
+    if reason:
+        dry.problems.append(reason)
+
+
+def placeholder(contract: OutputContract, node_id: str) -> Any:
+    """A value shaped like the node's out-edge schemas (a string naming the node without any)."""
+    return _shaped(contract.combined(), node_id) if contract.structured else f"<{node_id}>"
+
+
+def _shaped(schema: Any, path: str) -> Any:
+    if not isinstance(schema, dict):
+        return f"<{path}>"
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for combinator in ("allOf", "anyOf", "oneOf"):
+        if schema.get(combinator):
+            parts = [_shaped(s, path) for s in schema[combinator]]
+            if combinator == "allOf" and all(isinstance(p, dict) for p in parts):
+                return {k: v for p in parts for k, v in p.items()}
+            return parts[0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "object" or (kind is None and "properties" in schema):
+        return {key: _shaped(sub, f"{path}.{key}") for key, sub in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return [_shaped(schema.get("items"), f"{path}[0]")]
+    return {"integer": 0, "number": 0, "boolean": False, "null": None}.get(str(kind), f"<{path}>")

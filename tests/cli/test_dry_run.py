@@ -1,0 +1,85 @@
+"""`plait run --dry-run`: every prompt rendered with placeholder upstream data, budgets and providers
+checked, no model called, nothing stored."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+
+
+def test_every_llm_prompt_is_rendered_and_nothing_is_stored(tmp_path: Path) -> None:
+    inputs = EXAMPLES / "inputs" / "feedback_triage.yaml"
+    script = EXAMPLES / "scripted" / "blog_writer.yaml"
+    result = plait(
+        "run", str(EXAMPLES / "feedback_triage.yaml"), "--input-file", str(inputs), "--llm", f"scripted:{script}",
+        "--dry-run", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    rendered = {n["node_id"]: n for n in report["nodes"] if n["messages"]}
+    assert sorted(rendered) == ["answer", "classify", "file_bug"]  # every branch, not only the one a run takes
+    assert rendered["classify"]["messages"][-1]["content"].startswith("Feedback: The app crashes")
+    schema = rendered["classify"]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["label"]["enum"] == ["bug", "praise", "question"]
+    assert rendered["classify"]["tokens_in"] > 5
+    assert not (tmp_path / ".plait").exists(), "a dry run stores nothing"
+
+
+def test_downstream_prompts_see_schema_shaped_placeholders(tmp_path: Path) -> None:
+    graph = {
+        "id": "two",
+        "schemas": [{"id": "title", "schema": {"type": "object", "properties": {"title": {"type": "string"},
+                     "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}}}}],
+        "nodes": [
+            {"id": "first", "type": "LLM_CALL", "user_prompt_tpl": "Name it"},
+            {"id": "second", "type": "LLM_CALL", "user_prompt_tpl": "Title {{ first.title }} tags {{ first.tags }}"},
+        ],
+        "edges": [{"source": "first", "target": "second", "schema_id": "title"}],
+    }  # fmt: skip
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump(graph))
+    script = EXAMPLES / "scripted" / "blog_writer.yaml"
+    result = plait("run", str(path), "--llm", f"scripted:{script}", "--dry-run", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    second = next(n for n in json.loads(result.stdout)["nodes"] if n["node_id"] == "second")
+    assert second["messages"][-1]["content"] == 'Title <first.title> tags ["a"]'
+
+
+def test_budget_and_provider_problems_are_reported_with_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "answers.yaml").write_text("responses:\n  - {text: x}\n")
+    (tmp_path / "plait.toml").write_text(
+        '[[providers]]\nid = "paid"\nkind = "scripted"\nfile = "answers.yaml"\n'
+        'models = [{ name = "m", price_in = 1000.0, price_out = 1000.0 }]\n[roles]\nchat = "paid/m"\n'
+    )
+    graph = {
+        "id": "costly",
+        "max_cost_usd": 0.01,
+        "nodes": [
+            {"id": "a", "type": "LLM_CALL", "user_prompt_tpl": "go", "token_budget_output": 100},
+            {"id": "b", "type": "LLM_CALL", "user_prompt_tpl": "go", "model_role": "vision"},
+        ],
+        "edges": [{"source": "a", "target": "b"}],
+    }
+    path = tmp_path / "costly.yaml"
+    path.write_text(yaml.safe_dump(graph))
+    result = plait("run", str(path), "--config", str(tmp_path / "plait.toml"), "--dry-run", "--json", cwd=tmp_path)
+    assert result.returncode == 2
+    report = json.loads(result.stdout)
+    a = next(n for n in report["nodes"] if n["node_id"] == "a")
+    assert a["cost_usd"] == 0.1  # (0 prompt tokens + 100) x $0.001
+    assert any("over max_cost_usd = 0.01" in p for p in report["problems"])
+    assert any(p.startswith("node 'b': the role 'vision' is not configured") for p in report["problems"])
+    assert "no model was called" not in result.stdout  # --json: the JSON only

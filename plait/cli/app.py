@@ -16,6 +16,7 @@ import typer
 
 from plait import __version__
 from plait.cli import config, graphs, runs
+from plait.cli.replay import replay_command
 from plait.cli.run import resume_command, run_command
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
@@ -32,6 +33,7 @@ app.add_typer(runs.app, name="runs")
 app.add_typer(config.app, name="config")
 app.command("run")(run_command)
 app.command("resume")(resume_command)
+app.command("replay")(replay_command)
 
 
 def _version(value: bool) -> None:

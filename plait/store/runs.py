@@ -329,6 +329,17 @@ class RunRepository:
         """Mark an activation `skipped` (all its incoming edges inactive); a no-op if it exists."""
         self.nodes.write_one([Skip(run_id, node_id, activation)])
 
+    def node_run(self, node_run_id: str) -> NodeRunRecord:
+        """One node run by its id (as `plait runs show --json` lists them)."""
+        with self._engine.connect() as conn:
+            row = conn.execute(select(NODE_RUN).where(NODE_RUN.c.id == node_run_id)).one_or_none()
+        if row is None:
+            raise NotFoundError(
+                f"no node run '{node_run_id}' in {self._db_name}: "
+                "`plait runs show RUN_ID --json` lists the node runs of a run"
+            )
+        return node_run_from_row(row)
+
     def node_runs(self, run_id: str) -> builtins.list[NodeRunRecord]:
         """Every activation of every node of the run, in the order they were created."""
         query = (

@@ -1,0 +1,80 @@
+"""`plait replay NODE_RUN_ID`: the recorded request sent again, the new answer next to the stored one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import typer
+
+from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, console, fail, open_store, print_json
+
+
+def replay_command(
+    node_run_id: Annotated[str, typer.Argument(help="A node run id (`plait runs show RUN_ID --json` lists them).")],
+    model: Annotated[
+        str | None, typer.Option("--model", help="Send it to this role (of plait.toml) or model instead.")
+    ] = None,
+    db: DbOption = None,
+    llm: LlmOption = None,
+    config: ConfigOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Re-send a model call exactly as recorded and diff the new answer against the stored one."""
+    from plait.cli.run import _provider
+    from plait.engine.replay import ReplayError, replay
+    from plait.llm.types import ProviderError
+    from plait.store import StoreError
+
+    store = open_store(db)
+    try:
+        try:
+            record = store.runs.node_run(node_run_id)
+        except StoreError as exc:
+            fail(str(exc))
+    finally:
+        store.close()
+    provider = _provider(llm, config)
+    if provider is None:
+        from plait.llm.select import NO_PROVIDER_HINT
+
+        fail(f"no model provider to replay with: {NO_PROVIDER_HINT}")
+    roles = getattr(getattr(provider, "config", None), "roles", {})
+
+    async def go() -> Any:
+        try:
+            return await replay(record, provider, model, roles)
+        finally:
+            await provider.aclose()
+
+    try:
+        result = asyncio.run(go())
+    except ReplayError as exc:
+        fail(str(exc))
+    except ProviderError as exc:
+        fail(f"the model call failed: {exc}", code=1)
+    if json_output:
+        print_json({**vars_of(result)})
+        return
+    _print(result)
+
+
+def vars_of(result: Any) -> dict[str, Any]:
+    return {name: getattr(result, name) for name in result.__slots__}
+
+
+def _print(result: Any) -> None:
+    from rich.columns import Columns
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    out = console()
+    stored = escape(json.dumps(result.stored, indent=2, ensure_ascii=False))
+    new = escape(json.dumps(result.new, indent=2, ensure_ascii=False))
+    replayed = f"replayed on {result.provider}/{result.model}"
+    out.print(Columns([Panel(stored, title="stored"), Panel(new, title=replayed)]))
+    out.print(escape(result.diff) if result.diff else "[green]same answer[/]")
+    for problem in result.violations:
+        out.print(f"[red]the new answer breaks the recorded schema:[/] {escape(problem)}")
+    out.print(f"{result.tokens_input}+{result.tokens_output} tokens, ${result.cost_usd:.6f}; nothing was stored")

@@ -123,6 +123,19 @@ def _node_json(n: Any) -> dict[str, Any]:
     }
 
 
+def _served(attempts: list[dict[str, Any]]) -> str:
+    """Who answered the last attempt, and what the provider pool did on the way (all attempts)."""
+    if not attempts:
+        return ""
+    last = attempts[-1]
+    if last.get("cache_hit"):
+        return "cache"
+    where = "/".join(str(x) for x in (last.get("provider"), last.get("model")) if x)
+    events = [d.get("event") for a in attempts for d in a.get("decisions", [])]
+    notes = [f"{e}×{events.count(e)}" for e in ("queued", "retry", "failover", "degraded") if e in events]
+    return where + (f" ({', '.join(notes)})" if notes else "")
+
+
 def _render(run: Any, nodes: list[Any]) -> None:
     from rich.table import Table
 
@@ -132,7 +145,7 @@ def _render(run: Any, nodes: list[Any]) -> None:
         f"created {_when(run.created_at)}  tokens {run.tokens_input}+{run.tokens_output}  cost ${run.cost_usd:.4f}"
     )
     table = Table()
-    for column in ("node", "status", "attempts", "tokens", "cost $", "time"):
+    for column in ("node", "status", "attempts", "served by", "tokens", "cost $", "time"):
         table.add_column(column, no_wrap=True)
     table.add_column("effective output (full: --json)", no_wrap=True, overflow="ellipsis", max_width=60)
     for n in nodes:
@@ -144,6 +157,7 @@ def _render(run: Any, nodes: list[Any]) -> None:
             n.node_id,
             n.status,
             str(len(n.attempts or [])),
+            _served(n.attempts or []),
             f"{n.tokens_input}+{n.tokens_output}",
             f"{n.cost_usd:.4f}",
             took,

@@ -120,8 +120,14 @@ class ProviderConfig(_Strict):
         return next((m for m in self.models if m.name == name), None)
 
 
+class PoolConfig(_Strict):
+    degrade_to: str | None = None
+    """"provider/model" tried when every target of a role failed (a smaller or local model)."""
+
+
 class PlaitConfig(_Strict):
     providers: tuple[ProviderConfig, ...] = ()
+    pool: PoolConfig = PoolConfig()
     roles: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """role → "provider/model" targets in failover order."""
     source: str | None = Field(default=None, exclude=True)
@@ -145,6 +151,8 @@ class PlaitConfig(_Strict):
                 raise ValueError(f"role {role!r} has no targets")
             for target in targets:
                 self._check_target(role, target)
+        if self.pool.degrade_to is not None:
+            self._check_target("pool.degrade_to", self.pool.degrade_to)
         return self
 
     def _check_target(self, role: str, target: str) -> None:

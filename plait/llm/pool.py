@@ -113,11 +113,32 @@ class ProviderPool:
                 continue
             return replace(response, decisions=decisions)
         assert last is not None
+        degraded = self._degrade_target(targets)
+        if degraded is not None:
+            provider, model = degraded
+            decisions.append({"event": "degraded", "to": f"{provider.id}/{model}", "error": str(last)})
+            try:
+                response = await self._on_target(provider, model, request, decisions)
+            except ProviderError as exc:
+                exc.decisions = decisions
+                raise
+            return replace(response, decisions=decisions)
         raise ProviderError(
             f"every provider for the role '{role}' failed; the last: {last}",
             kind=last.kind,
             decisions=decisions,
         )
+
+    def _degrade_target(self, tried: list[tuple[ProviderConfig, str]]) -> tuple[ProviderConfig, str] | None:
+        """`[pool] degrade_to`, when it is usable here and was not one of the targets just tried."""
+        target = self.config.pool.degrade_to
+        if target is None:
+            return None
+        provider_id, _, model = target.partition("/")
+        provider = self.config.provider(provider_id)
+        if provider is None or provider.id not in self._usable or (provider.id, model) in {(p.id, m) for p, m in tried}:
+            return None
+        return provider, model
 
     async def aclose(self) -> None:
         providers, self._providers = list(self._providers.values()), {}

@@ -124,3 +124,10 @@ def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
     ]
     assert called  # the first run asked the model
     assert hits == [[], called, []]
+    second = json.loads(runs[1].stdout)["run_id"]
+    shown = subprocess.run(
+        [sys.executable, "-m", "plait", "runs", "show", second, "--db", db], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "served by" in shown.stdout
+    assert "│ cache " in shown.stdout

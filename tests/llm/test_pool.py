@@ -176,3 +176,29 @@ def test_a_role_nobody_serves_is_explained(tmp_path: Path) -> None:
     with pytest.raises(ProviderError, match="the role 'vision' is not configured") as caught:
         complete_once(p, request("vision"))
     assert not caught.value.retryable
+
+
+def test_when_every_target_fails_the_pool_degrades_to_its_fallback_model(tmp_path: Path) -> None:
+    for name, answer in (("first", "{error: 500}"), ("second", "{error: 429}"), ("third", '{output: {text: "tiny"}}')):
+        (tmp_path / f"{name}.yaml").write_text(f"responses:\n  - {answer}\n")
+    providers = "".join(
+        f'[[providers]]\nid = "{p}"\nkind = "scripted"\nfile = "{f}.yaml"\nretries = 0\nmodels = [{{ name = "{m}" }}]\n'
+        for p, f, m in (("one", "first", "m1"), ("two", "second", "m2"), ("small", "third", "tiny"))
+    )
+    (tmp_path / "plait.toml").write_text(
+        providers + '[pool]\ndegrade_to = "small/tiny"\n[roles]\nchat = ["one/m1", "two/m2"]\n'
+    )
+    p = ProviderPool(load_config(str(tmp_path / "plait.toml")))
+    response = complete_once(p, request())
+    assert (response.content, response.provider, response.model) == ('{"text": "tiny"}', "small", "tiny")
+    assert events(response.decisions) == ["sent", "failover", "sent", "degraded", "sent"]
+    assert response.decisions[3]["to"] == "small/tiny"
+
+
+def test_degrade_to_must_name_a_configured_model(tmp_path: Path) -> None:
+    from plait.llm.config import ConfigError
+
+    pool(tmp_path, '{output: {text: "first"}}')
+    (tmp_path / "plait.toml").write_text((tmp_path / "plait.toml").read_text() + '\n[pool]\ndegrade_to = "nope/x"\n')
+    with pytest.raises(ConfigError, match=r"pool.degrade_to.*no provider 'nope'"):
+        load_config(str(tmp_path / "plait.toml"))

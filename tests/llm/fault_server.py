@@ -1,0 +1,114 @@
+"""An OpenAI-compatible server of our own, on loopback, that misbehaves on request (the fault matrix).
+
+The requested `model` picks the behaviour, `NAME` or `NAME*N` (misbehave N times for that model,
+then answer normally):
+
+- `ok`: a valid answer for the label schema (`{"label": "bug"}`);
+- `429`: HTTP 429 with `Retry-After: 1`; `500`: HTTP 500;
+- `slow`: answers after 3 s (clients with a shorter timeout give up);
+- `notjson`: an answer that is not JSON; `badschema`: JSON that breaks the label schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+CONTENT = {"ok": '{"label": "bug"}', "notjson": "I think it is a bug.", "badschema": '{"label": "urgent"}'}
+
+
+def _answer(model: str, content: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fault",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+    }
+
+
+def make_app(calls: Counter[str]) -> FastAPI:
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def complete(request: Request) -> Response:
+        body = await request.json()
+        model = str(body.get("model"))
+        calls[model] += 1
+        behaviour, _, times = model.partition("*")
+        if times and calls[model] > int(times):
+            behaviour = "ok"
+        if behaviour == "429":
+            return JSONResponse({"error": {"message": "slow down"}}, status_code=429, headers={"Retry-After": "1"})
+        if behaviour == "500":
+            return JSONResponse({"error": {"message": "boom"}}, status_code=500)
+        if behaviour == "slow":
+            await asyncio.sleep(3)
+            behaviour = "ok"
+        return JSONResponse(_answer(model, CONTENT.get(behaviour, CONTENT["ok"])))
+
+    return app
+
+
+@contextmanager
+def fault_server() -> Iterator[tuple[str, Counter[str]]]:
+    """Serve on a free loopback port in a thread; yields the base URL (…/v1) and the call counts."""
+    calls: Counter[str] = Counter()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = uvicorn.Config(make_app(calls), host="127.0.0.1", port=port, log_level="critical", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the fault server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/v1", calls
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def dropping_server() -> Iterator[str]:
+    """A loopback server that reads each request and closes the connection without answering."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                with suppress(OSError):
+                    conn.recv(65536)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()

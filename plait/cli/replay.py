@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated, Any
 
@@ -22,6 +21,8 @@ def replay_command(
     json_output: JsonOption = False,
 ) -> None:
     """Re-send a model call exactly as recorded and diff the new answer against the stored one."""
+    import asyncio
+
     from plait.cli.run import _provider
     from plait.engine.replay import ReplayError, replay
     from plait.llm.types import ProviderError

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pytest
 import yaml
-from llm_helpers import complete_once
+from llm_helpers import LABEL, complete_once, needs_local
 
 from plait.engine.runner import Engine
 from plait.engine.start import start_run
@@ -21,16 +20,9 @@ from plait.llm import local
 from plait.llm.types import ChatRequest
 from plait.store import Store
 
-pytestmark = pytest.mark.skipif(
-    not local.available(), reason="the `local` extra is not installed: " + local.INSTALL_HINT
-)
+pytestmark = needs_local
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-LABEL = {
-    "type": "object",
-    "properties": {"label": {"type": "string", "enum": ["bug", "praise", "question"]}},
-    "required": ["label"],
-}
 
 
 def ask(provider: local.LocalProvider, text: str, schema: dict[str, Any] | None) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
-from llm_helpers import complete_once
+from llm_helpers import LABEL, complete_once, needs_local
 
 from plait.llm import local
 from plait.llm.config import JsonMode, ProviderConfig
@@ -24,16 +24,9 @@ from plait.llm.openai_compat import OpenAIProvider
 from plait.llm.types import ChatRequest, ProviderError
 from plait.store import Store
 
-pytestmark = pytest.mark.skipif(
-    not local.available(), reason="the `local` extra is not installed: " + local.INSTALL_HINT
-)
+pytestmark = needs_local
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-LABEL = {
-    "type": "object",
-    "properties": {"label": {"type": "string", "enum": ["bug", "praise", "question"]}},
-    "required": ["label"],
-}
 
 
 def free_port() -> int:

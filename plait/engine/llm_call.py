@@ -54,6 +54,7 @@ def build_request(node: LlmCallNode, state: RunState) -> tuple[ChatRequest, dict
         temperature=node.temperature_override,
         max_tokens=node.max_tokens_override or node.token_budget_output,
         timeout_s=node.timeout_s,
+        priority=node.priority,
     )
     snapshot: dict[str, Any] = {
         "node_type": "LLM_CALL",

@@ -26,6 +26,7 @@ from typing import Any
 from plait.llm.check import check_config
 from plait.llm.config import DEFAULT_ROLE, PlaitConfig, ProviderConfig
 from plait.llm.provider import Provider
+from plait.llm.slots import CRITICAL, PrioritySlots
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 
 MAX_BACKOFF_S = 30.0
@@ -38,7 +39,7 @@ WINDOW_S = 60.0
 class _Lane:
     """One provider's capacity in this process."""
 
-    slots: asyncio.Semaphore
+    slots: PrioritySlots
     sent: deque[float] = field(default_factory=deque)
     tokens: deque[tuple[float, int]] = field(default_factory=deque)
 
@@ -103,8 +104,9 @@ class ProviderPool:
         for index, (provider, model) in enumerate(targets):
             if index:
                 decisions.append({"event": "failover", "to": f"{provider.id}/{model}", "error": str(last)})
+            may_skip = index < len(targets) - 1  # a critical request fails over rather than queue
             try:
-                response = await self._on_target(provider, request.model or model, request, decisions)
+                response = await self._on_target(provider, request.model or model, request, decisions, may_skip)
             except ProviderError as exc:
                 exc.decisions = decisions
                 if not exc.retryable:
@@ -148,24 +150,36 @@ class ProviderPool:
     # -- one target ------------------------------------------------------------------------------------------
 
     async def _on_target(
-        self, config: ProviderConfig, model: str, request: ChatRequest, decisions: list[dict[str, Any]]
+        self,
+        config: ProviderConfig,
+        model: str,
+        request: ChatRequest,
+        decisions: list[dict[str, Any]],
+        may_skip: bool = False,
     ) -> ChatResponse:
         target = f"{config.id}/{model}"
         lane = self._lane(config)
         estimate = _estimate_tokens(request)
         for attempt in range(config.retries + 1):
             await self._wait_for_capacity(config, lane, estimate, target, decisions)
+            if may_skip and request.priority >= CRITICAL and not lane.slots.try_acquire(request.priority):
+                decisions.append({"event": "busy", "target": target})
+                raise ProviderError(f"{target} has no free slot for a critical request", kind="busy")
             started = self._clock()
+            if not (may_skip and request.priority >= CRITICAL):  # otherwise the slot is taken above
+                await lane.slots.acquire(request.priority)
             try:
-                async with lane.slots:
-                    waited = self._clock() - started
-                    if waited > 0.001:
-                        decisions.append({"event": "queued", "target": target, "reason": "max_concurrency",
-                                          "wait_s": round(waited, 3)})  # fmt: skip
-                    lane.sent.append(self._clock())
-                    lane.tokens.append((self._clock(), estimate))
-                    decisions.append({"event": "sent", "target": target})
+                waited = self._clock() - started
+                if waited > 0.001:
+                    decisions.append({"event": "queued", "target": target, "reason": "max_concurrency",
+                                      "wait_s": round(waited, 3)})  # fmt: skip
+                lane.sent.append(self._clock())
+                lane.tokens.append((self._clock(), estimate))
+                decisions.append({"event": "sent", "target": target})
+                try:
                     response = await self._provider(config).complete(replace(request, model=model))
+                finally:
+                    lane.slots.release()
                 await _hand_over()
             except ProviderError as exc:
                 if not exc.retryable or attempt == config.retries:
@@ -213,7 +227,7 @@ class ProviderPool:
 
     def _lane(self, config: ProviderConfig) -> _Lane:
         if config.id not in self._lanes:
-            self._lanes[config.id] = _Lane(asyncio.Semaphore(config.max_concurrency))
+            self._lanes[config.id] = _Lane(PrioritySlots(config.max_concurrency, config.reserve_share))
         return self._lanes[config.id]
 
     def _provider(self, config: ProviderConfig) -> Provider:

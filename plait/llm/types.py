@@ -31,6 +31,8 @@ class ChatRequest:
     temperature: float | None = None
     max_tokens: int | None = None
     timeout_s: float | None = None
+    priority: int = 5
+    """The node's priority, 0-10: the pool serves higher ones first and keeps a reserve for 8-10."""
 
     @property
     def user_prompt(self) -> str:

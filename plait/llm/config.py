@@ -93,8 +93,9 @@ class ProviderConfig(_Strict):
     file: str | None = None
     """scripted: the responses file."""
     max_concurrency: Annotated[int, Field(gt=0)] = 4
-    reserve_share: Annotated[float, Field(ge=0, lt=1)] = 0.2
-    """Share of `max_concurrency` kept for critical requests (node priority 8-10)."""
+    reserve_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    """Share of `max_concurrency` kept for critical requests (node priority 8-10); idle slots when
+    none come, so it is off (0) unless set."""
     rpm: Annotated[int, Field(gt=0)] | None = None
     tpm: Annotated[int, Field(gt=0)] | None = None
     enabled: bool = True

@@ -12,7 +12,9 @@ import typer
 from plait.cli.common import EXIT_INVALID, console, fail, open_store, print_json
 
 
-def dry_run_command(ref: str, run_input: dict[str, Any], provider: Any, db: str | None, json_output: bool) -> None:
+def dry_run_command(
+    ref: str, run_input: dict[str, Any], provider: Any, db: str | None, json_output: bool, upstream: Path | None
+) -> None:
     from plait.engine.dry_run import dry_run
     from plait.engine.runtime import Runtime
     from plait.engine.start import input_violations
@@ -23,7 +25,7 @@ def dry_run_command(ref: str, run_input: dict[str, Any], provider: Any, db: str 
         for line in problems:
             sys.stderr.write(f"  input {line}\n")
         fail("the run input does not match the graph's input_schema", "pass the fields with -i key=v or --input-file")
-    result = dry_run(graph, run_input, Runtime(provider))
+    result = dry_run(graph, run_input, Runtime(provider), _upstream(upstream))
     if json_output:
         print_json(result.as_json())
     else:
@@ -31,6 +33,20 @@ def dry_run_command(ref: str, run_input: dict[str, Any], provider: Any, db: str 
     for problem in result.problems:
         sys.stderr.write(f"plait: {problem}\n")
     raise typer.Exit(EXIT_INVALID if result.problems else 0)
+
+
+def _upstream(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        fail(f"cannot read --upstream {path}: {exc}")
+    if not isinstance(data, dict):
+        fail(f"--upstream {path} must map node ids to their outputs, e.g. {{classify: {{label: bug}}}}")
+    return data
 
 
 def _graph(ref: str, db: str | None) -> Any:

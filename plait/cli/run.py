@@ -31,6 +31,10 @@ DryRunOption = Annotated[
     bool,
     typer.Option("--dry-run", help="Render every prompt with placeholder upstream data, check budgets; call no model."),
 ]
+UpstreamOption = Annotated[
+    Path | None,
+    typer.Option("--upstream", help="With --dry-run: node outputs to render with (a JSON/YAML map node id -> output)."),
+]
 NoCacheOption = Annotated[
     bool, typer.Option("--no-cache", help="Call the model even when an identical request was answered before.")
 ]
@@ -45,6 +49,7 @@ def run_command(
     config: ConfigOption = None,
     no_cache: NoCacheOption = False,
     dry_run: DryRunOption = False,
+    upstream: UpstreamOption = None,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -55,8 +60,10 @@ def run_command(
     if dry_run:
         from plait.cli.dry_run import dry_run_command
 
-        dry_run_command(graph, run_input, _provider(llm, config), db, json_output)
+        dry_run_command(graph, run_input, _provider(llm, config), db, json_output, upstream)
         return
+    if upstream is not None:
+        fail("--upstream only applies with --dry-run")
     store = open_store(db)
     try:
         provider = _provider(llm, config)

@@ -1,7 +1,8 @@
 """`plait run --dry-run` (SPEC §6.4, seed 003 §6): every prompt rendered, budgets and providers
 checked, no model called and nothing stored.
 
-Every node is taken as run: its output is a placeholder derived from its out-edge schemas
+Every node is taken as run: its output is the one given for it (`upstream`, e.g. copied from an
+earlier run), else a placeholder derived from its out-edge schemas
 (`<node.field>` strings, the first enum value, 0, false, one array item); a MERGE collects its
 inputs, HUMAN_REVIEW and WAIT pass theirs on. A CONDITION lets each successor see it as taking
 that successor's branch, so that every branch's prompts are rendered too. Each LLM_CALL is
@@ -57,11 +58,16 @@ class DryRun:
         }
 
 
-def dry_run(graph: GraphDef, run_input: dict[str, Any], runtime: Runtime) -> DryRun:
+def dry_run(
+    graph: GraphDef, run_input: dict[str, Any], runtime: Runtime, upstream: dict[str, Any] | None = None
+) -> DryRun:
     compiled = CompiledRun.from_graph(graph)
     state = RunState(compiled, run_input)
-    nodes = [_node(compiled, state, node_id, runtime) for node_id in compiled.topology.order]
+    given = upstream or {}
+    unknown = sorted(set(given) - set(compiled.nodes))
+    nodes = [_node(compiled, state, node_id, runtime, given) for node_id in compiled.topology.order]
     problems = [f"node '{n.node_id}': {p}" for n in nodes for p in n.problems]
+    problems.extend(f"--upstream names no node '{node_id}' of this graph" for node_id in unknown)
     dry = DryRun(nodes, graph.max_cost_usd, problems)
     if graph.max_cost_usd is not None and dry.cost_usd > graph.max_cost_usd:
         problems.append(
@@ -70,7 +76,7 @@ def dry_run(graph: GraphDef, run_input: dict[str, Any], runtime: Runtime) -> Dry
     return dry
 
 
-def _node(compiled: CompiledRun, state: RunState, node_id: str, runtime: Runtime) -> DryNode:
+def _node(compiled: CompiledRun, state: RunState, node_id: str, runtime: Runtime, given: dict[str, Any]) -> DryNode:
     node = compiled.nodes[node_id]
     for edge in compiled.in_edges[node_id]:  # a CONDITION takes the branch that leads here
         source = state.nodes[edge.source_node_id]
@@ -79,8 +85,10 @@ def _node(compiled: CompiledRun, state: RunState, node_id: str, runtime: Runtime
     dry = DryNode(node_id, str(node.type))
     if isinstance(node, LlmCallNode):
         _render(node, state, runtime, dry)
-    if node.type == NodeType.MERGE:
-        output: Any = {p: state.nodes[p].data for p in state.active_predecessors(node_id)}
+    if node_id in given:
+        output: Any = given[node_id]
+    elif node.type == NodeType.MERGE:
+        output = {p: state.nodes[p].data for p in state.active_predecessors(node_id)}
     elif node.type in (NodeType.HUMAN_REVIEW, NodeType.WAIT):
         output = state.current_for(node_id)
     elif node.type == NodeType.CONDITION:

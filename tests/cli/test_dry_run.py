@@ -83,3 +83,24 @@ def test_budget_and_provider_problems_are_reported_with_exit_2(tmp_path: Path) -
     assert any("over max_cost_usd = 0.01" in p for p in report["problems"])
     assert any(p.startswith("node 'b': the role 'vision' is not configured") for p in report["problems"])
     assert "no model was called" not in result.stdout  # --json: the JSON only
+
+
+def test_given_upstream_outputs_replace_the_placeholders(tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream.yaml"
+    upstream.write_text("classify: {label: question}\nfile_bug: {title: Real title, severity: high}\n")
+    inputs = EXAMPLES / "inputs" / "feedback_triage.yaml"
+    script = EXAMPLES / "scripted" / "blog_writer.yaml"
+    args = ["run", str(EXAMPLES / "feedback_triage.yaml"), "--input-file", str(inputs), "--llm", f"scripted:{script}"]
+    result = plait(*args, "--dry-run", "--upstream", str(upstream), "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    nodes = {n["node_id"]: n for n in json.loads(result.stdout)["nodes"]}
+    assert nodes["classify"]["output"] == {"label": "question"}
+    assert nodes["join"]["output"]["file_bug"] == {"title": "Real title", "severity": "high"}
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("nope: {}\n")
+    bad = plait(*args, "--dry-run", "--upstream", str(unknown), cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "--upstream names no node 'nope'" in bad.stderr
+    without = plait(*args, "--upstream", str(upstream), cwd=tmp_path)
+    assert without.returncode == 2
+    assert "--upstream only applies with --dry-run" in without.stderr

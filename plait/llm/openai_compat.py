@@ -50,6 +50,8 @@ class OpenAIProvider:
                                 retryable=False)  # fmt: skip
         arguments = self._arguments(request, model)
         try:
+            if self.config.stream:
+                return await self._streamed(arguments, model)
             response = await self._client.chat.completions.create(**arguments)
         except openai.APITimeoutError:
             raise ProviderError(f"{self.name}: the request timed out", kind="timeout") from None
@@ -59,6 +61,40 @@ class OpenAIProvider:
         except openai.APIStatusError as exc:
             raise _status_error(self.name, exc) from None
         return self._response(response, model)
+
+    async def _streamed(self, arguments: dict[str, Any], model: str) -> ChatResponse:
+        """Read the answer as a stream; one that ends before the model said it finished is a
+        retryable error (`truncated`), never a short answer."""
+        import openai
+
+        stream = await self._client.chat.completions.create(
+            **arguments, stream=True, stream_options={"include_usage": True}
+        )
+        parts: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finished: str | None = None
+        usage: Any = None
+        try:
+            async for chunk in stream:
+                usage = chunk.usage or usage
+                for choice in chunk.choices:
+                    delta = choice.delta
+                    if delta.content:
+                        parts.append(delta.content)
+                    for call in delta.tool_calls or []:
+                        entry = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                        entry["id"] = call.id or entry["id"]
+                        if call.function is not None:
+                            entry["name"] += call.function.name or ""
+                            entry["arguments"] += call.function.arguments or ""
+                    finished = choice.finish_reason or finished
+        except (openai.APIError, OSError) as exc:
+            raise ProviderError(f"{self.name}: the answer stream broke off: {exc}", kind="truncated") from None
+        if finished is None:
+            raise ProviderError(f"{self.name}: the answer stream ended before the model finished", kind="truncated")
+        tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage is not None else Usage()
+        tool_calls = [ToolCall(c["id"], c["name"], _arguments_of(c["arguments"])) for _, c in sorted(calls.items())]
+        return self._priced("".join(parts) if parts or not tool_calls else None, tool_calls, tokens, model)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -96,10 +132,13 @@ class OpenAIProvider:
         ]
         usage = response.usage
         tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage is not None else Usage()
+        return self._priced(message.content, calls, tokens, model)
+
+    def _priced(self, content: str | None, calls: list[ToolCall], tokens: Usage, model: str) -> ChatResponse:
         priced = self.config.model(model)
         cost = priced.cost_usd(tokens.input_tokens, tokens.output_tokens) if priced is not None else 0.0
         return ChatResponse(
-            content=message.content, tool_calls=calls, usage=tokens, model=model, provider=self.name, cost_usd=cost
+            content=content, tool_calls=calls, usage=tokens, model=model, provider=self.name, cost_usd=cost
         )
 
 

@@ -6,23 +6,27 @@ then answer normally):
 - `ok`: a valid answer for the label schema (`{"label": "bug"}`);
 - `429`: HTTP 429 with `Retry-After: 1`; `500`: HTTP 500;
 - `slow`: answers after 3 s (clients with a shorter timeout give up);
-- `notjson`: an answer that is not JSON; `badschema`: JSON that breaks the label schema.
+- `notjson`: an answer that is not JSON; `badschema`: JSON that breaks the label schema;
+- `truncate`: with `stream: true`, a stream that stops in the middle of the answer.
+
+A request with `stream: true` is answered as a server-sent event stream, usage in the last chunk.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 CONTENT = {"ok": '{"label": "bug"}', "notjson": "I think it is a bug.", "badschema": '{"label": "urgent"}'}
 
@@ -56,9 +60,30 @@ def make_app(calls: Counter[str]) -> FastAPI:
         if behaviour == "slow":
             await asyncio.sleep(3)
             behaviour = "ok"
-        return JSONResponse(_answer(model, CONTENT.get(behaviour, CONTENT["ok"])))
+        content = CONTENT.get(behaviour, CONTENT["ok"])
+        if body.get("stream"):
+            return StreamingResponse(
+                _chunks(model, content, cut=behaviour == "truncate"), media_type="text/event-stream"
+            )
+        return JSONResponse(_answer(model, content))
 
     return app
+
+
+async def _chunks(model: str, content: str, *, cut: bool) -> AsyncIterator[str]:
+    def event(choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> str:
+        chunk = {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": int(time.time()),
+                 "model": model, "choices": choices, "usage": usage}  # fmt: skip
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    half = len(content) // 2
+    yield event([{"index": 0, "delta": {"role": "assistant", "content": content[:half]}, "finish_reason": None}])
+    if cut:
+        return  # the connection ends mid-answer: no finish_reason, no [DONE]
+    yield event([{"index": 0, "delta": {"content": content[half:]}, "finish_reason": None}])
+    yield event([{"index": 0, "delta": {}, "finish_reason": "stop"}])
+    yield event([], {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25})
+    yield "data: [DONE]\n\n"
 
 
 @contextmanager

@@ -34,16 +34,28 @@ def server() -> Iterator[tuple[str, Any]]:
         yield served
 
 
+_opened: list[Store] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_stores() -> Iterator[None]:
+    yield
+    while _opened:
+        _opened.pop().close()
+
+
 @pytest.fixture(scope="module")
 def dropping() -> Iterator[str]:
     with dropping_server() as url:
         yield url
 
 
-def run_graph(tmp_path: Path, targets: list[tuple[str, str]], *, max_retries: int = 0) -> tuple[Store, Any]:
+def run_graph(
+    tmp_path: Path, targets: list[tuple[str, str]], *, max_retries: int = 0, stream: bool = False
+) -> tuple[Store, Any]:
     providers = "".join(
         f'[[providers]]\nid = "p{i}"\nkind = "openai"\nbase_url = "{url}"\njson_mode = "json_object_schema"\n'
-        f"timeout_s = 1.0\nretries = 1\nbackoff_s = 0.05\n"
+        f"timeout_s = 1.0\nretries = 1\nbackoff_s = 0.05\nstream = {'true' if stream else 'false'}\n"
         for i, (url, _) in enumerate(targets)
     )
     role = ", ".join(f'"p{i}/{model}"' for i, (_, model) in enumerate(targets))
@@ -60,6 +72,7 @@ def run_graph(tmp_path: Path, targets: list[tuple[str, str]], *, max_retries: in
     path = tmp_path / "faults.yaml"
     path.write_text(yaml.safe_dump(graph))
     store = Store(f"sqlite:///{tmp_path / 'runs.db'}")
+    _opened.append(store)
     run_id = start_run(store, str(path), {"text": "it crashes"})
     engine = Engine(store, ProviderPool(load_config(str(tmp_path / "plait.toml"))), cache=False)
 
@@ -152,3 +165,30 @@ def test_an_invalid_answer_then_a_valid_one_completes(server: tuple[str, Any], t
     assert outcome.status == "completed", outcome.error
     a = node(store, outcome.run_id, "a")
     assert [bool(x.get("violations")) for x in a.attempts] == [True, False]
+
+
+def test_a_streamed_answer_is_assembled_with_its_usage(server: tuple[str, Any], tmp_path: Path) -> None:
+    url, _ = server
+    store, outcome = run_graph(tmp_path, [(url, "ok")], stream=True)
+    assert outcome.status == "completed", outcome.error
+    a = node(store, outcome.run_id, "a")
+    assert a.attempts[-1]["content"] == '{"label": "bug"}'
+    assert (a.tokens_input, a.tokens_output) == (20, 5)
+
+
+def test_a_truncated_stream_is_retried_never_taken_as_a_short_answer(server: tuple[str, Any], tmp_path: Path) -> None:
+    url, _ = server
+    store, outcome = run_graph(tmp_path, [(url, "truncate*1")], stream=True)
+    assert outcome.status == "completed", outcome.error
+    a = node(store, outcome.run_id, "a")
+    retry = next(d for d in a.attempts[-1]["decisions"] if d["event"] == "retry")
+    assert "stream ended before the model finished" in retry["error"] or "broke off" in retry["error"]
+
+
+def test_a_stream_that_always_breaks_fails_the_node_with_the_reason(server: tuple[str, Any], tmp_path: Path) -> None:
+    url, _ = server
+    store, outcome = run_graph(tmp_path, [(url, "truncate")], stream=True)
+    assert outcome.status == "failed"
+    a = node(store, outcome.run_id, "a")
+    assert a.output is None
+    assert a.error["kind"] == "truncated"

@@ -32,7 +32,8 @@ class Checkpointer:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if threading.current_thread() is not self._thread:  # a finalizer may run on any thread
+            self._thread.join()
 
     def _loop(self) -> None:
         connection = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from types import TracebackType
 
 from sqlalchemy import Engine
@@ -61,6 +62,8 @@ class Store:
         self.runs = RunRepository(self.engine, self.display_url)
         self.cache = CacheRepository(self.engine)
         self._checkpointer = Checkpointer(self.engine) if _wal_file(self.engine) else None
+        if self._checkpointer is not None:  # a store dropped without close() still stops its thread
+            weakref.finalize(self, self._checkpointer.close)
 
     def _open_error(self, exc: BaseException) -> str:
         reason = str(exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc)

@@ -152,3 +152,21 @@ def test_the_wal_is_checkpointed_in_the_background_not_by_the_engines_commits(tm
         burst(50)
         assert 100 * 4096 < first < 1000 * 4096, "the burst should stay under the commits' own threshold"
         assert wal.stat().st_size <= first * 1.2
+
+
+def test_a_store_dropped_without_close_stops_its_checkpoint_thread(tmp_path: Path) -> None:
+    import gc
+    import threading
+
+    def checkpointers() -> int:
+        return sum(1 for t in threading.enumerate() if t.name == "plait-wal-checkpoint")
+
+    before = checkpointers()
+    store = Store(f"sqlite:///{tmp_path / 'dropped.db'}")
+    assert checkpointers() == before + 1
+    del store
+    gc.collect()
+    deadline = time.monotonic() + 2
+    while checkpointers() > before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert checkpointers() == before

@@ -169,4 +169,4 @@ def test_a_store_dropped_without_close_stops_its_checkpoint_thread(tmp_path: Pat
     deadline = time.monotonic() + 2
     while checkpointers() > before and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert checkpointers() == before
+    assert checkpointers() <= before  # other dropped stores may have stopped theirs too

@@ -25,7 +25,16 @@ def dry_run_command(
         for line in problems:
             sys.stderr.write(f"  input {line}\n")
         fail("the run input does not match the graph's input_schema", "pass the fields with -i key=v or --input-file")
-    result = dry_run(graph, run_input, Runtime(provider), _upstream(upstream))
+    import asyncio
+
+    async def go() -> Any:
+        try:
+            return await dry_run(graph, run_input, Runtime(provider), _upstream(upstream))
+        finally:
+            if provider is not None:
+                await provider.aclose()
+
+    result = asyncio.run(go())
     if json_output:
         print_json(result.as_json())
     else:

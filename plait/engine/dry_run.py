@@ -1,13 +1,14 @@
 """`plait run --dry-run` (SPEC §6.4, seed 003 §6): every prompt rendered, budgets and providers
 checked, no model called and nothing stored.
 
-Every node is taken as run: its output is the one given for it (`upstream`, e.g. copied from an
-earlier run), else a placeholder derived from its out-edge schemas
-(`<node.field>` strings, the first enum value, 0, false, one array item); a MERGE collects its
-inputs, HUMAN_REVIEW and WAIT pass theirs on. A CONDITION lets each successor see it as taking
-that successor's branch, so that every branch's prompts are rendered too. Each LLM_CALL is
-rendered through the engine's own path (`llm_call.build_request`), so what is shown is exactly
-what a run would send, given the placeholders.
+Every node is taken as run: its output is the one given for it (`upstream`, e.g. copied from
+an earlier run), else a placeholder derived from its out-edge schemas (`<node.field>` strings,
+the first enum value, 0, false, one array item); a MERGE collects its inputs, HUMAN_REVIEW and
+WAIT pass theirs on. A CONDITION lets each successor see it as taking that successor's branch,
+so that every branch's prompts are rendered too. Each LLM_CALL is rendered through the engine's
+own path (`llm_call.build_request`), so what is shown is exactly what a run would send, given
+those outputs. Prompt tokens are counted by the model's own tokenizer when the provider has one
+(the embedded model), else estimated at ~4 characters per token.
 """
 
 from __future__ import annotations
@@ -58,14 +59,14 @@ class DryRun:
         }
 
 
-def dry_run(
+async def dry_run(
     graph: GraphDef, run_input: dict[str, Any], runtime: Runtime, upstream: dict[str, Any] | None = None
 ) -> DryRun:
     compiled = CompiledRun.from_graph(graph)
     state = RunState(compiled, run_input)
     given = upstream or {}
     unknown = sorted(set(given) - set(compiled.nodes))
-    nodes = [_node(compiled, state, node_id, runtime, given) for node_id in compiled.topology.order]
+    nodes = [await _node(compiled, state, node_id, runtime, given) for node_id in compiled.topology.order]
     problems = [f"node '{n.node_id}': {p}" for n in nodes for p in n.problems]
     problems.extend(f"--upstream names no node '{node_id}' of this graph" for node_id in unknown)
     dry = DryRun(nodes, graph.max_cost_usd, problems)
@@ -76,7 +77,9 @@ def dry_run(
     return dry
 
 
-def _node(compiled: CompiledRun, state: RunState, node_id: str, runtime: Runtime, given: dict[str, Any]) -> DryNode:
+async def _node(
+    compiled: CompiledRun, state: RunState, node_id: str, runtime: Runtime, given: dict[str, Any]
+) -> DryNode:
     node = compiled.nodes[node_id]
     for edge in compiled.in_edges[node_id]:  # a CONDITION takes the branch that leads here
         source = state.nodes[edge.source_node_id]
@@ -84,7 +87,7 @@ def _node(compiled: CompiledRun, state: RunState, node_id: str, runtime: Runtime
             source.branch = edge.condition_key
     dry = DryNode(node_id, str(node.type))
     if isinstance(node, LlmCallNode):
-        _render(node, state, runtime, dry)
+        await _render(node, state, runtime, dry)
     if node_id in given:
         output: Any = given[node_id]
     elif node.type == NodeType.MERGE:
@@ -101,14 +104,18 @@ def _node(compiled: CompiledRun, state: RunState, node_id: str, runtime: Runtime
     return dry
 
 
-def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: DryNode) -> None:
+async def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: DryNode) -> None:
     if node.user_prompt_tpl is None:
         dry.problems.append("prompt_script and mcp_prompt nodes are not rendered by this release")
         return
     request, _ = build_request(node, state)
     dry.messages = request.messages
     dry.response_format = request.response_format
-    dry.tokens_in = sum(len(str(m.get("content") or "")) for m in request.messages) // CHARS_PER_TOKEN + 1
+    count = getattr(runtime.provider, "count_tokens", None)  # the model's own tokenizer, when it has one
+    if count is not None:
+        dry.tokens_in = await count(request.messages)
+    else:
+        dry.tokens_in = sum(len(str(m.get("content") or "")) for m in request.messages) // CHARS_PER_TOKEN + 1
     dry.tokens_out = request.max_tokens or DEFAULT_ANSWER_TOKENS
     dry.cost_usd = runtime.estimate_cost(request)
     provider = runtime.provider

@@ -72,6 +72,17 @@ class LocalProvider:
         self._llama: Any = None
         self._lock: asyncio.Lock | None = None
 
+    async def count_tokens(self, messages: list[dict[str, Any]]) -> int:
+        """Prompt tokens as the model counts them (its own tokenizer, chat template included)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._llama is None:
+                self._llama = await asyncio.to_thread(self._load)
+        turns = "".join(f"<|im_start|>{m.get('role')}\n{m.get('content') or ''}<|im_end|>\n" for m in messages)
+        text = turns + "<|im_start|>assistant\n"  # SmolLM2's ChatML template, with the answer's opening
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
     def cache_identity(self, request: ChatRequest) -> str:
         return f"{self.name}/{MODEL_NAME}/seed-{self._seed}"
 

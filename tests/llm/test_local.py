@@ -84,3 +84,22 @@ def test_an_example_graph_runs_end_to_end_on_the_embedded_model(tmp_path: Path) 
     assert {n.attempts[-1]["model"] for n in calls} == {local.MODEL_NAME}
     assert all(n.tokens_output > 0 for n in calls)
     store.close()
+
+
+def test_the_models_own_token_count_matches_what_a_call_reports() -> None:
+    provider = local.LocalProvider()
+    messages = [
+        {"role": "system", "content": "Label user feedback as bug, praise or question."},
+        {"role": "user", "content": "Feedback: the app crashes when I upload a photo."},
+    ]
+
+    async def go() -> tuple[int, int]:
+        try:
+            counted = await provider.count_tokens(messages)
+            answered = await provider.complete(ChatRequest(node_id="n", messages=messages, max_tokens=4))
+            return counted, answered.usage.input_tokens
+        finally:
+            await provider.aclose()
+
+    counted, reported = asyncio.run(go())
+    assert counted == reported

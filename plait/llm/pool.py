@@ -1,8 +1,9 @@
 """The provider pool (SPEC §6.2): roles to providers from `plait.toml`, per-provider limits,
 retries with backoff, failover, and every decision recorded on the node's attempt.
 
-A request for a role tries the role's targets in order, skipping providers that cannot be used
-here (`plait config check` says why). At a target it first waits for capacity: a slot under the
+A request for a role goes to the first of the role's targets with capacity right now (skipping
+providers that cannot be used here; `plait config check` says why), or, when all are full,
+queues at the first. At a target it waits for capacity: a slot under the
 provider's `max_concurrency`, and room in its `rpm` / `tpm` minute (tokens are estimated from
 the prompt before sending, then counted from the answer). An error that trying again may fix
 (429, 5xx, a timeout, a refused connection) is retried on the same target `retries` times with
@@ -100,6 +101,7 @@ class ProviderPool:
             reason = self.refusal(role) or f"no provider for the role '{role}'"
             raise ProviderError(reason, kind="config", retryable=False)
         decisions: list[dict[str, Any]] = []
+        targets = self._by_capacity(targets, request, decisions)
         last: ProviderError | None = None
         for index, (provider, model) in enumerate(targets):
             if index:
@@ -130,6 +132,21 @@ class ProviderPool:
             kind=last.kind,
             decisions=decisions,
         )
+
+    def _by_capacity(
+        self, targets: list[tuple[ProviderConfig, str]], request: ChatRequest, decisions: list[dict[str, Any]]
+    ) -> list[tuple[ProviderConfig, str]]:
+        """The first target with capacity right now goes first (seed 001 §3.4: the first provider
+        with a free slot); the ones passed over stay next in line. When all are full, the order
+        stays: the request queues at the first."""
+        estimate = _estimate_tokens(request)
+        for index, (provider, _) in enumerate(targets):
+            lane = self._lane(provider)
+            if lane.slots.has_room(request.priority) and self._window_wait(provider, lane, estimate)[0] <= 0:
+                for skipped, skipped_model in targets[:index]:
+                    decisions.append({"event": "busy", "target": f"{skipped.id}/{skipped_model}"})
+                return [targets[index], *targets[:index], *targets[index + 1 :]]
+        return targets
 
     def _degrade_target(self, tried: list[tuple[ProviderConfig, str]]) -> tuple[ProviderConfig, str] | None:
         """`[pool] degrade_to`, when it is usable here and was not one of the targets just tried."""
@@ -197,20 +214,24 @@ class ProviderPool:
     ) -> None:
         """Hold the request until the provider's requests-per-minute and tokens-per-minute allow it."""
         while True:
-            now = self._clock()
-            while lane.sent and lane.sent[0] <= now - WINDOW_S:
-                lane.sent.popleft()
-            while lane.tokens and lane.tokens[0][0] <= now - WINDOW_S:
-                lane.tokens.popleft()
-            wait, reason = 0.0, ""
-            if config.rpm is not None and len(lane.sent) >= config.rpm:
-                wait, reason = lane.sent[0] + WINDOW_S - now, "rpm"
-            elif config.tpm is not None and lane.tokens and sum(t for _, t in lane.tokens) + estimate > config.tpm:
-                wait, reason = lane.tokens[0][0] + WINDOW_S - now, "tpm"
+            wait, reason = self._window_wait(config, lane, estimate)
             if wait <= 0:
                 return
             decisions.append({"event": "queued", "target": target, "reason": reason, "wait_s": round(wait, 3)})
             await self._sleep(wait)
+
+    def _window_wait(self, config: ProviderConfig, lane: _Lane, estimate: int) -> tuple[float, str]:
+        """How long the rpm / tpm minute makes a request wait now (0: it may go), and which limit."""
+        now = self._clock()
+        while lane.sent and lane.sent[0] <= now - WINDOW_S:
+            lane.sent.popleft()
+        while lane.tokens and lane.tokens[0][0] <= now - WINDOW_S:
+            lane.tokens.popleft()
+        if config.rpm is not None and len(lane.sent) >= config.rpm:
+            return lane.sent[0] + WINDOW_S - now, "rpm"
+        if config.tpm is not None and lane.tokens and sum(t for _, t in lane.tokens) + estimate > config.tpm:
+            return lane.tokens[0][0] + WINDOW_S - now, "tpm"
+        return 0.0, ""
 
     def _backoff(self, config: ProviderConfig, attempt: int, retry_after: float | None) -> float:
         delay: float = min(MAX_BACKOFF_S, config.backoff_s * 2.0**attempt)

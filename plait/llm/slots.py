@@ -29,11 +29,15 @@ class PrioritySlots:
         limit = self.capacity if priority >= CRITICAL else self.capacity - self.reserved
         return self.in_use < limit
 
-    def try_acquire(self, priority: int) -> bool:
-        """Take a slot at once if one is free for this priority and nobody more urgent waits."""
+    def has_room(self, priority: int) -> bool:
+        """A slot is free for this priority and nobody as urgent or more is waiting for one."""
         if self._waiting and -self._waiting[0][0] >= priority:
             return False
-        if not self._room_for(priority):
+        return self._room_for(priority)
+
+    def try_acquire(self, priority: int) -> bool:
+        """Take a slot at once if `has_room`."""
+        if not self.has_room(priority):
             return False
         self.in_use += 1
         return True

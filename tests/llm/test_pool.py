@@ -32,7 +32,7 @@ file = "second.yaml"
 models = [{{ name = "m2", price_in = 2.0, price_out = 4.0 }}]
 
 [roles]
-chat = ["one/m1", "two/m2"]
+chat = {roles}
 """
 
 
@@ -49,12 +49,14 @@ class FakeTime:
         self.now += seconds
 
 
-def pool(tmp_path: Path, first: str, one_extra: str = "", time: FakeTime | None = None) -> ProviderPool:
+def pool(
+    tmp_path: Path, first: str, one_extra: str = "", time: FakeTime | None = None, roles: str = '["one/m1", "two/m2"]'
+) -> ProviderPool:
     (tmp_path / "first.yaml").write_text(f"responses:\n  - {first}\n")
     (tmp_path / "second.yaml").write_text(
         'responses:\n  - {output: {text: "second"}, usage: {input: 1000, output: 500}}\n'
     )
-    (tmp_path / "plait.toml").write_text(TOML.format(one_extra=one_extra))
+    (tmp_path / "plait.toml").write_text(TOML.format(one_extra=one_extra, roles=roles))
     config = load_config(str(tmp_path / "plait.toml"))
     if time is None:
         return ProviderPool(config)
@@ -138,7 +140,7 @@ def test_all_targets_failing_reports_the_last_error_and_every_decision(tmp_path:
 
 def test_requests_per_minute_queue_the_request_until_the_window_allows(tmp_path: Path) -> None:
     time = FakeTime()
-    p = pool(tmp_path, '{output: {text: "first"}}', one_extra="rpm = 2", time=time)
+    p = pool(tmp_path, '{output: {text: "first"}}', one_extra="rpm = 2", time=time, roles='["one/m1"]')
 
     async def three() -> list[ChatResponse]:
         try:
@@ -154,7 +156,7 @@ def test_requests_per_minute_queue_the_request_until_the_window_allows(tmp_path:
 
 
 def test_max_concurrency_queues_the_second_request_for_a_slot(tmp_path: Path) -> None:
-    p = pool(tmp_path, '{output: {text: "first"}, delay_ms: 150}', one_extra="max_concurrency = 1")
+    p = pool(tmp_path, '{output: {text: "first"}, delay_ms: 150}', one_extra="max_concurrency = 1", roles='["one/m1"]')
 
     async def two() -> list[ChatResponse]:
         try:
@@ -167,6 +169,21 @@ def test_max_concurrency_queues_the_second_request_for_a_slot(tmp_path: Path) ->
     assert events(second.decisions) == ["queued", "sent"]
     assert second.decisions[0]["reason"] == "max_concurrency"
     assert second.decisions[0]["wait_s"] >= 0.1
+
+
+def test_a_request_goes_to_the_first_target_with_capacity(tmp_path: Path) -> None:
+    p = pool(tmp_path, '{output: {text: "first"}, delay_ms: 150}', one_extra="max_concurrency = 1")
+
+    async def two() -> list[ChatResponse]:
+        try:
+            return list(await asyncio.gather(p.complete(request()), p.complete(request())))
+        finally:
+            await p.aclose()
+
+    first, second = asyncio.run(two())
+    assert (first.provider, events(first.decisions)) == ("one", ["sent"])
+    assert (second.provider, events(second.decisions)) == ("two", ["busy", "sent"])
+    assert second.decisions[0]["target"] == "one/m1"
 
 
 def test_a_role_nobody_serves_is_explained(tmp_path: Path) -> None:

@@ -115,7 +115,7 @@ class ProviderPool:
                     raise
                 last = exc
                 continue
-            return replace(response, decisions=decisions)
+            return response
         assert last is not None
         degraded = self._degrade_target(targets)
         if degraded is not None:
@@ -126,7 +126,7 @@ class ProviderPool:
             except ProviderError as exc:
                 exc.decisions = decisions
                 raise
-            return replace(response, decisions=decisions)
+            return response
         raise ProviderError(
             f"every provider for the role '{role}' failed; the last: {last}",
             kind=last.kind,
@@ -206,7 +206,7 @@ class ProviderPool:
                 await self._sleep(delay)
                 continue
             lane.tokens.append((self._clock(), response.usage.input_tokens + response.usage.output_tokens - estimate))
-            return self._priced(config, model, response)
+            return self._priced(config, model, response, decisions)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _wait_for_capacity(
@@ -238,13 +238,15 @@ class ProviderPool:
         delay *= random.uniform(0.5, 1.0)  # jitter: many requests failing together do not retry together
         return max(delay, retry_after or 0.0)
 
-    def _priced(self, config: ProviderConfig, model: str, response: ChatResponse) -> ChatResponse:
+    def _priced(
+        self, config: ProviderConfig, model: str, response: ChatResponse, decisions: list[dict[str, Any]]
+    ) -> ChatResponse:
         """Recorded as configured ("provider/model" of plait.toml) and priced from that model."""
         priced = config.model(model)
         cost = response.cost_usd
         if cost == 0 and priced is not None:
             cost = priced.cost_usd(response.usage.input_tokens, response.usage.output_tokens)
-        return replace(response, provider=config.id, model=model, cost_usd=cost)
+        return replace(response, provider=config.id, model=model, cost_usd=cost, decisions=decisions)
 
     def _lane(self, config: ProviderConfig) -> _Lane:
         if config.id not in self._lanes:

@@ -11,7 +11,7 @@ from plait.engine.state import Phase
 if TYPE_CHECKING:
     from plait.llm.provider import Provider
     from plait.llm.types import ChatRequest
-    from plait.sandbox import JsSandbox
+    from plait.sandbox import ProcessSandbox
     from plait.store.cache import CacheRepository
 
 
@@ -73,18 +73,20 @@ class Runtime:
         self.cache = cache
         """The response cache to read (None: `--no-cache`); entries are written by the engine's commits."""
         self.llm_slots = asyncio.Semaphore(llm_concurrency) if llm_concurrency else None
-        self._sandbox: JsSandbox | None = None
+        self._sandbox: ProcessSandbox | None = None
 
     def estimate_cost(self, request: ChatRequest) -> float:
         """The provider's estimate of a request's cost (0 when it has no prices)."""
         estimate = getattr(self.provider, "estimate_cost", None)
         return float(estimate(request)) if estimate is not None else 0.0
 
-    def sandbox(self) -> JsSandbox:
+    def sandbox(self) -> ProcessSandbox:
+        """User JavaScript runs in sandbox processes: an expression that aborts V8 cannot take
+        the engine down (see `plait.sandbox.process`)."""
         if self._sandbox is None:
-            from plait.sandbox import JsSandbox
+            from plait.sandbox import ProcessSandbox
 
-            self._sandbox = JsSandbox()
+            self._sandbox = ProcessSandbox()
         return self._sandbox
 
     async def aclose(self) -> None:

@@ -1,5 +1,9 @@
 """The one JavaScript sandbox for every user expression (SPEC §8).
 
+`JsSandbox` runs V8 in this process; `ProcessSandbox` runs `JsSandbox`es in child processes and
+is what the engine uses, because a few builtins make V8 abort its whole process (see
+`process.py`). Both have the same methods.
+
     from plait.sandbox import JsSandbox, check_syntax, code_function
 
     with JsSandbox(timeout_s=1.0) as sandbox:
@@ -32,6 +36,7 @@ from plait.sandbox.errors import (
     JsTimeoutError,
     SandboxError,
 )
+from plait.sandbox.process import ProcessSandbox
 from plait.sandbox.sandbox import JsSandbox
 from plait.sandbox.syntax import check_syntax, code_function
 
@@ -41,6 +46,7 @@ __all__ = [
     "JsSandbox",
     "JsSyntaxError",
     "JsTimeoutError",
+    "ProcessSandbox",
     "SandboxError",
     "check_syntax",
     "code_function",

@@ -22,9 +22,9 @@ What this in-process design cannot contain (V8 runs inside the Python process):
 
 - A few builtins allocate past V8's hard maximum in one step and V8 *aborts the process*
   ("Fatal JavaScript invalid size error", or "Reached heap limit"): `'x'.repeat(2 ** 28).split('')`,
-  `new Array(2 ** 28).fill(0)`. The xfail test `test_a_fatal_v8_allocation_does_not_kill_the_host_process`
-  keeps one of them; a separate sandbox process (killed and restarted on a crash or overrun)
-  is the fix.
+  `new Array(2 ** 28).fill(0)` (`test_a_fatal_v8_allocation_kills_an_in_process_sandbox`). That is
+  why the engine evaluates in `ProcessSandbox` (`process.py`): `JsSandbox`es in child processes,
+  restarted after such a crash or an overrun.
 - Termination and the memory limit act when control returns to JavaScript: a long builtin
   (`new Array(2 ** 26).fill(0)`: ~15 s, ~600 MB) runs to its end. The caller still gets its
   `JsTimeoutError` on time and other contexts keep answering, but the retired isolate keeps a

@@ -307,3 +307,24 @@ def test_lease_is_renewed_while_a_long_node_runs(store: Store, tmp_path: Path) -
     outcome, stolen = asyncio.run(go())
     assert outcome.status == RunStatus.COMPLETED
     assert not stolen, "the lease expired while its engine was still running the node"
+
+
+def test_an_expression_that_aborts_v8_fails_its_node_not_the_engine(store: Store, tmp_path: Path) -> None:
+    fatal = graph_file(
+        tmp_path, [{"id": "t", "type": "TRANSFORM", "transform_expr": "'x'.repeat(2 ** 28).split('')"}], []
+    )
+    fine = graph_file(tmp_path, [{"id": "t", "type": "TRANSFORM", "transform_expr": "({text: 'still here'})"}], [])
+    engine = Engine(store, None)
+
+    async def both() -> tuple[RunOutcome, RunOutcome]:
+        try:
+            return await engine.run(start_run(store, fatal, {})), await engine.run(start_run(store, fine, {}))
+        finally:
+            await engine.aclose()
+
+    crashed, after = asyncio.run(both())
+    assert crashed.status == RunStatus.FAILED
+    (node,) = store.runs.node_runs(crashed.run_id)
+    assert "crashed the JavaScript engine" in node.error["message"]  # type: ignore[index]
+    assert "invalid size error" in node.error["message"]  # type: ignore[index]
+    assert (after.status, after.output) == (RunStatus.COMPLETED, {"text": "still here"})

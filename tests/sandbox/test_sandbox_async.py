@@ -153,11 +153,10 @@ def test_contexts_created_concurrently() -> None:
     assert proc.stdout.strip() == "ok"
 
 
-@pytest.mark.xfail(reason="V8 aborts the whole process on some oversized allocations; needs a sandbox process")
-def test_a_fatal_v8_allocation_does_not_kill_the_host_process() -> None:
-    """Known limit of running V8 in-process: `'x'.repeat(2 ** 28).split('')` asks V8 for a
-    FixedArray beyond its maximum size, and V8 aborts the process ("Fatal JavaScript invalid
-    size error") before any limit can stop it. A separate sandbox process would survive this."""
+def test_a_fatal_v8_allocation_kills_an_in_process_sandbox() -> None:
+    """Why the engine evaluates in sandbox processes: `'x'.repeat(2 ** 28).split('')` asks V8
+    for a FixedArray beyond its maximum size, and V8 aborts the whole process ("Fatal JavaScript
+    invalid size error") before any limit can stop it."""
     code = (
         "from plait.sandbox import JsSandbox, SandboxError\n"
         "with JsSandbox() as box:\n"
@@ -168,4 +167,17 @@ def test_a_fatal_v8_allocation_does_not_kill_the_host_process() -> None:
         "print('survived', flush=True)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.stdout.strip() == "survived"
+    assert proc.returncode != 0
+    assert "survived" not in proc.stdout
+    assert "Fatal JavaScript invalid size error" in proc.stderr
+
+
+def test_a_process_sandbox_survives_it_and_keeps_evaluating() -> None:
+    from plait.sandbox import JsRuntimeError, ProcessSandbox
+
+    with ProcessSandbox(workers=1) as box:
+        assert box.evaluate("input.n + 1", {"input": {"n": 1}}) == 2
+        with pytest.raises(JsRuntimeError, match=r"crashed the JavaScript engine .*invalid size error"):
+            box.evaluate("'x'.repeat(2 ** 28).split('')", {}, timeout_s=2)
+        assert box.evaluate("input.n + 1", {"input": {"n": 2}}) == 3  # a new process serves the next one
+        assert box.call("(a, b) => a * b", 6, 7) == 42

@@ -19,6 +19,7 @@ from plait.engine.render import build_view, prompt_budget, render
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import RunState
 from plait.llm.provider import Provider
+from plait.llm.slots import hand_over
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
 
@@ -184,14 +185,7 @@ async def _call(rt: Runtime, request: ChatRequest) -> ChatResponse:
         return await _complete(rt.provider, request)
     async with rt.llm_slots:
         response = await _complete(rt.provider, request)
-    # Let the call queued for the slot just released start before this answer is processed.
-    # Model calls finish in bursts; if each answer were processed at once, the call waiting for
-    # the last slot of a burst would start only after all the burst's parsing, validation and
-    # commits, and slots would sit idle meanwhile. Two yields: answers released in the same
-    # loop turn are queued interleaved with the calls they woke, so one yield would still put
-    # the earlier answers' processing ahead of the later calls.
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
+    await hand_over()
     return response
 
 

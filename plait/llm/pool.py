@@ -27,7 +27,7 @@ from typing import Any
 from plait.llm.check import check_config
 from plait.llm.config import DEFAULT_ROLE, PlaitConfig, ProviderConfig
 from plait.llm.provider import Provider
-from plait.llm.slots import CRITICAL, PrioritySlots
+from plait.llm.slots import CRITICAL, PrioritySlots, hand_over
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 
 MAX_BACKOFF_S = 30.0
@@ -197,7 +197,7 @@ class ProviderPool:
                     response = await self._provider(config).complete(replace(request, model=model))
                 finally:
                     lane.slots.release()
-                await _hand_over()
+                await hand_over()
             except ProviderError as exc:
                 if not exc.retryable or attempt == config.retries:
                     raise
@@ -271,14 +271,6 @@ class ProviderPool:
 
         base = Path(self.config.source).parent if self.config.source else Path()
         return ScriptedProvider.from_file(base / (config.file or ""))
-
-
-async def _hand_over() -> None:
-    """Let the request queued for the slot just released start before this answer is processed
-    (see `plait.engine.llm_call._call`: calls finishing in a burst would otherwise delay the next
-    ones by all their processing)."""
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
 
 
 def _estimate_tokens(request: ChatRequest) -> int:

@@ -18,10 +18,10 @@ from typing import Any
 
 from plait.engine.contracts import OutputContract
 from plait.engine.llm_call import build_request
-from plait.engine.render import CHARS_PER_TOKEN
 from plait.engine.runtime import Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.pool import DEFAULT_ANSWER_TOKENS
+from plait.llm.types import estimated_prompt_tokens
 from plait.model.graph import GraphDef
 from plait.model.nodes import LlmCallNode, NodeType
 
@@ -115,7 +115,7 @@ async def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: Dry
     if count is not None:
         dry.tokens_in = await count(request.messages)
     else:
-        dry.tokens_in = sum(len(str(m.get("content") or "")) for m in request.messages) // CHARS_PER_TOKEN + 1
+        dry.tokens_in = estimated_prompt_tokens(request.messages) + 1
     dry.tokens_out = request.max_tokens or DEFAULT_ANSWER_TOKENS
     dry.cost_usd = runtime.estimate_cost(request)
     provider = runtime.provider

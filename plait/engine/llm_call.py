@@ -100,13 +100,13 @@ async def _attempts(
     usage: dict[str, Any] = {"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
     last: dict[str, Any] = {"kind": "provider", "message": "no attempt made"}
     for number in range(1, node.max_retries + 2):
-        over = _over_budget(state, rt, request, usage["cost_usd"])
+        estimate = rt.estimate_cost(request)
+        over = _over_budget(state, estimate, usage["cost_usd"])
         if over is not None:
             return NodeResult.failed(snapshot, attempts, kind="budget", message=over, **usage)
         started = time.time()
         record: dict[str, Any] = {"attempt": number, "started_at": started}
         attempts.append(record)
-        estimate = rt.estimate_cost(request)
         state.reserved_usd += estimate
         try:
             response = await _call(rt, request)
@@ -164,12 +164,11 @@ async def _attempts(
     )
 
 
-def _over_budget(state: RunState, rt: Runtime, request: ChatRequest, spent_here: float) -> str | None:
-    """Why this call may not be sent under the run's `max_cost_usd` (SPEC §6.3), or None."""
+def _over_budget(state: RunState, estimate: float, spent_here: float) -> str | None:
+    """Why a call estimated at `estimate` may not be sent under the run's `max_cost_usd` (SPEC §6.3), or None."""
     limit = state.compiled.graph.max_cost_usd
     if limit is None:
         return None
-    estimate = rt.estimate_cost(request)
     total = state.spent_usd + state.reserved_usd + spent_here + estimate
     if total <= limit:
         return None

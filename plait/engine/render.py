@@ -17,6 +17,7 @@ from typing import Any
 from plait.compile.refs import RefError, RefKind, resolve_ref
 from plait.compile.templates import parse_template, split_path
 from plait.engine.state import RunState
+from plait.llm.types import CHARS_PER_TOKEN
 from plait.model.nodes import NodeBase, ParamType, node_field
 
 _SINGLE_REF = re.compile(r"^\{\{\s*([^\W\d][\w.\[\]]*)\s*\}\}$")
@@ -172,10 +173,6 @@ def render_value(value: Any, names: dict[str, Any]) -> Any:
     if isinstance(value, list):
         return [render_value(v, names) for v in value]
     return value
-
-
-CHARS_PER_TOKEN = 4
-"""Estimate used to turn `token_budget_input` into characters of inserted context."""
 
 
 def prompt_budget(node: NodeBase) -> _Budget:

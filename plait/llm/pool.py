@@ -28,7 +28,7 @@ from plait.llm.check import check_config
 from plait.llm.config import DEFAULT_ROLE, PlaitConfig, ProviderConfig
 from plait.llm.provider import Provider
 from plait.llm.slots import CRITICAL, PrioritySlots, hand_over
-from plait.llm.types import ChatRequest, ChatResponse, ProviderError
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError, estimated_prompt_tokens
 
 MAX_BACKOFF_S = 30.0
 DEFAULT_ANSWER_TOKENS = 256
@@ -76,23 +76,26 @@ class ProviderPool:
 
     def cache_identity(self, request: ChatRequest) -> str | None:
         """ "provider/model" of the role's first usable target (None for a scripted one: never cached)."""
-        for provider, model in self.config.targets(request.model_role or DEFAULT_ROLE):
-            if provider.id in self._usable:
-                return None if provider.kind == "scripted" else f"{provider.id}/{request.model or model}"
-        return None
+        first = self._first_usable(request)
+        if first is None or first[0].kind == "scripted":
+            return None
+        return f"{first[0].id}/{first[1]}"
 
     def estimate_cost(self, request: ChatRequest) -> float:
         """What the request would cost on its role's first usable target, from the prompt's size
         and the answer's allowance (checked against a run's `max_cost_usd` before it is sent)."""
-        role = request.model_role or DEFAULT_ROLE
-        for provider, model in self.config.targets(role):
+        first = self._first_usable(request)
+        priced = first[0].model(first[1]) if first is not None else None
+        if priced is None:
+            return 0.0
+        return priced.cost_usd(estimated_prompt_tokens(request.messages), request.max_tokens or DEFAULT_ANSWER_TOKENS)
+
+    def _first_usable(self, request: ChatRequest) -> tuple[ProviderConfig, str] | None:
+        """The (provider, model) a request for its role would try first, capacity aside."""
+        for provider, model in self.config.targets(request.model_role or DEFAULT_ROLE):
             if provider.id in self._usable:
-                priced = provider.model(request.model or model)
-                if priced is None:
-                    return 0.0
-                prompt = _estimate_tokens(replace(request, max_tokens=0)) - 1
-                return priced.cost_usd(prompt, request.max_tokens or DEFAULT_ANSWER_TOKENS)
-        return 0.0
+                return provider, request.model or model
+        return None
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         role = request.model_role or DEFAULT_ROLE
@@ -101,14 +104,17 @@ class ProviderPool:
             reason = self.refusal(role) or f"no provider for the role '{role}'"
             raise ProviderError(reason, kind="config", retryable=False)
         decisions: list[dict[str, Any]] = []
-        targets = self._by_capacity(targets, request, decisions)
+        estimate = _estimate_tokens(request)
+        targets = self._by_capacity(targets, request.priority, estimate, decisions)
         last: ProviderError | None = None
         for index, (provider, model) in enumerate(targets):
             if index:
                 decisions.append({"event": "failover", "to": f"{provider.id}/{model}", "error": str(last)})
             may_skip = index < len(targets) - 1  # a critical request fails over rather than queue
             try:
-                response = await self._on_target(provider, request.model or model, request, decisions, may_skip)
+                response = await self._on_target(
+                    provider, request.model or model, request, estimate, decisions, may_skip
+                )
             except ProviderError as exc:
                 exc.decisions = decisions
                 if not exc.retryable:
@@ -122,7 +128,7 @@ class ProviderPool:
             provider, model = degraded
             decisions.append({"event": "degraded", "to": f"{provider.id}/{model}", "error": str(last)})
             try:
-                response = await self._on_target(provider, model, request, decisions)
+                response = await self._on_target(provider, model, request, estimate, decisions)
             except ProviderError as exc:
                 exc.decisions = decisions
                 raise
@@ -134,15 +140,18 @@ class ProviderPool:
         )
 
     def _by_capacity(
-        self, targets: list[tuple[ProviderConfig, str]], request: ChatRequest, decisions: list[dict[str, Any]]
+        self,
+        targets: list[tuple[ProviderConfig, str]],
+        priority: int,
+        estimate: int,
+        decisions: list[dict[str, Any]],
     ) -> list[tuple[ProviderConfig, str]]:
         """The first target with capacity right now goes first (seed 001 §3.4: the first provider
         with a free slot); the ones passed over stay next in line. When all are full, the order
         stays: the request queues at the first."""
-        estimate = _estimate_tokens(request)
         for index, (provider, _) in enumerate(targets):
             lane = self._lane(provider)
-            if lane.slots.has_room(request.priority) and self._window_wait(provider, lane, estimate)[0] <= 0:
+            if lane.slots.has_room(priority) and self._window_wait(provider, lane, estimate)[0] <= 0:
                 for skipped, skipped_model in targets[:index]:
                     decisions.append({"event": "busy", "target": f"{skipped.id}/{skipped_model}"})
                 return [targets[index], *targets[:index], *targets[index + 1 :]]
@@ -171,12 +180,13 @@ class ProviderPool:
         config: ProviderConfig,
         model: str,
         request: ChatRequest,
+        estimate: int,
         decisions: list[dict[str, Any]],
         may_skip: bool = False,
     ) -> ChatResponse:
+        """`estimate`: the request's tokens (prompt and answer allowance) for the tpm minute."""
         target = f"{config.id}/{model}"
         lane = self._lane(config)
-        estimate = _estimate_tokens(request)
         for attempt in range(config.retries + 1):
             await self._wait_for_capacity(config, lane, estimate, target, decisions)
             if may_skip and request.priority >= CRITICAL and not lane.slots.try_acquire(request.priority):
@@ -274,6 +284,6 @@ class ProviderPool:
 
 
 def _estimate_tokens(request: ChatRequest) -> int:
-    """Before the call: ~4 characters per token of prompt, plus the answer's allowance."""
-    prompt = sum(len(str(m.get("content") or "")) for m in request.messages)
-    return prompt // 4 + 1 + (request.max_tokens if request.max_tokens is not None else DEFAULT_ANSWER_TOKENS)
+    """Before the call: the prompt's estimate plus the answer's allowance."""
+    answer = request.max_tokens if request.max_tokens is not None else DEFAULT_ANSWER_TOKENS
+    return estimated_prompt_tokens(request.messages) + 1 + answer

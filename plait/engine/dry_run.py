@@ -118,12 +118,7 @@ async def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: Dry
         dry.tokens_in = estimated_prompt_tokens(request.messages) + 1
     dry.tokens_out = request.max_tokens or DEFAULT_ANSWER_TOKENS
     dry.cost_usd = runtime.estimate_cost(request)
-    provider = runtime.provider
-    if provider is None:
-        dry.problems.append("no model provider: install the embedded model or pass --llm / --config")
-        return
-    refusal = getattr(provider, "refusal", None)
-    reason = refusal(node.model_role or "chat") if refusal is not None else None
+    reason = runtime.unserved(node.model_role or "chat")
     if reason:
         dry.problems.append(reason)
 

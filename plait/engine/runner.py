@@ -28,8 +28,7 @@ from plait.engine.failpoints import failpoint
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.provider import Provider
-from plait.llm.select import NO_PROVIDER_HINT
-from plait.model.nodes import NodeBase, NodeType
+from plait.model.nodes import NodeBase, NodeType, node_field
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Write
 from plait.store.records import TERMINAL_RUN_STATUSES
@@ -175,11 +174,7 @@ class Engine:
 
     def _check_provider(self, node: NodeBase) -> None:
         """Refuse up front what would fail at the node's first call (no provider, a role nobody serves)."""
-        provider = self.runtime.provider
-        if provider is None:
-            raise EngineError(f"node '{node.id}' calls a model but no provider is configured: {NO_PROVIDER_HINT}")
-        refusal = getattr(provider, "refusal", None)
-        reason = refusal(getattr(node, "model_role", None) or "chat") if refusal is not None else None
+        reason = self.runtime.unserved(node_field(node, "model_role", None) or "chat")
         if reason:
             raise EngineError(f"node '{node.id}': {reason}")
 

@@ -75,6 +75,16 @@ class Runtime:
         self.llm_slots = asyncio.Semaphore(llm_concurrency) if llm_concurrency else None
         self._sandbox: ProcessSandbox | None = None
 
+    def unserved(self, role: str) -> str | None:
+        """Why a model call for `role` would fail here before it is sent (no provider; a role no
+        configured provider can serve), or None. Checked before a run starts and by dry runs."""
+        if self.provider is None:
+            from plait.llm.select import NO_PROVIDER_HINT
+
+            return f"it calls a model but no provider is configured: {NO_PROVIDER_HINT}"
+        refusal = getattr(self.provider, "refusal", None)
+        return refusal(role) if refusal is not None else None
+
     def estimate_cost(self, request: ChatRequest) -> float:
         """The provider's estimate of a request's cost (0 when it has no prices)."""
         estimate = getattr(self.provider, "estimate_cost", None)

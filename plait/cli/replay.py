@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
@@ -56,13 +57,9 @@ def replay_command(
     except ProviderError as exc:
         fail(f"the model call failed: {exc}", code=1)
     if json_output:
-        print_json({**vars_of(result)})
+        print_json(asdict(result))
         return
     _print(result)
-
-
-def vars_of(result: Any) -> dict[str, Any]:
-    return {name: getattr(result, name) for name in result.__slots__}
 
 
 def _print(result: Any) -> None:

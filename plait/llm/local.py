@@ -16,10 +16,12 @@ rambles on open ones; the engine still validates every answer and retries with t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import importlib.util
 import logging
 import os
+from collections.abc import AsyncIterator
 from typing import Any
 
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage, response_schema
@@ -74,26 +76,28 @@ class LocalProvider:
 
     async def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         """Prompt tokens as the model counts them (its own tokenizer, chat template included)."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._llama is None:
-                self._llama = await asyncio.to_thread(self._load)
         turns = "".join(f"<|im_start|>{m.get('role')}\n{m.get('content') or ''}<|im_end|>\n" for m in messages)
         text = turns + "<|im_start|>assistant\n"  # SmolLM2's ChatML template, with the answer's opening
-        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        async with self._model() as llama:
+            return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def cache_identity(self, request: ChatRequest) -> str:
         return f"{self.name}/{MODEL_NAME}/seed-{self._seed}"
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        async with self._model() as llama:
+            raw = await asyncio.to_thread(self._generate, llama, request)
+        return _response(raw)
+
+    @contextlib.asynccontextmanager
+    async def _model(self) -> AsyncIterator[Any]:
+        """The loaded model (loaded on first use, off the loop), used by one caller at a time."""
         if self._lock is None:
             self._lock = asyncio.Lock()
-        async with self._lock:  # one generation at a time per loaded model
+        async with self._lock:
             if self._llama is None:
                 self._llama = await asyncio.to_thread(self._load)
-            raw = await asyncio.to_thread(self._generate, request)
-        return _response(raw)
+            yield self._llama
 
     async def aclose(self) -> None:
         llama, self._llama = self._llama, None
@@ -111,7 +115,7 @@ class LocalProvider:
         threads = self._threads or max(1, min(4, os.cpu_count() or 1))
         return Llama(model_path=path, n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed, verbose=False)
 
-    def _generate(self, request: ChatRequest) -> dict[str, Any]:
+    def _generate(self, llama: Any, request: ChatRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {
             "messages": request.messages,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
@@ -122,7 +126,7 @@ class LocalProvider:
         if schema is not None:
             arguments["response_format"] = {"type": "json_object", "schema": schema}
         try:
-            result: dict[str, Any] = self._llama.create_chat_completion(**arguments)
+            result: dict[str, Any] = llama.create_chat_completion(**arguments)
         except ValueError as exc:  # e.g. the prompt does not fit the context window
             message = f"the embedded model refused the request: {exc}"
             raise ProviderError(message, kind="local", retryable=False) from None

@@ -38,13 +38,17 @@ class OpenAIProvider:
         )
 
     def cache_identity(self, request: ChatRequest) -> str | None:
-        model = request.model or (self.config.models[0].name if self.config.models else None)
+        model = self._model_for(request)
         return f"{self.name}/{model}" if model else None
+
+    def _model_for(self, request: ChatRequest) -> str | None:
+        """The model a request names, else the provider's first listed one."""
+        return request.model or (self.config.models[0].name if self.config.models else None)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         import openai
 
-        model = request.model or (self.config.models[0].name if self.config.models else None)
+        model = self._model_for(request)
         if model is None:
             raise ProviderError(f"provider '{self.name}' has no model to call: list one in plait.toml", kind="config",
                                 retryable=False)  # fmt: skip

@@ -56,7 +56,9 @@ class ProviderPool:
         clock: Callable[[], float] = time.monotonic,
     ):
         self.config = config
-        self._usable = {s.provider.id for s in check_config(config).providers if s.usable}
+        self._report = check_config(config)
+        """What can be used here, checked once: `complete` and `refusal` agree on it."""
+        self._usable = {s.provider.id for s in self._report.providers if s.usable}
         self._providers: dict[str, Provider] = {}
         self._lanes: dict[str, _Lane] = {}
         self._sleep = sleep
@@ -68,7 +70,7 @@ class ProviderPool:
         if role not in self.config.roles:
             known = ", ".join(sorted(self.config.roles)) or "none"
             return f"the role '{role}' is not configured in {where} (roles: {known}); add it under [roles]"
-        report = {r.role: r for r in check_config(self.config).roles}[role]
+        report = next(r for r in self._report.roles if r.role == role)
         if report.resolves_to is None:
             reasons = "; ".join(f"{target}: {', '.join(why)}" for target, why in report.targets)
             return f"no provider here can serve the role '{role}' ({reasons}); `plait config check` shows the setup"

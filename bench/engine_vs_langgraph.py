@@ -224,7 +224,7 @@ class PlaitChain:
 
 
 class PlaitFanout:
-    """W2/W3 for Plait: 500 x (start_run + Engine.run) gathered on one engine."""
+    """W2/W3 for Plait: 500 x Engine.start (create the run + execute it) gathered on one engine."""
 
     def __init__(self, store: Any, tmp: Path):
         from plait.engine.runner import Engine
@@ -233,27 +233,27 @@ class PlaitFanout:
         self.path = write_graph(tmp, plait_fanout_graph())
         self.provider = SleepyProvider('{"text": "ok"}')
         self.engine = Engine(store, self.provider, llm_concurrency=LIMIT)
-        self.ref = ""
+        self.graph: Any = None
         self.in_flight = 0
         self.max_in_flight = 0
 
     async def warm_up(self) -> None:
-        from plait.engine.start import start_run
+        from plait.engine.start import resolve_graph
 
-        run_id = start_run(self.store, self.path, {"topic": "warm-up"})
-        self.ref = self.store.runs.get(run_id).def_id
-        await self.engine.run(run_id)
+        self.graph = resolve_graph(self.store, str(self.path))
+        await self.engine.start(self.graph, {"topic": "warm-up"})
 
     async def one(self, i: int) -> None:
-        from plait.engine.start import start_run
+        from plait.engine.start import check_input
 
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            run_id = start_run(self.store, self.ref, {"topic": f"t{i}"})
-            outcome = await self.engine.run(run_id)
+            run_input = {"topic": f"t{i}"}
+            check_input(self.graph, run_input)
+            outcome = await self.engine.start(self.graph, run_input)
             if outcome.status != "completed" or len(outcome.output) != FAN:
-                raise SystemExit(f"Plait W2 run {run_id} ended {outcome.status}: {outcome.error}")
+                raise SystemExit(f"Plait W2 run {outcome.run_id} ended {outcome.status}: {outcome.error}")
         finally:
             self.in_flight -= 1
 

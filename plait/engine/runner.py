@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import gc
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.provider import Provider
 from plait.model.nodes import NodeBase, NodeType, node_field
-from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store
+from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoredGraph
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Write
 from plait.store.records import TERMINAL_RUN_STATUSES
 
@@ -114,6 +115,40 @@ class Engine:
 
     async def run(self, run_id: str) -> RunOutcome:
         """Execute (or continue) a run until it completes, fails or pauses for a person."""
+        async with self._admitted() as set_up:
+            record, acquired = self._begin(run_id)
+            if not acquired:
+                return RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
+            state = RunState(self.compiled_for(record.def_id, record.graph_def_ver), record.input or {})
+            if record.started_at is not None:  # a fresh run has no node runs to restore
+                self._restore(state, self.store.runs.node_runs(run_id))
+            return await self._drive(run_id, state, (record.graph_slug, record.graph_def_ver), set_up)
+
+    async def start(self, graph: StoredGraph, run_input: dict[str, Any]) -> RunOutcome:
+        """Create a run of a stored graph and execute it (the input is checked by the caller,
+        see `plait.engine.start.check_input`).
+
+        Unlike `start_run` followed by `run`, the run row is written once this engine admits
+        the run, already begun (one transaction): of many runs started together, the first
+        ones execute while the later ones wait to be created, instead of every run being
+        created before any model call goes out.
+        """
+        async with self._admitted() as set_up:
+            compiled = self.compiled_for(graph.def_id, graph.version)
+            self._check_supported(compiled)
+            run_id = self.store.runs.add(
+                def_id=graph.def_id,
+                graph_def_ver=graph.version,
+                schema_version=graph.schema_version,
+                input=run_input,
+                lease=(self.owner, self.lease_ttl_s),
+            )
+            return await self._drive(run_id, RunState(compiled, run_input), (graph.slug, graph.version), set_up)
+
+    @contextlib.asynccontextmanager
+    async def _admitted(self) -> AsyncIterator[Callable[[], None]]:
+        """Hold one of the `start_concurrency` set-up places until the run's first nodes start;
+        yields the callback that gives the place back (called at the latest on exit)."""
         await self._admission.acquire()
         admitted = True
 
@@ -124,24 +159,25 @@ class Engine:
                 self._admission.release()
 
         try:
-            record, acquired = self._begin(run_id)
-            if not acquired:
-                return RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
-            renew = asyncio.create_task(self._renew(run_id))
-            scheduler: _Scheduler | None = None
-            try:
-                state = RunState(self.compiled_for(record.def_id, record.graph_def_ver), record.input or {})
-                if record.started_at is not None:  # a fresh run has no node runs to restore
-                    self._restore(state, self.store.runs.node_runs(run_id))
-                self.events.emit("execution.started", run_id, graph=record.graph_slug, version=record.graph_def_ver)
-                scheduler = _Scheduler(self, run_id, state)
-                return await scheduler.execute(on_started=set_up)
-            finally:
-                renew.cancel()
-                if scheduler is None or not scheduler.ended:
-                    self.store.runs.release_lease(run_id, self.owner)
+            yield set_up
         finally:
             set_up()
+
+    async def _drive(
+        self, run_id: str, state: RunState, graph: tuple[str, int], set_up: Callable[[], None]
+    ) -> RunOutcome:
+        """Execute a run this engine has begun (it holds the lease) until it ends or pauses;
+        `graph` is (slug, version) for the events."""
+        renew = asyncio.create_task(self._renew(run_id))
+        scheduler: _Scheduler | None = None
+        try:
+            self.events.emit("execution.started", run_id, graph=graph[0], version=graph[1])
+            scheduler = _Scheduler(self, run_id, state)
+            return await scheduler.execute(on_started=set_up)
+        finally:
+            renew.cancel()
+            if scheduler is None or not scheduler.ended:
+                self.store.runs.release_lease(run_id, self.owner)
 
     def _begin(self, run_id: str) -> tuple[RunRecord, bool]:
         """Take the run over (lease + `running`); False for a finished run. Raises when it is busy."""

@@ -51,8 +51,8 @@ def input_violations(schema: dict[str, Any] | None, value: dict[str, Any]) -> li
     return schema_violations(schema, value) if schema else []
 
 
-def start_run(store: Store, ref: str, run_input: dict[str, Any]) -> str:
-    stored = resolve_graph(store, ref)
+def check_input(stored: StoredGraph, run_input: dict[str, Any]) -> None:
+    """Refuse a run input that does not match the graph's `input_schema` (nothing is created)."""
     problems = input_violations(stored.graph.input_schema, run_input)
     if problems:
         raise StartError(
@@ -60,6 +60,12 @@ def start_run(store: Store, ref: str, run_input: dict[str, Any]) -> str:
             "pass the missing or corrected fields with -i key=value or --input-file",
             [f"  input {p}" for p in problems],
         )
+
+
+def start_run(store: Store, ref: str, run_input: dict[str, Any]) -> str:
+    """Create a `pending` run of a graph file or stored graph; `Engine.run` executes it."""
+    stored = resolve_graph(store, ref)
+    check_input(stored, run_input)
     return store.runs.add(
         def_id=stored.def_id, graph_def_ver=stored.version, schema_version=stored.schema_version, input=run_input
     )

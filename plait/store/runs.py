@@ -55,7 +55,10 @@ _INSERT_RUN = insert(GRAPH_RUN).values(
             "input_json",
             "context_json",
             "created_at",
+            "started_at",
             "updated_at",
+            "lease_owner",
+            "lease_expires_at",
         )
     }
 )
@@ -103,19 +106,36 @@ class RunRepository:
             self.add(def_id=def_id, graph_def_ver=graph_def_ver, schema_version=schema_version, input=input)
         )
 
-    def add(self, *, def_id: str, graph_def_ver: int, schema_version: str, input: dict[str, Any]) -> str:
-        """`create` without reading the run back: its id (starting runs in bulk needs no more)."""
+    def add(
+        self,
+        *,
+        def_id: str,
+        graph_def_ver: int,
+        schema_version: str,
+        input: dict[str, Any],
+        lease: tuple[str, float] | None = None,
+    ) -> str:
+        """`create` without reading the run back: its id (starting runs in bulk needs no more).
+
+        With `lease=(owner, ttl_s)` the run is created already begun (`running`, leased to
+        `owner`), as `begin` would leave it: one transaction instead of two for a run that its
+        creator executes at once.
+        """
         run_id, now = str(uuid.uuid4()), time.time()
+        owner, expires = (lease[0], now + lease[1]) if lease else (None, None)
         row = {
             "id": run_id,
             "prompt_graph_def_id": def_id,
             "graph_def_ver": graph_def_ver,
             "schema_version": schema_version,
-            "status": RunStatus.PENDING.value,
+            "status": (RunStatus.RUNNING if lease else RunStatus.PENDING).value,
             "input_json": input,
             "context_json": {},
             "created_at": now,
+            "started_at": now if lease else None,
             "updated_at": now,
+            "lease_owner": owner,
+            "lease_expires_at": expires,
         }
         try:
             with self._statements.transaction() as session:

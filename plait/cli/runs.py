@@ -1,4 +1,4 @@
-"""`plait runs list|show`: what ran, how it went, and every node's record."""
+"""`plait runs list|show|diff`: what ran, how it went, every node's record, and how two runs differ."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
+from plait.cli.run_diff import diff_command
 
 app = typer.Typer(help="Inspect runs.", no_args_is_help=True)
 
@@ -168,3 +169,6 @@ def _render(run: Any, nodes: list[Any]) -> None:
         out.print(f"[red]error:[/] {run.error.get('message', run.error)}")
     if run.output is not None:
         out.print("output:", json.dumps(run.output, ensure_ascii=False, indent=2))
+
+
+app.command("diff")(diff_command)

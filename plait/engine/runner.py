@@ -26,15 +26,15 @@ from plait.engine.compiled import load_compiled
 from plait.engine.events import EventBus
 from plait.engine.executors import EXECUTORS, SUPPORTED
 from plait.engine.failpoints import failpoint
+from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.provider import Provider
 from plait.model.nodes import NodeBase, NodeType, node_field
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoredGraph
+from plait.store.ledger import INPUT
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Write
 from plait.store.records import TERMINAL_RUN_STATUSES
-
-ACTIVATION = 1  # reruns (corrections issue) add activations
 
 
 class EngineError(Exception):
@@ -122,6 +122,7 @@ class Engine:
             state = RunState(self.compiled_for(record.def_id, record.graph_def_ver), record.input or {})
             if record.started_at is not None:  # a fresh run has no node runs to restore
                 self._restore(state, self.store.runs.node_runs(run_id))
+                self._restore_ledger(run_id, state)
             return await self._drive(run_id, state, (record.graph_slug, record.graph_def_ver), set_up)
 
     async def start(self, graph: StoredGraph, run_input: dict[str, Any]) -> RunOutcome:
@@ -220,19 +221,31 @@ class Engine:
             await asyncio.to_thread(self.store.runs.renew_lease, run_id, self.owner, self.lease_ttl_s)
 
     def _restore(self, state: RunState, records: list[NodeRunRecord]) -> None:
+        """Rebuild node phases from each node's newest activation (older ones are history)."""
+        newest: dict[str, NodeRunRecord] = {}
         for rec in records:
-            if rec.node_id not in state.nodes or rec.activation != ACTIVATION:
-                continue
-            state.spent_usd += rec.cost_usd
-            if rec.status in (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN):
-                state.complete(rec.node_id, rec.effective_output)
+            state.spent_usd += rec.cost_usd  # every activation's calls count against max_cost_usd
+            if rec.node_id in state.nodes and (
+                rec.node_id not in newest or rec.activation > newest[rec.node_id].activation
+            ):
+                newest[rec.node_id] = rec
+        for node_id, rec in newest.items():
+            node_state = state.nodes[node_id]
+            node_state.activation = rec.activation
+            if rec.status in (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE):
+                state.complete(node_id, rec.effective_output)  # stale data is still the data; rerun on demand
             elif rec.status == NodeStatus.SKIPPED:
-                state.set_phase(rec.node_id, Phase.SKIPPED)
+                state.set_phase(node_id, Phase.SKIPPED)
             elif rec.status == NodeStatus.FAILED:
-                state.set_phase(rec.node_id, Phase.FAILED)
-            elif rec.status == NodeStatus.PENDING and state.nodes[rec.node_id].node.type == NodeType.HUMAN_REVIEW:
-                state.set_phase(rec.node_id, Phase.WAITING)
-            # `running` rows belong to a dead process: the node is claimed again and re-executed
+                state.set_phase(node_id, Phase.FAILED)
+            elif rec.status == NodeStatus.PENDING and rec.input_snapshot is not None:
+                state.set_phase(node_id, Phase.WAITING)  # a HUMAN_REVIEW parked for a person
+            # `running` rows belong to a dead process, `pending` ones without a snapshot were
+            # queued by a rerun: the node is claimed (again) and executed
+
+    def _restore_ledger(self, run_id: str, state: RunState) -> None:
+        for owner, head in self.store.ledger.heads(run_id).items():
+            state.versions[owner], state.frozen[owner] = head.version, head.frozen
 
 
 def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
@@ -285,7 +298,10 @@ class _Scheduler:
         """Run to the end; `on_started()` once the first nodes are claimed (or nothing is left to claim)."""
         try:
             try:
-                await self._commit(self._plan(self.state.compiled.topology.order))
+                first = self._plan(self.state.compiled.topology.order)
+                if INPUT not in self.state.versions:  # a fresh run: the input is version 1 of the ledger
+                    first.insert(0, input_version(self.run_id, self.state))
+                await self._commit(first)
             finally:
                 self._release()
                 on_started()
@@ -312,11 +328,11 @@ class _Scheduler:
                 decision = self.state.decide(current)
                 if decision == Phase.SKIPPED:
                     self.state.set_phase(current, Phase.SKIPPED)
-                    writes.append(Skip(self.run_id, current, ACTIVATION))
+                    writes.append(Skip(self.run_id, current, node_state.activation))
                     stack.extend(self.state.successors(current))
                 elif decision == Phase.RUNNING and self.failed is None:
                     node_state.phase = Phase.RUNNING
-                    writes.append(Claim(self.run_id, current, ACTIVATION, self.engine.owner))
+                    writes.append(Claim(self.run_id, current, node_state.activation, self.engine.owner))
         return writes
 
     async def _commit(self, writes: list[Write]) -> None:
@@ -374,6 +390,7 @@ class _Scheduler:
         node_id = claimed.node_id
         node = self.state.nodes[node_id].node
         self.engine.events.emit("node:start", self.run_id, node_id, type=str(node.type))
+        read = consumed(self.state, node)
         try:
             result = await EXECUTORS[node.type](node, self.state, self.engine.runtime)
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run
@@ -391,10 +408,13 @@ class _Scheduler:
             result.tokens_input,
             result.tokens_output,
             result.cost_usd,
+            read,
         )
+        completed = result.phase == Phase.COMPLETED
+        versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
         remember = _cache_put(self.run_id, claimed.id, result)
-        results = await self.engine.commits.submit([finish, *remember, *follow])
+        results = await self.engine.commits.submit([finish, *versions, *remember, *follow])
         failpoint("after_commit", node_id)
         if not results[0]:
             raise EngineError(
@@ -402,7 +422,7 @@ class _Scheduler:
                 "run's lease); this engine stops driving the run"
             )
         self._announce(node_id, result)
-        return await self._started(follow, results[1 + len(remember) :], keep_one=True)
+        return await self._started(follow, results[1 + len(versions) + len(remember) :], keep_one=True)
 
     def _record(self, node_id: str, result: NodeResult) -> list[Write]:
         """Apply a node's result to the run state; the writes for the successors it decides."""
@@ -438,7 +458,7 @@ class _Scheduler:
     def _adopt(self, node_id: str) -> list[Write]:
         """The node was finished elsewhere: take its committed state; the writes for its successors."""
         for rec in self.store.runs.node_runs(self.run_id):
-            if rec.node_id == node_id and rec.activation == ACTIVATION:
+            if rec.node_id == node_id and rec.activation == self.state.nodes[node_id].activation:
                 self.engine._restore(self.state, [rec])
         if self.state.nodes[node_id].phase == Phase.RUNNING:  # still running elsewhere: treat as not ours
             self.state.set_phase(node_id, Phase.PENDING)

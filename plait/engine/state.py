@@ -43,6 +43,8 @@ class NodeState:
     """The same without the schema meta keys: what templates and expressions see."""
     branch: str | None = None
     """For CONDITION: the key its expression selected."""
+    activation: int = 1
+    """The node's current activation (a rerun adds one; older ones are history)."""
 
 
 @dataclass
@@ -99,6 +101,10 @@ class RunState:
         """Cost of the run's model calls so far (every node run, completed or not)."""
         self.reserved_usd = 0.0
         """Estimated cost of the model calls in flight (against `max_cost_usd`)."""
+        self.versions: dict[str, int] = {}
+        """Field ledger: the newest version of each owner (`input`, node ids); see engine/ledger.py."""
+        self.frozen: dict[str, dict[str, Any]] = {}
+        """Field ledger: the frozen fields of each owner's newest version."""
 
     # -- recording -------------------------------------------------------------------------------------------
 

@@ -165,6 +165,8 @@ class NodeRunRow(Base):
     created_at: Mapped[float] = mapped_column(Double)
     started_at: Mapped[float | None] = mapped_column(Double)
     completed_at: Mapped[float | None] = mapped_column(Double)
+    consumed_json: Mapped[Any] = mapped_column(Json, nullable=True)
+    """Ledger versions this activation read: {"input": 1, "<node id>": 3} (see FieldVersionRow)."""
 
     __table_args__ = (
         UniqueConstraint("prompt_graph_run_id", "node_def_id", "activation", name="uq_pnr_run_node_activation"),
@@ -188,6 +190,36 @@ class LlmCacheRow(Base):
     created_at: Mapped[float] = mapped_column(Double)
 
 
+class FieldVersionRow(Base):
+    """One write to a value of a run (SPEC §4 field ledger, seed 003 §3.1, §4.3).
+
+    The unit is a whole *owner*: `input` (the run input) or a node id (that node's effective
+    output). Every write (an execution, an override, a review, a rollback, a freeze) appends
+    version n + 1 holding the owner's whole value and which of its top-level fields are frozen;
+    a field's history is this history read at that field. `UNIQUE(run, owner, version)` makes
+    two racing writers take distinct versions or fail, never overwrite each other.
+    """
+
+    __tablename__ = "prompt_field_version"
+
+    id: Mapped[str] = mapped_column(Id, primary_key=True)
+    prompt_graph_run_id: Mapped[str] = mapped_column(Id, ForeignKey("prompt_graph_run.id", ondelete="CASCADE"))
+    owner_id: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    """execute | override | review | rollback | freeze | input"""
+    value_json: Mapped[Any] = mapped_column(Json, nullable=True)
+    """The owner's value after this write; NULL for `execute` (it is the node run's output_json)."""
+    frozen_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'{}'"))
+    """{field: {"by": node id, "node_run_id", "at", "policy"}}; "*" freezes the whole value."""
+    node_run_id: Mapped[str | None] = mapped_column(Id)
+    by: Mapped[str] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    at: Mapped[float] = mapped_column(Double)
+
+    __table_args__ = (UniqueConstraint("prompt_graph_run_id", "owner_id", "version", name="uq_pfv_run_owner_version"),)
+
+
 # Core handles on the ORM tables: the repositories write with `insert()/update()` on these
 # (one statement, no unit-of-work bookkeeping) because the engine calls them once per node.
 GRAPH_DEF = cast(Table, GraphDefRow.__table__)
@@ -195,3 +227,4 @@ GRAPH_DEF_VERSION = cast(Table, GraphDefVersionRow.__table__)
 GRAPH_RUN = cast(Table, GraphRunRow.__table__)
 NODE_RUN = cast(Table, NodeRunRow.__table__)
 LLM_CACHE = cast(Table, LlmCacheRow.__table__)
+FIELD_VERSION = cast(Table, FieldVersionRow.__table__)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, Select, bindparam, exists, select, update
+from sqlalchemy import Engine, Select, bindparam, exists, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -29,7 +29,7 @@ from sqlalchemy.sql.dml import UpdateBase
 from plait.store.db import is_sqlite, json_dumps, writer
 from plait.store.errors import NotFoundError
 from plait.store.fastpath import Statements
-from plait.store.models import GRAPH_RUN, LLM_CACHE, NODE_RUN
+from plait.store.models import FIELD_VERSION, GRAPH_RUN, LLM_CACHE, NODE_RUN
 from plait.store.records import (
     TERMINAL_RUN_STATUSES,
     NodeRunRecord,
@@ -68,12 +68,31 @@ class Finish:
     tokens_input: int = 0
     tokens_output: int = 0
     cost_usd: float = 0.0
+    consumed: dict[str, int] | None = None
+    """Ledger versions the node read (see `Version`)."""
 
     def __post_init__(self) -> None:
         if self.status is NodeStatus.RUNNING:
             raise ValueError("a node finishes in the status it ends in, not 'running'")
         if self.status is NodeStatus.PENDING and self.output is not None:
             raise ValueError("a parked (pending) activation has no output yet: its output is written once, at the end")
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """Append version `version` of an owner's value to the field ledger (`prompt_field_version`).
+    `value` None with kind `execute`: the value is the output of `node_run_id`. Result: None;
+    a version taken already (a racing writer) fails the unit (UNIQUE)."""
+
+    run_id: str
+    owner_id: str
+    version: int
+    kind: str
+    by: str
+    frozen: dict[str, Any]
+    node_run_id: str | None = None
+    value: Any = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +127,7 @@ class CachePut:
     node_run_id: str
 
 
-Write = Claim | Finish | Skip | EndRun | CachePut
+Write = Claim | Finish | Skip | EndRun | CachePut | Version
 Unit = Sequence[Write]
 Runner = Callable[[str, dict[str, Any]], Any]
 """`run(statement_name, params)` inside the open transaction; returns a cursor (`rowcount`, `fetchone()`)."""
@@ -120,7 +139,9 @@ class NodeWriter:
     def __init__(self, engine: Engine, no_run: Callable[[str], NotFoundError]) -> None:
         self._writer = writer(engine)
         self._no_run = no_run
-        json_params = frozenset({"b_output", "b_snapshot", "b_attempts", "b_error", "b_response"})
+        json_params = frozenset(
+            {"b_output", "b_snapshot", "b_attempts", "b_error", "b_response", "b_consumed", "b_value", "b_frozen"}
+        )
         self._statements = Statements(engine, _statements(engine), json_params, json_dumps)
 
     def write(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
@@ -257,6 +278,7 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
             "b_tokens_out": write.tokens_output,
             "b_cost": write.cost_usd,
             "b_completed": None if write.status is NodeStatus.PENDING else now,
+            "b_consumed": write.consumed,
         }
         if run("finish", params).rowcount != 1:
             return False
@@ -277,6 +299,22 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
         }
         run("cache_put", params)
         return None
+    if isinstance(write, Version):
+        params = {
+            "b_id": str(uuid.uuid4()),
+            "b_run": write.run_id,
+            "b_owner_id": write.owner_id,
+            "b_version": write.version,
+            "b_kind": write.kind,
+            "b_value": write.value,
+            "b_frozen": write.frozen,
+            "b_node_run": write.node_run_id,
+            "b_by": write.by,
+            "b_reason": write.reason,
+            "b_now": now,
+        }
+        run("add_version", params)
+        return None
     if isinstance(write, Skip):
         params = new_node_row(
             write.run_id,
@@ -288,7 +326,7 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
             now=now,
             completed=now,
         )
-        run("insert_node", params)
+        run("skip_node", params)
         return None
     params = {
         "b_run": write.run_id,
@@ -333,22 +371,24 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
     dialect_insert = sqlite_insert if is_sqlite(engine) else pg_insert
     unique = [NODE_RUN.c.prompt_graph_run_id, NODE_RUN.c.node_def_id, NODE_RUN.c.activation]
     # RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT through SQLAlchemy.
-    insert_node = (
-        dialect_insert(NODE_RUN)
-        .values(
-            id=bindparam("b_id"),
-            prompt_graph_run_id=bindparam("b_run"),
-            node_def_id=bindparam("b_node"),
-            activation=bindparam("b_activation"),
-            status=bindparam("b_status"),
-            owner=bindparam("b_owner"),
-            claims=bindparam("b_claims"),
-            created_at=bindparam("b_now"),
-            started_at=bindparam("b_started"),
-            completed_at=bindparam("b_completed"),
-        )
-        .on_conflict_do_nothing(index_elements=unique)
-        .returning(NODE_RUN.c.id)
+    new_row = dialect_insert(NODE_RUN).values(
+        id=bindparam("b_id"),
+        prompt_graph_run_id=bindparam("b_run"),
+        node_def_id=bindparam("b_node"),
+        activation=bindparam("b_activation"),
+        status=bindparam("b_status"),
+        owner=bindparam("b_owner"),
+        claims=bindparam("b_claims"),
+        created_at=bindparam("b_now"),
+        started_at=bindparam("b_started"),
+        completed_at=bindparam("b_completed"),
+    )
+    insert_node = new_row.on_conflict_do_nothing(index_elements=unique).returning(NODE_RUN.c.id)
+    # A skip also settles an activation queued by a rerun (a `pending` row without an owner).
+    skip_node = new_row.on_conflict_do_update(
+        index_elements=unique,
+        set_={"status": new_row.excluded.status, "completed_at": new_row.excluded.completed_at},
+        where=(NODE_RUN.c.status == NodeStatus.PENDING.value) & NODE_RUN.c.input_snapshot_json.is_(None),
     )
     finish = (
         update(NODE_RUN)
@@ -367,7 +407,21 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
             tokens_output=bindparam("b_tokens_out"),
             cost_usd=bindparam("b_cost"),
             completed_at=bindparam("b_completed"),
+            consumed_json=bindparam("b_consumed"),
         )
+    )
+    add_version = insert(FIELD_VERSION).values(
+        id=bindparam("b_id"),
+        prompt_graph_run_id=bindparam("b_run"),
+        owner_id=bindparam("b_owner_id"),
+        version=bindparam("b_version"),
+        kind=bindparam("b_kind"),
+        value_json=bindparam("b_value"),
+        frozen_json=bindparam("b_frozen"),
+        node_run_id=bindparam("b_node_run"),
+        by=bindparam("b_by"),
+        reason=bindparam("b_reason"),
+        at=bindparam("b_now"),
     )
     add_totals = (
         update(GRAPH_RUN)
@@ -406,8 +460,10 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
     )
     return {
         "insert_node": insert_node,
+        "skip_node": skip_node,
         "finish": finish,
         "add_totals": add_totals,
         "end_run": end_run,
         "cache_put": cache_put,
+        "add_version": add_version,
     }

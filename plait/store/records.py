@@ -110,6 +110,8 @@ class NodeRunRecord:
     created_at: float
     started_at: float | None
     completed_at: float | None
+    consumed: dict[str, int] | None = None
+    """Ledger versions this activation read, by owner (`input` or a node id)."""
 
     @property
     def effective_output(self) -> Any:
@@ -167,6 +169,7 @@ def node_run_from_row(row: Any) -> NodeRunRecord:
         created_at=row.created_at,
         started_at=row.started_at,
         completed_at=row.completed_at,
+        consumed=row.consumed_json,
     )
 
 

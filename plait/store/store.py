@@ -13,6 +13,7 @@ from plait.store.checkpoint import Checkpointer
 from plait.store.db import create_store_engine, upgrade
 from plait.store.errors import StoreError
 from plait.store.graphs import GraphRepository
+from plait.store.ledger import LedgerRepository
 from plait.store.runs import RunRepository
 from plait.store.url import database_url, parse_url, redact
 
@@ -36,6 +37,7 @@ class Store:
     graphs: GraphRepository
     runs: RunRepository
     cache: CacheRepository
+    ledger: LedgerRepository
 
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.url = database_url(url)
@@ -61,6 +63,7 @@ class Store:
         self.graphs = GraphRepository(self.engine, self.display_url)
         self.runs = RunRepository(self.engine, self.display_url)
         self.cache = CacheRepository(self.engine)
+        self.ledger = LedgerRepository(self.engine)
         self._checkpointer = Checkpointer(self.engine) if _wal_file(self.engine) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

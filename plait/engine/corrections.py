@@ -1,0 +1,396 @@
+"""A person's corrections to a run (SPEC §4, seed 000 §5, seed 003): override a node's output
+with a downstream policy, answer a HUMAN_REVIEW, rerun a node, roll a field back.
+
+Each correction is checked first (the run and node exist, the value passes every out-edge
+schema, no frozen field changes) and refused with nothing written when a check fails; then
+it commits in one transaction under the run's lease (`plait.store.corrections`). What must
+execute afterwards (a RERUN policy, a review answer, a rerun) is queued in the database as
+new activations, and `Correction.needs_run` tells the caller to drive the run with
+`Engine.run`, exactly as `plait resume` would after a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from plait.engine.compiled import load_compiled
+from plait.engine.contracts import strip_meta
+from plait.engine.state import CompiledRun
+from plait.model.nodes import NodeType
+from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoreError
+from plait.store.corrections import (
+    Change,
+    CorrectionWriter,
+    MarkStale,
+    Queue,
+    Reopen,
+    RunOutput,
+    SetOverride,
+)
+from plait.store.ledger import INPUT, WHOLE, Head
+from plait.store.node_writes import Version
+
+
+class DownstreamPolicy(StrEnum):
+    """What an override does to the nodes after it (seed 000 §5.3)."""
+
+    KEEP = "KEEP"
+    INVALIDATE = "INVALIDATE"
+    RERUN = "RERUN"
+    RERUN_ALL = "RERUN_ALL"
+
+
+class CorrectionError(Exception):
+    """The correction is refused; nothing was written. `details` lists e.g. schema errors."""
+
+    def __init__(self, message: str, hint: str | None = None, details: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.details = details or []
+
+
+@dataclass
+class Correction:
+    """What a correction changed: nodes marked stale, nodes queued to run, and whether the run
+    must now be driven (`Engine.run`) to execute them."""
+
+    run_id: str
+    stale: list[str] = field(default_factory=list)
+    queued: list[str] = field(default_factory=list)
+    resume: bool = False
+    """A review was answered: the paused run continues."""
+
+    @property
+    def needs_run(self) -> bool:
+        return bool(self.queued) or self.resume
+
+
+@dataclass
+class _Run:
+    """A run as a correction sees it, read under its lease."""
+
+    record: RunRecord
+    compiled: CompiledRun
+    newest: dict[str, NodeRunRecord]
+    heads: dict[str, Head]
+
+    def node(self, node_id: str) -> NodeRunRecord:
+        if node_id not in self.compiled.nodes:
+            known = ", ".join(sorted(self.compiled.nodes))
+            raise CorrectionError(f"run {self.record.id} has no node '{node_id}'", f"its nodes: {known}")
+        rec = self.newest.get(node_id)
+        if rec is None:
+            raise CorrectionError(
+                f"node '{node_id}' of run {self.record.id} has not run yet",
+                "correct a node that completed; `plait runs show RUN_ID` shows the node states",
+            )
+        return rec
+
+    def direct(self, node_id: str) -> list[str]:
+        return list(
+            dict.fromkeys(
+                e.target_node_id for e in self.compiled.out_edges[node_id] if e.target_node_id in self.compiled.nodes
+            )
+        )
+
+    def downstream(self, node_id: str) -> list[str]:
+        """Every node after `node_id`, in topological order."""
+        seen: set[str] = set()
+        stack = [node_id]
+        while stack:
+            for target in self.direct(stack.pop()):
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        return [n for n in self.compiled.topology.order if n in seen]
+
+    def version(self, owner: str) -> int:
+        return self.heads[owner].version if owner in self.heads else 0
+
+    def frozen(self, owner: str) -> dict[str, Any]:
+        return self.heads[owner].frozen if owner in self.heads else {}
+
+
+def _owner() -> str:
+    return f"correction:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Corrections:
+    """Corrections on one store. `wait_s`: how long to wait for a run another correction (or
+    an engine) holds before refusing."""
+
+    def __init__(self, store: Store, *, by: str = "user", wait_s: float = 10.0, lease_ttl_s: float = 30.0):
+        self.store = store
+        self.by = by
+        self.wait_s = wait_s
+        self.lease_ttl_s = lease_ttl_s
+        self._writer = CorrectionWriter(store.engine)
+
+    # -- the corrections ---------------------------------------------------------------------------
+
+    def override(
+        self,
+        run_id: str,
+        node_id: str,
+        value: Any,
+        *,
+        policy: DownstreamPolicy = DownstreamPolicy.INVALIDATE,
+        note: str | None = None,
+    ) -> Correction:
+        """Replace a completed node's effective output; `output_json` stays as the model wrote it."""
+        with self._held(run_id) as (owner, run):
+            rec = run.node(node_id)
+            if rec.status not in (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE):
+                raise CorrectionError(
+                    f"node '{node_id}' of run {run_id} is {rec.status}, not completed: there is no output to override",
+                    "a paused HUMAN_REVIEW takes `plait review`; a failed node takes `plait rerun`",
+                )
+            stored = self._checked_value(run, node_id, value, rec.effective_output)
+            result = Correction(run_id)
+            changes: list[Change] = [
+                SetOverride(rec.id, stored, self.by, note, str(policy)),
+                self._version(run, node_id, "override", stored, rec.id, note),
+            ]
+            changes.extend(self._apply_policy(run, node_id, policy, result))
+            changes.append(RunOutput(_run_output(run, {node_id: stored})))
+            self._writer.apply(run_id, owner, changes)
+            return result
+
+    def review(self, run_id: str, node_id: str, value: Any = None, *, approve: bool = False) -> Correction:
+        """Answer a paused HUMAN_REVIEW: approve the value under review, or give a corrected one."""
+        with self._held(run_id) as (owner, run):
+            rec = run.node(node_id)
+            if run.compiled.nodes[node_id].type != NodeType.HUMAN_REVIEW:
+                raise CorrectionError(
+                    f"node '{node_id}' is a {run.compiled.nodes[node_id].type} node, not a HUMAN_REVIEW"
+                )
+            if rec.status != NodeStatus.PENDING or rec.input_snapshot is None:
+                raise CorrectionError(
+                    f"node '{node_id}' of run {run_id} is not waiting for a review (it is {rec.status})",
+                    "to change an answered review, use `plait override`",
+                )
+            reviewed = (rec.input_snapshot or {}).get("value")
+            chosen = reviewed if approve else value
+            stored = self._checked_value(run, node_id, chosen, None)
+            result = Correction(run_id, resume=True)
+            note = "approved in review" if approve else "corrected in review"
+            status = NodeStatus.COMPLETED if approve else NodeStatus.OVERRIDDEN
+            changes: list[Change] = [
+                SetOverride(rec.id, stored, self.by, note, str(DownstreamPolicy.INVALIDATE), status=status),
+                self._version(run, node_id, "review", stored, rec.id, note),
+                Reopen(),
+            ]
+            self._writer.apply(run_id, owner, changes)
+            return result
+
+    def rerun(self, run_id: str, node_id: str, *, downstream: bool = False) -> Correction:
+        """Run a node again as a new activation (the old one stays as history); with `downstream`
+        its whole downstream too, else its direct downstream is marked stale."""
+        with self._held(run_id) as (owner, run):
+            self._known(run, node_id)
+            self._refuse_frozen(run, node_id, None, "rerun")
+            result = Correction(run_id)
+            changes: list[Change] = [*self._queue(run, [node_id], result)]
+            policy = DownstreamPolicy.RERUN_ALL if downstream else DownstreamPolicy.INVALIDATE
+            changes.extend(self._apply_policy(run, node_id, policy, result))
+            changes.append(Reopen())
+            self._writer.apply(run_id, owner, changes)
+            return result
+
+    def rollback(self, run_id: str, owner_id: str, field_name: str | None, to_version: int) -> Correction:
+        """Restore a value (or one field of it) **and** its frozen state as of `to_version`; every
+        node run that read a newer version is marked stale. Logged as a `rollback` version."""
+        with self._held(run_id) as (owner, run):
+            if owner_id != INPUT:
+                self._known(run, owner_id)
+            history = self.store.ledger.history(run_id, owner_id)
+            target = next((v for v in history if v.version == to_version), None)
+            if target is None:
+                have = ", ".join(str(v.version) for v in history) or "none"
+                raise CorrectionError(
+                    f"{owner_id} of run {run_id} has no version {to_version}", f"its versions: {have}"
+                )
+            current = history[-1]
+            if field_name is None:
+                value, frozen = target.value, dict(target.frozen)
+            else:
+                if not isinstance(current.value, dict) or not isinstance(target.value, dict):
+                    raise CorrectionError(f"{owner_id} holds no object with fields; roll back the whole value")
+                value = {**current.value, field_name: target.value.get(field_name)}
+                if field_name not in target.value:
+                    value.pop(field_name)
+                frozen = {k: v for k, v in current.frozen.items() if k != field_name}
+                if field_name in target.frozen:
+                    frozen[field_name] = target.frozen[field_name]
+            label = owner_id if field_name is None else f"{owner_id}.{field_name}"
+            reason = f"rollback of {label} to version {to_version}"
+            version = Version(run_id, owner_id, current.version + 1, "rollback", self.by, frozen, None, value, reason)
+            result = Correction(run_id)
+            changes: list[Change] = [version]
+            if owner_id != INPUT:
+                rec = run.node(owner_id)
+                changes.insert(0, SetOverride(rec.id, value, self.by, reason, str(DownstreamPolicy.INVALIDATE)))
+                changes.append(RunOutput(_run_output(run, {owner_id: value})))
+            readers = [r for r in run.newest.values() if r.consumed and r.consumed.get(owner_id, 0) > to_version]
+            result.stale.extend(r.node_id for r in readers)
+            if readers:
+                changes.append(MarkStale([r.id for r in readers]))
+            self._writer.apply(run_id, owner, changes)
+            return result
+
+    # -- checks ------------------------------------------------------------------------------------
+
+    def _known(self, run: _Run, node_id: str) -> None:
+        if node_id not in run.compiled.nodes:
+            run.node(node_id)  # raises with the list of nodes
+
+    def _checked_value(self, run: _Run, node_id: str, value: Any, current: Any) -> Any:
+        contract = run.compiled.contracts[node_id]
+        problems = contract.violations(value)
+        if problems:
+            raise CorrectionError(
+                f"the value for node '{node_id}' does not match its out-edge schemas ({len(problems)} errors)",
+                "fix the listed fields; `plait graphs show` prints the schemas",
+                problems,
+            )
+        if current is not None:
+            self._refuse_frozen(run, node_id, strip_meta(value), "override")
+        return contract.annotate(value)
+
+    def _refuse_frozen(self, run: _Run, node_id: str, new: Any, action: str) -> None:
+        """A frozen field may not change (`new` None: every frozen field would)."""
+        frozen = run.frozen(node_id)
+        if not frozen:
+            return
+        current = strip_meta(run.newest[node_id].effective_output) if node_id in run.newest else None
+        for name, entry in frozen.items():
+            if new is not None and name != WHOLE:
+                if isinstance(new, dict) and isinstance(current, dict) and new.get(name) == current.get(name):
+                    continue
+            elif new is not None and new == current:
+                continue
+            label = node_id if name == WHOLE else f"{node_id}.{name}"
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(entry.get("at") or 0)))
+            raise CorrectionError(
+                f"cannot {action} '{node_id}': field {label} is frozen (freeze: {entry.get('policy')}, "
+                f"by {entry.get('by')} at {when})",
+                f"roll the field back to a version before the freeze: `plait rollback {run.record.id} {label} "
+                "--to-version N` (`plait runs show RUN_ID --ledger` lists the versions)",
+            )
+
+    # -- building the changes ----------------------------------------------------------------------
+
+    def _version(
+        self, run: _Run, owner_id: str, kind: str, value: Any, node_run_id: str, reason: str | None
+    ) -> Version:
+        return Version(
+            run.record.id,
+            owner_id,
+            run.version(owner_id) + 1,
+            kind,
+            self.by,
+            run.frozen(owner_id),
+            node_run_id,
+            value,
+            reason,
+        )
+
+    def _apply_policy(self, run: _Run, node_id: str, policy: DownstreamPolicy, result: Correction) -> list[Change]:
+        if policy == DownstreamPolicy.KEEP:
+            return []
+        direct = run.direct(node_id)
+        if policy == DownstreamPolicy.INVALIDATE:
+            return self._stale(run, direct, result)
+        if policy == DownstreamPolicy.RERUN:
+            beyond = [n for n in run.downstream(node_id) if n not in direct]
+            return [*self._queue(run, direct, result), *self._stale(run, beyond, result), Reopen()]
+        return [*self._queue(run, run.downstream(node_id), result), Reopen()]
+
+    def _stale(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:
+        done = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN)
+        recs = [run.newest[n] for n in node_ids if n in run.newest and run.newest[n].status in done]
+        result.stale.extend(r.node_id for r in recs)
+        return [MarkStale([r.id for r in recs])] if recs else []
+
+    def _queue(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:
+        """A new activation of every node that has run (one that never ran simply runs)."""
+        changes: list[Change] = []
+        for node_id in node_ids:
+            rec = run.newest.get(node_id)
+            if rec is None or (rec.status == NodeStatus.PENDING and rec.input_snapshot is None):
+                continue  # not run yet, or queued already
+            changes.append(Queue(node_id, rec.activation + 1))
+            result.queued.append(node_id)
+        return changes
+
+    # -- the run's lease ---------------------------------------------------------------------------
+
+    def _held(self, run_id: str) -> _Held:
+        return _Held(self, run_id)
+
+    def _load(self, run_id: str) -> _Run:
+        record = self.store.runs.get(run_id)
+        compiled = load_compiled(self.store, record.def_id, record.graph_def_ver)
+        newest: dict[str, NodeRunRecord] = {}
+        for rec in self.store.runs.node_runs(run_id):
+            if rec.node_id not in newest or rec.activation > newest[rec.node_id].activation:
+                newest[rec.node_id] = rec
+        return _Run(record, compiled, newest, self.store.ledger.heads(run_id))
+
+
+class _Held:
+    """`with corrections._held(run_id) as (owner, run)`: the run's lease for one correction,
+    waited for up to `wait_s` while another correction holds it; refused while an engine runs it."""
+
+    def __init__(self, corrections: Corrections, run_id: str):
+        self.c = corrections
+        self.run_id = run_id
+        self.owner = _owner()
+
+    def __enter__(self) -> tuple[str, _Run]:
+        runs = self.c.store.runs
+        try:
+            record = runs.get(self.run_id)
+        except StoreError as exc:
+            raise CorrectionError(str(exc), "`plait runs list` shows the run ids") from None
+        deadline = time.monotonic() + self.c.wait_s
+        while not runs.acquire_lease(self.run_id, self.owner, self.c.lease_ttl_s):
+            record = runs.get(self.run_id)
+            if time.monotonic() > deadline:
+                raise CorrectionError(
+                    f"run {self.run_id} is busy: {record.lease_owner} holds it",
+                    "wait for the run to end or pause, then correct it",
+                )
+            time.sleep(0.05)
+        record = runs.get(self.run_id)
+        if record.status == RunStatus.RUNNING:
+            runs.release_lease(self.run_id, self.owner)
+            raise CorrectionError(
+                f"run {self.run_id} is running; corrections apply to a run that is not being executed",
+                "wait for it to end (or pause), or correct it after `plait resume` finishes",
+            )
+        return self.owner, self.c._load(self.run_id)
+
+    def __exit__(self, *exc: object) -> None:
+        self.c.store.runs.release_lease(self.run_id, self.owner)
+
+
+def _run_output(run: _Run, changed: dict[str, Any]) -> Any:
+    """The run's output with the newest effective outputs (an exit node's override included)."""
+    exits = run.compiled.topology.exits
+    done = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE)
+    values = {
+        e: strip_meta(changed[e] if e in changed else run.newest[e].effective_output)
+        for e in exits
+        if e in changed or (e in run.newest and run.newest[e].status in done)
+    }
+    if len(exits) == 1:
+        return values.get(exits[0])
+    return values

@@ -1,0 +1,110 @@
+"""The engine's side of the field ledger (SPEC §4, seed 003 §4.2): what a node read, the
+version its result writes, and the freezes its commit applies.
+
+Freezing is decided at commit time only, from the versions the node read when it started:
+a node that fails writes nothing, so it freezes nothing (seed 003 Case #7's half-applied
+state cannot happen). The writes computed here join the node's result in one transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from plait.compile.templates import TemplateError, parse_template
+from plait.engine.state import RunState
+from plait.model.common import FreezePolicy
+from plait.model.nodes import FreezeSpec, NodeBase, node_field
+from plait.store.ledger import INPUT, WHOLE
+from plait.store.node_writes import Version
+
+ENGINE = "engine"
+"""`by` of the versions the engine writes."""
+
+
+def frozen_by_policy(spec: FreezeSpec | None, policy: FreezePolicy) -> list[str]:
+    """The fields `spec` freezes under `policy` (`*` for the whole value)."""
+    if spec is None:
+        return []
+    if isinstance(spec, dict):
+        return [name for name, p in spec.items() if p == policy]
+    return [WHOLE] if spec == policy else []
+
+
+def freeze_spec(state: RunState, owner_id: str) -> FreezeSpec | None:
+    if owner_id == INPUT:
+        return state.compiled.graph.input_freeze
+    return state.nodes[owner_id].node.freeze
+
+
+def reads(state: RunState, node: NodeBase) -> list[str]:
+    """Owners a node reads: the run input, its active predecessors, its `context_include`, and the
+    nodes its templates name (what the ledger records as consumed, and what `on_consume` freezes)."""
+    names: list[str] = [INPUT, *state.active_predecessors(node.id)]
+    names.extend(n for n in node.context_include or () if n in state.nodes)
+    names.extend(_template_nodes(state, node))
+    return list(dict.fromkeys(names))
+
+
+def _template_nodes(state: RunState, node: NodeBase) -> Iterable[str]:
+    for name in ("system_prompt", "user_prompt_tpl", "review_prompt"):
+        text = node_field(node, name, None)
+        if not isinstance(text, str):
+            continue
+        try:
+            refs = parse_template(text).refs
+        except TemplateError:
+            continue
+        for ref in refs:
+            root = ref.root
+            if root == "nodes" and len(ref.path) > 1:
+                root = str(ref.path[1])
+            if root in state.nodes and root != node.id:
+                yield root
+
+
+def consumed(state: RunState, node: NodeBase) -> dict[str, int]:
+    """{owner: version} of what the node reads now (owners never written are left out)."""
+    return {owner: state.versions[owner] for owner in reads(state, node) if owner in state.versions}
+
+
+def commit_versions(
+    run_id: str, state: RunState, node_id: str, node_run_id: str, read: dict[str, int], *, completed: bool
+) -> list[Version]:
+    """The ledger writes of a node's commit: its new output version (frozen `on_create` fields),
+    then a `freeze` version of every owner it read that freezes `on_consume`. Applied to
+    `state` at once (the same commit carries them to the database)."""
+    if not completed:
+        return []
+    writes: list[Version] = []
+    node = state.nodes[node_id].node
+    on_create = frozen_by_policy(node.freeze, FreezePolicy.ON_CREATE)
+    frozen = {name: _freeze_entry(node_id, node_run_id, FreezePolicy.ON_CREATE) for name in on_create}
+    version = state.versions.get(node_id, 0) + 1
+    writes.append(Version(run_id, node_id, version, "execute", ENGINE, frozen, node_run_id))
+    state.versions[node_id], state.frozen[node_id] = version, frozen
+    for owner in read:
+        fields = frozen_by_policy(freeze_spec(state, owner), FreezePolicy.ON_CONSUME)
+        current = state.frozen.get(owner, {})
+        new = [name for name in fields if name not in current]
+        if not new:
+            continue
+        now_frozen = {**current, **{name: _freeze_entry(node_id, node_run_id, FreezePolicy.ON_CONSUME) for name in new}}
+        version = state.versions.get(owner, 0) + 1
+        reason = f"read by {node_id} (freeze: on_consume)"
+        writes.append(Version(run_id, owner, version, "freeze", ENGINE, now_frozen, node_run_id, reason=reason))
+        state.versions[owner], state.frozen[owner] = version, now_frozen
+    return writes
+
+
+def input_version(run_id: str, state: RunState) -> Version:
+    """Version 1 of the run input, frozen where `input_freeze` says `on_create`."""
+    fields = frozen_by_policy(state.compiled.graph.input_freeze, FreezePolicy.ON_CREATE)
+    frozen = {name: _freeze_entry(INPUT, None, FreezePolicy.ON_CREATE) for name in fields}
+    state.versions[INPUT], state.frozen[INPUT] = 1, frozen
+    return Version(run_id, INPUT, 1, "input", ENGINE, frozen, value=state.input)
+
+
+def _freeze_entry(by: str, node_run_id: str | None, policy: FreezePolicy) -> dict[str, Any]:
+    return {"by": by, "node_run_id": node_run_id, "at": time.time(), "policy": str(policy)}

@@ -1,0 +1,152 @@
+"""Writing a person's correction (SPEC §4): one transaction under the run's lease.
+
+An override, a review answer, a rerun request or a rollback changes several rows at once
+(the node run's override layer, stale marks on the downstream, activations queued for a
+rerun, ledger versions, the run's status). They commit together or not at all, and only
+while the caller holds the run's lease, so a correction never interleaves with an engine
+executing the run or with another correction.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from plait.store.db import writer
+from plait.store.errors import StoreError
+from plait.store.models import FIELD_VERSION, GRAPH_RUN, NODE_RUN
+from plait.store.node_writes import Version
+from plait.store.records import NodeStatus, RunStatus
+
+
+class CorrectionConflict(StoreError):
+    """The run changed under the correction (its lease was lost, or a ledger version was taken)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SetOverride:
+    """Put `value` on the override layer of a node run (`output_json` is never touched)."""
+
+    node_run_id: str
+    value: Any
+    by: str
+    note: str | None
+    policy: str
+    status: NodeStatus = NodeStatus.OVERRIDDEN
+
+
+@dataclass(frozen=True, slots=True)
+class MarkStale:
+    """Mark node runs `stale`: their inputs changed after they ran (only completed/overridden ones)."""
+
+    node_run_ids: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """Queue a new activation of a node (a `pending` row without a snapshot): the engine runs it."""
+
+    node_id: str
+    activation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reopen:
+    """Put a finished run back to `pending` so that `Engine.run` executes what was queued."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutput:
+    """Set the run's output (the newest effective output of its exit nodes)."""
+
+    output: Any
+
+
+Change = SetOverride | MarkStale | Queue | Reopen | RunOutput | Version
+
+_CORRECTABLE = (NodeStatus.COMPLETED.value, NodeStatus.OVERRIDDEN.value, NodeStatus.STALE.value)
+
+
+class CorrectionWriter:
+    def __init__(self, engine: Engine) -> None:
+        self._writer = writer(engine)
+
+    def apply(self, run_id: str, owner: str, changes: Sequence[Change]) -> None:
+        """Commit `changes` in one transaction, if `owner` holds the run's lease; otherwise
+        (or if a racing writer took a ledger version first) raise CorrectionConflict."""
+        now = time.time()
+        try:
+            with self._writer.begin() as conn:
+                holder = conn.execute(
+                    select(GRAPH_RUN.c.lease_owner).where(GRAPH_RUN.c.id == run_id).with_for_update()
+                ).scalar_one_or_none()
+                if holder != owner:
+                    raise CorrectionConflict(f"run {run_id} is no longer held by this correction ({holder})")
+                for change in changes:
+                    conn.execute(*_statement(run_id, change, now))
+        except IntegrityError as exc:
+            raise CorrectionConflict(f"run {run_id} was corrected concurrently; try again") from exc
+
+
+def _statement(run_id: str, change: Change, now: float) -> tuple[Any, ...]:
+    if isinstance(change, SetOverride):
+        return (
+            update(NODE_RUN)
+            .where(NODE_RUN.c.id == change.node_run_id)
+            .values(
+                override_json=change.value,
+                override_by=change.by,
+                override_at=now,
+                override_note=change.note,
+                downstream_policy=change.policy,
+                status=change.status.value,
+                completed_at=now,
+            ),
+        )
+    if isinstance(change, MarkStale):
+        return (
+            update(NODE_RUN)
+            .where(NODE_RUN.c.id.in_(list(change.node_run_ids)), NODE_RUN.c.status.in_(_CORRECTABLE))
+            .values(status=NodeStatus.STALE.value),
+        )
+    if isinstance(change, Queue):
+        return (
+            insert(NODE_RUN).values(
+                id=str(uuid.uuid4()),
+                prompt_graph_run_id=run_id,
+                node_def_id=change.node_id,
+                activation=change.activation,
+                status=NodeStatus.PENDING.value,
+                claims=0,
+                created_at=now,
+            ),
+        )
+    if isinstance(change, Reopen):
+        return (
+            update(GRAPH_RUN)
+            .where(GRAPH_RUN.c.id == run_id)
+            .values(status=RunStatus.PENDING.value, completed_at=None, error_json=None, updated_at=now),
+        )
+    if isinstance(change, RunOutput):
+        return (update(GRAPH_RUN).where(GRAPH_RUN.c.id == run_id).values(output_json=change.output, updated_at=now),)
+    return (
+        insert(FIELD_VERSION).values(
+            id=str(uuid.uuid4()),
+            prompt_graph_run_id=run_id,
+            owner_id=change.owner_id,
+            version=change.version,
+            kind=change.kind,
+            value_json=change.value,
+            frozen_json=change.frozen,
+            node_run_id=change.node_run_id,
+            by=change.by,
+            reason=change.reason,
+            at=now,
+        ),
+    )

@@ -16,6 +16,7 @@ import typer
 
 from plait import __version__
 from plait.cli import config, graphs, runs
+from plait.cli.corrections import override_command, rerun_command, review_command, rollback_command
 from plait.cli.replay import replay_command
 from plait.cli.run import resume_command, run_command
 
@@ -34,6 +35,10 @@ app.add_typer(config.app, name="config")
 app.command("run")(run_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
+app.command("override")(override_command)
+app.command("rerun")(rerun_command)
+app.command("review")(review_command)
+app.command("rollback")(rollback_command)
 
 
 def _version(value: bool) -> None:

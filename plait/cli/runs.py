@@ -59,6 +59,9 @@ def show_run(
     run_id: Annotated[str, typer.Argument(help="The run id.")],
     db: DbOption = None,
     json_output: JsonOption = False,
+    ledger: Annotated[
+        bool, typer.Option("--ledger", help="Also the field ledger: every version of every value, who read it.")
+    ] = False,
 ) -> None:
     """One run: status, input, output, and per node status, attempts, tokens, cost, timings, effective output."""
     from plait.store import StoreError
@@ -70,20 +73,24 @@ def show_run(
         except StoreError as exc:
             fail(str(exc), "list runs with `plait runs list`")
         nodes = store.runs.node_runs(run_id)
+        versions = store.ledger.history(run_id) if ledger else []
     finally:
         store.close()
     if json_output:
-        print_json(
-            {
-                **_run_json(run),
-                "input": run.input,
-                "output": run.output,
-                "error": run.error,
-                "nodes": [_node_json(n) for n in nodes],
-            }
-        )
+        shown = {
+            **_run_json(run),
+            "input": run.input,
+            "output": run.output,
+            "error": run.error,
+            "nodes": [_node_json(n) for n in nodes],
+        }
+        if ledger:
+            shown["ledger"] = [_version_json(v, nodes) for v in versions]
+        print_json(shown)
         return
     _render(run, nodes)
+    if ledger:
+        _render_ledger(versions, nodes)
 
 
 def _run_json(r: Any) -> dict[str, Any]:
@@ -119,6 +126,9 @@ def _node_json(n: Any) -> dict[str, Any]:
         "effective_output": n.effective_output,
         "output": n.output,
         "override": n.override,
+        "override_by": n.override_by,
+        "override_note": n.override_note,
+        "consumed": n.consumed,
         "error": n.error,
         "input_snapshot": n.input_snapshot,
     }
@@ -149,14 +159,23 @@ def _render(run: Any, nodes: list[Any]) -> None:
     for column in ("node", "status", "attempts", "served by", "tokens", "cost $", "time"):
         table.add_column(column, no_wrap=True)
     table.add_column("effective output (full: --json)", no_wrap=True, overflow="ellipsis", max_width=60)
+    newest: dict[str, int] = {}
+    for n in nodes:
+        newest[n.node_id] = max(newest.get(n.node_id, 0), n.activation)
     for n in nodes:
         took = f"{n.completed_at - n.started_at:.2f}s" if n.completed_at and n.started_at else ""
         output = json.dumps(n.effective_output, ensure_ascii=False) if n.effective_output is not None else ""
         if n.error:
             output = f"[red]{n.error.get('message', '')}[/]"
+        label = n.node_id if n.activation == 1 else f"{n.node_id} #{n.activation}"
+        status = str(n.status)
+        if newest[n.node_id] != n.activation:
+            label, status = f"[dim]{label}[/]", f"[dim]{status} (history)[/]"
+        elif n.status == "stale":
+            status = "[yellow]stale ⚠[/]"
         table.add_row(
-            n.node_id,
-            n.status,
+            label,
+            status,
             str(len(n.attempts or [])),
             _served(n.attempts or []),
             f"{n.tokens_input}+{n.tokens_output}",
@@ -165,10 +184,52 @@ def _render(run: Any, nodes: list[Any]) -> None:
             output[:200].replace("\n", " "),
         )
     out.print(table)
+    stale = [n.node_id for n in nodes if n.status == "stale" and newest[n.node_id] == n.activation]
+    if stale:
+        out.print(
+            f"[yellow]stale:[/] {', '.join(stale)} read a value that was corrected since; "
+            f"`plait rerun {run.id} {stale[0]}` reruns one (--downstream: what follows it too)"
+        )
     if run.error:
         out.print(f"[red]error:[/] {run.error.get('message', run.error)}")
     if run.output is not None:
         out.print("output:", json.dumps(run.output, ensure_ascii=False, indent=2))
+
+
+def _version_json(v: Any, nodes: list[Any]) -> dict[str, Any]:
+    return {
+        "owner": v.owner_id,
+        "version": v.version,
+        "kind": v.kind,
+        "value": v.value,
+        "frozen": v.frozen,
+        "by": v.by,
+        "at": v.at,
+        "reason": v.reason,
+        "node_run_id": v.node_run_id,
+        "consumed_by": [
+            {"node_id": n.node_id, "activation": n.activation, "node_run_id": n.id}
+            for n in nodes
+            if (n.consumed or {}).get(v.owner_id) == v.version
+        ],
+    }
+
+
+def _render_ledger(versions: list[Any], nodes: list[Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="field ledger")
+    for column in ("value", "v", "kind", "frozen fields", "by", "at", "read by", "reason"):
+        table.add_column(column, no_wrap=column != "reason")
+    for v in versions:
+        readers = [
+            n.node_id if n.activation == 1 else f"{n.node_id} #{n.activation}"
+            for n in nodes
+            if (n.consumed or {}).get(v.owner_id) == v.version
+        ]
+        frozen = ", ".join(f"{name} ({entry.get('by')})" for name, entry in v.frozen.items())
+        table.add_row(v.owner_id, str(v.version), v.kind, frozen, v.by, _when(v.at), ", ".join(readers), v.reason or "")
+    console().print(table)
 
 
 app.command("diff")(diff_command)

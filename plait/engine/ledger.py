@@ -15,7 +15,7 @@ from typing import Any
 from plait.compile.templates import TemplateError, parse_template
 from plait.engine.state import RunState
 from plait.model.common import FreezePolicy
-from plait.model.nodes import FreezeSpec, NodeBase, node_field
+from plait.model.nodes import FreezeSpec, NodeBase, NodeType, node_field
 from plait.store.ledger import INPUT, WHOLE
 from plait.store.node_writes import Version
 
@@ -39,15 +39,19 @@ def freeze_spec(state: RunState, owner_id: str) -> FreezeSpec | None:
 
 
 def reads(state: RunState, node: NodeBase) -> list[str]:
-    """Owners a node reads: the run input, its active predecessors, its `context_include`, and the
-    nodes its templates name (what the ledger records as consumed, and what `on_consume` freezes)."""
-    names: list[str] = [INPUT, *state.active_predecessors(node.id)]
-    names.extend(n for n in node.context_include or () if n in state.nodes)
-    names.extend(_template_nodes(state, node))
+    """Owners a node reads: its active predecessors (or the run input, for an entry node), its
+    `context_include`, and what its templates name; JavaScript nodes may read the input too
+    (what the ledger records as consumed, and what `on_consume` freezes)."""
+    predecessors = state.active_predecessors(node.id)
+    names: list[str] = predecessors if predecessors else [INPUT]
+    if node.type in (NodeType.TRANSFORM, NodeType.CONDITION):
+        names.append(INPUT)
+    names.extend(n for n in node.context_include or () if n == INPUT or n in state.nodes)
+    names.extend(_template_reads(state, node))
     return list(dict.fromkeys(names))
 
 
-def _template_nodes(state: RunState, node: NodeBase) -> Iterable[str]:
+def _template_reads(state: RunState, node: NodeBase) -> Iterable[str]:
     for name in ("system_prompt", "user_prompt_tpl", "review_prompt"):
         text = node_field(node, name, None)
         if not isinstance(text, str):
@@ -60,7 +64,7 @@ def _template_nodes(state: RunState, node: NodeBase) -> Iterable[str]:
             root = ref.root
             if root == "nodes" and len(ref.path) > 1:
                 root = str(ref.path[1])
-            if root in state.nodes and root != node.id:
+            if root == INPUT or (root in state.nodes and root != node.id):
                 yield root
 
 

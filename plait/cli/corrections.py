@@ -1,0 +1,155 @@
+"""`plait override | rerun | review | rollback`: a person's corrections to a run (SPEC §4).
+
+A refused correction (unknown run or node, a value that breaks a schema, a frozen field)
+exits 2 with the reason and changes nothing. A correction that leaves work to execute (a
+RERUN policy, a rerun, an answered review) drives the run at once, like `plait resume`,
+and exits with the run's code (0 done, 1 failed, 3 paused again).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, fail, open_store, print_json
+
+FileOption = Annotated[Path | None, typer.Option("--file", help="The corrected value: a JSON or YAML file.")]
+ValueOption = Annotated[str | None, typer.Option("--value", help="The corrected value as inline JSON.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
+
+
+def override_command(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    node_id: Annotated[str, typer.Argument(help="The node whose output to correct.")],
+    file: FileOption = None,
+    value: ValueOption = None,
+    policy: Annotated[
+        str, typer.Option("--policy", help="Downstream: KEEP | INVALIDATE (mark stale) | RERUN | RERUN_ALL.")
+    ] = "INVALIDATE",
+    note: Annotated[str | None, typer.Option("--note", help="Why (kept with the override).")] = None,
+    db: DbOption = None,
+    llm: LlmOption = None,
+    config: ConfigOption = None,
+    json_output: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Correct a node's output: the model's original is kept, the correction is what everything reads."""
+    from plait.engine.corrections import DownstreamPolicy
+
+    chosen = policy.upper()
+    if chosen not in DownstreamPolicy.__members__:
+        fail(f"unknown policy '{policy}'", "use KEEP, INVALIDATE, RERUN or RERUN_ALL")
+    corrected = _value(file, value)
+    _correct(
+        db,
+        lambda c: c.override(run_id, node_id, corrected, policy=DownstreamPolicy(chosen), note=note),
+        (llm, config, json_output, quiet),
+    )
+
+
+def rerun_command(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    node_id: Annotated[str, typer.Argument(help="The node to run again (a new activation; the old one is kept).")],
+    downstream: Annotated[bool, typer.Option("--downstream", help="Rerun everything after it too.")] = False,
+    db: DbOption = None,
+    llm: LlmOption = None,
+    config: ConfigOption = None,
+    json_output: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Run a node again (e.g. a stale one); without --downstream its direct downstream becomes stale."""
+    _correct(db, lambda c: c.rerun(run_id, node_id, downstream=downstream), (llm, config, json_output, quiet))
+
+
+def review_command(
+    run_id: Annotated[str, typer.Argument(help="The paused run.")],
+    node_id: Annotated[str, typer.Argument(help="The HUMAN_REVIEW node waiting for you.")],
+    approve: Annotated[bool, typer.Option("--approve", help="Accept the value under review as it is.")] = False,
+    file: FileOption = None,
+    value: ValueOption = None,
+    db: DbOption = None,
+    llm: LlmOption = None,
+    config: ConfigOption = None,
+    json_output: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Answer a HUMAN_REVIEW (approve, or give a corrected value) and continue the run."""
+    if approve == (file is not None or value is not None):
+        fail("give either --approve or a corrected value (--file F or --value JSON)")
+    corrected = None if approve else _value(file, value)
+    _correct(db, lambda c: c.review(run_id, node_id, corrected, approve=approve), (llm, config, json_output, quiet))
+
+
+def rollback_command(
+    run_id: Annotated[str, typer.Argument(help="The run.")],
+    target: Annotated[str, typer.Argument(help="NODE_ID, NODE_ID.FIELD, input or input.FIELD.")],
+    to_version: Annotated[int, typer.Option("--to-version", help="The ledger version to restore.")],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Restore a value (or one field) and its frozen state to an earlier version; its newer readers become stale."""
+    owner, _, field_name = target.partition(".")
+    _correct(db, lambda c: c.rollback(run_id, owner, field_name or None, to_version), (None, None, json_output, True))
+
+
+def _value(file: Path | None, value: str | None) -> Any:
+    if (file is None) == (value is None):
+        fail("give the corrected value with --file F or --value JSON (one of them)")
+    if value is not None:
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            fail(f"--value is not valid JSON: {exc}", 'quote it for the shell: --value \'{"text": "..."}\'')
+    assert file is not None
+    return _read_value(file)
+
+
+def _read_value(path: Path) -> Any:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    try:
+        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        fail(f"{path} is not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}")
+
+
+def _correct(db: str | None, apply: Any, run_options: tuple[Any, ...]) -> None:
+    from plait.cli.run import _execute, _provider
+    from plait.engine.corrections import CorrectionError, Corrections
+
+    llm, config, json_output, quiet = run_options
+    store = open_store(db)
+    try:
+        try:
+            result = apply(Corrections(store))
+        except CorrectionError as exc:
+            for line in exc.details:
+                sys.stderr.write(f"  {line}\n")
+            fail(exc.message, exc.hint)
+        _report(result, quiet)
+        if result.needs_run:
+            _execute(store, _provider(llm, config), result.run_id, json_output, quiet, cache=True)
+        if json_output:
+            print_json({"run_id": result.run_id, "stale": result.stale, "queued": result.queued})
+    finally:
+        store.close()
+
+
+def _report(result: Any, quiet: bool) -> None:
+    if quiet:
+        return
+    if result.stale:
+        sys.stderr.write(
+            f"stale now: {', '.join(result.stale)} (they read the old value)\n"
+            f"  hint: `plait rerun {result.run_id} {result.stale[0]}` reruns one; --downstream reruns what follows it\n"
+        )
+    if result.queued:
+        sys.stderr.write(f"rerunning: {', '.join(result.queued)}\n")

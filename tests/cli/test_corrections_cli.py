@@ -1,0 +1,102 @@
+"""`plait review | override | rerun | rollback` and `runs show --ledger` as a user runs them:
+real processes on a real SQLite file, the README's walkthrough on the seed examples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.cli.test_run_cli import EXAMPLES, example_args, plait
+
+
+def only_run(cwd: Path) -> str:
+    (run,) = json.loads(plait("runs", "list", "--json", cwd=cwd).stdout)
+    return str(run["id"])
+
+
+def shown(run_id: str, cwd: Path, *extra: str) -> dict[str, Any]:
+    done = plait("runs", "show", run_id, "--json", *extra, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def newest(detail: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for n in detail["nodes"]:
+        if n["node_id"] not in out or n["activation"] > out[n["node_id"]]["activation"]:
+            out[n["node_id"]] = n
+    return out
+
+
+def test_correcting_a_video_chapters_run(tmp_path: Path) -> None:
+    script = f"scripted:{EXAMPLES / 'scripted' / 'video_chapters.yaml'}"
+    assert plait("run", *example_args("video_chapters"), cwd=tmp_path).returncode == 3  # paused for the review
+    run_id = only_run(tmp_path)
+
+    bad = plait("review", run_id, "review", "--value", '{"chapters": "none"}', cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "out-edge schemas" in bad.stderr
+    approved = plait("review", run_id, "review", "--approve", "--llm", script, cwd=tmp_path)
+    assert approved.returncode == 0, approved.stderr
+    assert "subtitles" in json.loads(approved.stdout)
+
+    chapters = tmp_path / "chapters.json"
+    chapters.write_text(json.dumps({"chapters": [{"title": "Intro", "start_sec": 0, "end_sec": 15}]}))
+    corrected = plait("override", run_id, "chapter_split", "--file", str(chapters), "--note", "timestamps", cwd=tmp_path)
+    assert corrected.returncode == 0, corrected.stderr
+    assert "stale now: clip_points, review" in corrected.stderr
+    nodes = newest(shown(run_id, tmp_path))
+    assert nodes["chapter_split"]["status"] == "overridden"
+    assert nodes["chapter_split"]["output"]["chapters"][0]["title"] == "Introduction"  # the model's original
+    assert nodes["chapter_split"]["effective_output"]["chapters"][0]["title"] == "Intro"
+    assert (nodes["clip_points"]["status"], nodes["review"]["status"]) == ("stale", "stale")
+    table = plait("runs", "show", run_id, cwd=tmp_path)
+    assert "stale" in table.stdout
+    assert f"plait rerun {run_id}" in table.stdout
+
+    rerun = plait("rerun", run_id, "clip_points", "--llm", script, cwd=tmp_path)
+    assert rerun.returncode == 0, rerun.stderr
+    nodes = newest(shown(run_id, tmp_path))
+    assert (nodes["clip_points"]["activation"], nodes["clip_points"]["status"]) == (2, "completed")
+    assert "Intro" in nodes["clip_points"]["input_snapshot"]["rendered_user_prompt"]  # it read the correction
+
+    paused = plait("rerun", run_id, "review", "--llm", script, cwd=tmp_path)
+    assert paused.returncode == 3  # the review asks the person again
+    assert plait("review", run_id, "review", "--approve", "--llm", script, cwd=tmp_path).returncode == 0
+
+
+def test_freezing_refusal_and_rollback_on_the_case7_example(tmp_path: Path) -> None:
+    assert plait("run", *example_args("meeting_action_items"), cwd=tmp_path).returncode == 0
+    run_id = only_run(tmp_path)
+    ledger = shown(run_id, tmp_path, "--ledger")["ledger"]
+    extract = [v for v in ledger if v["owner"] == "extract_entities"]
+    assert [v["kind"] for v in extract] == ["execute", "freeze"]
+    assert extract[1]["frozen"]["entities"]["by"] == "normalize_entities"
+    assert [r["node_id"] for r in extract[0]["consumed_by"]] == ["normalize_entities"]
+    assert [v["frozen"] for v in ledger if v["owner"] == "input"][0]["*"]["policy"] == "on_create"
+
+    before = shown(run_id, tmp_path, "--ledger")
+    refused = plait(
+        "override", run_id, "extract_entities", "--value", '{"entities": [{"name": "Cy", "kind": "person"}]}',
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "extract_entities.entities is frozen" in refused.stderr
+    assert "plait rollback" in refused.stderr
+    assert shown(run_id, tmp_path, "--ledger") == before  # nothing changed
+
+    rolled = plait("rollback", run_id, "extract_entities.entities", "--to-version", "1", cwd=tmp_path)
+    assert rolled.returncode == 0, rolled.stderr
+    last = [v for v in shown(run_id, tmp_path, "--ledger")["ledger"] if v["owner"] == "extract_entities"][-1]
+    assert (last["kind"], last["frozen"]) == ("rollback", {})
+    again = plait(
+        "override", run_id, "extract_entities", "--value", '{"entities": [{"name": "Cy", "kind": "person"}]}',
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "stale now: normalize_entities" in again.stderr
+
+    missing = plait("rollback", run_id, "extract_entities", "--to-version", "99", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "has no version 99" in missing.stderr

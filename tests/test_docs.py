@@ -44,7 +44,7 @@ CONFIG_DOC = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md")
 
 
 def test_every_plait_toml_key_is_documented() -> None:
-    from plait.llm.config import Capability, JsonMode, ModelConfig, PlaitConfig, ProviderConfig
+    from plait.llm.config import Capability, JsonMode, ModelConfig, PlaitConfig, ProviderConfig, Tokenizer
 
     keys = [
         *ProviderConfig.model_fields,
@@ -53,5 +53,5 @@ def test_every_plait_toml_key_is_documented() -> None:
     ]
     for key in keys:
         assert f"`{key}`" in CONFIG_DOC or f"{key}[]" in CONFIG_DOC or f"`providers[].{key}`" in CONFIG_DOC, key
-    for value in (*Capability, *JsonMode):
+    for value in (*Capability, *JsonMode, *Tokenizer):
         assert f"`{value}`" in CONFIG_DOC, value

@@ -7,8 +7,9 @@ the first enum value, 0, false, one array item); a MERGE collects its inputs, HU
 WAIT pass theirs on. A CONDITION lets each successor see it as taking that successor's branch,
 so that every branch's prompts are rendered too. Each LLM_CALL is rendered through the engine's
 own path (`llm_call.build_request`), so what is shown is exactly what a run would send, given
-those outputs. Prompt tokens are counted by the model's own tokenizer when the provider has one
-(the embedded model), else estimated at ~4 characters per token.
+those outputs. Prompt tokens are counted by the embedded model itself when it is the provider
+(its chat template included), else by the serving model's tokenizer (`plait.llm.tokens`: tiktoken
+for OpenAI models), else estimated at ~4 characters per token.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from plait.engine.llm_call import build_request
 from plait.engine.runtime import Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.pool import DEFAULT_ANSWER_TOKENS
-from plait.llm.types import estimated_prompt_tokens
+from plait.llm.tokens import count_messages
 from plait.model.graph import GraphDef
 from plait.model.nodes import LlmCallNode, NodeType
 
@@ -108,14 +109,15 @@ async def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: Dry
     if node.user_prompt_tpl is None:
         dry.problems.append("prompt_script and mcp_prompt nodes are not rendered by this release")
         return
-    request, _ = build_request(node, state)
+    counter = runtime.counter(node.model_role, node.model_id_override)
+    request, _ = build_request(node, state, counter)
     dry.messages = request.messages
     dry.response_format = request.response_format
-    count = getattr(runtime.provider, "count_tokens", None)  # the model's own tokenizer, when it has one
+    count = getattr(runtime.provider, "count_tokens", None)  # the embedded model counts its own chat template
     if count is not None:
         dry.tokens_in = await count(request.messages)
     else:
-        dry.tokens_in = estimated_prompt_tokens(request.messages) + 1
+        dry.tokens_in = count_messages(counter, request.messages)
     dry.tokens_out = request.max_tokens or DEFAULT_ANSWER_TOKENS
     dry.cost_usd = runtime.estimate_cost(request)
     reason = runtime.unserved(node.model_role or "chat")

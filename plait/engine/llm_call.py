@@ -20,6 +20,7 @@ from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import RunState
 from plait.llm.provider import Provider
 from plait.llm.slots import hand_over
+from plait.llm.tokens import ESTIMATE, TokenCounter
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
 
@@ -33,14 +34,17 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
             message="prompt_script and mcp_prompt nodes need the "
             "prompt-script / MCP support of a later release; use user_prompt_tpl",
         )
-    request, snapshot = build_request(node, state)
+    request, snapshot = build_request(node, state, rt.counter(node.model_role, node.model_id_override))
     return await _attempts(node, request, state.compiled.contracts[node.id], snapshot, rt, state)
 
 
-def build_request(node: LlmCallNode, state: RunState) -> tuple[ChatRequest, dict[str, Any]]:
-    """The chat request a node sends in this state, and its input snapshot (also `--dry-run`'s view)."""
+def build_request(
+    node: LlmCallNode, state: RunState, counter: TokenCounter = ESTIMATE
+) -> tuple[ChatRequest, dict[str, Any]]:
+    """The chat request a node sends in this state, and its input snapshot (also `--dry-run`'s view).
+    `counter`: the tokenizer of the model serving the node, for `token_budget_input`."""
     view = build_view(state, node)
-    budget = prompt_budget(node)
+    budget = prompt_budget(node, counter)
     system = render(node.system_prompt, view.names, budget) if node.system_prompt else None
     user = render(node.user_prompt_tpl or "", view.names, budget)
     contract = state.compiled.contracts[node.id]

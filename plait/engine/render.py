@@ -1,8 +1,9 @@
 """Rendering: what names a node sees, and prompts rendered from the normalised templates.
 
 Data is inserted as data (Jinja never re-parses a value), objects render as
-JSON, and `context_max_chars` is a budget shared by every insertion of one
-node's prompts: once spent, further values are cut with a visible marker.
+JSON, and `context_max_chars` (characters) and `token_budget_input` (tokens of
+the node's model, see `prompt_budget`) are budgets shared by every insertion of
+one node's prompts: once spent, further values are cut with a visible marker.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from plait.compile.refs import RefError, RefKind, resolve_ref
 from plait.compile.templates import parse_template, split_path
 from plait.engine.state import RunState
-from plait.llm.types import CHARS_PER_TOKEN
+from plait.llm.tokens import CHARS_PER_TOKEN, ESTIMATE, TokenCounter
 from plait.model.nodes import NodeBase, ParamType, node_field
 
 _SINGLE_REF = re.compile(r"^\{\{\s*([^\W\d][\w.\[\]]*)\s*\}\}$")
@@ -27,8 +28,29 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029
 @dataclass
 class _Budget:
     remaining: int | None
+    """Characters inserted values may still take (None: no limit)."""
     sanitize: bool = False
     truncated: int = 0
+    """Characters cut, in all."""
+    tokens: int | None = None
+    """Tokens of `counter` inserted values may still take (None: no limit)."""
+    counter: TokenCounter = ESTIMATE
+
+    def take(self, text: str) -> str:
+        """`text` as far as the budgets allow, with a marker saying how much was cut; the rest is spent."""
+        kept = text if self.remaining is None else text[: self.remaining]
+        if self.tokens is not None:
+            used = self.counter.count(kept)
+            if used > self.tokens:
+                kept, used = self.counter.truncate(kept, self.tokens), self.tokens
+            self.tokens -= used
+        if self.remaining is not None:
+            self.remaining -= len(kept)
+        if len(kept) == len(text):
+            return text
+        cut = len(text) - len(kept)
+        self.truncated += cut
+        return kept + f"…[truncated {cut} chars]"
 
 
 _budget: ContextVar[_Budget | None] = ContextVar("plait_render_budget", default=None)
@@ -52,15 +74,7 @@ def _finalize(value: Any) -> str:
         return text
     if budget.sanitize:
         text = _CONTROL.sub("", text)
-    if budget.remaining is not None:
-        if len(text) > budget.remaining:
-            cut = len(text) - budget.remaining
-            budget.truncated += cut
-            text = text[: budget.remaining] + f"…[truncated {cut} chars]"
-            budget.remaining = 0
-        else:
-            budget.remaining -= len(text)
-    return text
+    return budget.take(text)
 
 
 @cache
@@ -175,12 +189,14 @@ def render_value(value: Any, names: dict[str, Any]) -> Any:
     return value
 
 
-def prompt_budget(node: NodeBase) -> _Budget:
-    """Characters of inserted values a node's prompts may take: `context_max_chars`, and
-    `token_budget_input` at ~4 characters per token; the smaller wins."""
-    limits = [node.context_max_chars]
+def prompt_budget(node: NodeBase, counter: TokenCounter = ESTIMATE) -> _Budget:
+    """What inserted values a node's prompts may take: `context_max_chars` characters and
+    `token_budget_input` tokens, counted by `counter` (the node's model's tokenizer). Without a
+    real tokenizer the tokens become characters at ~4 per token and the smaller limit wins."""
+    chars = node.context_max_chars
     tokens = node_field(node, "token_budget_input", None)
-    if tokens is not None:
-        limits.append(int(tokens) * CHARS_PER_TOKEN)
-    remaining = min((x for x in limits if x is not None), default=None)
-    return _Budget(remaining=remaining, sanitize=bool(node_field(node, "sanitize_input", False)))
+    if tokens is not None and not counter.exact:
+        chars = min(x for x in (chars, int(tokens) * CHARS_PER_TOKEN) if x is not None)
+        tokens = None
+    sanitize = bool(node_field(node, "sanitize_input", False))
+    return _Budget(remaining=chars, sanitize=sanitize, tokens=tokens, counter=counter)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from plait.engine.state import Phase
+from plait.llm.tokens import ESTIMATE, TokenCounter
 
 if TYPE_CHECKING:
     from plait.llm.provider import Provider
@@ -84,6 +85,12 @@ class Runtime:
             return f"it calls a model but no provider is configured: {NO_PROVIDER_HINT}"
         refusal = getattr(self.provider, "refusal", None)
         return refusal(role) if refusal is not None else None
+
+    def counter(self, role: str, model: str | None = None) -> TokenCounter:
+        """The tokenizer of the model a call for `role` (or `model`) would go to first, as the
+        provider knows it; the estimate when it does not."""
+        resolve = getattr(self.provider, "counter_for_role", None)
+        return resolve(role, model) if resolve is not None else ESTIMATE
 
     def estimate_cost(self, request: ChatRequest) -> float:
         """The provider's estimate of a request's cost (0 when it has no prices)."""

@@ -14,6 +14,7 @@ renamed):
     tpm = 1000000                    # optional
     enabled = true
     json_mode = "json_schema"        # json_schema | json_object_schema | json_object
+    tokenizer = "auto"               # auto | o200k_base | cl100k_base | estimate
     models = [
       { name = "deepseek-chat", price_in = 0.27, price_out = 1.10, context = 65536,
         capabilities = ["tools", "json_schema"] },
@@ -66,6 +67,17 @@ class JsonMode(StrEnum):
     """`{type: json_object}` plus the schema in the system prompt (models without schema support)."""
 
 
+class Tokenizer(StrEnum):
+    """How a provider's prompt tokens are counted for budgets, limits and estimates (`plait.llm.tokens`)."""
+
+    AUTO = "auto"
+    """openai: the encoding tiktoken maps the model name to; local: the GGUF's own; else the estimate."""
+    O200K_BASE = "o200k_base"
+    CL100K_BASE = "cl100k_base"
+    ESTIMATE = "estimate"
+    """~4 characters per token."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -100,6 +112,8 @@ class ProviderConfig(_Strict):
     tpm: Annotated[int, Field(gt=0)] | None = None
     enabled: bool = True
     json_mode: JsonMode = JsonMode.JSON_SCHEMA
+    tokenizer: Tokenizer = Tokenizer.AUTO
+    """How prompt tokens are counted (see `Tokenizer`); the API's own count is recorded after a call."""
     timeout_s: Annotated[float, Field(gt=0)] = 120.0
     stream: bool = False
     """openai: read answers as a stream (a stream cut short is a retryable `truncated` error)."""

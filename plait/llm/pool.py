@@ -3,13 +3,13 @@ retries with backoff, failover, and every decision recorded on the node's attemp
 
 A request for a role goes to the first of the role's targets with capacity right now (skipping
 providers that cannot be used here; `plait config check` says why), or, when all are full,
-queues at the first. At a target it waits for capacity: a slot under the
-provider's `max_concurrency`, and room in its `rpm` / `tpm` minute (tokens are estimated from
-the prompt before sending, then counted from the answer). An error that trying again may fix
-(429, 5xx, a timeout, a refused connection) is retried on the same target `retries` times with
-exponential backoff and jitter (a longer `Retry-After` from the server wins), then the request
-fails over to the next target; any other error fails the attempt at once. Limits hold per
-process; the scale-out issue makes them global.
+queues at the first. At a target it waits for capacity: a slot under the provider's
+`max_concurrency`, and room in its `rpm` / `tpm` minute (the prompt's tokens are counted before
+sending by the target model's tokenizer, `plait.llm.tokens`, then taken from the answer). An
+error that trying again may fix (429, 5xx, a timeout, a refused connection) is retried on the
+same target `retries` times with exponential backoff and jitter (a longer `Retry-After` from the
+server wins), then the request fails over to the next target; any other error fails the attempt
+at once. Limits hold per process; the scale-out issue makes them global.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from plait.llm.check import check_config
 from plait.llm.config import DEFAULT_ROLE, PlaitConfig, ProviderConfig
 from plait.llm.provider import Provider
 from plait.llm.slots import CRITICAL, PrioritySlots, hand_over
-from plait.llm.types import ChatRequest, ChatResponse, ProviderError, estimated_prompt_tokens
+from plait.llm.tokens import ESTIMATE, TokenCounter, count_messages, counter_for
+from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 
 MAX_BACKOFF_S = 30.0
 DEFAULT_ANSWER_TOKENS = 256
@@ -61,6 +62,7 @@ class ProviderPool:
         self._usable = {s.provider.id for s in self._report.providers if s.usable}
         self._providers: dict[str, Provider] = {}
         self._lanes: dict[str, _Lane] = {}
+        self._counters: dict[tuple[str, str], TokenCounter] = {}
         self._sleep = sleep
         self._clock = clock
 
@@ -78,25 +80,39 @@ class ProviderPool:
 
     def cache_identity(self, request: ChatRequest) -> str | None:
         """ "provider/model" of the role's first usable target (None for a scripted one: never cached)."""
-        first = self._first_usable(request)
+        first = self._first_usable(request.model_role, request.model)
         if first is None or first[0].kind == "scripted":
             return None
         return f"{first[0].id}/{first[1]}"
 
     def estimate_cost(self, request: ChatRequest) -> float:
-        """What the request would cost on its role's first usable target, from the prompt's size
-        and the answer's allowance (checked against a run's `max_cost_usd` before it is sent)."""
-        first = self._first_usable(request)
+        """What the request would cost on its role's first usable target, from the prompt's tokens
+        (that model's tokenizer) and the answer's allowance (checked against a run's
+        `max_cost_usd` before it is sent)."""
+        first = self._first_usable(request.model_role, request.model)
         priced = first[0].model(first[1]) if first is not None else None
-        if priced is None:
+        if first is None or priced is None:
             return 0.0
-        return priced.cost_usd(estimated_prompt_tokens(request.messages), request.max_tokens or DEFAULT_ANSWER_TOKENS)
+        prompt = count_messages(self._counter(*first), request.messages)
+        return priced.cost_usd(prompt, request.max_tokens or DEFAULT_ANSWER_TOKENS)
 
-    def _first_usable(self, request: ChatRequest) -> tuple[ProviderConfig, str] | None:
-        """The (provider, model) a request for its role would try first, capacity aside."""
-        for provider, model in self.config.targets(request.model_role or DEFAULT_ROLE):
+    def counter_for_role(self, role: str, model: str | None = None) -> TokenCounter:
+        """The token counter of the model a request for `role` would try first (budgets count
+        with it), the estimate when no target is usable."""
+        first = self._first_usable(role, model)
+        return self._counter(*first) if first is not None else ESTIMATE
+
+    def _counter(self, provider: ProviderConfig, model: str) -> TokenCounter:
+        key = (provider.id, model)
+        if key not in self._counters:
+            self._counters[key] = counter_for(provider, model)
+        return self._counters[key]
+
+    def _first_usable(self, role: str | None, model: str | None) -> tuple[ProviderConfig, str] | None:
+        """The (provider, model) a request for `role` would try first, capacity aside."""
+        for provider, listed in self.config.targets(role or DEFAULT_ROLE):
             if provider.id in self._usable:
-                return provider, request.model or model
+                return provider, model or listed
         return None
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -106,7 +122,7 @@ class ProviderPool:
             reason = self.refusal(role) or f"no provider for the role '{role}'"
             raise ProviderError(reason, kind="config", retryable=False)
         decisions: list[dict[str, Any]] = []
-        estimate = _estimate_tokens(request)
+        estimate = _estimate_tokens(request, self._counter(targets[0][0], request.model or targets[0][1]))
         targets = self._by_capacity(targets, request.priority, estimate, decisions)
         last: ProviderError | None = None
         for index, (provider, model) in enumerate(targets):
@@ -285,7 +301,7 @@ class ProviderPool:
         return ScriptedProvider.from_file(base / (config.file or ""))
 
 
-def _estimate_tokens(request: ChatRequest) -> int:
-    """Before the call: the prompt's estimate plus the answer's allowance."""
+def _estimate_tokens(request: ChatRequest, counter: TokenCounter) -> int:
+    """Before the call (for the tpm minute): the prompt's tokens plus the answer's allowance."""
     answer = request.max_tokens if request.max_tokens is not None else DEFAULT_ANSWER_TOKENS
-    return estimated_prompt_tokens(request.messages) + 1 + answer
+    return count_messages(counter, request.messages) + answer

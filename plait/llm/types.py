@@ -5,14 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-CHARS_PER_TOKEN = 4
-"""Estimate of prompt size where no tokenizer is at hand (budgets, limits, dry runs)."""
-
-
-def estimated_prompt_tokens(messages: list[dict[str, Any]]) -> int:
-    """~4 characters per token over every message's content."""
-    return sum(len(str(m.get("content") or "")) for m in messages) // CHARS_PER_TOKEN
-
 
 def response_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
     """The JSON Schema inside a `response_format`, in either form (`json_schema.schema`, or the

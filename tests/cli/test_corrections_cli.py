@@ -43,7 +43,9 @@ def test_correcting_a_video_chapters_run(tmp_path: Path) -> None:
 
     chapters = tmp_path / "chapters.json"
     chapters.write_text(json.dumps({"chapters": [{"title": "Intro", "start_sec": 0, "end_sec": 15}]}))
-    corrected = plait("override", run_id, "chapter_split", "--file", str(chapters), "--note", "timestamps", cwd=tmp_path)
+    corrected = plait(
+        "override", run_id, "chapter_split", "--file", str(chapters), "--note", "timestamps", cwd=tmp_path
+    )
     assert corrected.returncode == 0, corrected.stderr
     assert "stale now: clip_points, review" in corrected.stderr
     nodes = newest(shown(run_id, tmp_path))
@@ -74,7 +76,7 @@ def test_freezing_refusal_and_rollback_on_the_case7_example(tmp_path: Path) -> N
     assert [v["kind"] for v in extract] == ["execute", "freeze"]
     assert extract[1]["frozen"]["entities"]["by"] == "normalize_entities"
     assert [r["node_id"] for r in extract[0]["consumed_by"]] == ["normalize_entities"]
-    assert [v["frozen"] for v in ledger if v["owner"] == "input"][0]["*"]["policy"] == "on_create"
+    assert next(v["frozen"] for v in ledger if v["owner"] == "input")["*"]["policy"] == "on_create"
 
     before = shown(run_id, tmp_path, "--ledger")
     refused = plait(

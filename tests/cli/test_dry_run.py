@@ -79,7 +79,7 @@ def test_budget_and_provider_problems_are_reported_with_exit_2(tmp_path: Path) -
     assert result.returncode == 2
     report = json.loads(result.stdout)
     a = next(n for n in report["nodes"] if n["node_id"] == "a")
-    assert a["cost_usd"] == 0.1  # (0 prompt tokens + 100) x $0.001
+    assert a["cost_usd"] == 0.108  # (8 prompt tokens: "go" and the chat framing, + 100) x $0.001
     assert any("over max_cost_usd = 0.01" in p for p in report["problems"])
     assert any(p.startswith("node 'b': the role 'vision' is not configured") for p in report["problems"])
     assert "no model was called" not in result.stdout  # --json: the JSON only

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from plait import load_graph
+from plait.engine.dry_run import dry_run
 from plait.engine.runner import Engine
+from plait.engine.runtime import Runtime
 from plait.engine.start import start_run
 from plait.llm.config import load_config
 from plait.llm.pool import ProviderPool
+from plait.llm.tokens import CHARS_PER_TOKEN, count_messages, tiktoken_counter
 from plait.store import Store
 
 PRICED = """
@@ -92,3 +97,61 @@ def test_token_budget_input_cuts_inserted_context_with_a_marker(store: Store, tm
     prompt = node.input_snapshot["rendered_user_prompt"]  # type: ignore[index]
     assert prompt == "Text: " + "x" * 40 + "…[truncated 460 chars]"
     assert node.input_snapshot["truncated_chars"] == 460  # type: ignore[index]
+
+
+TOKENIZED = """
+[[providers]]
+id = "p"
+kind = "scripted"
+file = "answers.yaml"
+tokenizer = "o200k_base"
+
+[roles]
+chat = "p/m"
+"""
+
+
+def test_token_budget_input_counts_the_serving_models_tokens(store: Store, tmp_path: Path) -> None:
+    (tmp_path / "plait.toml").write_text(TOKENIZED)
+    (tmp_path / "answers.yaml").write_text('responses:\n  - {output: {text: "ok"}}\n')
+    template = "A: {{ input.a }}\nB: {{ input.b }}"
+    graph = {"id": "cut", "nodes": [{"id": "n", "type": "LLM_CALL", "user_prompt_tpl": template,
+                                     "token_budget_input": 40}], "edges": []}  # fmt: skip
+    path = tmp_path / "cut.yaml"
+    path.write_text(yaml.safe_dump(graph))
+    first, second = "short words come first. " * 4, "字" * 300  # one o200k token per character
+    run_id = start_run(store, str(path), {"a": first, "b": second})
+    engine = Engine(store, ProviderPool(load_config(str(tmp_path / "plait.toml"))))
+
+    async def go() -> None:
+        try:
+            await engine.run(run_id)
+        finally:
+            await engine.aclose()
+
+    asyncio.run(go())
+    (node,) = store.runs.node_runs(run_id)
+    snapshot: dict[str, Any] = node.input_snapshot  # type: ignore[assignment]
+    cut = re.fullmatch(r"A: (.*)\nB: (.*)…\[truncated (\d+) chars\]", snapshot["rendered_user_prompt"], re.S)
+    assert cut is not None, snapshot["rendered_user_prompt"]
+    assert cut.group(1) == first  # the first value fits; the second gets what is left
+    kept = cut.group(2)
+    assert second.startswith(kept)
+    counter = tiktoken_counter("o200k_base")
+    inserted = counter.count(first) + counter.count(kept)
+    assert 38 <= inserted <= 40
+    assert int(cut.group(3)) == len(second) - len(kept) == snapshot["truncated_chars"]
+    assert len(first) + len(kept) != 40 * CHARS_PER_TOKEN  # ~4 characters per token would keep 160
+
+
+def test_the_dry_run_counts_prompt_tokens_with_the_serving_models_tokenizer(tmp_path: Path) -> None:
+    (tmp_path / "plait.toml").write_text(TOKENIZED)
+    (tmp_path / "answers.yaml").write_text('responses:\n  - {output: {text: "ok"}}\n')
+    path = tmp_path / "g.yaml"
+    node = {"id": "n", "type": "LLM_CALL", "user_prompt_tpl": "{{ input.t }}"}
+    path.write_text(yaml.safe_dump({"id": "g", "nodes": [node], "edges": []}))
+    runtime = Runtime(ProviderPool(load_config(str(tmp_path / "plait.toml"))))
+    dry = asyncio.run(dry_run(load_graph(path), {"t": "字" * 500}, runtime))
+    (rendered,) = dry.nodes
+    assert rendered.messages is not None
+    assert rendered.tokens_in == count_messages(tiktoken_counter("o200k_base"), rendered.messages) >= 500

@@ -12,7 +12,7 @@ import pytest
 
 from plait.llm import local
 from plait.llm.check import check_config
-from plait.llm.config import CONFIG_ENV, Capability, ConfigError, JsonMode, load_config
+from plait.llm.config import CONFIG_ENV, Capability, ConfigError, JsonMode, Tokenizer, load_config
 
 CONTRACT = """
 [[providers]]
@@ -34,6 +34,7 @@ id = "llamacpp"
 kind = "openai"
 base_url = "http://127.0.0.1:8080/v1"
 json_mode = "json_object_schema"
+tokenizer = "cl100k_base"
 
 [[providers]]
 id = "local"
@@ -67,6 +68,8 @@ def test_the_contract_shape_loads(tmp_path: Path) -> None:
     assert model.capabilities == (Capability.TOOLS, Capability.JSON_SCHEMA)
     assert model.cost_usd(1_000_000, 500_000) == pytest.approx(0.27 + 0.55)
     assert config.provider("llamacpp").json_mode is JsonMode.JSON_OBJECT_SCHEMA  # type: ignore[union-attr]
+    assert config.provider("llamacpp").tokenizer is Tokenizer.CL100K_BASE  # type: ignore[union-attr]
+    assert deepseek.tokenizer is Tokenizer.AUTO
     assert config.roles == {"chat": ("deepseek/deepseek-chat", "local/smollm2"), "fast": ("llamacpp/anything",)}
     assert [(p.id, m) for p, m in config.targets("chat")] == [("deepseek", "deepseek-chat"), ("local", "smollm2")]
 
@@ -97,6 +100,10 @@ def test_found_by_flag_then_environment_then_working_directory(tmp_path: Path, m
         (
             '[[providers]]\nid = "a"\nkind = "local"\nmodels = [{name = "m", price_in = -1}]\n',
             r"providers\[0\] \(a\)\.models\[0\]\.price_in: Input should be greater than or equal to 0",
+        ),
+        (
+            '[[providers]]\nid = "a"\nkind = "local"\ntokenizer = "gpt2"\n',
+            r"providers\[0\] \(a\)\.tokenizer: Input should be 'auto', 'o200k_base', 'cl100k_base' or 'estimate'",
         ),
         ('[[providers]]\nid = "a"\nkind = "local"\n[roles]\nchat = "b/m"\n', r"role 'chat': no provider 'b'"),
         (
@@ -149,6 +156,7 @@ def test_config_check_cli_shows_what_is_missing_and_never_a_secret(tmp_path: Pat
     assert present.returncode == 0, present.stderr
     assert json.loads(present.stdout)["roles"]["chat"]["resolves_to"] == "deepseek/deepseek-chat"
     assert json.loads(present.stdout)["providers"][0]["key"] == "PLAIT_TEST_DEEPSEEK_KEY (set)"
+    assert [p["tokenizer"] for p in json.loads(present.stdout)["providers"]] == ["auto", "cl100k_base", "auto"]
     human = subprocess.run(
         command[:-1], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PLAIT_TEST_DEEPSEEK_KEY": secret}
     )

@@ -103,3 +103,27 @@ def test_the_models_own_token_count_matches_what_a_call_reports() -> None:
 
     counted, reported = asyncio.run(go())
     assert counted == reported
+
+
+def test_budgets_count_with_the_models_own_tokenizer() -> None:
+    counter = local.gguf_counter()
+    assert (counter.name, counter.exact) == ("gguf", True)
+    assert local.LocalProvider().counter_for_role("chat") is counter
+    texts = ["Feedback: the app crashes when I upload a photo.", "Rückmeldung: 写真をアップロードすると落ちる 🙂 " * 30]
+    provider = local.LocalProvider()
+
+    async def chat_counts() -> list[int]:
+        try:
+            return [await provider.count_tokens([{"role": "user", "content": text}]) for text in texts]
+        finally:
+            await provider.aclose()
+
+    # the model's count of a whole chat is the content's count plus the same template tokens
+    overheads = {total - counter.count(text) for total, text in zip(asyncio.run(chat_counts()), texts, strict=True)}
+    assert len(overheads) == 1
+    assert 0 < overheads.pop() < 10
+    long = texts[1]
+    for limit in (1, 7, 50, 200):
+        cut = counter.truncate(long, limit)
+        assert long.startswith(cut)
+        assert limit - 3 <= counter.count(cut) <= limit

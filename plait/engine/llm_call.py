@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from plait.engine.contracts import OutputContract
+from plait.engine.fewshot import FewshotLookup, render_examples
 from plait.engine.llm_cache import CacheSlot
 from plait.engine.render import build_view, prompt_budget, render
 from plait.engine.runtime import NodeResult, Runtime
@@ -34,19 +35,24 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
             message="prompt_script and mcp_prompt nodes need the "
             "prompt-script / MCP support of a later release; use user_prompt_tpl",
         )
-    request, snapshot = build_request(node, state, rt.counter(node.model_role, node.model_id_override))
+    fewshot = rt.fewshot_lookup(state) if node.use_overrides_as_fewshot else None
+    request, snapshot = build_request(node, state, rt.counter(node.model_role, node.model_id_override), fewshot)
     return await _attempts(node, request, state.compiled.contracts[node.id], snapshot, rt, state)
 
 
 def build_request(
-    node: LlmCallNode, state: RunState, counter: TokenCounter = ESTIMATE
+    node: LlmCallNode, state: RunState, counter: TokenCounter = ESTIMATE, fewshot: FewshotLookup | None = None
 ) -> tuple[ChatRequest, dict[str, Any]]:
     """The chat request a node sends in this state, and its input snapshot (also `--dry-run`'s view).
-    `counter`: the tokenizer of the model serving the node, for `token_budget_input`."""
+    `counter`: the tokenizer of the model serving the node, for `token_budget_input`; `fewshot`:
+    where corrected examples come from (`use_overrides_as_fewshot`), appended to the system prompt."""
     view = build_view(state, node)
     budget = prompt_budget(node, counter)
     system = render(node.system_prompt, view.names, budget) if node.system_prompt else None
     user = render(node.user_prompt_tpl or "", view.names, budget)
+    examples = fewshot(node, user) if fewshot is not None else []
+    if examples:
+        system = f"{system}\n\n{render_examples(examples)}" if system else render_examples(examples)
     contract = state.compiled.contracts[node.id]
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     messages.append({"role": "user", "content": user})
@@ -81,6 +87,8 @@ def build_request(
         },
         "truncated_chars": budget.truncated,
     }
+    if node.use_overrides_as_fewshot:
+        snapshot["fewshot"] = [e.as_json() for e in examples]
     return request, snapshot
 
 

@@ -26,6 +26,7 @@ from plait.engine.compiled import load_compiled
 from plait.engine.events import EventBus
 from plait.engine.executors import EXECUTORS, SUPPORTED
 from plait.engine.failpoints import failpoint
+from plait.engine.fewshot import FewshotSource
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
@@ -93,7 +94,12 @@ class Engine:
     ):
         _freeze_startup_objects()
         self.store = store
-        self.runtime = Runtime(provider, llm_concurrency=llm_concurrency, cache=store.cache if cache else None)
+        self.runtime = Runtime(
+            provider,
+            llm_concurrency=llm_concurrency,
+            cache=store.cache if cache else None,
+            fewshot=FewshotSource(store),
+        )
         self.owner = new_owner()
         self.lease_ttl_s = lease_ttl_s
         self.events = events or EventBus()
@@ -119,7 +125,8 @@ class Engine:
             record, acquired = self._begin(run_id)
             if not acquired:
                 return RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
-            state = RunState(self.compiled_for(record.def_id, record.graph_def_ver), record.input or {})
+            compiled = self.compiled_for(record.def_id, record.graph_def_ver)
+            state = RunState(compiled, record.input or {}, run_id=run_id, def_id=record.def_id)
             if record.started_at is not None:  # a fresh run has no node runs to restore
                 self._restore(state, self.store.runs.node_runs(run_id))
                 self._restore_ledger(run_id, state)
@@ -144,7 +151,8 @@ class Engine:
                 input=run_input,
                 lease=(self.owner, self.lease_ttl_s),
             )
-            return await self._drive(run_id, RunState(compiled, run_input), (graph.slug, graph.version), set_up)
+            state = RunState(compiled, run_input, run_id=run_id, def_id=graph.def_id)
+            return await self._drive(run_id, state, (graph.slug, graph.version), set_up)
 
     @contextlib.asynccontextmanager
     async def _admitted(self) -> AsyncIterator[Callable[[], None]]:

@@ -10,6 +10,8 @@ from plait.engine.state import Phase
 from plait.llm.tokens import ESTIMATE, TokenCounter
 
 if TYPE_CHECKING:
+    from plait.engine.fewshot import FewshotLookup, FewshotSource
+    from plait.engine.state import RunState
     from plait.llm.provider import Provider
     from plait.llm.types import ChatRequest
     from plait.sandbox import ProcessSandbox
@@ -68,9 +70,16 @@ class Runtime:
     """Shared by every node of every run an engine executes."""
 
     def __init__(
-        self, provider: Provider | None, *, llm_concurrency: int | None = None, cache: CacheRepository | None = None
+        self,
+        provider: Provider | None,
+        *,
+        llm_concurrency: int | None = None,
+        cache: CacheRepository | None = None,
+        fewshot: FewshotSource | None = None,
     ):
         self.provider = provider
+        self.fewshot = fewshot
+        """Corrections of earlier runs, for nodes with `use_overrides_as_fewshot` (None: no store)."""
         self.cache = cache
         """The response cache to read (None: `--no-cache`); entries are written by the engine's commits."""
         self.llm_slots = asyncio.Semaphore(llm_concurrency) if llm_concurrency else None
@@ -85,6 +94,14 @@ class Runtime:
             return f"it calls a model but no provider is configured: {NO_PROVIDER_HINT}"
         refusal = getattr(self.provider, "refusal", None)
         return refusal(role) if refusal is not None else None
+
+    def fewshot_lookup(self, state: RunState) -> FewshotLookup | None:
+        """Where a node of this run finds its corrected examples (other runs of the same graph)."""
+        source = self.fewshot
+        if source is None or state.def_id is None:
+            return None
+        def_id, run_id = state.def_id, state.run_id
+        return lambda node, prompt: source.examples(node, def_id, run_id, prompt)
 
     def counter(self, role: str, model: str | None = None) -> TokenCounter:
         """The tokenizer of the model a call for `role` (or `model`) would go to first, as the

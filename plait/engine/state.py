@@ -91,9 +91,14 @@ def skill_aliases(graph: GraphDef, topology: Topology) -> dict[str, list[str]]:
 
 
 class RunState:
-    def __init__(self, compiled: CompiledRun, run_input: dict[str, Any]):
+    def __init__(
+        self, compiled: CompiledRun, run_input: dict[str, Any], *, run_id: str = "", def_id: str | None = None
+    ):
         self.compiled = compiled
         self.input = run_input
+        self.run_id = run_id
+        self.def_id = def_id
+        """The stored graph the run belongs to (None in a dry run of a file)."""
         self.nodes = {node_id: NodeState(node) for node_id, node in compiled.nodes.items()}
         self._outputs: dict[str, Any] = {}
         """Data of the completed nodes, kept current so that building a node's view stays cheap."""

@@ -20,6 +20,7 @@ rambles on open ones; the engine still validates every answer and retries with t
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import ctypes
 import importlib.util
@@ -185,10 +186,13 @@ def _load_counter() -> GgufCounter | None:
     if not available():
         return None
     try:
-        return GgufCounter(_open_gguf(vocab_only=True, n_ctx=CONTEXT_TOKENS))
+        vocabulary = _open_gguf(vocab_only=True, n_ctx=CONTEXT_TOKENS)
     except (LocalModelMissing, ValueError, OSError) as exc:
         _log.warning("cannot load the embedded model's tokenizer (%s): its tokens are estimated", exc)
         return None
+    # freed while llama.cpp is still loaded: at interpreter teardown its C functions are gone
+    atexit.register(vocabulary.close)
+    return GgufCounter(vocabulary)
 
 
 _log_callback: Any = None

@@ -360,6 +360,28 @@ class RunRepository:
             )
         return node_run_from_row(row)
 
+    def corrections_of(
+        self, def_id: str, node_id: str, *, exclude_run: str | None = None, limit: int = 200
+    ) -> builtins.list[NodeRunRecord]:
+        """The overridden node runs of one node over every run of a graph, newest correction
+        first (few-shot examples from corrections, seed 000 §5.4)."""
+        query = (
+            select(NODE_RUN)
+            .join(GRAPH_RUN, GRAPH_RUN.c.id == NODE_RUN.c.prompt_graph_run_id)
+            .where(
+                GRAPH_RUN.c.prompt_graph_def_id == def_id,
+                NODE_RUN.c.node_def_id == node_id,
+                NODE_RUN.c.override_json.is_not(None),
+                NODE_RUN.c.input_snapshot_json.is_not(None),
+            )
+            .order_by(NODE_RUN.c.override_at.desc())
+            .limit(limit)
+        )
+        if exclude_run is not None:
+            query = query.where(NODE_RUN.c.prompt_graph_run_id != exclude_run)
+        with self._engine.connect() as conn:
+            return [node_run_from_row(row) for row in conn.execute(query).all()]
+
     def node_runs(self, run_id: str) -> builtins.list[NodeRunRecord]:
         """Every activation of every node of the run, in the order they were created."""
         query = (

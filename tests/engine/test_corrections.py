@@ -40,8 +40,12 @@ def diamond(tmp_path: Path, **a_extra: Any) -> str:
 
 
 def drive(store: Store, run_id: str) -> RunOutcome:
+    return drive_with(store, run_id, None)
+
+
+def drive_with(store: Store, run_id: str, provider: Any) -> RunOutcome:
     async def go() -> RunOutcome:
-        engine = Engine(store, None)
+        engine = Engine(store, provider)
         try:
             return await engine.run(run_id)
         finally:

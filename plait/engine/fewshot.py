@@ -1,0 +1,115 @@
+"""Few-shot examples from corrections (seed 000 §5.4, SPEC §4): a person's overrides of a node
+in earlier runs of the same graph become (input, corrected output) pairs in the node's prompt.
+
+With `use_overrides_as_fewshot`, up to `fewshot_max_count` pairs are chosen by
+`fewshot_selection`: `latest` (newest corrections), `random`, or `similar` (closest inputs to
+this call's prompt: all-MiniLM-L6-v2 sentence embeddings when `plait[similar]` is installed,
+see `plait.llm.embedding`, else a cosine over word counts). The pairs are
+appended to the system prompt, and recorded in the input snapshot (`fewshot`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from plait.engine.contracts import strip_meta
+from plait.model.nodes import FewshotSelection, LlmCallNode
+from plait.store import NodeRunRecord, Store
+
+CANDIDATES = 200
+"""Corrections considered per call (the newest ones)."""
+
+Embed = Callable[[Sequence[str]], list[list[float]]]
+FewshotLookup = Callable[[LlmCallNode, str], list["Example"]]
+"""(node, rendered user prompt) -> the examples for this call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    input: str
+    output: Any
+    node_run_id: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"input": self.input, "output": self.output, "node_run_id": self.node_run_id}
+
+
+class FewshotSource:
+    """Reads corrections from the store for the engine's runs."""
+
+    def __init__(self, store: Store, embed: Embed | None = None):
+        self.store = store
+        self._embed = embed
+
+    def examples(self, node: LlmCallNode, def_id: str, run_id: str, prompt: str) -> list[Example]:
+        if not node.use_overrides_as_fewshot or node.fewshot_max_count == 0:
+            return []
+        records = self.store.runs.corrections_of(def_id, node.id, exclude_run=run_id, limit=CANDIDATES)
+        pool = [_example(r) for r in records]
+        embed = (self._embed or embedder()) if node.fewshot_selection == FewshotSelection.SIMILAR else None
+        return select(pool, node.fewshot_selection, node.fewshot_max_count, prompt, embed)
+
+
+def _example(record: NodeRunRecord) -> Example:
+    snapshot = record.input_snapshot or {}
+    text = str(snapshot.get("rendered_user_prompt") or json.dumps(snapshot.get("context_slice"), ensure_ascii=False))
+    return Example(text, strip_meta(record.override), record.id)
+
+
+def select(pool: list[Example], how: FewshotSelection, count: int, prompt: str, embed: Embed | None) -> list[Example]:
+    if how == FewshotSelection.LATEST:
+        return pool[:count]
+    if how == FewshotSelection.RANDOM:
+        return random.sample(pool, min(count, len(pool)))
+    if not pool:
+        return []
+    scores = _embedding_scores(pool, prompt, embed) if embed is not None else _lexical_scores(pool, prompt)
+    ranked = sorted(range(len(pool)), key=lambda i: -scores[i])
+    return [pool[i] for i in ranked[:count]]
+
+
+def _lexical_scores(pool: list[Example], prompt: str) -> list[float]:
+    query = _words(prompt)
+    return [_cosine(query, _words(e.input)) for e in pool]
+
+
+def _embedding_scores(pool: list[Example], prompt: str, embed: Embed) -> list[float]:
+    vectors = embed([prompt, *(e.input for e in pool)])
+    return [_dot(vectors[0], v) for v in vectors[1:]]
+
+
+def _words(text: str) -> Counter[str]:
+    return Counter(re.findall(r"\w+", text.lower()))
+
+
+def _cosine(a: Counter[str], b: Counter[str]) -> float:
+    norm = math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
+    return sum(a[w] * b[w] for w in a.keys() & b.keys()) / norm if norm else 0.0
+
+
+def _dot(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def embedder() -> Embed | None:
+    """The local sentence-embedding model (`plait[similar]`), or None: `similar` then compares words."""
+    from plait.llm.embedding import local_embedder
+
+    model = local_embedder()
+    return model.embed if model is not None else None
+
+
+def render_examples(examples: list[Example]) -> str:
+    """The block appended to the system prompt."""
+    parts = ["Examples of answers a person corrected for this step (follow them):"]
+    for number, example in enumerate(examples, 1):
+        answer = json.dumps(example.output, ensure_ascii=False)
+        parts.append(f"Example {number} input:\n{example.input}\nExample {number} corrected answer:\n{answer}")
+    return "\n\n".join(parts)

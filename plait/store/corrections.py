@@ -137,7 +137,6 @@ def _statement(run_id: str, change: Change, now: float) -> tuple[Any, ...]:
         return (update(GRAPH_RUN).where(GRAPH_RUN.c.id == run_id).values(output_json=change.output, updated_at=now),)
     return (
         insert(FIELD_VERSION).values(
-            id=str(uuid.uuid4()),
             prompt_graph_run_id=run_id,
             owner_id=change.owner_id,
             version=change.version,

@@ -196,16 +196,17 @@ class FieldVersionRow(Base):
     The unit is a whole *owner*: `input` (the run input) or a node id (that node's effective
     output). Every write (an execution, an override, a review, a rollback, a freeze) appends
     version n + 1 holding the owner's whole value and which of its top-level fields are frozen;
-    a field's history is this history read at that field. `UNIQUE(run, owner, version)` makes
+    a field's history is this history read at that field. The key (run, owner, version) makes
     two racing writers take distinct versions or fail, never overwrite each other.
     """
 
     __tablename__ = "prompt_field_version"
 
-    id: Mapped[str] = mapped_column(Id, primary_key=True)
-    prompt_graph_run_id: Mapped[str] = mapped_column(Id, ForeignKey("prompt_graph_run.id", ondelete="CASCADE"))
-    owner_id: Mapped[str] = mapped_column(Text)
-    version: Mapped[int] = mapped_column(Integer)
+    prompt_graph_run_id: Mapped[str] = mapped_column(
+        Id, ForeignKey("prompt_graph_run.id", ondelete="CASCADE"), primary_key=True
+    )
+    owner_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[str] = mapped_column(String(16))
     """execute | override | review | rollback | freeze | input"""
     value_json: Mapped[Any] = mapped_column(Json, nullable=True)
@@ -216,8 +217,6 @@ class FieldVersionRow(Base):
     by: Mapped[str] = mapped_column(Text)
     reason: Mapped[str | None] = mapped_column(Text)
     at: Mapped[float] = mapped_column(Double)
-
-    __table_args__ = (UniqueConstraint("prompt_graph_run_id", "owner_id", "version", name="uq_pfv_run_owner_version"),)
 
 
 # Core handles on the ORM tables: the repositories write with `insert()/update()` on these

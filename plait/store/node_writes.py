@@ -301,7 +301,6 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
         return None
     if isinstance(write, Version):
         params = {
-            "b_id": str(uuid.uuid4()),
             "b_run": write.run_id,
             "b_owner_id": write.owner_id,
             "b_version": write.version,
@@ -411,7 +410,6 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
         )
     )
     add_version = insert(FIELD_VERSION).values(
-        id=bindparam("b_id"),
         prompt_graph_run_id=bindparam("b_run"),
         owner_id=bindparam("b_owner_id"),
         version=bindparam("b_version"),

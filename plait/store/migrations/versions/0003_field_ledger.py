@@ -25,15 +25,14 @@ JSON = sa.JSON(none_as_null=True)
 def upgrade() -> None:
     op.create_table(
         "prompt_field_version",
-        sa.Column("id", sa.String(36), primary_key=True),
         sa.Column(
             "prompt_graph_run_id",
             sa.String(36),
             sa.ForeignKey("prompt_graph_run.id", ondelete="CASCADE"),
-            nullable=False,
+            primary_key=True,
         ),
-        sa.Column("owner_id", sa.Text(), nullable=False),
-        sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("owner_id", sa.Text(), primary_key=True),
+        sa.Column("version", sa.Integer(), primary_key=True),
         sa.Column("kind", sa.String(16), nullable=False),
         sa.Column("value_json", JSON, nullable=True),
         sa.Column("frozen_json", JSON, nullable=False, server_default=sa.text("'{}'")),
@@ -41,7 +40,6 @@ def upgrade() -> None:
         sa.Column("by", sa.Text(), nullable=False),
         sa.Column("reason", sa.Text(), nullable=True),
         sa.Column("at", sa.Double(), nullable=False),
-        sa.UniqueConstraint("prompt_graph_run_id", "owner_id", "version", name="uq_pfv_run_owner_version"),
     )
     with op.batch_alter_table("prompt_node_run") as batch:
         batch.add_column(sa.Column("consumed_json", JSON, nullable=True))

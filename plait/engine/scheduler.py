@@ -1,0 +1,259 @@
+"""Executing one run: event-driven readiness, node tasks, and the group-committed writes.
+
+`Engine` (runner.py) begins a run and hands it to a `Scheduler`, which claims ready nodes,
+runs them, commits each result together with the claims and skips it decides (one unit of
+the group commit, `commits.py`), and records the run's outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from plait.engine.executors import EXECUTORS
+from plait.engine.failpoints import failpoint
+from plait.engine.ledger import commit_versions, consumed, input_version
+from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.runtime import NodeResult
+from plait.engine.state import Phase, RunState
+from plait.store import NodeRunRecord, NodeStatus, RunStatus
+from plait.store.ledger import INPUT
+from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Write
+
+if TYPE_CHECKING:
+    from plait.engine.runner import Engine
+
+
+def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
+    entry = result.cache_entry
+    if entry is None or result.phase != Phase.COMPLETED:
+        return []
+    return [CachePut(run_id, entry.key, entry.provider, entry.model, entry.response, node_run_id)]
+
+
+_NODE_STATUS = {
+    Phase.COMPLETED: NodeStatus.COMPLETED,
+    Phase.FAILED: NodeStatus.FAILED,
+    Phase.WAITING: NodeStatus.PENDING,
+}
+
+
+class Scheduler:
+    """Event-driven readiness: finishing a node decides its successors (run or skip) at once,
+    and its result, their claims and the skips commit together in one unit of the group commit."""
+
+    def __init__(self, engine: Engine, run_id: str, state: RunState):
+        self.engine = engine
+        self.store = engine.store
+        self.run_id = run_id
+        self.state = state
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.failed: str | None = None
+        self.budget_stop: str | None = None
+        """Set when a node was stopped by the run's max_cost_usd: the run fails for that reason."""
+        self.ended = False
+        """The run's outcome is committed and its lease given up."""
+        self._busy = 1  # the node tasks in flight, plus `execute` until its first claims are made
+        self._idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def execute(self, on_started: Callable[[], None]) -> RunOutcome:
+        """Run to the end; `on_started()` once the first nodes are claimed (or nothing is left to claim)."""
+        try:
+            try:
+                first = self._plan(self.state.compiled.topology.order)
+                if INPUT not in self.state.versions:  # a fresh run: the input is version 1 of the ledger
+                    first.insert(0, input_version(self.run_id, self.state))
+                await self._commit(first)
+            finally:
+                self._release()
+                on_started()
+            await self._idle
+        except BaseException:
+            for task in self.tasks:
+                task.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            raise
+        return await self._conclude()
+
+    # -- planning: what becomes ready or skipped ----------------------------------------------------------------
+
+    def _plan(self, candidates: Iterable[str]) -> list[Write]:
+        """Decide pending nodes whose inputs are all resolved: a claim to run, or a skip that propagates."""
+        writes: list[Write] = []
+        for first in candidates:
+            stack = [first]
+            while stack:
+                current = stack.pop()
+                node_state = self.state.nodes[current]
+                if node_state.phase != Phase.PENDING:
+                    continue
+                decision = self.state.decide(current)
+                if decision == Phase.SKIPPED:
+                    self.state.set_phase(current, Phase.SKIPPED)
+                    writes.append(Skip(self.run_id, current, node_state.activation))
+                    stack.extend(self.state.successors(current))
+                elif decision == Phase.RUNNING and self.failed is None:
+                    node_state.phase = Phase.RUNNING
+                    writes.append(Claim(self.run_id, current, node_state.activation, self.engine.owner))
+        return writes
+
+    async def _commit(self, writes: list[Write]) -> None:
+        """Commit claims and skips, then start the nodes won; adopt the ones finished elsewhere."""
+        if writes:
+            await self._started(writes, await self.engine.commits.submit(writes))
+
+    async def _started(
+        self, writes: Sequence[Write], results: Sequence[Any], *, keep_one: bool = False
+    ) -> NodeRunRecord | None:
+        """Start the claimed nodes (with `keep_one`, all but one, returned for the caller's own
+        task to continue with: a chain then runs in one task), adopt the rest, announce skips."""
+        adopted: list[str] = []
+        kept: NodeRunRecord | None = None
+        for write, result in zip(writes, results, strict=True):
+            if isinstance(write, Skip):
+                self.engine.events.emit("node:skipped", self.run_id, write.node_id)
+            elif isinstance(write, Claim):
+                if result is None:
+                    adopted.append(write.node_id)
+                elif keep_one and kept is None:
+                    kept = result
+                else:
+                    self._spawn(result)
+        for node_id in adopted:
+            await self._commit(self._adopt(node_id))
+        return kept
+
+    # -- node tasks --------------------------------------------------------------------------------------------
+
+    def _spawn(self, claimed: NodeRunRecord) -> None:
+        self._busy += 1
+        task = asyncio.create_task(self._run_node(claimed))
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None and not self._idle.done():
+            self._idle.set_exception(task.exception())  # type: ignore[arg-type]
+        self._release()
+
+    def _release(self) -> None:
+        self._busy -= 1
+        if self._busy == 0 and not self._idle.done():
+            self._idle.set_result(None)
+
+    async def _run_node(self, claimed: NodeRunRecord) -> None:
+        following: NodeRunRecord | None = claimed
+        while following is not None:
+            following = await self._execute_node(following)
+
+    async def _execute_node(self, claimed: NodeRunRecord) -> NodeRunRecord | None:
+        """Execute one claimed node and commit its unit; a successor it claimed, to continue with."""
+        node_id = claimed.node_id
+        node = self.state.nodes[node_id].node
+        self.engine.events.emit("node:start", self.run_id, node_id, type=str(node.type))
+        read = consumed(self.state, node)
+        try:
+            result = await EXECUTORS[node.type](node, self.state, self.engine.runtime)
+        except Exception as exc:  # a bug in an executor must fail the node, not hang the run
+            result = NodeResult.failed({}, [], kind="internal", message=f"{type(exc).__name__}: {exc}")
+        failpoint("before_commit", node_id)
+        finish = Finish(
+            self.run_id,
+            claimed.id,
+            self.engine.owner,
+            _NODE_STATUS[result.phase],
+            result.output,
+            result.snapshot,
+            result.attempts,
+            result.error,
+            result.tokens_input,
+            result.tokens_output,
+            result.cost_usd,
+            read,
+        )
+        completed = result.phase == Phase.COMPLETED
+        versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
+        follow = self._record(node_id, result)
+        remember = _cache_put(self.run_id, claimed.id, result)
+        results = await self.engine.commits.submit([finish, *versions, *remember, *follow])
+        failpoint("after_commit", node_id)
+        if not results[0]:
+            raise EngineError(
+                f"node '{node_id}' of run {self.run_id} was taken over by another engine (this one lost the "
+                "run's lease); this engine stops driving the run"
+            )
+        self._announce(node_id, result)
+        return await self._started(follow, results[1 + len(versions) + len(remember) :], keep_one=True)
+
+    def _record(self, node_id: str, result: NodeResult) -> list[Write]:
+        """Apply a node's result to the run state; the writes for the successors it decides."""
+        self.state.spent_usd += result.cost_usd
+        if result.phase == Phase.COMPLETED:
+            self.state.complete(node_id, result.output)
+            return self._plan(self.state.successors(node_id))
+        if result.phase == Phase.WAITING:
+            self.state.set_phase(node_id, Phase.WAITING)
+        else:
+            self.state.set_phase(node_id, Phase.FAILED)
+            self.failed = self.failed or node_id
+            if result.error and result.error.get("kind") == "budget":
+                self.budget_stop = self.budget_stop or str(result.error.get("message"))
+        return []
+
+    def _announce(self, node_id: str, result: NodeResult) -> None:
+        events = self.engine.events
+        if result.phase == Phase.COMPLETED:
+            events.emit(
+                "node:complete",
+                self.run_id,
+                node_id,
+                tokens_input=result.tokens_input,
+                tokens_output=result.tokens_output,
+                cost_usd=result.cost_usd,
+            )
+        elif result.phase == Phase.WAITING:
+            events.emit("run:paused", self.run_id, node_id, review_prompt=result.snapshot.get("review_prompt"))
+        else:
+            events.emit("node:error", self.run_id, node_id, error=result.error)
+
+    def _adopt(self, node_id: str) -> list[Write]:
+        """The node was finished elsewhere: take its committed state; the writes for its successors."""
+        for rec in self.store.runs.node_runs(self.run_id):
+            if rec.node_id == node_id and rec.activation == self.state.nodes[node_id].activation:
+                self.engine._restore(self.state, [rec])
+        if self.state.nodes[node_id].phase == Phase.RUNNING:  # still running elsewhere: treat as not ours
+            self.state.set_phase(node_id, Phase.PENDING)
+            raise EngineError(f"node '{node_id}' of run {self.run_id} is being executed by another process")
+        if self.state.nodes[node_id].phase == Phase.COMPLETED:
+            return self._plan(self.state.successors(node_id))
+        return []
+
+    # -- the run's outcome -------------------------------------------------------------------------------------
+
+    async def _conclude(self) -> RunOutcome:
+        phases = self.state.phases()
+        if self.failed is not None or Phase.FAILED in phases.values():
+            failed = self.failed or next(n for n, p in phases.items() if p == Phase.FAILED)
+            error = {"kind": "node_failed", "node_id": failed, "message": f"node '{failed}' failed"}
+            if self.budget_stop is not None:
+                error = {"kind": "budget", "node_id": failed, "message": self.budget_stop}
+            await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.FAILED, error=error))
+            self.engine.events.emit("workflow:error", self.run_id, failed, error=error)
+            return RunOutcome(self.run_id, RunStatus.FAILED, None, error)
+        if Phase.WAITING in phases.values():
+            await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.PAUSED))
+            return RunOutcome(self.run_id, RunStatus.PAUSED)
+        output = self.state.run_output()
+        await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.COMPLETED, output=output))
+        self.engine.events.emit("workflow:complete", self.run_id, output=output)
+        return RunOutcome(self.run_id, RunStatus.COMPLETED, output)
+
+    async def _end(self, end: EndRun) -> None:
+        if not (await self.engine.commits.submit([end]))[0]:
+            raise EngineError(
+                f"run {self.run_id} was taken over by another engine (this one lost its lease) before it "
+                f"could record the outcome '{end.status}'"
+            )
+        self.ended = True

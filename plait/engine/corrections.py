@@ -26,6 +26,7 @@ from plait.model.nodes import NodeType
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoreError
 from plait.store.corrections import (
     Change,
+    CorrectionConflict,
     CorrectionWriter,
     MarkStale,
     Queue,
@@ -118,6 +119,9 @@ class _Run:
         return self.heads[owner].frozen if owner in self.heads else {}
 
 
+_ENDED = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE, NodeStatus.SKIPPED, NodeStatus.FAILED)
+
+
 def _owner() -> str:
     return f"correction:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -144,8 +148,23 @@ class Corrections:
         policy: DownstreamPolicy = DownstreamPolicy.INVALIDATE,
         note: str | None = None,
     ) -> Correction:
-        """Replace a completed node's effective output; `output_json` stays as the model wrote it."""
-        with self._held(run_id) as (owner, run):
+        """Replace a completed node's effective output; `output_json` stays as the model wrote it.
+
+        On a run an engine is executing, the correction is written at once and the engine takes
+        it up at its next commit: nodes that read the old value and are still running finish,
+        then are marked stale (INVALIDATE) or run again (RERUN, RERUN_ALL); nodes not started
+        yet read the corrected value."""
+        for _ in range(3):
+            try:
+                return self._override(run_id, node_id, value, policy, note)
+            except CorrectionConflict:
+                continue  # the run ended (or was corrected) under us: read it again
+        raise CorrectionError(f"run {run_id} kept changing while being corrected", "try again")
+
+    def _override(
+        self, run_id: str, node_id: str, value: Any, policy: DownstreamPolicy, note: str | None
+    ) -> Correction:
+        with self._held(run_id, live_ok=True) as (owner, run):
             rec = run.node(node_id)
             if rec.status not in (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE):
                 raise CorrectionError(
@@ -159,7 +178,11 @@ class Corrections:
                 self._version(run, node_id, "override", stored, rec.id, note),
             ]
             changes.extend(self._apply_policy(run, node_id, policy, result))
-            changes.append(RunOutput(_run_output(run, {node_id: stored})))
+            if owner is None:  # the engine executing the run picks the queued nodes up itself
+                changes = [c for c in changes if not isinstance(c, Reopen)]
+                result.queued.clear()
+            else:
+                changes.append(RunOutput(_run_output(run, {node_id: stored})))
             self._writer.apply(run_id, owner, changes)
             return result
 
@@ -320,20 +343,21 @@ class Corrections:
         return [MarkStale([r.id for r in recs])] if recs else []
 
     def _queue(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:
-        """A new activation of every node that has run (one that never ran simply runs)."""
+        """A new activation of every node that has run (one that never ran simply runs; one
+        running or waiting is left to the engine executing the run)."""
         changes: list[Change] = []
         for node_id in node_ids:
             rec = run.newest.get(node_id)
-            if rec is None or (rec.status == NodeStatus.PENDING and rec.input_snapshot is None):
-                continue  # not run yet, or queued already
+            if rec is None or rec.status not in _ENDED:
+                continue
             changes.append(Queue(node_id, rec.activation + 1))
             result.queued.append(node_id)
         return changes
 
     # -- the run's lease ---------------------------------------------------------------------------
 
-    def _held(self, run_id: str) -> _Held:
-        return _Held(self, run_id)
+    def _held(self, run_id: str, *, live_ok: bool = False) -> _Held:
+        return _Held(self, run_id, live_ok)
 
     def _load(self, run_id: str) -> _Run:
         record = self.store.runs.get(run_id)
@@ -347,21 +371,29 @@ class Corrections:
 
 class _Held:
     """`with corrections._held(run_id) as (owner, run)`: the run's lease for one correction,
-    waited for up to `wait_s` while another correction holds it; refused while an engine runs it."""
+    waited for up to `wait_s` while another correction holds it. A run an engine is executing
+    is refused, or with `live_ok` read without the lease (`owner` None: the correction is
+    written beside the engine, see `CorrectionWriter.apply`)."""
 
-    def __init__(self, corrections: Corrections, run_id: str):
+    def __init__(self, corrections: Corrections, run_id: str, live_ok: bool):
         self.c = corrections
         self.run_id = run_id
-        self.owner = _owner()
+        self.live_ok = live_ok
+        self.owner: str | None = _owner()
 
-    def __enter__(self) -> tuple[str, _Run]:
+    def __enter__(self) -> tuple[str | None, _Run]:
         runs = self.c.store.runs
         try:
             record = runs.get(self.run_id)
         except StoreError as exc:
             raise CorrectionError(str(exc), "`plait runs list` shows the run ids") from None
+        if self.live_ok and _engine_driving(record):
+            self.owner = None
+            return None, self.c._load(self.run_id)
         deadline = time.monotonic() + self.c.wait_s
-        while not runs.acquire_lease(self.run_id, self.owner, self.c.lease_ttl_s):
+        owner = self.owner
+        assert owner is not None
+        while not runs.acquire_lease(self.run_id, owner, self.c.lease_ttl_s):
             record = runs.get(self.run_id)
             if time.monotonic() > deadline:
                 raise CorrectionError(
@@ -371,15 +403,23 @@ class _Held:
             time.sleep(0.05)
         record = runs.get(self.run_id)
         if record.status == RunStatus.RUNNING:
-            runs.release_lease(self.run_id, self.owner)
+            runs.release_lease(self.run_id, owner)
             raise CorrectionError(
-                f"run {self.run_id} is running; corrections apply to a run that is not being executed",
-                "wait for it to end (or pause), or correct it after `plait resume` finishes",
+                f"run {self.run_id} is marked running but no engine is executing it (it was killed)",
+                f"finish it with `plait resume {self.run_id}`, then correct it",
             )
-        return self.owner, self.c._load(self.run_id)
+        return owner, self.c._load(self.run_id)
 
     def __exit__(self, *exc: object) -> None:
-        self.c.store.runs.release_lease(self.run_id, self.owner)
+        if self.owner is not None:
+            self.c.store.runs.release_lease(self.run_id, self.owner)
+
+
+def _engine_driving(record: RunRecord) -> bool:
+    """An engine holds the run's live lease (a correction's lease is not an engine's)."""
+    owner = record.lease_owner
+    live = owner is not None and (record.lease_expires_at or 0.0) >= time.time()
+    return record.status == RunStatus.RUNNING and live and not str(owner).startswith("correction:")
 
 
 def _run_output(run: _Run, changed: dict[str, Any]) -> Any:

@@ -117,7 +117,8 @@ class Engine:
             if record.started_at is not None:  # a fresh run has no node runs to restore
                 self._restore(state, self.store.runs.node_runs(run_id))
                 self._restore_ledger(run_id, state)
-            return await self._drive(run_id, state, (record.graph_slug, record.graph_def_ver), set_up)
+            graph = (record.graph_slug, record.graph_def_ver)
+            return await self._drive(run_id, state, graph, set_up, seen=record.corrections)
 
     async def start(self, graph: StoredGraph, run_input: dict[str, Any]) -> RunOutcome:
         """Create a run of a stored graph and execute it (the input is checked by the caller,
@@ -160,7 +161,7 @@ class Engine:
             set_up()
 
     async def _drive(
-        self, run_id: str, state: RunState, graph: tuple[str, int], set_up: Callable[[], None]
+        self, run_id: str, state: RunState, graph: tuple[str, int], set_up: Callable[[], None], seen: int = 0
     ) -> RunOutcome:
         """Execute a run this engine has begun (it holds the lease) until it ends or pauses;
         `graph` is (slug, version) for the events."""
@@ -168,7 +169,7 @@ class Engine:
         scheduler: Scheduler | None = None
         try:
             self.events.emit("execution.started", run_id, graph=graph[0], version=graph[1])
-            scheduler = Scheduler(self, run_id, state)
+            scheduler = Scheduler(self, run_id, state, seen)
             return await scheduler.execute(on_started=set_up)
         finally:
             renew.cancel()

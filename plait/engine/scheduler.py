@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from plait.engine.absorb import RERUN_AFTER, STALE_AFTER, absorb
 from plait.engine.executors import EXECUTORS
 from plait.engine.failpoints import failpoint
 from plait.engine.ledger import commit_versions, consumed, input_version
@@ -19,7 +20,7 @@ from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.store import NodeRunRecord, NodeStatus, RunStatus
 from plait.store.ledger import INPUT
-from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Write
+from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Watch, Write
 
 if TYPE_CHECKING:
     from plait.engine.runner import Engine
@@ -43,8 +44,10 @@ class Scheduler:
     """Event-driven readiness: finishing a node decides its successors (run or skip) at once,
     and its result, their claims and the skips commit together in one unit of the group commit."""
 
-    def __init__(self, engine: Engine, run_id: str, state: RunState):
+    def __init__(self, engine: Engine, run_id: str, state: RunState, seen: int = 0):
         self.engine = engine
+        self.seen = seen
+        """The run's count of corrections as this scheduler last took them up (see absorb.py)."""
         self.store = engine.store
         self.run_id = run_id
         self.state = state
@@ -68,13 +71,16 @@ class Scheduler:
             finally:
                 self._release()
                 on_started()
-            await self._idle
+            while True:
+                await self._idle
+                outcome = await self._conclude()
+                if outcome is not None:
+                    return outcome
         except BaseException:
             for task in self.tasks:
                 task.cancel()
             await asyncio.gather(*self.tasks, return_exceptions=True)
             raise
-        return await self._conclude()
 
     # -- planning: what becomes ready or skipped ----------------------------------------------------------------
 
@@ -101,7 +107,19 @@ class Scheduler:
     async def _commit(self, writes: list[Write]) -> None:
         """Commit claims and skips, then start the nodes won; adopt the ones finished elsewhere."""
         if writes:
-            await self._started(writes, await self.engine.commits.submit(writes))
+            results = await self.engine.commits.submit([*writes, Watch(self.run_id)])
+            later = self._take_up(results[-1])
+            await self._started(writes, results[:-1])
+            await self._commit(later)
+
+    def _take_up(self, corrections: Any) -> list[Write]:
+        """When corrections arrived since the last commit: apply them to the state (before any
+        node claimed in this commit starts); the writes they call for."""
+        if corrections is None or corrections <= self.seen:
+            return []
+        self.seen = corrections
+        done = absorb(self.state, self.store, self.run_id)
+        return [*done.stale, *self._plan(done.ready)]
 
     async def _started(
         self, writes: Sequence[Write], results: Sequence[Any], *, keep_one: bool = False
@@ -154,16 +172,20 @@ class Scheduler:
         node = self.state.nodes[node_id].node
         self.engine.events.emit("node:start", self.run_id, node_id, type=str(node.type))
         read = consumed(self.state, node)
+        self.state.nodes[node_id].read = read
         try:
             result = await EXECUTORS[node.type](node, self.state, self.engine.runtime)
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run
             result = NodeResult.failed({}, [], kind="internal", message=f"{type(exc).__name__}: {exc}")
         failpoint("before_commit", node_id)
+        status = _NODE_STATUS[result.phase]
+        if status == NodeStatus.COMPLETED and self.state.nodes[node_id].after == STALE_AFTER:
+            status = NodeStatus.STALE  # it read a value corrected while it ran (INVALIDATE)
         finish = Finish(
             self.run_id,
             claimed.id,
             self.engine.owner,
-            _NODE_STATUS[result.phase],
+            status,
             result.output,
             result.snapshot,
             result.attempts,
@@ -177,7 +199,7 @@ class Scheduler:
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
         remember = _cache_put(self.run_id, claimed.id, result)
-        results = await self.engine.commits.submit([finish, *versions, *remember, *follow])
+        results = await self.engine.commits.submit([finish, *versions, *remember, *follow, Watch(self.run_id)])
         failpoint("after_commit", node_id)
         if not results[0]:
             raise EngineError(
@@ -185,13 +207,22 @@ class Scheduler:
                 "run's lease); this engine stops driving the run"
             )
         self._announce(node_id, result)
-        return await self._started(follow, results[1 + len(versions) + len(remember) :], keep_one=True)
+        later = self._take_up(results[-1])
+        kept = await self._started(follow, results[1 + len(versions) + len(remember) : -1], keep_one=True)
+        await self._commit(later)
+        return kept
 
     def _record(self, node_id: str, result: NodeResult) -> list[Write]:
         """Apply a node's result to the run state; the writes for the successors it decides."""
         self.state.spent_usd += result.cost_usd
         if result.phase == Phase.COMPLETED:
             self.state.complete(node_id, result.output)
+            node_state = self.state.nodes[node_id]
+            after, node_state.after = node_state.after, None
+            if after == RERUN_AFTER:  # it read a value corrected while it ran: run it again
+                node_state.activation += 1
+                self.state.set_phase(node_id, Phase.PENDING)
+                return self._plan([node_id])
             return self._plan(self.state.successors(node_id))
         if result.phase == Phase.WAITING:
             self.state.set_phase(node_id, Phase.WAITING)
@@ -232,28 +263,45 @@ class Scheduler:
 
     # -- the run's outcome -------------------------------------------------------------------------------------
 
-    async def _conclude(self) -> RunOutcome:
+    async def _conclude(self) -> RunOutcome | None:
+        """Record the run's outcome; None when a correction arrived meanwhile and left work to do."""
         phases = self.state.phases()
         if self.failed is not None or Phase.FAILED in phases.values():
             failed = self.failed or next(n for n, p in phases.items() if p == Phase.FAILED)
             error = {"kind": "node_failed", "node_id": failed, "message": f"node '{failed}' failed"}
             if self.budget_stop is not None:
                 error = {"kind": "budget", "node_id": failed, "message": self.budget_stop}
-            await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.FAILED, error=error))
+            if not await self._end(RunStatus.FAILED, error=error):
+                return None
             self.engine.events.emit("workflow:error", self.run_id, failed, error=error)
             return RunOutcome(self.run_id, RunStatus.FAILED, None, error)
         if Phase.WAITING in phases.values():
-            await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.PAUSED))
+            if not await self._end(RunStatus.PAUSED):
+                return None
             return RunOutcome(self.run_id, RunStatus.PAUSED)
         output = self.state.run_output()
-        await self._end(EndRun(self.run_id, self.engine.owner, RunStatus.COMPLETED, output=output))
+        if not await self._end(RunStatus.COMPLETED, output=output):
+            return None
         self.engine.events.emit("workflow:complete", self.run_id, output=output)
         return RunOutcome(self.run_id, RunStatus.COMPLETED, output)
 
-    async def _end(self, end: EndRun) -> None:
-        if not (await self.engine.commits.submit([end]))[0]:
+    async def _end(self, status: RunStatus, output: Any = None, error: dict[str, Any] | None = None) -> bool:
+        """Commit the outcome unless a correction arrived since the last commit: then take it up
+        (False: the run goes on if it left work to do; `_conclude` is asked again when idle)."""
+        end = EndRun(self.run_id, self.engine.owner, status, output, error, seen=self.seen)
+        if (await self.engine.commits.submit([end]))[0]:
+            self.ended = True
+            return True
+        record = self.store.runs.get(self.run_id)
+        if record.lease_owner != self.engine.owner or record.corrections == self.seen:
             raise EngineError(
                 f"run {self.run_id} was taken over by another engine (this one lost its lease) before it "
-                f"could record the outcome '{end.status}'"
+                f"could record the outcome '{status}'"
             )
-        self.ended = True
+        self._busy = 1
+        self._idle = asyncio.get_running_loop().create_future()
+        try:
+            await self._commit(self._take_up(record.corrections))
+        finally:
+            self._release()
+        return False

@@ -45,6 +45,10 @@ class NodeState:
     """For CONDITION: the key its expression selected."""
     activation: int = 1
     """The node's current activation (a rerun adds one; older ones are history)."""
+    read: dict[str, int] | None = None
+    """Ledger versions the current activation read when it started (set by the scheduler)."""
+    after: str | None = None
+    """Set by a correction arriving while the node runs: end it `stale`, or `rerun` it."""
 
 
 @dataclass

@@ -77,19 +77,30 @@ class CorrectionWriter:
     def __init__(self, engine: Engine) -> None:
         self._writer = writer(engine)
 
-    def apply(self, run_id: str, owner: str, changes: Sequence[Change]) -> None:
-        """Commit `changes` in one transaction, if `owner` holds the run's lease; otherwise
-        (or if a racing writer took a ledger version first) raise CorrectionConflict."""
+    def apply(self, run_id: str, owner: str | None, changes: Sequence[Change]) -> None:
+        """Commit `changes` in one transaction, if `owner` holds the run's lease, or with `owner`
+        None beside the engine executing the run (it must still be `running`); otherwise, or
+        if a racing writer took a ledger version first, raise CorrectionConflict. Either way the
+        run's count of corrections goes up: that is how the engine notices."""
         now = time.time()
         try:
             with self._writer.begin() as conn:
-                holder = conn.execute(
-                    select(GRAPH_RUN.c.lease_owner).where(GRAPH_RUN.c.id == run_id).with_for_update()
-                ).scalar_one_or_none()
-                if holder != owner:
-                    raise CorrectionConflict(f"run {run_id} is no longer held by this correction ({holder})")
+                row = conn.execute(
+                    select(GRAPH_RUN.c.lease_owner, GRAPH_RUN.c.status)
+                    .where(GRAPH_RUN.c.id == run_id)
+                    .with_for_update()
+                ).one_or_none()
+                if row is None or (owner is not None and row.lease_owner != owner):
+                    raise CorrectionConflict(f"run {run_id} is no longer held by this correction")
+                if owner is None and row.status != RunStatus.RUNNING.value:
+                    raise CorrectionConflict(f"run {run_id} stopped running while being corrected")
                 for change in changes:
                     conn.execute(*_statement(run_id, change, now))
+                conn.execute(
+                    update(GRAPH_RUN)
+                    .where(GRAPH_RUN.c.id == run_id)
+                    .values(corrections=GRAPH_RUN.c.corrections + 1, updated_at=now)
+                )
         except IntegrityError as exc:
             raise CorrectionConflict(f"run {run_id} was corrected concurrently; try again") from exc
 

@@ -124,6 +124,8 @@ class GraphRunRow(Base):
     started_at: Mapped[float | None] = mapped_column(Double)
     completed_at: Mapped[float | None] = mapped_column(Double)
     updated_at: Mapped[float] = mapped_column(Double)
+    corrections: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    """Corrections made so far: an engine executing the run compares it at every commit."""
 
     __table_args__ = (
         ForeignKeyConstraint(

@@ -106,13 +106,30 @@ class Skip:
 
 @dataclass(frozen=True, slots=True)
 class EndRun:
-    """Set the run's outcome and give its lease up, if `owner` holds the lease. Result: True if written."""
+    """Set the run's outcome and give its lease up, if `owner` holds the lease (and, with `seen`,
+    no correction arrived since the engine saw that many). Result: True if written."""
 
     run_id: str
     owner: str
     status: RunStatus
     output: Any = None
     error: dict[str, Any] | None = None
+    seen: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """Read the run's count of corrections in the same transaction. Result: the count."""
+
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stale:
+    """Mark a completed node run `stale` (it read a value corrected since). Result: None."""
+
+    run_id: str
+    node_run_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +144,7 @@ class CachePut:
     node_run_id: str
 
 
-Write = Claim | Finish | Skip | EndRun | CachePut | Version
+Write = Claim | Finish | Skip | EndRun | CachePut | Version | Watch | Stale
 Unit = Sequence[Write]
 Runner = Callable[[str, dict[str, Any]], Any]
 """`run(statement_name, params)` inside the open transaction; returns a cursor (`rowcount`, `fetchone()`)."""
@@ -314,6 +331,12 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
         }
         run("add_version", params)
         return None
+    if isinstance(write, Watch):
+        row = run("watch", {"b_run": write.run_id}).fetchone()
+        return int(row[0]) if row is not None else None
+    if isinstance(write, Stale):
+        run("stale", {"b_id": write.node_run_id})
+        return None
     if isinstance(write, Skip):
         params = new_node_row(
             write.run_id,
@@ -336,6 +359,8 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
         "b_now": now,
         "b_completed": now if write.status in TERMINAL_RUN_STATUSES else None,
     }
+    if write.seen is not None:
+        return run("end_run_seen", {**params, "b_seen": write.seen}).rowcount == 1
     return run("end_run", params).rowcount == 1
 
 
@@ -444,6 +469,13 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
             lease_expires_at=None,
         )
     )
+    end_run_seen = end_run.where(GRAPH_RUN.c.corrections == bindparam("b_seen"))
+    watch = select(GRAPH_RUN.c.corrections).where(GRAPH_RUN.c.id == bindparam("b_run"))
+    stale = (
+        update(NODE_RUN)
+        .where(NODE_RUN.c.id == bindparam("b_id"), NODE_RUN.c.status == NodeStatus.COMPLETED.value)
+        .values(status=NodeStatus.STALE.value)
+    )
     cache_put = (
         dialect_insert(LLM_CACHE)
         .values(
@@ -462,6 +494,9 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
         "finish": finish,
         "add_totals": add_totals,
         "end_run": end_run,
+        "end_run_seen": end_run_seen,
+        "watch": watch,
+        "stale": stale,
         "cache_put": cache_put,
         "add_version": add_version,
     }

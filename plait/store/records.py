@@ -82,6 +82,8 @@ class RunRecord:
     tokens_input: int
     tokens_output: int
     cost_usd: float
+    corrections: int = 0
+    """How many corrections the run has had (see `plait.store.corrections`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,7 @@ def run_from_row(row: Any) -> RunRecord:
         tokens_input=row.tokens_input,
         tokens_output=row.tokens_output,
         cost_usd=row.cost_usd,
+        corrections=row.corrections,
     )
 
 

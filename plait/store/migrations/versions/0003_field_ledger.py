@@ -1,4 +1,5 @@
-"""The field ledger (SPEC §4, seed 003): versions of every value in a run, and what read them.
+"""The field ledger (SPEC §4, seed 003): versions of every value in a run, and what read them;
+a run's count of corrections (how an engine executing it notices one).
 
 Revision ID: 0003
 Revises: 0002
@@ -43,9 +44,13 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("prompt_node_run") as batch:
         batch.add_column(sa.Column("consumed_json", JSON, nullable=True))
+    with op.batch_alter_table("prompt_graph_run") as batch:
+        batch.add_column(sa.Column("corrections", sa.Integer(), nullable=False, server_default=sa.text("0")))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("prompt_graph_run") as batch:
+        batch.drop_column("corrections")
     with op.batch_alter_table("prompt_node_run") as batch:
         batch.drop_column("consumed_json")
     op.drop_table("prompt_field_version")

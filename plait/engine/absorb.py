@@ -1,0 +1,123 @@
+"""Taking up a correction made while the engine executes the run (SPEC §4, seed 000 §5.3).
+
+A correction written beside a running engine (`Corrections.override` on a `running` run)
+raises the run's count of corrections; the engine reads that count in every commit (`Watch`)
+and, when it moved, calls `absorb`: the corrected values replace the ones in memory (nodes
+not started yet read them), and every node that read an older version is dealt with by the
+policy of the correction: a running one is marked to end `stale` (INVALIDATE) or to run again
+(RERUN, RERUN_ALL) when it finishes; a completed one is marked stale or queued at once. Nodes
+the correction itself queued (they had completed when it was written) are queued here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from plait.engine.state import Phase, RunState
+from plait.store import NodeRunRecord, NodeStatus, Store
+from plait.store.node_writes import Stale
+
+INVALIDATE, RERUN_ALL, KEEP = "INVALIDATE", "RERUN_ALL", "KEEP"
+STALE_AFTER, RERUN_AFTER = "stale", "rerun"
+
+
+@dataclass
+class Absorbed:
+    stale: list[Stale] = field(default_factory=list)
+    """Completed node runs that read an old value: marked stale in the next commit."""
+    ready: list[str] = field(default_factory=list)
+    """Nodes set back to pending (a new activation): the scheduler plans them."""
+
+
+def absorb(state: RunState, store: Store, run_id: str) -> Absorbed:
+    newest = _newest(store.runs.node_runs(run_id))
+    heads = store.ledger.heads(run_id)
+    corrected = [o for o, head in heads.items() if head.version > state.versions.get(o, 0)]
+    done = Absorbed()
+    for owner in corrected:
+        state.versions[owner], state.frozen[owner] = heads[owner].version, dict(heads[owner].frozen)
+        rec = newest.get(owner)
+        if owner not in state.nodes or rec is None:
+            continue
+        if state.nodes[owner].phase == Phase.COMPLETED:
+            state.complete(owner, rec.effective_output)
+        _apply_policy(state, owner, heads[owner].version, rec.downstream_policy or INVALIDATE, newest, done)
+    for node_id, rec in newest.items():  # activations the correction queued
+        node_state = state.nodes.get(node_id)
+        queued = rec.status == NodeStatus.PENDING and rec.input_snapshot is None
+        if node_state is None or not queued or rec.activation <= node_state.activation:
+            continue
+        if node_state.phase in (Phase.COMPLETED, Phase.SKIPPED, Phase.FAILED):
+            node_state.activation = rec.activation
+            state.set_phase(node_id, Phase.PENDING)
+            done.ready.append(node_id)
+    return done
+
+
+def _apply_policy(
+    state: RunState, owner: str, version: int, policy: str, newest: dict[str, NodeRunRecord], done: Absorbed
+) -> None:
+    """INVALIDATE: direct readers of the old value end stale. RERUN: they run again, and what
+    already ran after them ends stale. RERUN_ALL: everything after `owner` that has run or is
+    running runs again. A node claimed but not started yet reads the corrected value."""
+    if policy == KEEP:
+        return
+    direct = [t for t in state.successors(owner) if _read_old(state, newest, t, owner, version)]
+    if policy == INVALIDATE:
+        for target in direct:
+            _mark(state, newest, target, STALE_AFTER, done)
+        return
+    if policy == RERUN_ALL:
+        direct_ids = set(state.successors(owner))
+        after = [t for t in _downstream(state, [owner]) if t not in direct_ids]
+        for target in [*direct, *after]:
+            _mark(state, newest, target, RERUN_AFTER, done)
+        return
+    for target in direct:
+        _mark(state, newest, target, RERUN_AFTER, done)
+    for target in _downstream(state, direct):
+        if target not in direct:
+            _mark(state, newest, target, STALE_AFTER, done)
+
+
+def _read_old(state: RunState, newest: dict[str, NodeRunRecord], target: str, owner: str, version: int) -> bool:
+    rec = newest.get(target)
+    read = state.nodes[target].read or (rec.consumed if rec is not None else None) or {}
+    return owner in read and read[owner] < version
+
+
+def _mark(state: RunState, newest: dict[str, NodeRunRecord], target: str, kind: str, done: Absorbed) -> None:
+    """A running node ends `kind` when it finishes; a completed one is marked stale or rerun now."""
+    node_state = state.nodes[target]
+    rec = newest.get(target)
+    if node_state.phase == Phase.RUNNING:
+        node_state.after = kind
+    elif node_state.phase == Phase.COMPLETED and rec is not None and rec.activation == node_state.activation:
+        if rec.status != NodeStatus.COMPLETED:
+            return  # overridden or stale already: a person's value, or marked by the correction
+        if kind == STALE_AFTER:
+            done.stale.append(Stale(rec.run_id, rec.id))
+        else:
+            node_state.activation += 1
+            state.set_phase(target, Phase.PENDING)
+            done.ready.append(target)
+
+
+def _downstream(state: RunState, roots: list[str]) -> list[str]:
+    """Every node after `roots` (not the roots themselves, unless one follows another)."""
+    seen: list[str] = []
+    stack = list(roots)
+    while stack:
+        for target in state.successors(stack.pop()):
+            if target not in seen:
+                seen.append(target)
+                stack.append(target)
+    return seen
+
+
+def _newest(records: list[NodeRunRecord]) -> dict[str, NodeRunRecord]:
+    newest: dict[str, NodeRunRecord] = {}
+    for rec in records:
+        if rec.node_id not in newest or rec.activation > newest[rec.node_id].activation:
+            newest[rec.node_id] = rec
+    return newest

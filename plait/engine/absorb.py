@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from plait.engine.state import Phase, RunState
-from plait.store import NodeRunRecord, NodeStatus, Store
+from plait.store import NodeRunRecord, NodeStatus, Store, current_activations
 from plait.store.node_writes import Stale
 
 INVALIDATE, RERUN_ALL, KEEP = "INVALIDATE", "RERUN_ALL", "KEEP"
@@ -30,7 +30,7 @@ class Absorbed:
 
 
 def absorb(state: RunState, store: Store, run_id: str) -> Absorbed:
-    newest = _newest(store.runs.node_runs(run_id))
+    newest = current_activations(store.runs.node_runs(run_id))
     heads = store.ledger.heads(run_id)
     corrected = [o for o, head in heads.items() if head.version > state.versions.get(o, 0)]
     done = Absorbed()
@@ -113,11 +113,3 @@ def _downstream(state: RunState, roots: list[str]) -> list[str]:
                 seen.append(target)
                 stack.append(target)
     return seen
-
-
-def _newest(records: list[NodeRunRecord]) -> dict[str, NodeRunRecord]:
-    newest: dict[str, NodeRunRecord] = {}
-    for rec in records:
-        if rec.node_id not in newest or rec.activation > newest[rec.node_id].activation:
-            newest[rec.node_id] = rec
-    return newest

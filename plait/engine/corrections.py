@@ -23,7 +23,7 @@ from plait.engine.compiled import load_compiled
 from plait.engine.contracts import strip_meta
 from plait.engine.state import CompiledRun
 from plait.model.nodes import NodeType
-from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoreError
+from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoreError, current_activations
 from plait.store.corrections import (
     Change,
     CorrectionConflict,
@@ -362,10 +362,7 @@ class Corrections:
     def _load(self, run_id: str) -> _Run:
         record = self.store.runs.get(run_id)
         compiled = load_compiled(self.store, record.def_id, record.graph_def_ver)
-        newest: dict[str, NodeRunRecord] = {}
-        for rec in self.store.runs.node_runs(run_id):
-            if rec.node_id not in newest or rec.activation > newest[rec.node_id].activation:
-                newest[rec.node_id] = rec
+        newest = current_activations(self.store.runs.node_runs(run_id))
         return _Run(record, compiled, newest, self.store.ledger.heads(run_id))
 
 

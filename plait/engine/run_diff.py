@@ -23,7 +23,7 @@ from typing import Any
 from plait.compile.topology import Topology
 from plait.engine.contracts import strip_meta
 from plait.model import GraphDef
-from plait.store import NodeRunRecord, RunRecord, Store
+from plait.store import NodeRunRecord, RunRecord, Store, current_activations
 
 TEXT_DIFF_MIN_CHARS = 80
 """Strings at least this long (or spanning lines) that differ also get a unified text diff:
@@ -189,8 +189,8 @@ def diff_runs(store: Store, run_a: str, run_b: str) -> RunDiff:
     record_a, record_b = store.runs.get(run_a), store.runs.get(run_b)
     graph_a = store.graphs.get(record_a.def_id, record_a.graph_def_ver).graph
     graph_b = store.graphs.get(record_b.def_id, record_b.graph_def_ver).graph
-    current_a = current_node_runs(store.runs.node_runs(run_a))
-    current_b = current_node_runs(store.runs.node_runs(run_b))
+    current_a = current_activations(store.runs.node_runs(run_a))
+    current_b = current_activations(store.runs.node_runs(run_b))
     in_a = set(topological_order(graph_a)) | set(current_a)
     in_b = set(topological_order(graph_b)) | set(current_b)
     order = _union_order(topological_order(graph_a), current_a, topological_order(graph_b), current_b)
@@ -204,17 +204,6 @@ def diff_runs(store: Store, run_a: str, run_b: str) -> RunDiff:
     ]
     run_changes, _, _ = compare_values(clean(record_a.output), clean(record_b.output))
     return RunDiff(RunFacts.of(record_a), RunFacts.of(record_b), nodes, outputs_equal=not run_changes)
-
-
-def current_node_runs(records: Iterable[NodeRunRecord]) -> dict[str, NodeRunRecord]:
-    """Per node id, the node run with the highest activation: the current result (older activations
-    are the history that reruns left behind)."""
-    current: dict[str, NodeRunRecord] = {}
-    for record in records:
-        held = current.get(record.node_id)
-        if held is None or record.activation > held.activation:
-            current[record.node_id] = record
-    return current
 
 
 def topological_order(graph: GraphDef) -> list[str]:

@@ -31,7 +31,7 @@ from plait.engine.scheduler import Scheduler
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.provider import Provider
 from plait.model.nodes import NodeBase, NodeType, node_field
-from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoredGraph
+from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoredGraph, current_activations
 from plait.store.records import TERMINAL_RUN_STATUSES
 
 __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
@@ -218,14 +218,10 @@ class Engine:
 
     def _restore(self, state: RunState, records: list[NodeRunRecord]) -> None:
         """Rebuild node phases from each node's newest activation (older ones are history)."""
-        newest: dict[str, NodeRunRecord] = {}
-        for rec in records:
-            state.spent_usd += rec.cost_usd  # every activation's calls count against max_cost_usd
-            if rec.node_id in state.nodes and (
-                rec.node_id not in newest or rec.activation > newest[rec.node_id].activation
-            ):
-                newest[rec.node_id] = rec
-        for node_id, rec in newest.items():
+        state.spent_usd += sum(rec.cost_usd for rec in records)  # every activation counts against max_cost_usd
+        for node_id, rec in current_activations(records).items():
+            if node_id not in state.nodes:
+                continue
             node_state = state.nodes[node_id]
             node_state.activation = rec.activation
             if rec.status in (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.graphs import GraphRepository
-from plait.store.records import NodeRunRecord, NodeStatus, RunRecord, RunStatus, StoredGraph
+from plait.store.records import NodeRunRecord, NodeStatus, RunRecord, RunStatus, StoredGraph, current_activations
 from plait.store.runs import RunRepository
 from plait.store.store import Store
 from plait.store.url import DEFAULT_URL, database_url, redact
@@ -31,6 +31,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoredGraph",
+    "current_activations",
     "database_url",
     "redact",
 ]

@@ -10,6 +10,7 @@ that start within the same second); `None` means "not yet".
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -119,6 +120,17 @@ class NodeRunRecord:
     def effective_output(self) -> Any:
         """`override ?? output`: the only read path for a node's value (SPEC §4)."""
         return self.override if self.override is not None else self.output
+
+
+def current_activations(records: Iterable[NodeRunRecord]) -> dict[str, NodeRunRecord]:
+    """Per node id, the node run with the highest activation: the node's current result (older
+    activations are the history that reruns leave behind)."""
+    current: dict[str, NodeRunRecord] = {}
+    for record in records:
+        held = current.get(record.node_id)
+        if held is None or record.activation > held.activation:
+            current[record.node_id] = record
+    return current
 
 
 # Built from rows of `plait.store.models` (Core `select()` rows: attribute access by column name).

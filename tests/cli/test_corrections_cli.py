@@ -102,3 +102,23 @@ def test_freezing_refusal_and_rollback_on_the_case7_example(tmp_path: Path) -> N
     missing = plait("rollback", run_id, "extract_entities", "--to-version", "99", cwd=tmp_path)
     assert missing.returncode == 2
     assert "has no version 99" in missing.stderr
+
+
+def test_bad_corrections_exit_2_and_change_nothing(tmp_path: Path) -> None:
+    assert plait("run", *example_args("feedback_triage"), cwd=tmp_path).returncode == 0
+    run_id = only_run(tmp_path)
+    before = shown(run_id, tmp_path, "--ledger")
+    cases = [
+        (["override", run_id, "classify", "--value", "{not json"], "not valid JSON"),
+        (["override", "no-such-run", "classify", "--value", "{}"], "no run 'no-such-run'"),
+        (["override", run_id, "nope", "--value", "{}"], "has no node 'nope'"),
+        (["override", run_id, "thank", "--value", "{}"], "not completed"),  # skipped: nothing to override
+        (["override", run_id, "classify", "--value", "{}", "--policy", "SOMETIMES"], "unknown policy"),
+        (["review", run_id, "classify", "--approve"], "not a HUMAN_REVIEW"),
+        (["rollback", run_id, "classify", "--to-version", "7"], "has no version 7"),
+    ]
+    for args, message in cases:
+        done = plait(*args, cwd=tmp_path)
+        assert done.returncode == 2, (args, done.stderr)
+        assert message in done.stderr, (args, done.stderr)
+    assert shown(run_id, tmp_path, "--ledger") == before

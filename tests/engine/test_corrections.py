@@ -13,7 +13,7 @@ import pytest
 from plait.engine.corrections import CorrectionError, Corrections, DownstreamPolicy
 from plait.engine.runner import Engine, RunOutcome
 from plait.engine.start import start_run
-from plait.store import NodeRunRecord, NodeStatus, RunStatus, Store
+from plait.store import NodeRunRecord, NodeStatus, RunStatus, Store, current_activations
 from tests.engine.test_engine import graph_file
 
 
@@ -62,11 +62,7 @@ def ran(store: Store, graph: str, run_input: dict[str, Any]) -> str:
 
 
 def newest(store: Store, run_id: str) -> dict[str, NodeRunRecord]:
-    out: dict[str, NodeRunRecord] = {}
-    for rec in store.runs.node_runs(run_id):
-        if rec.node_id not in out or rec.activation > out[rec.node_id].activation:
-            out[rec.node_id] = rec
-    return out
+    return current_activations(store.runs.node_runs(run_id))
 
 
 def text(rec: NodeRunRecord) -> str:
@@ -338,3 +334,45 @@ def test_a_failing_consumer_freezes_nothing(store: Store, tmp_path: Path) -> Non
     run_id = start_run(store, graph, {"t": "x"})
     assert drive(store, run_id).status == RunStatus.FAILED
     assert [v.kind for v in store.ledger.history(run_id, "extract")] == ["execute"]
+
+
+def condition_graph(tmp_path: Path) -> str:
+    """level -> route (CONDITION on level) -> big | small."""
+    return graph_file(
+        tmp_path,
+        [
+            tr("level", "({text: String(input.n)})"),
+            {"id": "route", "type": "CONDITION", "condition_expr": "Number(current.text) > 10"},
+            tr("big", "({text: 'big'})"),
+            tr("small", "({text: 'small'})"),
+        ],
+        [
+            edge("level", "route"),
+            {"source": "route", "target": "big", "condition_key": "true"},
+            {"source": "route", "target": "small", "condition_key": "false"},
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (DownstreamPolicy.KEEP, {"route": (1, "completed"), "big": (1, "completed"), "small": (1, "skipped")}),
+        (DownstreamPolicy.INVALIDATE, {"route": (1, "stale"), "big": (1, "completed"), "small": (1, "skipped")}),
+        # the condition reruns and now picks "false"; what follows it is marked, not rerun
+        (DownstreamPolicy.RERUN, {"route": (2, "completed"), "big": (1, "stale"), "small": (1, "skipped")}),
+        (DownstreamPolicy.RERUN_ALL, {"route": (2, "completed"), "big": (2, "skipped"), "small": (2, "completed")}),
+    ],
+)
+def test_every_policy_on_a_conditional_graph(
+    store: Store, tmp_path: Path, policy: DownstreamPolicy, expected: dict[str, tuple[int, str]]
+) -> None:
+    run_id = ran(store, condition_graph(tmp_path), {"n": 50})
+    result = Corrections(store).override(run_id, "level", {"text": "3"}, policy=policy)
+    if result.needs_run:
+        assert drive(store, run_id).status == RunStatus.COMPLETED
+    nodes = newest(store, run_id)
+    assert {n: (nodes[n].activation, str(nodes[n].status)) for n in expected} == expected
+    assert text(nodes["level"]) == "3"
+    route = nodes["route"].effective_output["branch"]
+    assert route == ("false" if nodes["route"].activation == 2 else "true")

@@ -13,11 +13,10 @@ from plait.engine.run_diff import (
     Verdict,
     clean,
     compare_values,
-    current_node_runs,
     diff_node,
     diff_runs,
 )
-from plait.store import NodeRunRecord, NodeStatus, NotFoundError, RunStatus, Store
+from plait.store import NodeRunRecord, NodeStatus, NotFoundError, RunStatus, Store, current_activations
 from tests.engine.test_engine import TEXT, execute, graph_file, llm, script
 
 CHAIN = [{"source": "a", "target": "b", "schema_id": "text"}, {"source": "b", "target": "END", "schema_id": "text"}]
@@ -144,9 +143,9 @@ def node_run(node_id: str, activation: int, output: Any, status: NodeStatus = No
 
 def test_the_highest_activation_is_the_current_node_run_whatever_the_order() -> None:
     records = [node_run("a", 2, "rerun"), node_run("b", 1, "b"), node_run("a", 3, "latest"), node_run("a", 1, "first")]
-    current = current_node_runs(records)
+    current = current_activations(records)
     assert {k: v.id for k, v in current.items()} == {"a": "a-3", "b": "b-1"}
-    assert current_node_runs([]) == {}
+    assert current_activations([]) == {}
 
 
 def test_same_output_with_another_status_is_a_status_verdict() -> None:

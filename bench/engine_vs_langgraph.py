@@ -731,7 +731,7 @@ async def phase_breakdown(chain: PlaitChain, runs: int) -> None:
     transactions (the group commit: a node's result with its successor's claim, run begin and
     end), the node's executor, and the rest (scheduler, event loop). Wraps the store's writer on
     this instance and the engine's executor table, then restores them."""
-    from plait.engine import runner
+    from plait.engine import scheduler
     from plait.engine.start import start_run
 
     store_key, executor_key = "store writes (begin; per node: result + next claim)", "executor (render/eval, validate)"
@@ -759,7 +759,7 @@ async def phase_breakdown(chain: PlaitChain, runs: int) -> None:
 
         return wrapper
 
-    table = runner.EXECUTORS
+    table = scheduler.EXECUTORS
     saved = dict(table)
     wrapped = [(chain.store.runs.nodes, "write"), (chain.store.runs, "begin")]
     for owner, name in wrapped:

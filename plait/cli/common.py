@@ -82,9 +82,17 @@ def _read_input_file(path: Path) -> dict[str, Any]:
 
 
 def open_store(db: str | None) -> Any:
+    """The store, with the system graphs this Plait ships stored (a new version where changed)."""
+    from plait.evolve.system import sync_system_graphs
     from plait.store import Store, StoreError
 
     try:
-        return Store(db)
+        store = Store(db)
     except StoreError as exc:
         fail(str(exc), "check --db or $PLAIT_DB")
+    try:
+        sync_system_graphs(store)
+    except Exception:
+        store.close()
+        raise
+    return store

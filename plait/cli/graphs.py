@@ -9,8 +9,17 @@ from typing import Annotated, Any
 import typer
 
 from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
+from plait.cli.forks import diff_command, fork_command, merge_command
+from plait.cli.graph_store import delete_command, export_command, import_command, versions_command
 
-app = typer.Typer(help="Inspect graph definitions.", no_args_is_help=True)
+app = typer.Typer(help="Stored graphs: versions, import/export, forks.", no_args_is_help=True)
+app.command("versions")(versions_command)
+app.command("import")(import_command)
+app.command("export")(export_command)
+app.command("delete")(delete_command)
+app.command("fork")(fork_command)
+app.command("diff")(diff_command)
+app.command("merge")(merge_command)
 
 
 @app.command("show")
@@ -63,11 +72,23 @@ def _from_store(ref: str, version: int | None, db: str | None) -> tuple[Any, Any
 
 
 @app.command("list")
-def list_graphs(db: DbOption = None, json_output: JsonOption = False) -> None:
-    """Stored graphs, latest version of each."""
+def list_graphs(
+    source_type: Annotated[
+        str | None, typer.Option("--source-type", help="Only system, user or system_fork graphs.")
+    ] = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Stored graphs, latest version of each; forks whose parent has moved on are flagged."""
+    from plait.store import StoreError
+
     store = open_store(db)
     try:
-        graphs = store.graphs.list()
+        try:
+            graphs = store.graphs.list(source_type=source_type)
+        except StoreError as exc:
+            fail(str(exc))
+        latest = {g.def_id: g.version for g in store.graphs.list()}
     finally:
         store.close()
     rows = [
@@ -79,6 +100,8 @@ def list_graphs(db: DbOption = None, json_output: JsonOption = False) -> None:
             "source_type": g.source_type,
             "nodes": len(g.graph.nodes),
             "updated_at": g.updated_at,
+            "parent_id": g.graph.parent_def_id,
+            "parent_updated": _parent_updated(g, latest),
         }
         for g in graphs
     ]
@@ -88,8 +111,17 @@ def list_graphs(db: DbOption = None, json_output: JsonOption = False) -> None:
     from rich.table import Table
 
     table = Table(title="graphs")
-    for column in ("slug", "id", "version", "schema", "type", "nodes"):
+    for column in ("slug", "id", "version", "schema", "type", "nodes", "note"):
         table.add_column(column, no_wrap=True)
     for r in rows:
-        table.add_row(r["slug"], r["id"], str(r["version"]), r["schema_version"], r["source_type"], str(r["nodes"]))
+        note = "parent updated: `plait graphs diff`" if r["parent_updated"] else ""
+        table.add_row(
+            r["slug"], r["id"], str(r["version"]), r["schema_version"], r["source_type"], str(r["nodes"]), note
+        )
     console().print(table)
+
+
+def _parent_updated(graph: Any, latest: dict[str, int]) -> bool:
+    """A fork whose parent has a version newer than the one it was forked from."""
+    parent, at_fork = graph.graph.parent_def_id, graph.graph.parent_def_ver_at_fork
+    return parent is not None and at_fork is not None and latest.get(parent, at_fork) > at_fork

@@ -62,8 +62,12 @@ def show_run(
     ledger: Annotated[
         bool, typer.Option("--ledger", help="Also the field ledger: every version of every value, who read it.")
     ] = False,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="Outputs as stored, without migrating older schema versions.")
+    ] = False,
 ) -> None:
-    """One run: status, input, output, and per node status, attempts, tokens, cost, timings, effective output."""
+    """One run: status, input, output, and per node status, attempts, tokens, cost, timings, effective output
+    (read at the graph's current schema versions, migrating older outputs; --raw: as stored)."""
     from plait.store import StoreError
 
     store = open_store(db)
@@ -74,23 +78,47 @@ def show_run(
             fail(str(exc), "list runs with `plait runs list`")
         nodes = store.runs.node_runs(run_id)
         versions = store.ledger.history(run_id) if ledger else []
+        latest = store.graphs.get(run.def_id).version
+        outputs, migrated = _outputs(store, run, nodes, raw)
     finally:
         store.close()
     if json_output:
         shown = {
             **_run_json(run),
+            "graph_latest_version": latest,
             "input": run.input,
             "output": run.output,
             "error": run.error,
-            "nodes": [_node_json(n) for n in nodes],
+            "nodes": [{**_node_json(n), "effective_output": outputs[n.id], **migrated.get(n.id, {})} for n in nodes],
         }
         if ledger:
             shown["ledger"] = [_version_json(v, nodes) for v in versions]
         print_json(shown)
         return
-    _render(run, nodes)
+    _render(run, nodes, outputs, latest)
+    for n in nodes:
+        if n.id in migrated:
+            console().print(f"[dim]{n.node_id}: read migrated, {migrated[n.id]['migrated']} (--raw: as stored)[/]")
     if ledger:
         _render_ledger(versions, nodes)
+
+
+def _outputs(store: Any, run: Any, nodes: list[Any], raw: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Effective outputs by node run id, migrated to today's schemas unless `raw`; and what was migrated."""
+    if raw:
+        return {n.id: n.effective_output for n in nodes}, {}
+    from plait.evolve.migrate import MigrationError
+    from plait.evolve.read import RunReader
+
+    reader = RunReader(store, run)
+    try:
+        outputs = {n.id: reader.output(n) for n in nodes}
+    except MigrationError as exc:
+        fail(exc.message, exc.hint or "`plait runs show RUN_ID --raw` shows the stored originals")
+    finally:
+        reader.close()
+    notes = {rid: {"migrated": ", ".join(str(s) for s in steps)} for rid, steps in reader.steps.items()}
+    return outputs, notes
 
 
 def _run_json(r: Any) -> dict[str, Any]:
@@ -147,11 +175,12 @@ def _served(attempts: list[dict[str, Any]]) -> str:
     return where + (f" ({', '.join(notes)})" if notes else "")
 
 
-def _render(run: Any, nodes: list[Any]) -> None:
+def _render(run: Any, nodes: list[Any], outputs: dict[str, Any], latest: int) -> None:
     from rich.table import Table
 
     out = console()
-    out.print(f"[bold]run {run.id}[/]  graph {run.graph_slug} v{run.graph_def_ver}  status [bold]{run.status}[/]")
+    based = f"based on v{run.graph_def_ver}" + (f", latest is v{latest}" if latest != run.graph_def_ver else "")
+    out.print(f"[bold]run {run.id}[/]  graph {run.graph_slug} ({based})  status [bold]{run.status}[/]")
     out.print(
         f"created {_when(run.created_at)}  tokens {run.tokens_input}+{run.tokens_output}  cost ${run.cost_usd:.4f}"
     )
@@ -164,7 +193,7 @@ def _render(run: Any, nodes: list[Any]) -> None:
         newest[n.node_id] = max(newest.get(n.node_id, 0), n.activation)
     for n in nodes:
         took = f"{n.completed_at - n.started_at:.2f}s" if n.completed_at and n.started_at else ""
-        output = json.dumps(n.effective_output, ensure_ascii=False) if n.effective_output is not None else ""
+        output = json.dumps(outputs[n.id], ensure_ascii=False) if outputs[n.id] is not None else ""
         if n.error:
             output = f"[red]{n.error.get('message', '')}[/]"
         label = n.node_id if n.activation == 1 else f"{n.node_id} #{n.activation}"

@@ -15,6 +15,7 @@ from plait.model import GraphDef, SourceType
 from plait.store.db import json_dumps, writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.fastpath import Statements
+from plait.store.graph_admin import ReadOnlyGraph
 from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION
 from plait.store.records import StoredGraph
 
@@ -117,21 +118,34 @@ class GraphRepository:
         the loser re-reads and stores the next version.
         """
         kind = _source_type(source_type) if source_type is not None else graph.source_type
+        # Only the package's system-graph sync says `source_type="system"` (plait.evolve.system).
+        shipped = source_type is not None and kind == SourceType.SYSTEM
+        if kind == SourceType.SYSTEM and not shipped:
+            raise ReadOnlyGraph(
+                f"graph '{graph.id}' says source_type: system, which is reserved for the graphs that ship "
+                "with Plait; save it as user (remove the line) or fork the system graph"
+            )
         graph = graph.model_copy(update={"source_type": kind})
         content = graph_content(graph)
         digest = content_hash(content)
         for _ in range(_SAVE_ATTEMPTS):
             try:
-                return self._save_once(graph, content, digest)
+                return self._save_once(graph, content, digest, shipped=shipped)
             except (IntegrityError, _Conflict):
                 continue  # a concurrent save won the race; look again
         raise StoreError(f"could not save graph '{graph.id}': other processes kept saving it at the same time; retry")
 
-    def _save_once(self, graph: GraphDef, content: dict[str, Any], digest: str) -> StoredGraph:
+    def _save_once(self, graph: GraphDef, content: dict[str, Any], digest: str, *, shipped: bool) -> StoredGraph:
         now = time.time()
         with self._writer.begin() as conn:
             current = conn.execute(
-                select(GRAPH_DEF.c.id, GRAPH_DEF.c.version, GRAPH_DEF.c.schema_version, GRAPH_DEF.c.created_at)
+                select(
+                    GRAPH_DEF.c.id,
+                    GRAPH_DEF.c.version,
+                    GRAPH_DEF.c.schema_version,
+                    GRAPH_DEF.c.created_at,
+                    GRAPH_DEF.c.source_type,
+                )
                 .where(GRAPH_DEF.c.slug == graph.id, GRAPH_DEF.c.deleted_at.is_(None))
                 # PostgreSQL: concurrent saves of one graph queue here instead of failing on the
                 # version key and retrying (SQLite is serialized by BEGIN IMMEDIATE already).
@@ -164,6 +178,11 @@ class GraphRepository:
                     )
                 )
             else:
+                if current.source_type == SourceType.SYSTEM and not shipped:
+                    raise ReadOnlyGraph(
+                        f"graph '{graph.id}' ships with Plait (source_type system) and is read-only; fork it "
+                        f"(`plait graphs fork {graph.id}`) and change the fork"
+                    )
                 def_id, created_at = current.id, current.created_at
                 latest = conn.execute(
                     select(*_VERSION_COLS)

@@ -12,6 +12,7 @@ from plait.store.cache import CacheRepository
 from plait.store.checkpoint import Checkpointer
 from plait.store.db import create_store_engine, upgrade
 from plait.store.errors import StoreError
+from plait.store.graph_admin import GraphAdmin
 from plait.store.graphs import GraphRepository
 from plait.store.ledger import LedgerRepository
 from plait.store.runs import RunRepository
@@ -35,6 +36,7 @@ class Store:
 
     engine: Engine
     graphs: GraphRepository
+    graph_admin: GraphAdmin
     runs: RunRepository
     cache: CacheRepository
     ledger: LedgerRepository
@@ -61,6 +63,7 @@ class Store:
             self.engine.dispose()
             raise StoreError(self._open_error(exc)) from exc
         self.graphs = GraphRepository(self.engine, self.display_url)
+        self.graph_admin = GraphAdmin(self.engine)
         self.runs = RunRepository(self.engine, self.display_url)
         self.cache = CacheRepository(self.engine)
         self.ledger = LedgerRepository(self.engine)

@@ -1,0 +1,141 @@
+"""`plait graphs fork | diff | merge`: forks of graphs and the parent's changes (SPEC §5)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
+from plait.cli.graph_store import GraphRef, _report_saved
+
+
+def fork_command(
+    ref: GraphRef,
+    name: Annotated[str | None, typer.Option("--name", help="The fork's id (default: <parent>_fork).")] = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Copy a graph (a system graph too) into an editable fork that remembers its parent."""
+    from plait.evolve.fork import fork_graph
+
+    _run(db, lambda store: _report_saved(fork_graph(store, ref, name), json_output))
+
+
+def diff_command(
+    ref: GraphRef,
+    against: Annotated[
+        str, typer.Option("--against", help="`parent` (the parent as forked) or a parent version number.")
+    ] = "parent",
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Three-way diff of a fork: the parent as forked, the parent now, the fork now."""
+    from plait.evolve.fork import diff_fork
+
+    if against != "parent" and not against.isdigit():
+        fail(f"--against takes `parent` or a version number, not '{against}'")
+    version = None if against == "parent" else int(against)
+    _run(db, lambda store: _show_diff(diff_fork(store, ref, version), json_output))
+
+
+def merge_command(
+    ref: GraphRef,
+    from_parent: Annotated[
+        list[str], typer.Option("--from-parent", help="A node id, or schema:ID / edge:ID / migration:ID (repeatable).")
+    ] = [],  # noqa: B006
+    refork: Annotated[bool, typer.Option("--refork", help="Replace the fork by the parent's latest.")] = False,
+    confirm: Annotated[
+        bool, typer.Option("--confirm", help="Needed with --refork: the fork's changes are lost.")
+    ] = False,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Take chosen changes of the parent into the fork (a new fork version), or re-fork."""
+    from plait.evolve.fork import merge_from_parent
+    from plait.evolve.fork import refork as do_refork
+
+    if refork == bool(from_parent):
+        fail("give --from-parent ITEM ... or --refork (not both)")
+    if refork and not confirm:
+        fail("--refork replaces the fork by its parent and loses the fork's own changes", "add --confirm")
+    if refork:
+        _run(db, lambda store: _report_saved(do_refork(store, ref), json_output))
+    else:
+        _run(db, lambda store: _report_saved(merge_from_parent(store, ref, from_parent), json_output))
+
+
+def _run(db: str | None, action: Any) -> None:
+    from plait.evolve.fork import ForkError
+    from plait.store import StoreError
+
+    store = open_store(db)
+    try:
+        action(store)
+    except ForkError as exc:
+        for line in exc.details:
+            sys.stderr.write(f"  {line}\n")
+        fail(exc.message, exc.hint)
+    except StoreError as exc:
+        fail(str(exc))
+    finally:
+        store.close()
+
+
+def _show_diff(diff: Any, json_output: bool) -> None:
+    if json_output:
+        print_json(
+            {
+                "fork": diff.fork.slug,
+                "fork_version": diff.fork.version,
+                "parent_at_fork": diff.base_version,
+                "parent_now": diff.parent_version,
+                "parent_moved": diff.parent_moved,
+                "items": [
+                    {
+                        "key": i.key,
+                        "kind": i.kind,
+                        "id": i.id,
+                        "parent": i.parent,
+                        "fork": i.fork,
+                        "fields": [
+                            {"name": f.name, "base": f.base, "parent": f.parent, "fork": f.fork, "conflict": f.conflict}
+                            for f in i.fields
+                        ],
+                    }
+                    for i in diff.items
+                ],
+            }
+        )
+        return
+    out = console()
+    moved = "[yellow]parent updated[/]" if diff.parent_moved else "parent unchanged"
+    out.print(
+        f"[bold]{diff.fork.slug}[/] v{diff.fork.version}: forked from parent v{diff.base_version}, "
+        f"parent now v{diff.parent_version} ({moved})"
+    )
+    if not diff.items:
+        out.print("no differences")
+    for item in diff.items:
+        out.print(f"\n[bold]{item.key}[/]  parent: {item.parent}  fork: {item.fork}")
+        for f in item.fields:
+            mark = " (CONFLICT: both changed it)" if f.conflict else ""
+            if isinstance(f.parent, str) and isinstance(f.base, str) and "\n" in f.base + f.parent:
+                lines = difflib.unified_diff(
+                    f.base.splitlines(), f.parent.splitlines(), "parent at fork", "parent now", lineterm=""
+                )
+                out.print(f"  {f.name}{mark}:", markup=False, highlight=False)
+                out.print("\n".join(f"    {line}" for line in lines), markup=False, highlight=False)
+            else:
+                out.print(
+                    f"  {f.name}{mark}: at fork {_short(f.base)} | parent {_short(f.parent)} | fork {_short(f.fork)}",
+                    markup=False,
+                )
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,147 @@
+"""`plait graphs versions | import | export | delete`: stored graphs and their immutable versions."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
+
+GraphRef = Annotated[str, typer.Argument(help="A stored graph's id or slug.")]
+
+
+def _get(store: Any, ref: str, version: int | None = None) -> Any:
+    from plait.store import StoreError
+
+    try:
+        return store.graphs.get(ref, version)
+    except StoreError as exc:
+        fail(str(exc))
+
+
+def versions_command(ref: GraphRef, db: DbOption = None, json_output: JsonOption = False) -> None:
+    """Every version of a graph: number, schema version, when, how many runs pinned it."""
+    store = open_store(db)
+    try:
+        stored = _get(store, ref)
+        rows = store.graph_admin.versions(stored.def_id)
+    finally:
+        store.close()
+    if json_output:
+        print_json(
+            [
+                {"version": v.version, "schema_version": v.schema_version, "created_at": v.created_at, "runs": v.runs}
+                for v in rows
+            ]
+        )
+        return
+    from rich.table import Table
+
+    from plait.cli.runs import _when
+
+    table = Table(title=f"{stored.slug} ({stored.source_type})")
+    for column in ("version", "schema", "saved", "runs"):
+        table.add_column(column, no_wrap=True)
+    for v in rows:
+        latest = " (latest)" if v.version == stored.latest_version else ""
+        table.add_row(f"{v.version}{latest}", v.schema_version, _when(v.created_at), str(v.runs))
+    console().print(table)
+
+
+def import_command(
+    file: Annotated[Path, typer.Argument(help="A graph file (.yaml/.yml/.json).")],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Store a graph file: a new graph, or a new version of the graph with its id (never a duplicate)."""
+    from plait.api_surface import GraphInvalid
+    from plait.engine.compiled import save_graph_file
+    from plait.store import StoreError
+
+    if not file.is_file():
+        fail(f"no such graph file: {file}")
+    store = open_store(db)
+    try:
+        try:
+            stored = save_graph_file(store, file)
+        except GraphInvalid as exc:
+            for diag in exc.diagnostics:
+                sys.stderr.write(diag.format() + "\n")
+            fail(f"{file} is not a valid graph: nothing stored", f"run `plait validate {file}`")
+        except StoreError as exc:
+            fail(str(exc))
+    finally:
+        store.close()
+    _report_saved(stored, json_output)
+
+
+def _report_saved(stored: Any, json_output: bool) -> None:
+    facts = {
+        "id": stored.def_id,
+        "slug": stored.slug,
+        "version": stored.version,
+        "schema_version": stored.schema_version,
+        "created": stored.created,
+    }
+    if json_output:
+        print_json(facts)
+    elif stored.created:
+        sys.stderr.write(f"stored {stored.slug} version {stored.version} (schema {stored.schema_version})\n")
+    else:
+        sys.stderr.write(f"{stored.slug} is unchanged: still version {stored.version}\n")
+
+
+def export_command(
+    ref: GraphRef,
+    version: Annotated[int | None, typer.Option("--version", help="A stored version (default: latest).")] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to FILE instead of stdout.")] = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """One YAML file (JSON with --json) that `plait graphs import` reads back as the same graph."""
+    import json
+
+    from plait.compile.dump import dump_yaml, graph_to_data
+
+    store = open_store(db)
+    try:
+        stored = _get(store, ref, version)
+    finally:
+        store.close()
+    text = (
+        json.dumps(graph_to_data(stored.graph), indent=2, ensure_ascii=False) + "\n"
+        if json_output
+        else dump_yaml(stored.graph)
+    )
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        sys.stderr.write(f"wrote {stored.slug} version {stored.version} to {output}\n")
+
+
+def delete_command(
+    ref: GraphRef,
+    force: Annotated[bool, typer.Option("--force", help="Delete a graph that has runs (they stay readable).")] = False,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Delete a graph (not a system graph); its runs keep the versions they pinned."""
+    from plait.store import StoreError
+
+    store = open_store(db)
+    try:
+        stored = _get(store, ref)
+        try:
+            kept = store.graph_admin.delete(stored.def_id, stored.slug, stored.source_type, force=force)
+        except StoreError as exc:
+            fail(str(exc))
+    finally:
+        store.close()
+    if json_output:
+        print_json({"id": stored.def_id, "slug": stored.slug, "deleted": True, "runs_kept": kept})
+    else:
+        sys.stderr.write(f"deleted {stored.slug}" + (f"; its {kept} runs stay readable\n" if kept else "\n"))

@@ -1,0 +1,52 @@
+"""Reading a run's outputs at the graph's current schema versions (SPEC §5 lazy migration).
+
+`runs show` (and anything else that presents stored outputs) reads each node's effective
+output through `RunReader`: an output whose `_schema_version` major is older than the one in
+the graph's latest version is migrated on the fly by the graph's `migrations`; the stored
+original is never written back (`runs show --raw` shows it). The sandbox process that runs
+the migrations starts only when one is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait.evolve.migrate import MigrationStep, migrate_output, schemas_by_id
+from plait.sandbox import ProcessSandbox
+from plait.store import NodeRunRecord, RunRecord, Store
+
+
+@dataclass
+class RunReader:
+    """Migrated effective outputs of one run's node runs; `steps` says what was migrated."""
+
+    store: Store
+    run: RunRecord
+    steps: dict[str, tuple[MigrationStep, ...]] = field(default_factory=dict)
+    _sandbox: ProcessSandbox | None = None
+
+    def output(self, record: NodeRunRecord) -> Any:
+        graph = self.store.graphs.get(self.run.def_id).graph  # the latest version: today's schemas
+        result = migrate_output(
+            record.effective_output,
+            schemas_by_id(graph),
+            graph.migrations,
+            self,
+            run_id=self.run.id,
+            node_id=record.node_id,
+        )
+        if result.steps:
+            self.steps[record.id] = result.steps
+        return result.value
+
+    def call(self, function_expression: str, *args: Any, timeout_s: float | None = None) -> Any:
+        """The sandbox side of a migration step, in a sandbox process started on first use."""
+        if self._sandbox is None:
+            self._sandbox = ProcessSandbox()
+        return self._sandbox.call(function_expression, *args, timeout_s=timeout_s)
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None

@@ -1,0 +1,43 @@
+"""System graphs: the YAML graphs that ship inside the package (`plait/system_graphs/`).
+
+They are stored with `source_type: system`, listed with the user's graphs, and read-only:
+saving over one or deleting one is refused (fork it instead). When a newer Plait ships a
+changed system graph, the next start-up (`sync_system_graphs`, called when the CLI or the
+server opens the store) stores it as the graph's next version; an unchanged one is left as
+is, so runs and forks keep pointing at the versions they know.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from plait.store import Store, StoredGraph
+
+SYSTEM_DIR = Path(__file__).resolve().parent.parent / "system_graphs"
+
+_synced: set[tuple[str, str]] = set()
+"""(database, digest of the folder) already synced by this process."""
+
+
+class SystemGraphError(Exception):
+    """A shipped system graph does not validate (a packaging bug, not a user error)."""
+
+
+def sync_system_graphs(store: Store, folder: Path = SYSTEM_DIR) -> list[StoredGraph]:
+    """Store every system graph of `folder` (a new version only where its content changed)."""
+    files = sorted(folder.glob("*.yaml"))
+    digest = hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in files)).hexdigest()
+    if (store.url, digest) in _synced:
+        return []
+    from plait.compile import compile_file
+
+    stored: list[StoredGraph] = []
+    for file in files:
+        result = compile_file(file)
+        if not result.valid or result.expanded is None:
+            problems = "; ".join(d.format() for d in result.errors)
+            raise SystemGraphError(f"the system graph {file.name} shipped with Plait is invalid: {problems}")
+        stored.append(store.graphs.save(result.expanded, source_type="system"))
+    _synced.add((store.url, digest))
+    return stored

@@ -1,0 +1,91 @@
+"""Graph housekeeping beside saving and reading: the list of a graph's versions, deletion, and
+the read-only rule of system graphs (SPEC §5).
+
+A deleted graph is only marked (`deleted_at`): its versions stay readable by id, so every run
+keeps the version it pinned; its slug is free for a new graph.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, func, select, update
+
+from plait.model import SourceType
+from plait.store.db import writer
+from plait.store.errors import StoreError
+from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION, GRAPH_RUN
+
+
+class ReadOnlyGraph(StoreError):
+    """A system graph cannot be changed or deleted (fork it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    version: int
+    schema_version: str
+    content_hash: str
+    created_at: float
+    runs: int
+    """Runs pinned to this version."""
+
+
+class GraphAdmin:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._writer = writer(engine)
+
+    def versions(self, def_id: str) -> list[VersionInfo]:
+        """Every stored version of a graph, oldest first, with how many runs pinned each."""
+        pinned = (
+            select(GRAPH_RUN.c.graph_def_ver, func.count().label("runs"))
+            .where(GRAPH_RUN.c.prompt_graph_def_id == def_id)
+            .group_by(GRAPH_RUN.c.graph_def_ver)
+            .subquery()
+        )
+        query = (
+            select(
+                GRAPH_DEF_VERSION.c.version,
+                GRAPH_DEF_VERSION.c.schema_version,
+                GRAPH_DEF_VERSION.c.content_hash,
+                GRAPH_DEF_VERSION.c.created_at,
+                func.coalesce(pinned.c.runs, 0).label("runs"),
+            )
+            .outerjoin(pinned, pinned.c.graph_def_ver == GRAPH_DEF_VERSION.c.version)
+            .where(GRAPH_DEF_VERSION.c.def_id == def_id)
+            .order_by(GRAPH_DEF_VERSION.c.version)
+        )
+        with self._engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [VersionInfo(r.version, r.schema_version, r.content_hash, r.created_at, r.runs) for r in rows]
+
+    def runs_of(self, def_id: str) -> int:
+        with self._engine.connect() as conn:
+            count = conn.execute(
+                select(func.count()).select_from(GRAPH_RUN).where(GRAPH_RUN.c.prompt_graph_def_id == def_id)
+            ).scalar_one()
+        return int(count)
+
+    def delete(self, def_id: str, slug: str, source_type: str, *, force: bool = False) -> int:
+        """Mark a graph deleted; refused for a system graph, and without `force` for a graph with
+        runs (their pinned versions stay readable either way). Returns the number of runs kept."""
+        if source_type == SourceType.SYSTEM:
+            raise ReadOnlyGraph(
+                f"graph '{slug}' ships with Plait (source_type system) and cannot be deleted; "
+                f"fork it (`plait graphs fork {slug}`) to have a copy of your own"
+            )
+        runs = self.runs_of(def_id)
+        if runs and not force:
+            raise StoreError(
+                f"graph '{slug}' has {runs} runs: deleting it hides it from `plait graphs list` but keeps "
+                "their pinned versions readable; pass --force to delete it anyway"
+            )
+        with self._writer.begin() as conn:
+            conn.execute(
+                update(GRAPH_DEF)
+                .where(GRAPH_DEF.c.id == def_id, GRAPH_DEF.c.deleted_at.is_(None))
+                .values(deleted_at=time.time())
+            )
+        return runs

@@ -1,0 +1,93 @@
+"""`plait graphs versions | import | export | delete | fork | diff | merge` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.cli.test_run_cli import EXAMPLES, example_args, plait
+
+
+def as_json(done: Any) -> Any:
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_import_export_round_trip_and_versions(tmp_path: Path) -> None:
+    imported = as_json(plait("graphs", "import", str(EXAMPLES / "blog_writer.yaml"), "--json", cwd=tmp_path))
+    assert (imported["slug"], imported["version"], imported["created"]) == ("blog_writer", 1, True)
+    exported = tmp_path / "blog.yaml"
+    assert plait("graphs", "export", "blog_writer", "-o", str(exported), cwd=tmp_path).returncode == 0
+    again = as_json(plait("graphs", "import", str(exported), "--json", cwd=tmp_path))
+    assert (again["version"], again["created"]) == (1, False)  # the same def: no new version
+
+    data = yaml.safe_load(exported.read_text())
+    data["description"] = "edited"
+    exported.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert as_json(plait("graphs", "import", str(exported), "--json", cwd=tmp_path))["version"] == 2
+    versions = as_json(plait("graphs", "versions", "blog_writer", "--json", cwd=tmp_path))
+    assert [v["version"] for v in versions] == [1, 2]
+    first = yaml.safe_load(plait("graphs", "export", "blog_writer", "--version", "1", cwd=tmp_path).stdout)
+    assert first.get("description") != "edited"  # old versions stay readable
+
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("plait: 1\nid: broken\nnodes: [{id: a, type: LLM}]\n")
+    refused = plait("graphs", "import", str(broken), cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "nothing stored" in refused.stderr
+    assert "broken" not in [g["slug"] for g in as_json(plait("graphs", "list", "--json", cwd=tmp_path))]
+
+
+def test_delete_rules(tmp_path: Path) -> None:
+    assert plait("run", *example_args("feedback_triage"), cwd=tmp_path).returncode == 0
+    refused = plait("graphs", "delete", "feedback_triage", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "has 1 runs" in refused.stderr
+    system = plait("graphs", "delete", "plait.video_chapters", cwd=tmp_path)
+    assert system.returncode == 2
+    assert "cannot be deleted" in system.stderr
+    deleted = as_json(plait("graphs", "delete", "feedback_triage", "--force", "--json", cwd=tmp_path))
+    assert deleted["runs_kept"] == 1
+    assert "feedback_triage" not in [g["slug"] for g in as_json(plait("graphs", "list", "--json", cwd=tmp_path))]
+    (run,) = as_json(plait("runs", "list", "--json", cwd=tmp_path))
+    shown = as_json(plait("runs", "show", run["id"], "--json", cwd=tmp_path))
+    assert shown["status"] == "completed"  # the run and its pinned version stay readable
+
+
+def test_fork_a_system_graph_diff_and_merge(tmp_path: Path) -> None:
+    fork = as_json(plait("graphs", "fork", "plait.video_chapters", "--name", "my_video", "--json", cwd=tmp_path))
+    assert (fork["slug"], fork["version"]) == ("my_video", 1)
+    listed = {g["slug"]: g for g in as_json(plait("graphs", "list", "--json", cwd=tmp_path))}
+    assert listed["my_video"]["source_type"] == "system_fork"
+    assert listed["my_video"]["parent_updated"] is False
+    assert [g["slug"] for g in as_json(plait("graphs", "list", "--source-type", "system", "--json", cwd=tmp_path))] == [
+        "plait.video_chapters"
+    ]
+
+    exported = tmp_path / "mine.yaml"
+    exported.write_text(plait("graphs", "export", "my_video", cwd=tmp_path).stdout)
+    data = yaml.safe_load(exported.read_text())
+    data["nodes"][1]["system_prompt"] = "You split transcripts into at most four chapters."
+    exported.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert plait("graphs", "import", str(exported), cwd=tmp_path).returncode == 0
+    diff = as_json(plait("graphs", "diff", "my_video", "--json", cwd=tmp_path))
+    assert diff["parent_moved"] is False
+    (item,) = diff["items"]
+    assert (item["key"], item["parent"], item["fork"]) == ("chapter_split", "same", "changed")
+    assert [f["name"] for f in item["fields"]] == ["system_prompt"]
+    text = plait("graphs", "diff", "my_video", cwd=tmp_path)
+    assert "parent unchanged" in text.stdout
+    assert "at most four chapters" in text.stdout
+
+    not_fork = plait("graphs", "diff", "plait.video_chapters", cwd=tmp_path)
+    assert not_fork.returncode == 2
+    assert "is not a fork" in not_fork.stderr
+    unconfirmed = plait("graphs", "merge", "my_video", "--refork", cwd=tmp_path)
+    assert unconfirmed.returncode == 2
+    assert "--confirm" in unconfirmed.stderr
+    reforked = as_json(plait("graphs", "merge", "my_video", "--refork", "--confirm", "--json", cwd=tmp_path))
+    assert reforked["version"] == 3
+    assert as_json(plait("graphs", "diff", "my_video", "--json", cwd=tmp_path))["items"] == []

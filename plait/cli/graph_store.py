@@ -58,7 +58,7 @@ def import_command(
 ) -> None:
     """Store a graph file: a new graph, or a new version of the graph with its id (never a duplicate)."""
     from plait.api_surface import GraphInvalid
-    from plait.engine.compiled import save_graph_file
+    from plait.engine.compiled import save_file
     from plait.store import StoreError
 
     if not file.is_file():
@@ -66,7 +66,7 @@ def import_command(
     store = open_store(db)
     try:
         try:
-            stored = save_graph_file(store, file)
+            saved = save_file(store, file)
         except GraphInvalid as exc:
             for diag in exc.diagnostics:
                 sys.stderr.write(diag.format() + "\n")
@@ -75,17 +75,35 @@ def import_command(
             fail(str(exc))
     finally:
         store.close()
-    _report_saved(stored, json_output)
+    if saved.stored.created:
+        for line in saved.change.report():
+            sys.stderr.write(line + "\n")
+    for warning in saved.change.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    _report_saved(saved.stored, json_output, saved.change)
 
 
-def _report_saved(stored: Any, json_output: bool) -> None:
-    facts = {
+def _report_saved(stored: Any, json_output: bool, change: Any = None) -> None:
+    facts: dict[str, Any] = {
         "id": stored.def_id,
         "slug": stored.slug,
         "version": stored.version,
         "schema_version": stored.schema_version,
         "created": stored.created,
     }
+    if change is not None:
+        facts["schema_changes"] = [
+            {
+                "schema_id": e.schema_id,
+                "status": str(e.status),
+                "level": str(e.level),
+                "from": e.old_version,
+                "to": e.new_version,
+                "findings": [str(f) for f in e.findings],
+            }
+            for e in change.changed
+        ]
+        facts["warnings"] = change.warnings
     if json_output:
         print_json(facts)
     elif stored.created:

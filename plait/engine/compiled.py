@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from plait.api_surface import GraphInvalid
 from plait.compile import compile_file
 from plait.engine.state import CompiledRun
+from plait.evolve.classify import RegistryChange
+from plait.evolve.save import save_graph
 from plait.model.nodes import NodeType
 from plait.store import Store, StoredGraph
 
@@ -28,13 +31,27 @@ def save_graph_file(store: Store, path: str | os.PathLike[str]) -> StoredGraph:
     key = (store.url, str(file), stat.st_mtime_ns, stat.st_size)
     if key in _saved:
         return _saved[key]
+    saved = save_file(store, file)
+    if not saved.skills:  # skill files may change on their own
+        _saved[key] = saved.stored
+    return saved.stored
+
+
+@dataclass(frozen=True, slots=True)
+class SavedFile:
+    stored: StoredGraph
+    change: RegistryChange
+    skills: bool
+    """The file inlines SKILL graphs (read from other files)."""
+
+
+def save_file(store: Store, path: str | os.PathLike[str]) -> SavedFile:
+    """Validate and store a graph file; with how its schema registry changed (`plait graphs import`)."""
     result = compile_file(path)
     if not result.valid or result.expanded is None or result.graph is None:
         raise GraphInvalid(result.errors)
-    stored = store.graphs.save(result.expanded)
-    if not any(n.type == NodeType.SKILL for n in result.graph.nodes):  # skill files may change on their own
-        _saved[key] = stored
-    return stored
+    saved = save_graph(store, result.expanded)
+    return SavedFile(saved.stored, saved.change, any(n.type == NodeType.SKILL for n in result.graph.nodes))
 
 
 def load_compiled(store: Store, def_id: str, version: int) -> CompiledRun:

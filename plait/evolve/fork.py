@@ -15,6 +15,7 @@ from typing import Any
 
 from plait.compile import compile_data
 from plait.compile.dump import graph_to_data
+from plait.evolve.save import save_graph
 from plait.model import GraphDef, SourceType
 from plait.store import Store, StoredGraph, StoreError
 
@@ -103,7 +104,7 @@ def fork_graph(store: Store, ref: str, name: str | None = None) -> StoredGraph:
             "parent_schema_ver_at_fork": parent.schema_version,
         }
     )
-    return store.graphs.save(graph, source_type=str(kind))
+    return save_graph(store, graph, source_type=str(kind)).stored
 
 
 def parent_of(store: Store, fork: StoredGraph) -> tuple[StoredGraph, StoredGraph]:
@@ -181,7 +182,7 @@ def _save_fork(store: Store, fork: StoredGraph, data: dict[str, Any]) -> StoredG
                 "parent_schema_ver_at_fork": fork.graph.parent_schema_ver_at_fork,
             }
         )
-    return store.graphs.save(graph, source_type=fork.source_type)
+    return save_graph(store, graph, source_type=fork.source_type).stored
 
 
 # -- comparing items -------------------------------------------------------------------------------

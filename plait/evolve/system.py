@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from plait.evolve.save import save_graph
 from plait.store import Store, StoredGraph
 
 SYSTEM_DIR = Path(__file__).resolve().parent.parent / "system_graphs"
@@ -38,6 +39,6 @@ def sync_system_graphs(store: Store, folder: Path = SYSTEM_DIR) -> list[StoredGr
         if not result.valid or result.expanded is None:
             problems = "; ".join(d.format() for d in result.errors)
             raise SystemGraphError(f"the system graph {file.name} shipped with Plait is invalid: {problems}")
-        stored.append(store.graphs.save(result.expanded, source_type="system"))
+        stored.append(save_graph(store, result.expanded, source_type="system").stored)
     _synced.add((store.url, digest))
     return stored

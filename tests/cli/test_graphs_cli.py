@@ -91,3 +91,29 @@ def test_fork_a_system_graph_diff_and_merge(tmp_path: Path) -> None:
     reforked = as_json(plait("graphs", "merge", "my_video", "--refork", "--confirm", "--json", cwd=tmp_path))
     assert reforked["version"] == 3
     assert as_json(plait("graphs", "diff", "my_video", "--json", cwd=tmp_path))["items"] == []
+
+
+def test_import_classifies_schema_changes_and_bumps_versions(tmp_path: Path) -> None:
+    source = tmp_path / "g.yaml"
+    data = yaml.safe_load((EXAMPLES / "feedback_triage.yaml").read_text())
+    source.write_text(yaml.safe_dump(data, sort_keys=False))
+    first = as_json(plait("graphs", "import", str(source), "--json", cwd=tmp_path))
+    entry = data["schemas"][0]
+    old_version = entry.get("version", "1.0.0")
+    props = entry["schema"]["properties"]
+    removed = next(iter(props))
+    del props[removed]
+    entry["schema"]["required"] = [r for r in entry["schema"].get("required", []) if r != removed]
+    entry["breaking_change"] = False
+    source.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    done = plait("graphs", "import", str(source), "--json", cwd=tmp_path)
+    second = as_json(done)
+    (changed,) = [c for c in second["schema_changes"] if c["schema_id"] == entry["id"]]
+    assert (changed["level"], changed["from"]) == ("major", old_version)
+    assert changed["to"].split(".")[0] == str(int(old_version.split(".")[0]) + 1)
+    assert any(removed in f for f in changed["findings"])
+    assert second["version"] == first["version"] + 1
+    assert second["schema_version"].split(".")[0] == str(int(first["schema_version"].split(".")[0]) + 1)
+    assert any("breaking_change" in w for w in second["warnings"])
+    assert "warning:" in done.stderr

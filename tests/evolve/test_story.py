@@ -6,6 +6,9 @@ originals stay as they were. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +121,13 @@ def test_the_seed_story_of_forks_and_schema_evolution(store: Store, tmp_path: Pa
     (system_v2,) = sync_system_graphs(store, ship(tmp_path / "v2", 2))
     assert system_v2.version == 2
     assert sync_system_graphs(store, ship(tmp_path / "v2", 2)) == []  # unchanged: nothing stored again
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "plait", "graphs", "list", "--json", "--db", store.url],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    flags = {g["slug"]: g["parent_updated"] for g in json.loads(listed.stdout)}
+    assert (flags["my_story"], flags["plait.story"]) == (True, False)
 
     diff = diff_fork(store, "my_story")
     assert diff.parent_moved

@@ -38,6 +38,13 @@ def fail(message: str, hint: str | None = None, code: int = EXIT_INVALID) -> NoR
     raise typer.Exit(code)
 
 
+def refuse(exc: Any) -> NoReturn:
+    """Exit 2 with a `PlaitError`'s message, its details (indented) and its hint."""
+    for line in exc.details:
+        sys.stderr.write(f"  {line}\n")
+    fail(exc.message, exc.hint)
+
+
 def console() -> Any:
     """Rich console for tables on stdout; when piped (no terminal to size), wide enough not to collapse."""
     from rich.console import Console

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, fail, open_store, print_json
+from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, fail, open_store, print_json, refuse
 
 FileOption = Annotated[Path | None, typer.Option("--file", help="The corrected value: a JSON or YAML file.")]
 ValueOption = Annotated[str | None, typer.Option("--value", help="The corrected value as inline JSON.")]
@@ -131,9 +131,7 @@ def _correct(db: str | None, apply: Any, run_options: tuple[Any, ...]) -> None:
         try:
             result = apply(Corrections(store))
         except CorrectionError as exc:
-            for line in exc.details:
-                sys.stderr.write(f"  {line}\n")
-            fail(exc.message, exc.hint)
+            refuse(exc)
         _report(result, quiet)
         if result.needs_run:
             _execute(store, _provider(llm, config), result.run_id, json_output, quiet, cache=True)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import difflib
 import json
-import sys
 from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
+from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json, refuse
 from plait.cli.graph_store import GraphRef, _report_saved
 
 
@@ -76,9 +75,7 @@ def _run(db: str | None, action: Any) -> None:
     try:
         action(store)
     except ForkError as exc:
-        for line in exc.details:
-            sys.stderr.write(f"  {line}\n")
-        fail(exc.message, exc.hint)
+        refuse(exc)
     except StoreError as exc:
         fail(str(exc))
     finally:

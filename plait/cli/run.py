@@ -24,6 +24,7 @@ from plait.cli.common import (
     open_store,
     parse_inputs,
     print_json,
+    refuse,
 )
 
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
@@ -70,9 +71,7 @@ def run_command(
         try:
             run_id = start_run(store, graph, run_input)
         except StartError as exc:
-            for line in exc.details:
-                sys.stderr.write(line + "\n")
-            fail(exc.message, exc.hint)
+            refuse(exc)
         _execute(store, provider, run_id, json_output, quiet, cache=not no_cache)
     finally:
         store.close()

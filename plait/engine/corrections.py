@@ -22,6 +22,7 @@ from typing import Any
 from plait.engine.compiled import load_compiled
 from plait.engine.contracts import strip_meta
 from plait.engine.state import CompiledRun
+from plait.errors import PlaitError
 from plait.model.nodes import NodeType
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoreError, current_activations
 from plait.store.corrections import (
@@ -47,14 +48,8 @@ class DownstreamPolicy(StrEnum):
     RERUN_ALL = "RERUN_ALL"
 
 
-class CorrectionError(Exception):
+class CorrectionError(PlaitError):
     """The correction is refused; nothing was written. `details` lists e.g. schema errors."""
-
-    def __init__(self, message: str, hint: str | None = None, details: list[str] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.details = details or []
 
 
 @dataclass

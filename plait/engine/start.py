@@ -8,17 +8,12 @@ from typing import Any
 from plait.api_surface import GraphInvalid
 from plait.engine.compiled import save_graph_file
 from plait.engine.contracts import schema_violations
+from plait.errors import PlaitError
 from plait.store import Store, StoredGraph, StoreError
 
 
-class StartError(Exception):
+class StartError(PlaitError):
     """The run cannot start; nothing was executed."""
-
-    def __init__(self, message: str, hint: str | None = None, details: list[str] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.details = details or []
 
 
 def looks_like_file(ref: str) -> bool:
@@ -58,7 +53,7 @@ def check_input(stored: StoredGraph, run_input: dict[str, Any]) -> None:
         raise StartError(
             "the run input does not match the graph's input_schema",
             "pass the missing or corrected fields with -i key=value or --input-file",
-            [f"  input {p}" for p in problems],
+            [f"input {p}" for p in problems],
         )
 
 

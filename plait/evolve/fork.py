@@ -15,6 +15,7 @@ from typing import Any
 
 from plait.compile import compile_data
 from plait.compile.dump import graph_to_data
+from plait.errors import PlaitError
 from plait.evolve.save import save_graph
 from plait.model import GraphDef, SourceType
 from plait.store import Store, StoredGraph, StoreError
@@ -23,14 +24,8 @@ SECTIONS = {"node": "nodes", "edge": "edges", "schema": "schemas", "migration": 
 PROMPT_FIELDS = ("system_prompt", "user_prompt_tpl", "review_prompt", "transform_expr", "condition_expr")
 
 
-class ForkError(Exception):
+class ForkError(PlaitError):
     """The fork operation is refused; nothing was written. `details` lists e.g. conflicts."""
-
-    def __init__(self, message: str, hint: str | None = None, details: list[str] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.details = details or []
 
 
 @dataclass(frozen=True, slots=True)

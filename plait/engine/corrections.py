@@ -21,8 +21,10 @@ from typing import Any
 
 from plait.engine.compiled import load_compiled
 from plait.engine.contracts import strip_meta
+from plait.engine.ledger import frozen_by_policy
 from plait.engine.state import CompiledRun
 from plait.errors import PlaitError
+from plait.model.common import FreezePolicy
 from plait.model.nodes import NodeType
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoreError, current_activations
 from plait.store.corrections import (
@@ -165,6 +167,12 @@ class Corrections:
                 raise CorrectionError(
                     f"node '{node_id}' of run {run_id} is {rec.status}, not completed: there is no output to override",
                     "a paused HUMAN_REVIEW takes `plait review`; a failed node takes `plait rerun`",
+                )
+            if owner is None and frozen_by_policy(run.compiled.nodes[node_id].freeze, FreezePolicy.ON_CONSUME):
+                # the engine may be freezing this very value as a reader commits: wait for the run
+                raise CorrectionError(
+                    f"node '{node_id}' has fields that freeze when read (freeze: on_consume) and run {run_id} "
+                    "is executing; correct it once the run has ended or paused",
                 )
             stored = self._checked_value(run, node_id, value, rec.effective_output)
             result = Correction(run_id)

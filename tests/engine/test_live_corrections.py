@@ -135,3 +135,21 @@ def test_a_node_not_started_yet_reads_the_corrected_value(store: Store, tmp_path
     assert not isinstance(results[0], Exception), results[0]
     assert outcome.output == {"text": "new|slow-answer"}
     assert newest(store, run_id)["join"].status == NodeStatus.COMPLETED
+
+
+def test_a_value_that_freezes_when_read_is_not_corrected_while_running(store: Store, tmp_path: Path) -> None:
+    graph = graph_file(
+        tmp_path,
+        [
+            tr("a", "({text: input.t})", freeze="on_consume"),
+            llm("slow", "Value: {{ a.text }}"),
+        ],
+        [edge("a", "slow"), edge("slow", "END")],
+    )
+    run_id, outcome, results = run_with_override_during(
+        store, tmp_path, graph, "a", {"text": "new"}, DownstreamPolicy.INVALIDATE
+    )
+    assert outcome.status == RunStatus.COMPLETED
+    (refused,) = results
+    assert "freeze when read" in str(refused)
+    assert text(newest(store, run_id)["a"]) == "old"

@@ -16,8 +16,10 @@ from typing import Any
 from plait.model.graph import EdgeDef, GraphDef
 
 SCHEMA_ID, SCHEMA_VERSION = "_schema_id", "_schema_version"
+ROUTED = "_routed"
+"""On an LLM_CALL output: {out-edge id: tool result} for edges its tools' results go down."""
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
-META_KEYS = (SCHEMA_ID, SCHEMA_VERSION)
+META_KEYS = (SCHEMA_ID, SCHEMA_VERSION, ROUTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +97,7 @@ def contract_for(graph: GraphDef, out_edges: list[EdgeDef]) -> OutputContract:
 
 
 def strip_meta(value: Any) -> Any:
-    if isinstance(value, dict) and (SCHEMA_ID in value or SCHEMA_VERSION in value):
+    if isinstance(value, dict) and (SCHEMA_ID in value or SCHEMA_VERSION in value or ROUTED in value):
         return {k: v for k, v in value.items() if k not in META_KEYS}
     return value
 

@@ -13,17 +13,19 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from plait.engine.contracts import OutputContract
+from plait.engine.contracts import ROUTED, OutputContract
 from plait.engine.fewshot import FewshotLookup, render_examples
 from plait.engine.llm_cache import CacheSlot
 from plait.engine.render import build_view, prompt_budget, render
 from plait.engine.runtime import NodeResult, Runtime
-from plait.engine.state import RunState
+from plait.engine.state import Phase, RunState
 from plait.llm.provider import Provider
 from plait.llm.slots import hand_over
 from plait.llm.tokens import ESTIMATE, TokenCounter
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
+from plait.tools.inline import ToolContext
+from plait.tools.loop import RoutedResultInvalid, offers_tools, tool_rounds, tool_specs
 
 
 async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
@@ -37,6 +39,8 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
         )
     fewshot = rt.fewshot_lookup(state) if node.use_overrides_as_fewshot else None
     request, snapshot = build_request(node, state, rt.counter(node.model_role, node.model_id_override), fewshot)
+    if offers_tools(node) and rt.provider is not None:
+        return await run_with_tools(node, request, snapshot, rt, state)
     return await _attempts(node, request, state.compiled.contracts[node.id], snapshot, rt, state)
 
 
@@ -99,7 +103,11 @@ async def _attempts(
     snapshot: dict[str, Any],
     rt: Runtime,
     state: RunState,
+    attempts: list[dict[str, Any]] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> NodeResult:
+    """Ask for the answer, validate it, retry with the problems fed back (`attempts` and
+    `usage` carry on from a tool loop)."""
     if rt.provider is None:
         return NodeResult.failed(
             snapshot, [], kind="provider", message="no LLM provider configured; pass --llm scripted:FILE"
@@ -108,8 +116,8 @@ async def _attempts(
     cached = slot.answer(rt, contract, snapshot) if slot is not None else None
     if cached is not None:
         return cached
-    attempts: list[dict[str, Any]] = []
-    usage: dict[str, Any] = {"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
+    attempts = attempts if attempts is not None else []
+    usage = usage if usage is not None else new_usage()
     last: dict[str, Any] = {"kind": "provider", "message": "no attempt made"}
     for number in range(1, node.max_retries + 2):
         estimate = rt.estimate_cost(request)
@@ -176,6 +184,10 @@ async def _attempts(
     )
 
 
+def new_usage() -> dict[str, Any]:
+    return {"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
+
+
 def _over_budget(state: RunState, estimate: float, spent_here: float) -> str | None:
     """Why a call estimated at `estimate` may not be sent under the run's `max_cost_usd` (SPEC §6.3), or None."""
     limit = state.compiled.graph.max_cost_usd
@@ -213,3 +225,86 @@ def _feedback(problems: list[str]) -> str:
 
 def _ms(started: float) -> float:
     return round((time.time() - started) * 1000, 3)
+
+
+class _OverBudget(Exception):
+    pass
+
+
+async def run_with_tools(
+    node: LlmCallNode, request: ChatRequest, snapshot: dict[str, Any], rt: Runtime, state: RunState
+) -> NodeResult:
+    """The tool loop (plait/tools/loop.py), then the final answer without tools, validated as
+    any answer; every round is an attempt of the node run, and the rounds are in its snapshot."""
+    contract = state.compiled.contracts[node.id]
+    attempts: list[dict[str, Any]] = []
+    usage = new_usage()
+    snapshot["tools"] = tool_specs(node)
+
+    async def one_round(ask: ChatRequest) -> ChatResponse:
+        estimate = rt.estimate_cost(ask)
+        over = _over_budget(state, estimate, usage["cost_usd"])
+        if over is not None:
+            raise _OverBudget(over)
+        started = time.time()
+        record: dict[str, Any] = {"attempt": len(attempts) + 1, "started_at": started, "tool_round": True}
+        attempts.append(record)
+        state.reserved_usd += estimate
+        try:
+            response = await _call(rt, ask)
+        finally:
+            state.reserved_usd -= estimate
+        usage["tokens_input"] += response.usage.input_tokens
+        usage["tokens_output"] += response.usage.output_tokens
+        usage["cost_usd"] += response.cost_usd
+        record.update(
+            content=response.content,
+            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls],
+            model=response.model,
+            provider=response.provider,
+            usage={"input": response.usage.input_tokens, "output": response.usage.output_tokens},
+            duration_ms=_ms(started),
+        )
+        return response
+
+    context = ToolContext(state.input, state.outputs(), rt.sandbox().aevaluate, rt.sub_run)
+    try:
+        rounds = await tool_rounds(node, request, context, one_round, _routed_schemas(node, state))
+    except RoutedResultInvalid as exc:
+        return NodeResult.failed(snapshot, attempts, kind="schema", message=str(exc), details=exc.details, **usage)
+    except _OverBudget as exc:
+        return NodeResult.failed(snapshot, attempts, kind="budget", message=str(exc), **usage)
+    except (ProviderError, TimeoutError) as exc:
+        kind = exc.kind if isinstance(exc, ProviderError) else "timeout"
+        return NodeResult.failed(snapshot, attempts, kind=kind, message=str(exc) or kind, **usage)
+    snapshot["tool_rounds"] = rounds.rounds
+    if rounds.answer is not None:
+        value, problems = contract.parse(rounds.answer.content)
+        if not problems:
+            return NodeResult.completed(
+                _with_routed(contract.annotate(value), rounds.routed), snapshot, attempts, **usage
+            )
+    final = replace(request, messages=rounds.messages)  # no tools: the answer, in the out-edge schema
+    result = await _attempts(node, final, contract, snapshot, rt, state, attempts, usage)
+    if result.phase == Phase.COMPLETED:
+        result.output = _with_routed(result.output, rounds.routed)
+    return result
+
+
+def _routed_schemas(node: LlmCallNode, state: RunState) -> dict[str, Any]:
+    """Out-edge id -> JSON Schema, for the edges this node's tools send results down."""
+    graph = state.compiled.graph
+    schemas: dict[str, Any] = {}
+    for edge in state.compiled.out_edges[node.id]:
+        entry = graph.schema_entry(edge.schema_id) if edge.schema_id else None
+        if edge.id in state.compiled.routed_edges and entry is not None:
+            schemas[edge.id] = entry.schema_
+    return schemas
+
+
+def _with_routed(output: Any, routed: dict[str, Any]) -> Any:
+    if not routed:
+        return output
+    if not isinstance(output, dict):
+        output = {"value": output}
+    return {**output, ROUTED: routed}

@@ -92,6 +92,7 @@ class Engine:
         self.events = events or EventBus()
         self._compiled: dict[tuple[str, int], CompiledRun] = {}
         self.commits = GroupCommit(store.runs.nodes)
+        self.runtime.sub_run = self._sub_run
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
         would otherwise all be set up before any of them executes a node: the loop would run
@@ -176,6 +177,18 @@ class Engine:
             if scheduler is None or not scheduler.ended:
                 self.store.runs.release_lease(run_id, self.owner)
 
+    async def _sub_run(self, ref: str, run_input: dict[str, Any]) -> Any:
+        """A WORKFLOW_TASK tool's sub-run: a new run of a stored graph, driven to its end here."""
+        from plait.engine.start import check_input, resolve_graph
+
+        stored = resolve_graph(self.store, ref)
+        check_input(stored, run_input)
+        outcome = await self.start(stored, run_input)
+        if outcome.status != RunStatus.COMPLETED:
+            message = (outcome.error or {}).get("message", "")
+            raise EngineError(f"sub-run {outcome.run_id} of '{ref}' ended {outcome.status} {message}".strip())
+        return outcome.output
+
     def _begin(self, run_id: str) -> tuple[RunRecord, bool]:
         """Take the run over (lease + `running`); False for a finished run. Raises when it is busy."""
         runs = self.store.runs
@@ -206,8 +219,15 @@ class Engine:
                 self._check_provider(node)
 
     def _check_provider(self, node: NodeBase) -> None:
-        """Refuse up front what would fail at the node's first call (no provider, a role nobody serves)."""
-        reason = self.runtime.unserved(node_field(node, "model_role", None) or "chat")
+        """Refuse up front what would fail at the node's first call (no provider, a role nobody
+        serves, a model without the tools or MCP capability the node needs)."""
+        role = node_field(node, "model_role", None) or "chat"
+        needs = frozenset(
+            name
+            for name, used in (("tools", node_field(node, "tools", ())), ("mcp", node_field(node, "mcp_servers", ())))
+            if used
+        )
+        reason = self.runtime.unserved(role) or self.runtime.lacks(role, needs)
         if reason:
             raise EngineError(f"node '{node.id}': {reason}")
 

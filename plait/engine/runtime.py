@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from plait.llm.types import ChatRequest
     from plait.sandbox import ProcessSandbox
     from plait.store.cache import CacheRepository
+    from plait.tools.inline import SubRun
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,8 @@ class Runtime:
         fewshot: FewshotSource | None = None,
     ):
         self.provider = provider
+        self.sub_run: SubRun | None = None
+        """Starts a sub-run of a stored graph and returns its output (WORKFLOW_TASK tools); set by the engine."""
         self.fewshot = fewshot
         """Corrections of earlier runs, for nodes with `use_overrides_as_fewshot` (None: no store)."""
         self.cache = cache
@@ -94,6 +97,11 @@ class Runtime:
             return f"it calls a model but no provider is configured: {NO_PROVIDER_HINT}"
         refusal = getattr(self.provider, "refusal", None)
         return refusal(role) if refusal is not None else None
+
+    def lacks(self, role: str, needs: frozenset[str]) -> str | None:
+        """Why the model serving `role` cannot do what a node needs (tools, mcp), or None."""
+        check = getattr(self.provider, "lacks", None)
+        return check(role, needs) if check is not None else None
 
     def fewshot_lookup(self, state: RunState) -> FewshotLookup | None:
         """Where a node of this run finds its corrected examples (other runs of the same graph)."""

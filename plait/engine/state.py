@@ -14,9 +14,9 @@ from enum import StrEnum
 from typing import Any
 
 from plait.compile.topology import Topology
-from plait.engine.contracts import OutputContract, contract_for, strip_meta
+from plait.engine.contracts import ROUTED, OutputContract, contract_for, strip_meta
 from plait.model.graph import END, EdgeDef, GraphDef
-from plait.model.nodes import NodeBase, NodeType, SkillScope
+from plait.model.nodes import NodeBase, NodeType, SkillScope, node_field
 
 
 class Phase(StrEnum):
@@ -49,6 +49,8 @@ class NodeState:
     """Ledger versions the current activation read when it started (set by the scheduler)."""
     after: str | None = None
     """Set by a correction arriving while the node runs: end it `stale`, or `rerun` it."""
+    routed: dict[str, Any] = field(default_factory=dict)
+    """Out-edge id -> the tool result sent down it (LLM_CALL tools with `output_edge_id`)."""
 
 
 @dataclass
@@ -63,6 +65,8 @@ class CompiledRun:
     in_edges: dict[str, list[EdgeDef]] = field(default_factory=dict)
     out_edges: dict[str, list[EdgeDef]] = field(default_factory=dict)
     contracts: dict[str, OutputContract] = field(default_factory=dict)
+    routed_edges: frozenset[str] = frozenset()
+    """Out-edges that carry a tool's result rather than their node's answer."""
 
     @classmethod
     def from_graph(cls, graph: GraphDef) -> CompiledRun:
@@ -78,7 +82,13 @@ class CompiledRun:
             compiled.out_edges[edge.source_node_id].append(edge)
             if edge.target_node_id != END:
                 compiled.in_edges[edge.target_node_id].append(edge)
-        compiled.contracts = {n: contract_for(graph, compiled.out_edges[n]) for n in compiled.nodes}
+        compiled.routed_edges = frozenset(
+            t.output_edge_id for n in graph.nodes for t in node_field(n, "tools", ()) if t.output_edge_id is not None
+        )
+        compiled.contracts = {
+            n: contract_for(graph, [e for e in compiled.out_edges[n] if e.id not in compiled.routed_edges])
+            for n in compiled.nodes
+        }
         return compiled
 
 
@@ -122,6 +132,7 @@ class RunState:
         state.phase = Phase.COMPLETED
         state.output = output
         state.data = strip_meta(output)
+        state.routed = dict(output.get(ROUTED) or {}) if isinstance(output, dict) else {}
         self._outputs[node_id] = state.data
         if state.node.type == NodeType.CONDITION and isinstance(output, dict):
             state.branch = str(output.get("branch"))
@@ -142,6 +153,8 @@ class RunState:
             return None
         if source.node.type == NodeType.CONDITION:
             return edge.condition_key == source.branch
+        if edge.id in self.compiled.routed_edges:
+            return edge.id in source.routed  # only when the tool was called
         return True
 
     def decide(self, node_id: str) -> Phase | None:
@@ -172,12 +185,17 @@ class RunState:
     # -- what a node sees (seed 004: input, nodes, current) ---------------------------------------------------
 
     def current_for(self, node_id: str) -> Any:
-        preds = self.active_predecessors(node_id)
-        if not preds:
+        values: dict[str, Any] = {}
+        for edge in self.compiled.in_edges[node_id]:
+            source = edge.source_node_id
+            if source not in values and self.edge_active(edge):
+                routed = self.nodes[source].routed
+                values[source] = routed[edge.id] if edge.id in routed else self.nodes[source].data
+        if not values:
             return self.input
-        if len(preds) == 1:
-            return self.nodes[preds[0]].data
-        return {p: self.nodes[p].data for p in preds}
+        if len(values) == 1:
+            return next(iter(values.values()))
+        return values
 
     def outputs(self) -> dict[str, Any]:
         """Data of every completed node, plus SKILL aliases (a SKILL id reads its exit node's output)."""

@@ -112,6 +112,8 @@ class OpenAIProvider:
             arguments["max_tokens"] = request.max_tokens
         if request.tools:
             arguments["tools"] = request.tools
+            if request.tool_choice is not None:
+                arguments["tool_choice"] = request.tool_choice
         schema = response_schema(request.response_format)
         if schema is not None:
             mode = self.config.json_mode

@@ -78,6 +78,26 @@ class ProviderPool:
             return f"no provider here can serve the role '{role}' ({reasons}); `plait config check` shows the setup"
         return None
 
+    def lacks(self, role: str, needs: frozenset[str]) -> str | None:
+        """Why the model a `role` request goes to first cannot do what a node needs (`tools`,
+        `mcp`: seed 000 §4.6), or None."""
+        first = self._first_usable(role, None)
+        if first is None or not needs:
+            return None
+        provider, model_name = first
+        if provider.kind == "scripted":
+            return None  # scripted answers can be tool calls
+        model = provider.model(model_name)
+        have = {str(c) for c in model.capabilities} if model is not None else set()
+        missing = sorted(needs - have)
+        if not missing:
+            return None
+        return (
+            f"the model {provider.id}/{model_name} serving the role '{role}' lacks the capability "
+            f"{', '.join(missing)}; switch the node's model_role to a model that has it, or add it to the "
+            f"model's capabilities in {self.config.source or 'plait.toml'} if it really supports it"
+        )
+
     def cache_identity(self, request: ChatRequest) -> str | None:
         """ "provider/model" of the role's first usable target (None for a scripted one: never cached)."""
         first = self._first_usable(request.model_role, request.model)

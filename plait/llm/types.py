@@ -37,6 +37,8 @@ class ChatRequest:
     model: str | None = None
     response_format: dict[str, Any] | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: Any = None
+    """With `tools`: "auto" | "none" | "required" | {"type": "function", "function": {"name": ...}}."""
     temperature: float | None = None
     max_tokens: int | None = None
     timeout_s: float | None = None

@@ -1,0 +1,120 @@
+"""The tool loop of an LLM_CALL node (seed 000 §4.5).
+
+Up to `max_tool_rounds` rounds of: call the model with the node's tools → carry out the tool
+calls it makes → append them and their results (`role: tool`) to the conversation → call
+again. The rounds stop early when the model answers without calling a tool. The caller then
+makes the final call without tools and with the node's `response_format` (validated and
+retried as any answer), unless the answer given during the rounds is already valid.
+
+`tool_choice` is sent in the first round (`required` or a named function forces a call);
+later rounds let the model decide, so that a forced choice cannot loop. A tool with an
+`output_edge_id` sends its result down that out-edge, checked against the edge's schema.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from plait.engine.contracts import schema_violations
+from plait.llm.types import ChatRequest, ChatResponse
+from plait.model.nodes import LlmCallNode
+from plait.tools.inline import ToolContext, ToolFailed, run_tool, tool_spec
+
+Call = Callable[[ChatRequest], Awaitable[ChatResponse]]
+
+
+class RoutedResultInvalid(Exception):
+    """A tool's result breaks the schema of the out-edge it is routed to (the node fails)."""
+
+    def __init__(self, tool: str, edge_id: str, problems: list[str]):
+        super().__init__(f"tool '{tool}' returned data that does not match edge '{edge_id}''s schema")
+        self.details = problems
+
+
+@dataclass
+class ToolRounds:
+    messages: list[dict[str, Any]]
+    """The conversation after the rounds: the final call continues it."""
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    """Per round: the tool calls and their results (recorded in the node's snapshot)."""
+    routed: dict[str, Any] = field(default_factory=dict)
+    """Out-edge id -> the latest result of the tool routed to it."""
+    answer: ChatResponse | None = None
+    """An answer without tool calls given during the rounds."""
+
+
+def offers_tools(node: LlmCallNode) -> bool:
+    return bool(node.tools) and node.tool_choice != "none" and node.max_tool_rounds > 0
+
+
+def tool_specs(node: LlmCallNode) -> list[dict[str, Any]]:
+    return [tool_spec(t) for t in node.tools]
+
+
+async def tool_rounds(
+    node: LlmCallNode, request: ChatRequest, context: ToolContext, call: Call, edge_schemas: dict[str, Any]
+) -> ToolRounds:
+    """Run the rounds; `edge_schemas`: out-edge id -> JSON Schema, for routed results."""
+    tools = {t.name: t for t in node.tools}
+    done = ToolRounds(list(request.messages))
+    for number in range(1, node.max_tool_rounds + 1):
+        choice = _choice(node.tool_choice) if number == 1 else "auto"
+        ask = replace(request, messages=list(done.messages), tools=tool_specs(node), tool_choice=choice)
+        ask = replace(ask, response_format=None)
+        response = await call(ask)
+        if not response.tool_calls:
+            done.answer = response
+            return done
+        done.messages.append(
+            {
+                "role": "assistant",
+                "content": response.content,
+                "tool_calls": [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                    for c in response.tool_calls
+                ],
+            }
+        )
+        record: dict[str, Any] = {"round": number, "calls": []}
+        for tool_call in response.tool_calls:
+            result = await _carry_out(tools, tool_call.name, tool_call.arguments, context, done, edge_schemas)
+            record["calls"].append({"tool": tool_call.name, "arguments": tool_call.arguments, "result": result})
+            content = json.dumps(result, ensure_ascii=False)
+            done.messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": content})
+        done.rounds.append(record)
+    return done
+
+
+async def _carry_out(
+    tools: dict[str, Any],
+    name: str,
+    arguments: dict[str, Any],
+    context: ToolContext,
+    done: ToolRounds,
+    edge_schemas: dict[str, Any],
+) -> Any:
+    tool = tools.get(name)
+    if tool is None:
+        return {"error": f"there is no tool named '{name}'; the tools are: {', '.join(tools)}"}
+    try:
+        result = await run_tool(tool, arguments, context)
+    except ToolFailed as exc:
+        return {"error": str(exc)}
+    if tool.output_edge_id is not None:
+        schema = edge_schemas.get(tool.output_edge_id)
+        problems = schema_violations(schema, result) if schema else []
+        if problems:
+            raise RoutedResultInvalid(name, tool.output_edge_id, problems)
+        done.routed[tool.output_edge_id] = result
+    return result
+
+
+def _choice(choice: Any) -> Any:
+    if choice is None:
+        return "auto"
+    if isinstance(choice, str):
+        return choice
+    return choice.model_dump(mode="json")

@@ -141,21 +141,7 @@ def test_override_of_the_exit_node_changes_the_run_output(store: Store, tmp_path
 
 
 def test_a_rerun_may_switch_a_condition_branch(store: Store, tmp_path: Path) -> None:
-    graph = graph_file(
-        tmp_path,
-        [
-            tr("level", "({text: String(input.n)})"),
-            {"id": "route", "type": "CONDITION", "condition_expr": "Number(current.text) > 10"},
-            tr("big", "({text: 'big'})"),
-            tr("small", "({text: 'small'})"),
-        ],
-        [
-            edge("level", "route"),
-            {"source": "route", "target": "big", "condition_key": "true"},
-            {"source": "route", "target": "small", "condition_key": "false"},
-        ],
-    )
-    run_id = ran(store, graph, {"n": 50})
+    run_id = ran(store, condition_graph(tmp_path), {"n": 50})
     assert {n: r.status for n, r in newest(store, run_id).items()}["small"] == "skipped"
     Corrections(store).override(run_id, "level", {"text": "3"}, policy=DownstreamPolicy.RERUN_ALL)
     assert drive(store, run_id).status == RunStatus.COMPLETED

@@ -14,6 +14,7 @@ from plait.engine.start import start_run
 from plait.llm.scripted import ScriptedProvider
 from plait.llm.types import ChatRequest, ChatResponse
 from plait.store import RunStatus, Store, current_activations
+from tests.engine.test_corrections import drive_with
 from tests.engine.test_engine import graph_file, script
 
 NOTE = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
@@ -64,16 +65,7 @@ def save_note(**extra: Any) -> dict[str, Any]:
 
 
 def run(store: Store, graph: str, provider: Any, run_input: dict[str, Any] | None = None) -> RunOutcome:
-    run_id = start_run(store, graph, run_input or {"topic": "tea"})
-
-    async def go() -> RunOutcome:
-        engine = Engine(store, provider)
-        try:
-            return await engine.run(run_id)
-        finally:
-            await engine.aclose()
-
-    return asyncio.run(go())
+    return drive_with(store, start_run(store, graph, run_input or {"topic": "tea"}), provider)
 
 
 def answers(tmp_path: Path, *rules: dict[str, Any]) -> Recorder:

@@ -129,3 +129,13 @@ def test_long_doc_summary_runs_the_inlined_skill(store: Store) -> None:
     assert "Plait binds JSON Schema contracts to the edges of a prompt graph. Every node run" in inner
     headline = nodes["headline"].input_snapshot["rendered_user_prompt"]
     assert headline.startswith("Headline for: Plait types the data")
+
+
+def test_trip_planner_routes_a_tool_result_down_its_edge(store: Store) -> None:
+    outcome = run_example(store, "trip_planner")
+    assert outcome.status == RunStatus.COMPLETED, outcome.error
+    assert outcome.output == {"lines": ["1. Alfama", "2. Tram 28", "3. Belém Tower", "4. LX Factory"]}
+    planner = {n.node_id: n for n in store.runs.node_runs(outcome.run_id)}["planner"]
+    assert planner.output["budget_eur"] == 110.4
+    (round_one,) = planner.input_snapshot["tool_rounds"]
+    assert [c["result"] for c in round_one["calls"]][1] == {"eur": 110.4}

@@ -424,7 +424,7 @@ def _engine_driving(record: RunRecord) -> bool:
 
 def _run_output(run: _Run, changed: dict[str, Any]) -> Any:
     """The run's output with the newest effective outputs (an exit node's override included)."""
-    exits = run.compiled.topology.exits
+    exits = run.compiled.output_nodes
     done = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE)
     values = {
         e: strip_meta(changed[e] if e in changed else run.newest[e].effective_output)

@@ -67,6 +67,9 @@ class CompiledRun:
     contracts: dict[str, OutputContract] = field(default_factory=dict)
     routed_edges: frozenset[str] = frozenset()
     """Out-edges that carry a tool's result rather than their node's answer."""
+    output_nodes: list[str] = field(default_factory=list)
+    """Whose effective outputs make the run's output: the exit nodes, and nodes with an edge to
+    `END` (seed 004's virtual exit binds a graph output even on a node with successors)."""
 
     @classmethod
     def from_graph(cls, graph: GraphDef) -> CompiledRun:
@@ -82,6 +85,9 @@ class CompiledRun:
             compiled.out_edges[edge.source_node_id].append(edge)
             if edge.target_node_id != END:
                 compiled.in_edges[edge.target_node_id].append(edge)
+        to_end = {e.source_node_id for e in graph.edges if e.target_node_id == END}
+        exits = set(topology.exits)
+        compiled.output_nodes = [n for n in topology.order if n in exits or n in to_end]
         compiled.routed_edges = frozenset(
             t.output_edge_id for n in graph.nodes for t in node_field(n, "tools", ()) if t.output_edge_id is not None
         )
@@ -207,8 +213,9 @@ class RunState:
         return out
 
     def run_output(self) -> Any:
-        """Effective output of the exit node; a map by id when there are several (skipped exits left out)."""
-        exits = self.compiled.topology.exits
+        """Effective output of the output node (an exit, or a node with an edge to END); a map by id
+        when there are several (skipped ones left out)."""
+        exits = self.compiled.output_nodes
         done = {e: self.nodes[e].data for e in exits if self.nodes[e].phase == Phase.COMPLETED}
         if len(exits) == 1:
             return done.get(exits[0])

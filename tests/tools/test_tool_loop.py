@@ -85,7 +85,7 @@ def test_a_tool_result_goes_down_its_edge_and_the_final_answer_down_the_others(s
     plan = nodes["plan"]
     assert plan.output["text"] == "plan done"
     assert plan.output["_routed"] == {"e_note": {"note": "steep 3 min"}}
-    assert outcome.output == {"text": "kept steep 3 min"}  # `keep` is the exit node
+    assert outcome.output == {"plan": {"text": "plan done"}, "keep": {"text": "kept steep 3 min"}}
     rounds = plan.input_snapshot["tool_rounds"]
     assert rounds == [
         {

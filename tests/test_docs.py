@@ -45,11 +45,13 @@ CONFIG_DOC = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md")
 
 def test_every_plait_toml_key_is_documented() -> None:
     from plait.llm.config import Capability, JsonMode, ModelConfig, PlaitConfig, ProviderConfig, Tokenizer
+    from plait.tools.mcp_config import McpServerConfig
 
     keys = [
         *ProviderConfig.model_fields,
         *ModelConfig.model_fields,
         *(k for k in PlaitConfig.model_fields if k != "source"),
+        *(f"mcp_servers[].{k}" for k in McpServerConfig.model_fields),
     ]
     for key in keys:
         assert f"`{key}`" in CONFIG_DOC or f"{key}[]" in CONFIG_DOC or f"`providers[].{key}`" in CONFIG_DOC, key

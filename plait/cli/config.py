@@ -49,7 +49,18 @@ def _report_json(report: Any) -> dict[str, Any]:
             }
             for role in report.roles
         },
+        "mcp_servers": [_mcp_json(m) for m in report.config.mcp_servers],
         "problems": list(report.problems),
+    }
+
+
+def _mcp_json(server: Any) -> dict[str, Any]:
+    """An MCP server as configured: env values and url are shown unresolved (secrets stay names)."""
+    import os
+
+    return {
+        **server.model_dump(mode="json"),
+        "secrets": [{"name": name, "set": name in os.environ} for name in server.secrets()],
     }
 
 
@@ -83,5 +94,15 @@ def _print_report(report: Any) -> None:
         order = ", ".join(t + ("" if not why else f" [red]({'; '.join(why)})[/]") for t, why in role.targets)
         roles.add_row(role.role, role.resolves_to or "[red]nowhere[/]", order)
     out.print(roles)
+    if report.config.mcp_servers:
+        servers = Table(title="MCP servers")
+        for column in ("id", "transport", "command / url", "capabilities", "secrets"):
+            servers.add_column(column)
+        for m in report.config.mcp_servers:
+            secrets = _mcp_json(m)["secrets"]
+            shown = ", ".join(s["name"] + ("" if s["set"] else " [red](not set)[/]") for s in secrets)
+            where = " ".join([m.command or "", *m.args]) if m.transport == "stdio" else (m.url or "")
+            servers.add_row(m.id, m.transport, where, ", ".join(m.capabilities), shown)
+        out.print(servers)
     for problem in report.problems:
         typer.echo(f"plait: {problem}", err=True)

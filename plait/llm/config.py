@@ -23,6 +23,12 @@ renamed):
     [roles]                          # a role maps to one "provider/model" or a failover list
     chat = ["deepseek/deepseek-chat", "local/smollm2"]
 
+    [[mcp_servers]]                  # see plait/tools/mcp_config.py
+    id = "time"
+    transport = "stdio"
+    command = "python"
+    args = ["-m", "mcp_server_time"]
+
 Prices are USD per million tokens. Unknown keys are errors (a typo must not silently drop a
 limit), reported with their path in the file. The file is TOML 1.1 (parsed by `tomli`; the
 standard library's `tomllib` reads TOML 1.1 only from Python 3.15), so an inline table may span
@@ -39,6 +45,8 @@ from typing import Annotated, Literal
 
 import tomli
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from plait.tools.mcp_config import McpServerConfig
 
 CONFIG_ENV = "PLAIT_CONFIG"
 DEFAULT_FILE = "plait.toml"
@@ -147,6 +155,8 @@ class PoolConfig(_Strict):
 class PlaitConfig(_Strict):
     providers: tuple[ProviderConfig, ...] = ()
     pool: PoolConfig = PoolConfig()
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    """MCP servers nodes may use (plait/tools/mcp_config.py)."""
     roles: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """role → "provider/model" targets in failover order."""
     source: str | None = Field(default=None, exclude=True)
@@ -165,6 +175,10 @@ class PlaitConfig(_Strict):
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
             raise ValueError(f"provider id {duplicates[0]!r} is used twice")
+        servers = [m.id for m in self.mcp_servers]
+        twice = sorted({i for i in servers if servers.count(i) > 1})
+        if twice:
+            raise ValueError(f"MCP server id {twice[0]!r} is used twice")
         for role, targets in self.roles.items():
             if not targets:
                 raise ValueError(f"role {role!r} has no targets")

@@ -216,6 +216,11 @@ class Engine:
                     f"not execute yet (supported: {', '.join(sorted(SUPPORTED))})"
                 )
             if node.type == NodeType.LLM_CALL:
+                if node_field(node, "mcp_servers", ()) or node_field(node, "mcp_resources", ()):
+                    raise EngineError(
+                        f"node '{node.id}' uses MCP servers, which this release validates but does not "
+                        "connect to yet; use inline tools, or remove mcp_servers / mcp_resources"
+                    )
                 self._check_provider(node)
 
     def _check_provider(self, node: NodeBase) -> None:

@@ -222,3 +222,14 @@ def test_a_model_without_the_tools_capability_is_refused_before_the_run(
     with pytest.raises(EngineError, match=r"node 'plan'.*plain/m1.*lacks the capability tools"):
         asyncio.run(go())
     assert store.runs.get(run_id).status == RunStatus.PENDING  # refused before it started
+
+
+def test_a_node_with_mcp_servers_is_refused_rather_than_run_without_them(store: Store, tmp_path: Path) -> None:
+    graph = graph_file(
+        tmp_path,
+        [{"id": "ask", "type": "LLM_CALL", "user_prompt_tpl": "time?", "mcp_servers": [{"server_id": "time"}]}],
+        [{"source": "ask", "target": "END", "schema_id": "text"}],
+        schemas=[{"id": "text", "schema": TEXT}],
+    )
+    with pytest.raises(EngineError, match="node 'ask' uses MCP servers"):
+        run(store, graph, answers(tmp_path, {"output": {"text": "noon"}}))

@@ -202,12 +202,14 @@ class NodeWriter:
         lost: list[tuple[int, int, Claim]] = []
         outcomes: list[list[Any]] = []
         totals: dict[str, list[float]] = {}
+        watched: dict[str, int | None] = {}
+        """Each run's count of corrections, read once per transaction however many units watch it."""
         with self._statements.transaction() as session:
             run = session.execute
             for u, unit in enumerate(units):
                 results: list[Any] = []
                 for write in unit:
-                    result = _apply(run, write, now, totals)
+                    result = _apply(run, write, now, totals, watched)
                     results.append(result)
                     if result is False:  # a Finish/EndRun that found nothing to change: the rest depends on it
                         results.extend([None] * (len(unit) - len(results)))
@@ -269,7 +271,9 @@ _LOST = object()
 """A claim whose INSERT found the row already there."""
 
 
-def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]) -> Any:
+def _apply(
+    run: Runner, write: Write, now: float, totals: dict[str, list[float]], watched: dict[str, int | None]
+) -> Any:
     if isinstance(write, Claim):
         params = new_node_row(
             write.run_id,
@@ -332,8 +336,10 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
         run("add_version", params)
         return None
     if isinstance(write, Watch):
-        row = run("watch", {"b_run": write.run_id}).fetchone()
-        return int(row[0]) if row is not None else None
+        if write.run_id not in watched:
+            row = run("watch", {"b_run": write.run_id}).fetchone()
+            watched[write.run_id] = int(row[0]) if row is not None else None
+        return watched[write.run_id]
     if isinstance(write, Stale):
         run("stale", {"b_id": write.node_run_id})
         return None

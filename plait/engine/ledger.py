@@ -44,14 +44,17 @@ def reads(state: RunState, node: NodeBase) -> list[str]:
     (what the ledger records as consumed, and what `on_consume` freezes)."""
     predecessors = state.active_predecessors(node.id)
     names: list[str] = predecessors if predecessors else [INPUT]
-    if node.type in (NodeType.TRANSFORM, NodeType.CONDITION):
-        names.append(INPUT)
-    names.extend(n for n in node.context_include or () if n == INPUT or n in state.nodes)
-    names.extend(_template_reads(state, node))
+    static = state.compiled.static_reads.get(node.id)
+    if static is None:  # what the node's definition names never changes: worked out once per graph version
+        static = state.compiled.static_reads[node.id] = tuple(_named_reads(state, node))
+    names.extend(static)
     return list(dict.fromkeys(names))
 
 
-def _template_reads(state: RunState, node: NodeBase) -> Iterable[str]:
+def _named_reads(state: RunState, node: NodeBase) -> Iterable[str]:
+    if node.type in (NodeType.TRANSFORM, NodeType.CONDITION):
+        yield INPUT
+    yield from (n for n in node.context_include or () if n == INPUT or n in state.nodes)
     for name in ("system_prompt", "user_prompt_tpl", "review_prompt"):
         text = node_field(node, name, None)
         if not isinstance(text, str):

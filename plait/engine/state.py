@@ -67,6 +67,8 @@ class CompiledRun:
     contracts: dict[str, OutputContract] = field(default_factory=dict)
     routed_edges: frozenset[str] = frozenset()
     """Out-edges that carry a tool's result rather than their node's answer."""
+    static_reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Node id -> the owners its definition names (filled by plait.engine.ledger on first use)."""
     output_nodes: list[str] = field(default_factory=list)
     """Whose effective outputs make the run's output: the exit nodes, and nodes with an edge to
     `END` (seed 004's virtual exit binds a graph output even on a node with successors)."""

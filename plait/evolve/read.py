@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.evolve.migrate import MigrationStep, migrate_output, schemas_by_id
+from plait.model.graph import SchemaEntry, SchemaMigration
 from plait.sandbox import ProcessSandbox
 from plait.store import NodeRunRecord, RunRecord, Store
 
@@ -25,13 +26,17 @@ class RunReader:
     run: RunRecord
     steps: dict[str, tuple[MigrationStep, ...]] = field(default_factory=dict)
     _sandbox: ProcessSandbox | None = None
+    _today: tuple[dict[str, SchemaEntry], tuple[SchemaMigration, ...]] | None = None
 
     def output(self, record: NodeRunRecord) -> Any:
-        graph = self.store.graphs.get(self.run.def_id).graph  # the latest version: today's schemas
+        if self._today is None:  # the graph's latest version: today's schemas, read once
+            graph = self.store.graphs.get(self.run.def_id).graph
+            self._today = schemas_by_id(graph), tuple(graph.migrations)
+        schemas, migrations = self._today
         result = migrate_output(
             record.effective_output,
-            schemas_by_id(graph),
-            graph.migrations,
+            schemas,
+            migrations,
             self,
             run_id=self.run.id,
             node_id=record.node_id,

@@ -119,41 +119,23 @@ async def _attempts(
     attempts = attempts if attempts is not None else []
     usage = usage if usage is not None else new_usage()
     last: dict[str, Any] = {"kind": "provider", "message": "no attempt made"}
-    for number in range(1, node.max_retries + 2):
+    for _ in range(node.max_retries + 1):
         estimate = rt.estimate_cost(request)
         over = _over_budget(state, estimate, usage["cost_usd"])
         if over is not None:
             return NodeResult.failed(snapshot, attempts, kind="budget", message=over, **usage)
-        started = time.time()
-        record: dict[str, Any] = {"attempt": number, "started_at": started}
-        attempts.append(record)
-        state.reserved_usd += estimate
+        record = _new_attempt(attempts)
         try:
-            response = await _call(rt, request)
+            response = await _send(rt, state, request, estimate, usage, record)
         except (ProviderError, TimeoutError) as exc:
-            kind = exc.kind if isinstance(exc, ProviderError) else "timeout"
-            record.update(error=str(exc) or kind, kind=kind, duration_ms=_ms(started))
-            if isinstance(exc, ProviderError) and exc.decisions:
-                record["decisions"] = exc.decisions
-            last = {"kind": kind, "message": str(exc) or f"the model call timed out after {request.timeout_s} s"}
+            last = {
+                "kind": record["kind"],
+                "message": str(exc) or f"the model call timed out after {request.timeout_s} s",
+            }
             if isinstance(exc, ProviderError) and not exc.retryable:
                 break
             continue
-        finally:
-            state.reserved_usd -= estimate
-        usage["tokens_input"] += response.usage.input_tokens
-        usage["tokens_output"] += response.usage.output_tokens
-        usage["cost_usd"] += response.cost_usd
         value, problems = contract.parse(response.content)
-        record.update(
-            content=response.content,
-            model=response.model,
-            provider=response.provider,
-            usage={"input": response.usage.input_tokens, "output": response.usage.output_tokens},
-            duration_ms=_ms(started),
-        )
-        if response.decisions:
-            record["decisions"] = response.decisions
         if not problems:
             result = NodeResult.completed(contract.annotate(value), snapshot, attempts, **usage)
             result.cache_entry = slot.entry(response) if slot is not None else None
@@ -231,6 +213,49 @@ class _OverBudget(Exception):
     pass
 
 
+def _new_attempt(attempts: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {"attempt": len(attempts) + 1, "started_at": time.time(), **extra}
+    attempts.append(record)
+    return record
+
+
+async def _send(
+    rt: Runtime,
+    state: RunState,
+    request: ChatRequest,
+    estimate: float,
+    usage: dict[str, Any],
+    record: dict[str, Any],
+) -> ChatResponse:
+    """One model call of a node: its estimated cost is reserved against `max_cost_usd` while it
+    runs; the call (answer or error) is recorded on `record` and its usage added to `usage`."""
+    started = record["started_at"]
+    state.reserved_usd += estimate
+    try:
+        response = await _call(rt, request)
+    except (ProviderError, TimeoutError) as exc:
+        kind = exc.kind if isinstance(exc, ProviderError) else "timeout"
+        record.update(error=str(exc) or kind, kind=kind, duration_ms=_ms(started))
+        if isinstance(exc, ProviderError) and exc.decisions:
+            record["decisions"] = exc.decisions
+        raise
+    finally:
+        state.reserved_usd -= estimate
+    usage["tokens_input"] += response.usage.input_tokens
+    usage["tokens_output"] += response.usage.output_tokens
+    usage["cost_usd"] += response.cost_usd
+    record.update(
+        content=response.content,
+        model=response.model,
+        provider=response.provider,
+        usage={"input": response.usage.input_tokens, "output": response.usage.output_tokens},
+        duration_ms=_ms(started),
+    )
+    if response.decisions:
+        record["decisions"] = response.decisions
+    return response
+
+
 async def run_with_tools(
     node: LlmCallNode, request: ChatRequest, snapshot: dict[str, Any], rt: Runtime, state: RunState
 ) -> NodeResult:
@@ -246,25 +271,9 @@ async def run_with_tools(
         over = _over_budget(state, estimate, usage["cost_usd"])
         if over is not None:
             raise _OverBudget(over)
-        started = time.time()
-        record: dict[str, Any] = {"attempt": len(attempts) + 1, "started_at": started, "tool_round": True}
-        attempts.append(record)
-        state.reserved_usd += estimate
-        try:
-            response = await _call(rt, ask)
-        finally:
-            state.reserved_usd -= estimate
-        usage["tokens_input"] += response.usage.input_tokens
-        usage["tokens_output"] += response.usage.output_tokens
-        usage["cost_usd"] += response.cost_usd
-        record.update(
-            content=response.content,
-            tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls],
-            model=response.model,
-            provider=response.provider,
-            usage={"input": response.usage.input_tokens, "output": response.usage.output_tokens},
-            duration_ms=_ms(started),
-        )
+        record = _new_attempt(attempts, tool_round=True)
+        response = await _send(rt, state, ask, estimate, usage, record)
+        record["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls]
         return response
 
     context = ToolContext(state.input, state.outputs(), rt.sandbox().aevaluate, rt.sub_run)

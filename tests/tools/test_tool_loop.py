@@ -117,6 +117,8 @@ def test_after_max_rounds_the_final_call_drops_the_tools_and_forces_the_format(s
     assert [r.tool_choice for r in provider.requests[:2]] == ["required", "auto"]  # forced once, not forever
     assert provider.requests[-1].response_format is not None
     assert len(provider.requests[-1].messages) == 1 + 2 * 2  # the prompt, then two rounds of call + result
+    plan = current_activations(store.runs.node_runs(outcome.run_id))["plan"]
+    assert [(a["attempt"], a.get("tool_round", False)) for a in plan.attempts] == [(1, True), (2, True), (3, False)]
 
 
 def test_transform_tool_and_unknown_tool(store: Store, tmp_path: Path) -> None:

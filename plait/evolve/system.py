@@ -4,7 +4,8 @@ They are stored with `source_type: system`, listed with the user's graphs, and r
 saving over one or deleting one is refused (fork it instead). When a newer Plait ships a
 changed system graph, the next start-up (`sync_system_graphs`, called when the CLI or the
 server opens the store) stores it as the graph's next version; an unchanged one is left as
-is, so runs and forks keep pointing at the versions they know.
+is, so runs and forks keep pointing at the versions they know. The database remembers the
+digest of the files it last synced, so an unchanged set costs one read.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from plait.evolve.save import save_graph
 from plait.store import Store, StoredGraph
 
 SYSTEM_DIR = Path(__file__).resolve().parent.parent / "system_graphs"
-
-_synced: set[tuple[str, str]] = set()
-"""(database, digest of the folder) already synced by this process."""
+SYNCED = "system_graphs_digest"
+"""Setting: the digest of the system-graph files last stored in this database. While it matches,
+start-up costs one indexed read instead of compiling every system graph."""
 
 
 class SystemGraphError(Exception):
@@ -29,7 +30,7 @@ def sync_system_graphs(store: Store, folder: Path = SYSTEM_DIR) -> list[StoredGr
     """Store every system graph of `folder` (a new version only where its content changed)."""
     files = sorted(folder.glob("*.yaml"))
     digest = hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in files)).hexdigest()
-    if (store.url, digest) in _synced:
+    if store.settings.get(SYNCED) == digest:
         return []
     from plait.compile import compile_file
 
@@ -40,5 +41,5 @@ def sync_system_graphs(store: Store, folder: Path = SYSTEM_DIR) -> list[StoredGr
             problems = "; ".join(d.format() for d in result.errors)
             raise SystemGraphError(f"the system graph {file.name} shipped with Plait is invalid: {problems}")
         stored.append(save_graph(store, result.expanded, source_type="system").stored)
-    _synced.add((store.url, digest))
+    store.settings.set(SYNCED, digest)
     return stored

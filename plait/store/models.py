@@ -221,6 +221,15 @@ class FieldVersionRow(Base):
     at: Mapped[float] = mapped_column(Double)
 
 
+class SettingRow(Base):
+    """Store-wide facts worth one indexed read (e.g. which system graphs were last synced)."""
+
+    __tablename__ = "plait_setting"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
 # Core handles on the ORM tables: the repositories write with `insert()/update()` on these
 # (one statement, no unit-of-work bookkeeping) because the engine calls them once per node.
 GRAPH_DEF = cast(Table, GraphDefRow.__table__)
@@ -229,3 +238,4 @@ GRAPH_RUN = cast(Table, GraphRunRow.__table__)
 NODE_RUN = cast(Table, NodeRunRow.__table__)
 LLM_CACHE = cast(Table, LlmCacheRow.__table__)
 FIELD_VERSION = cast(Table, FieldVersionRow.__table__)
+SETTING = cast(Table, SettingRow.__table__)

@@ -16,6 +16,7 @@ from plait.store.graph_admin import GraphAdmin
 from plait.store.graphs import GraphRepository
 from plait.store.ledger import LedgerRepository
 from plait.store.runs import RunRepository
+from plait.store.settings import SettingsRepository
 from plait.store.url import database_url, parse_url, redact
 
 SUPPORTED = ("sqlite", "postgresql")
@@ -40,6 +41,7 @@ class Store:
     runs: RunRepository
     cache: CacheRepository
     ledger: LedgerRepository
+    settings: SettingsRepository
 
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.url = database_url(url)
@@ -67,6 +69,7 @@ class Store:
         self.runs = RunRepository(self.engine, self.display_url)
         self.cache = CacheRepository(self.engine)
         self.ledger = LedgerRepository(self.engine)
+        self.settings = SettingsRepository(self.engine)
         self._checkpointer = Checkpointer(self.engine) if _wal_file(self.engine) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

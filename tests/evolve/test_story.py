@@ -162,6 +162,15 @@ def test_the_seed_story_of_forks_and_schema_evolution(store: Store, tmp_path: Pa
     assert store.runs.get(old_run).graph_def_ver == 1  # the run still pins the version it ran
 
 
+def test_an_unchanged_system_graph_set_is_not_compiled_again_by_another_process(
+    store: Store, tmp_path: Path, open_store: Any
+) -> None:
+    folder = ship(tmp_path / "v1", 1)
+    assert len(sync_system_graphs(store, folder)) == 1
+    assert sync_system_graphs(open_store(), folder) == []  # the database remembers the synced files
+    assert [v.version for v in store.graph_admin.versions(store.graphs.get("plait.story").def_id)] == [1]
+
+
 def test_merge_refuses_a_field_both_sides_changed(store: Store, tmp_path: Path) -> None:
     sync_system_graphs(store, ship(tmp_path / "v1", 1))
     fork = fork_graph(store, "plait.story", "mine")

@@ -1,5 +1,5 @@
 """The field ledger (SPEC §4, seed 003): versions of every value in a run, and what read them;
-a run's count of corrections (how an engine executing it notices one).
+a run's count of corrections (how an engine executing it notices one); store-wide settings.
 
 Revision ID: 0003
 Revises: 0002
@@ -46,9 +46,15 @@ def upgrade() -> None:
         batch.add_column(sa.Column("consumed_json", JSON, nullable=True))
     with op.batch_alter_table("prompt_graph_run") as batch:
         batch.add_column(sa.Column("corrections", sa.Integer(), nullable=False, server_default=sa.text("0")))
+    op.create_table(
+        "plait_setting",
+        sa.Column("key", sa.String(64), primary_key=True),
+        sa.Column("value", sa.Text(), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("plait_setting")
     with op.batch_alter_table("prompt_graph_run") as batch:
         batch.drop_column("corrections")
     with op.batch_alter_table("prompt_node_run") as batch:

@@ -1,0 +1,27 @@
+"""Store-wide settings: small string values by key (`plait_setting`)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from plait.store.db import is_sqlite, writer
+from plait.store.models import SETTING
+
+
+class SettingsRepository:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._writer = writer(engine)
+
+    def get(self, key: str) -> str | None:
+        with self._engine.connect() as conn:
+            value = conn.execute(select(SETTING.c.value).where(SETTING.c.key == key)).scalar_one_or_none()
+        return None if value is None else str(value)
+
+    def set(self, key: str, value: str) -> None:
+        insert = sqlite_insert if is_sqlite(self._engine) else pg_insert
+        stmt = insert(SETTING).values(key=key, value=value)
+        with self._writer.begin() as conn:
+            conn.execute(stmt.on_conflict_do_update(index_elements=[SETTING.c.key], set_={"value": value}))

@@ -88,7 +88,8 @@ def list_graphs(
             graphs = store.graphs.list(source_type=source_type)
         except StoreError as exc:
             fail(str(exc))
-        latest = {g.def_id: g.version for g in store.graphs.list()}
+        everything = graphs if source_type is None else store.graphs.list()
+        latest = {g.def_id: g.version for g in everything}
     finally:
         store.close()
     rows = [

@@ -71,6 +71,8 @@ class ForkDiff:
     base_version: int
     parent_version: int
     items: list[ItemDiff]
+    parent: GraphDef
+    """The parent now (what a merge takes its changes from)."""
 
     @property
     def parent_moved(self) -> bool:
@@ -117,7 +119,7 @@ def diff_fork(store: Store, ref: str, against: int | None = None) -> ForkDiff:
     base, now = parent_of(store, fork)
     if against is not None:
         base = store.graphs.get(base.def_id, against)
-    return ForkDiff(fork, base.version, now.version, _items(base.graph, now.graph, fork.graph))
+    return ForkDiff(fork, base.version, now.version, _items(base.graph, now.graph, fork.graph), now.graph)
 
 
 def merge_from_parent(store: Store, ref: str, keys: list[str]) -> StoredGraph:
@@ -144,7 +146,7 @@ def merge_from_parent(store: Store, ref: str, keys: list[str]) -> StoredGraph:
             conflicts,
         )
     data = graph_to_data(diff.fork.graph)
-    now = graph_to_data(store.graphs.get(diff.fork.graph.parent_def_id or "").graph)
+    now = graph_to_data(diff.parent)
     for key in keys:
         _apply(data, now, by_key[key])
     return _save_fork(store, diff.fork, data)

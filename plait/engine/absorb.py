@@ -69,13 +69,13 @@ def _apply_policy(
         return
     if policy == RERUN_ALL:
         direct_ids = set(state.successors(owner))
-        after = [t for t in _downstream(state, [owner]) if t not in direct_ids]
+        after = [t for t in state.compiled.downstream([owner]) if t not in direct_ids]
         for target in [*direct, *after]:
             _mark(state, newest, target, RERUN_AFTER, done)
         return
     for target in direct:
         _mark(state, newest, target, RERUN_AFTER, done)
-    for target in _downstream(state, direct):
+    for target in state.compiled.downstream(direct):
         if target not in direct:
             _mark(state, newest, target, STALE_AFTER, done)
 
@@ -101,15 +101,3 @@ def _mark(state: RunState, newest: dict[str, NodeRunRecord], target: str, kind: 
             node_state.activation += 1
             state.set_phase(target, Phase.PENDING)
             done.ready.append(target)
-
-
-def _downstream(state: RunState, roots: list[str]) -> list[str]:
-    """Every node after `roots` (not the roots themselves, unless one follows another)."""
-    seen: list[str] = []
-    stack = list(roots)
-    while stack:
-        for target in state.successors(stack.pop()):
-            if target not in seen:
-                seen.append(target)
-                stack.append(target)
-    return seen

@@ -98,17 +98,6 @@ class _Run:
             )
         )
 
-    def downstream(self, node_id: str) -> list[str]:
-        """Every node after `node_id`, in topological order."""
-        seen: set[str] = set()
-        stack = [node_id]
-        while stack:
-            for target in self.direct(stack.pop()):
-                if target not in seen:
-                    seen.add(target)
-                    stack.append(target)
-        return [n for n in self.compiled.topology.order if n in seen]
-
     def version(self, owner: str) -> int:
         return self.heads[owner].version if owner in self.heads else 0
 
@@ -335,9 +324,9 @@ class Corrections:
         if policy == DownstreamPolicy.INVALIDATE:
             return self._stale(run, direct, result)
         if policy == DownstreamPolicy.RERUN:
-            beyond = [n for n in run.downstream(node_id) if n not in direct]
+            beyond = [n for n in run.compiled.downstream([node_id]) if n not in direct]
             return [*self._queue(run, direct, result), *self._stale(run, beyond, result), Reopen()]
-        return [*self._queue(run, run.downstream(node_id), result), Reopen()]
+        return [*self._queue(run, run.compiled.downstream([node_id]), result), Reopen()]
 
     def _stale(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:
         done = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN)

@@ -99,6 +99,18 @@ class CompiledRun:
         }
         return compiled
 
+    def downstream(self, roots: Iterable[str]) -> list[str]:
+        """Every node reachable after `roots`, in topological order (a root only when another
+        root leads to it): what a RERUN_ALL or a correction's dirty marking covers."""
+        seen: set[str] = set()
+        stack = list(roots)
+        while stack:
+            for target in self.topology.succs[stack.pop()]:
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        return [n for n in self.topology.order if n in seen]
+
 
 def skill_aliases(graph: GraphDef, topology: Topology) -> dict[str, list[str]]:
     """A top-level SKILL's id stands for its exit nodes: those whose successors are all outside it."""

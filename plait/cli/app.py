@@ -19,6 +19,7 @@ from plait.cli import config, graphs, runs
 from plait.cli.corrections import override_command, rerun_command, review_command, rollback_command
 from plait.cli.replay import replay_command
 from plait.cli.run import resume_command, run_command
+from plait.cli.serve import serve_command, token_app
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
 
@@ -32,6 +33,7 @@ app = typer.Typer(
 app.add_typer(graphs.app, name="graphs")
 app.add_typer(runs.app, name="runs")
 app.add_typer(config.app, name="config")
+app.add_typer(token_app, name="token")
 app.command("run")(run_command)
 app.command("resume")(resume_command)
 app.command("replay")(replay_command)
@@ -39,6 +41,7 @@ app.command("override")(override_command)
 app.command("rerun")(rerun_command)
 app.command("review")(review_command)
 app.command("rollback")(rollback_command)
+app.command("serve")(serve_command)
 
 
 def _version(value: bool) -> None:

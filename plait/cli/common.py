@@ -90,16 +90,10 @@ def _read_input_file(path: Path) -> dict[str, Any]:
 
 def open_store(db: str | None) -> Any:
     """The store, with the system graphs this Plait ships stored (a new version where changed)."""
-    from plait.evolve.system import sync_system_graphs
-    from plait.store import Store, StoreError
+    from plait.evolve.system import open_store as open_synced
+    from plait.store import StoreError
 
     try:
-        store = Store(db)
+        return open_synced(db)
     except StoreError as exc:
         fail(str(exc), "check --db or $PLAIT_DB")
-    try:
-        sync_system_graphs(store)
-    except Exception:
-        store.close()
-        raise
-    return store

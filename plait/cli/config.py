@@ -14,7 +14,7 @@ app = typer.Typer(help="Model provider configuration (plait.toml).", no_args_is_
 @app.command("check")
 def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
     """Show providers, models and where each role goes; exit 2 when a role cannot be served here."""
-    from plait.llm.check import ConfigReport, check_config
+    from plait.llm.check import ConfigReport, check_config, report_json
     from plait.llm.config import ConfigError, load_config
 
     try:
@@ -22,50 +22,16 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
     except ConfigError as exc:
         fail(str(exc))
     if json_output:
-        print_json(_report_json(report))
+        print_json(report_json(report))
     else:
         _print_report(report)
     raise typer.Exit(0 if report.ok else 2)
 
 
-def _report_json(report: Any) -> dict[str, Any]:
-    return {
-        "source": report.config.source,
-        "ok": report.ok,
-        "providers": [
-            {
-                **status.provider.model_dump(mode="json", exclude={"models"}),
-                "key": status.key,
-                "usable": status.usable,
-                "problems": list(status.problems),
-                "models": [m.model_dump(mode="json") for m in status.provider.models],
-            }
-            for status in report.providers
-        ],
-        "roles": {
-            role.role: {
-                "resolves_to": role.resolves_to,
-                "targets": [{"target": t, "problems": list(why)} for t, why in role.targets],
-            }
-            for role in report.roles
-        },
-        "mcp_servers": [_mcp_json(m) for m in report.config.mcp_servers],
-        "problems": list(report.problems),
-    }
-
-
-def _mcp_json(server: Any) -> dict[str, Any]:
-    """An MCP server as configured: env values and url are shown unresolved (secrets stay names)."""
-    import os
-
-    return {
-        **server.model_dump(mode="json"),
-        "secrets": [{"name": name, "set": name in os.environ} for name in server.secrets()],
-    }
-
-
 def _print_report(report: Any) -> None:
     from rich.table import Table
+
+    from plait.llm.check import mcp_server_json
 
     out = console()
     out.print(f"config: {report.config.source or 'built-in defaults (no plait.toml): the embedded model'}")
@@ -99,7 +65,7 @@ def _print_report(report: Any) -> None:
         for column in ("id", "transport", "command / url", "capabilities", "secrets"):
             servers.add_column(column)
         for m in report.config.mcp_servers:
-            secrets = _mcp_json(m)["secrets"]
+            secrets = mcp_server_json(m)["secrets"]
             shown = ", ".join(s["name"] + ("" if s["set"] else " [red](not set)[/]") for s in secrets)
             where = " ".join([m.command or "", *m.args]) if m.transport == "stdio" else (m.url or "")
             servers.add_row(m.id, m.transport, where, ", ".join(m.capabilities), shown)

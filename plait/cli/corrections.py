@@ -134,7 +134,7 @@ def _correct(db: str | None, apply: Any, run_options: tuple[Any, ...]) -> None:
             refuse(exc)
         _report(result, quiet)
         if result.needs_run:
-            _execute(store, _provider(llm, config), result.run_id, json_output, quiet, cache=True)
+            _execute(store, _provider(llm, config), result.run_id, json_output, quiet, cache=True, config=config)
         if json_output:
             print_json({"run_id": result.run_id, "stale": result.stale, "queued": result.queued})
     finally:

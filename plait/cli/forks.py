@@ -84,29 +84,7 @@ def _run(db: str | None, action: Any) -> None:
 
 def _show_diff(diff: Any, json_output: bool) -> None:
     if json_output:
-        print_json(
-            {
-                "fork": diff.fork.slug,
-                "fork_version": diff.fork.version,
-                "parent_at_fork": diff.base_version,
-                "parent_now": diff.parent_version,
-                "parent_moved": diff.parent_moved,
-                "items": [
-                    {
-                        "key": i.key,
-                        "kind": i.kind,
-                        "id": i.id,
-                        "parent": i.parent,
-                        "fork": i.fork,
-                        "fields": [
-                            {"name": f.name, "base": f.base, "parent": f.parent, "fork": f.fork, "conflict": f.conflict}
-                            for f in i.fields
-                        ],
-                    }
-                    for i in diff.items
-                ],
-            }
-        )
+        print_json(diff.to_json())
         return
     out = console()
     moved = "[yellow]parent updated[/]" if diff.parent_moved else "parent unchanged"

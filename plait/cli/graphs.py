@@ -80,31 +80,30 @@ def list_graphs(
     json_output: JsonOption = False,
 ) -> None:
     """Stored graphs, latest version of each; forks whose parent has moved on are flagged."""
+    from plait.evolve.catalog import list_graphs
     from plait.store import StoreError
 
     store = open_store(db)
     try:
         try:
-            graphs = store.graphs.list(source_type=source_type)
+            summaries = list_graphs(store, source_type=source_type)
         except StoreError as exc:
             fail(str(exc))
-        everything = graphs if source_type is None else store.graphs.list()
-        latest = {g.def_id: g.version for g in everything}
     finally:
         store.close()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
-            "id": g.def_id,
-            "slug": g.slug,
-            "version": g.version,
-            "schema_version": g.schema_version,
-            "source_type": g.source_type,
-            "nodes": len(g.graph.nodes),
-            "updated_at": g.updated_at,
-            "parent_id": g.graph.parent_def_id,
-            "parent_updated": _parent_updated(g, latest),
+            "id": s.stored.def_id,
+            "slug": s.stored.slug,
+            "version": s.stored.version,
+            "schema_version": s.stored.schema_version,
+            "source_type": s.stored.source_type,
+            "nodes": len(s.stored.graph.nodes),
+            "updated_at": s.stored.updated_at,
+            "parent_id": s.stored.graph.parent_def_id,
+            "parent_updated": s.parent_updated,
         }
-        for g in graphs
+        for s in summaries
     ]
     if json_output:
         print_json(rows)
@@ -120,9 +119,3 @@ def list_graphs(
             r["slug"], r["id"], str(r["version"]), r["schema_version"], r["source_type"], str(r["nodes"]), note
         )
     console().print(table)
-
-
-def _parent_updated(graph: Any, latest: dict[str, int]) -> bool:
-    """A fork whose parent has a version newer than the one it was forked from."""
-    parent, at_fork = graph.graph.parent_def_id, graph.graph.parent_def_ver_at_fork
-    return parent is not None and at_fork is not None and latest.get(parent, at_fork) > at_fork

@@ -72,7 +72,7 @@ def run_command(
             run_id = start_run(store, graph, run_input)
         except StartError as exc:
             refuse(exc)
-        _execute(store, provider, run_id, json_output, quiet, cache=not no_cache)
+        _execute(store, provider, run_id, json_output, quiet, cache=not no_cache, config=config)
     finally:
         store.close()
 
@@ -95,7 +95,7 @@ def resume_command(
             store.runs.get(run_id)
         except StoreError as exc:
             fail(str(exc), "list runs with `plait runs list`")
-        _execute(store, _provider(llm, config), run_id, json_output, quiet, cache=not no_cache)
+        _execute(store, _provider(llm, config), run_id, json_output, quiet, cache=not no_cache, config=config)
     finally:
         store.close()
 
@@ -109,14 +109,26 @@ def _provider(spec: str | None, config: str | None) -> Any:
         fail(str(exc))
 
 
-def _execute(store: Any, provider: Any, run_id: str, json_output: bool, quiet: bool, *, cache: bool) -> None:
+def _mcp_servers(config: str | None) -> Any:
+    from plait.llm.config import ConfigError
+    from plait.tools.mcp_config import configured_servers
+
+    try:
+        return configured_servers(config)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def _execute(
+    store: Any, provider: Any, run_id: str, json_output: bool, quiet: bool, *, cache: bool, config: str | None
+) -> None:
     import asyncio
 
     from plait.cli.live import LiveView
     from plait.engine.runner import Engine, EngineError
     from plait.store import RunStatus
 
-    engine = Engine(store, provider, cache=cache)
+    engine = Engine(store, provider, cache=cache, mcp_servers=_mcp_servers(config))
     view = None if quiet else LiveView(store, run_id)
     if view is not None:
         engine.events.subscribe(view.on_event)

@@ -33,7 +33,7 @@ def list_runs(
     finally:
         store.close()
     if json_output:
-        print_json([_run_json(r) for r in runs])
+        print_json([r.summary() for r in runs])
         return
     from rich.table import Table
 
@@ -84,12 +84,20 @@ def show_run(
         store.close()
     if json_output:
         shown = {
-            **_run_json(run),
+            **run.summary(),
             "graph_latest_version": latest,
             "input": run.input,
             "output": run.output,
             "error": run.error,
-            "nodes": [{**_node_json(n), "effective_output": outputs[n.id], **migrated.get(n.id, {})} for n in nodes],
+            "nodes": [
+                {
+                    **n.summary(),
+                    "effective_output": outputs[n.id],
+                    "input_snapshot": n.input_snapshot,
+                    **migrated.get(n.id, {}),
+                }
+                for n in nodes
+            ],
         }
         if ledger:
             shown["ledger"] = [_version_json(v, nodes) for v in versions]
@@ -105,61 +113,14 @@ def show_run(
 
 def _outputs(store: Any, run: Any, nodes: list[Any], raw: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """Effective outputs by node run id, migrated to today's schemas unless `raw`; and what was migrated."""
-    if raw:
-        return {n.id: n.effective_output for n in nodes}, {}
     from plait.evolve.migrate import MigrationError
-    from plait.evolve.read import RunReader
+    from plait.evolve.read import read_outputs
 
-    reader = RunReader(store, run)
     try:
-        outputs = {n.id: reader.output(n) for n in nodes}
+        outputs = read_outputs(store, run, nodes, raw=raw)
     except MigrationError as exc:
         fail(exc.message, exc.hint or "`plait runs show RUN_ID --raw` shows the stored originals")
-    finally:
-        reader.close()
-    notes = {rid: {"migrated": ", ".join(str(s) for s in steps)} for rid, steps in reader.steps.items()}
-    return outputs, notes
-
-
-def _run_json(r: Any) -> dict[str, Any]:
-    return {
-        "id": r.id,
-        "graph_id": r.def_id,
-        "graph": r.graph_slug,
-        "graph_version": r.graph_def_ver,
-        "status": str(r.status),
-        "created_at": r.created_at,
-        "started_at": r.started_at,
-        "completed_at": r.completed_at,
-        "tokens_input": r.tokens_input,
-        "tokens_output": r.tokens_output,
-        "cost_usd": r.cost_usd,
-    }
-
-
-def _node_json(n: Any) -> dict[str, Any]:
-    took = (n.completed_at - n.started_at) if n.completed_at and n.started_at else None
-    return {
-        "id": n.id,
-        "node_id": n.node_id,
-        "activation": n.activation,
-        "status": str(n.status),
-        "attempts": n.attempts,
-        "tokens_input": n.tokens_input,
-        "tokens_output": n.tokens_output,
-        "cost_usd": n.cost_usd,
-        "started_at": n.started_at,
-        "completed_at": n.completed_at,
-        "duration_s": took,
-        "effective_output": n.effective_output,
-        "output": n.output,
-        "override": n.override,
-        "override_by": n.override_by,
-        "override_note": n.override_note,
-        "consumed": n.consumed,
-        "error": n.error,
-        "input_snapshot": n.input_snapshot,
-    }
+    return outputs.values, {rid: {"migrated": steps} for rid, steps in outputs.migrated.items()}
 
 
 def _served(attempts: list[dict[str, Any]]) -> str:

@@ -96,7 +96,7 @@ def _mark(state: RunState, newest: dict[str, NodeRunRecord], target: str, kind: 
         if rec.status != NodeStatus.COMPLETED:
             return  # overridden or stale already: a person's value, or marked by the correction
         if kind == STALE_AFTER:
-            done.stale.append(Stale(rec.run_id, rec.id))
+            done.stale.append(Stale(rec.run_id, rec.id, target))
         else:
             node_state.activation += 1
             state.set_phase(target, Phase.PENDING)

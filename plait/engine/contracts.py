@@ -63,7 +63,9 @@ class OutputContract:
             return text, []
         fenced = _FENCE.match(text)
         try:
-            value = json.loads(fenced.group(1) if fenced else text)
+            # strict=False: a raw newline or tab inside a string (llama.cpp's JSON grammar lets the
+            # model write one) is read as that character; the value is still schema-checked
+            value = json.loads(fenced.group(1) if fenced else text, strict=False)
         except json.JSONDecodeError as exc:
             return None, [f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
         return value, self.violations(value)

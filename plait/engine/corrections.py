@@ -23,7 +23,7 @@ from plait.engine.compiled import load_compiled
 from plait.engine.contracts import strip_meta
 from plait.engine.ledger import frozen_by_policy
 from plait.engine.state import CompiledRun
-from plait.errors import PlaitError
+from plait.errors import PlaitError, Refusal
 from plait.model.common import FreezePolicy
 from plait.model.nodes import NodeType
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoreError, current_activations
@@ -82,7 +82,9 @@ class _Run:
     def node(self, node_id: str) -> NodeRunRecord:
         if node_id not in self.compiled.nodes:
             known = ", ".join(sorted(self.compiled.nodes))
-            raise CorrectionError(f"run {self.record.id} has no node '{node_id}'", f"its nodes: {known}")
+            raise CorrectionError(
+                f"run {self.record.id} has no node '{node_id}'", f"its nodes: {known}", kind=Refusal.NOT_FOUND
+            )
         rec = self.newest.get(node_id)
         if rec is None:
             raise CorrectionError(
@@ -184,7 +186,8 @@ class Corrections:
             rec = run.node(node_id)
             if run.compiled.nodes[node_id].type != NodeType.HUMAN_REVIEW:
                 raise CorrectionError(
-                    f"node '{node_id}' is a {run.compiled.nodes[node_id].type} node, not a HUMAN_REVIEW"
+                    f"node '{node_id}' is a {run.compiled.nodes[node_id].type} node, not a HUMAN_REVIEW",
+                    kind=Refusal.INVALID,
                 )
             if rec.status != NodeStatus.PENDING or rec.input_snapshot is None:
                 raise CorrectionError(
@@ -230,14 +233,18 @@ class Corrections:
             if target is None:
                 have = ", ".join(str(v.version) for v in history) or "none"
                 raise CorrectionError(
-                    f"{owner_id} of run {run_id} has no version {to_version}", f"its versions: {have}"
+                    f"{owner_id} of run {run_id} has no version {to_version}",
+                    f"its versions: {have}",
+                    kind=Refusal.NOT_FOUND,
                 )
             current = history[-1]
             if field_name is None:
                 value, frozen = target.value, dict(target.frozen)
             else:
                 if not isinstance(current.value, dict) or not isinstance(target.value, dict):
-                    raise CorrectionError(f"{owner_id} holds no object with fields; roll back the whole value")
+                    raise CorrectionError(
+                        f"{owner_id} holds no object with fields; roll back the whole value", kind=Refusal.INVALID
+                    )
                 value = {**current.value, field_name: target.value.get(field_name)}
                 if field_name not in target.value:
                     value.pop(field_name)
@@ -274,6 +281,7 @@ class Corrections:
                 f"the value for node '{node_id}' does not match its out-edge schemas ({len(problems)} errors)",
                 "fix the listed fields; `plait graphs show` prints the schemas",
                 problems,
+                kind=Refusal.INVALID,
             )
         if current is not None:
             self._refuse_frozen(run, node_id, strip_meta(value), "override")
@@ -375,7 +383,7 @@ class _Held:
         try:
             record = runs.get(self.run_id)
         except StoreError as exc:
-            raise CorrectionError(str(exc), "`plait runs list` shows the run ids") from None
+            raise CorrectionError(str(exc), "`plait runs list` shows the run ids", kind=Refusal.NOT_FOUND) from None
         if self.live_ok and _engine_driving(record):
             self.owner = None
             return None, self.c._load(self.run_id)

@@ -106,9 +106,19 @@ async def _node(
 
 
 async def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: DryNode) -> None:
-    if node.user_prompt_tpl is None:
-        dry.problems.append("prompt_script and mcp_prompt nodes are not rendered by this release")
+    if node.mcp_prompt is not None:
+        ref = node.mcp_prompt
+        dry.problems.append(
+            f"the prompt comes from MCP server '{ref.server_id}' (prompts/get '{ref.prompt_name}') when the node "
+            "runs; dry runs do not connect to MCP servers"
+        )
         return
+    if node.user_prompt_tpl is None:
+        dry.problems.append("prompt_script nodes are not rendered by this release")
+        return
+    if node.mcp_resources:
+        uris = ", ".join(f"{r.server_id}:{r.uri}" for r in node.mcp_resources)
+        dry.problems.append(f"MCP resources ({uris}) are read when the node runs and are not shown here")
     counter = runtime.counter(node.model_role, node.model_id_override)
     request, _ = build_request(node, state, counter)
     dry.messages = request.messages

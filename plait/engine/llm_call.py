@@ -16,6 +16,8 @@ from typing import Any
 from plait.engine.contracts import ROUTED, OutputContract
 from plait.engine.fewshot import FewshotLookup, render_examples
 from plait.engine.llm_cache import CacheSlot
+from plait.engine.mcp_inputs import McpInputs, uses_mcp_inputs
+from plait.engine.mcp_inputs import gather as gather_mcp_inputs
 from plait.engine.render import build_view, prompt_budget, render
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
@@ -25,41 +27,67 @@ from plait.llm.tokens import ESTIMATE, TokenCounter
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
 from plait.tools.inline import ToolContext
-from plait.tools.loop import RoutedResultInvalid, offers_tools, tool_rounds, tool_specs
+from plait.tools.loop import RoutedResultInvalid, offers_tools, tool_rounds
+from plait.tools.mcp import McpFailure
+from plait.tools.toolbox import ToolSetError, toolbox
 
 
 async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
-    if node.user_prompt_tpl is None:
+    if node.prompt_script is not None:
         return NodeResult.failed(
             {},
             [],
             kind="unsupported",
-            message="prompt_script and mcp_prompt nodes need the "
-            "prompt-script / MCP support of a later release; use user_prompt_tpl",
+            message="prompt_script nodes need the prompt-script support of a later release; use user_prompt_tpl",
         )
+    mcp: McpInputs | None = None
+    if uses_mcp_inputs(node):
+        try:
+            mcp = await gather_mcp_inputs(node, build_view(state, node).names, rt.mcp(state.run_id))
+        except McpFailure as exc:
+            return NodeResult.failed({"node_type": "LLM_CALL"}, [], kind="mcp", message=str(exc))
     fewshot = rt.fewshot_lookup(state) if node.use_overrides_as_fewshot else None
-    request, snapshot = build_request(node, state, rt.counter(node.model_role, node.model_id_override), fewshot)
+    counter = rt.counter(node.model_role, node.model_id_override)
+    request, snapshot = build_request(node, state, counter, fewshot, mcp)
     if offers_tools(node) and rt.provider is not None:
         return await run_with_tools(node, request, snapshot, rt, state)
     return await _attempts(node, request, state.compiled.contracts[node.id], snapshot, rt, state)
 
 
 def build_request(
-    node: LlmCallNode, state: RunState, counter: TokenCounter = ESTIMATE, fewshot: FewshotLookup | None = None
+    node: LlmCallNode,
+    state: RunState,
+    counter: TokenCounter = ESTIMATE,
+    fewshot: FewshotLookup | None = None,
+    mcp: McpInputs | None = None,
 ) -> tuple[ChatRequest, dict[str, Any]]:
     """The chat request a node sends in this state, and its input snapshot (also `--dry-run`'s view).
     `counter`: the tokenizer of the model serving the node, for `token_budget_input`; `fewshot`:
-    where corrected examples come from (`use_overrides_as_fewshot`), appended to the system prompt."""
+    where corrected examples come from (`use_overrides_as_fewshot`), appended to the system prompt;
+    `mcp`: the resources and prompt the node's MCP servers gave."""
     view = build_view(state, node)
+    if mcp is not None and mcp.fields:
+        view.context_slice.update(mcp.fields)
+        view.names.update({k: v for k, v in mcp.fields.items() if k not in view.names})
     budget = prompt_budget(node, counter)
-    system = render(node.system_prompt, view.names, budget) if node.system_prompt else None
-    user = render(node.user_prompt_tpl or "", view.names, budget)
-    examples = fewshot(node, user) if fewshot is not None else []
-    if examples:
-        system = f"{system}\n\n{render_examples(examples)}" if system else render_examples(examples)
+    examples: list[Any] = []
+    if mcp is not None and mcp.messages is not None:  # mcp_prompt replaces the node's own prompts
+        messages = mcp.inject(mcp.messages)
+        system = next((m["content"] for m in messages if m["role"] == "system"), None)
+        user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+    else:
+        system = render(node.system_prompt, view.names, budget) if node.system_prompt else None
+        user = render(node.user_prompt_tpl or "", view.names, budget)
+        examples = fewshot(node, user) if fewshot is not None else []
+        if examples:
+            system = f"{system}\n\n{render_examples(examples)}" if system else render_examples(examples)
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": user})
+        if mcp is not None:
+            messages = mcp.inject(messages)
+            system = messages[0]["content"] if messages[0]["role"] == "system" else None
+            user = messages[-1]["content"]
     contract = state.compiled.contracts[node.id]
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    messages.append({"role": "user", "content": user})
     request = ChatRequest(
         node_id=node.id,
         messages=messages,
@@ -91,6 +119,10 @@ def build_request(
         },
         "truncated_chars": budget.truncated,
     }
+    if mcp is not None:
+        snapshot["mcp"] = mcp.record
+        if mcp.messages is not None:
+            snapshot["messages"] = messages
     if node.use_overrides_as_fewshot:
         snapshot["fewshot"] = [e.as_json() for e in examples]
     return request, snapshot
@@ -264,7 +296,14 @@ async def run_with_tools(
     contract = state.compiled.contracts[node.id]
     attempts: list[dict[str, Any]] = []
     usage = new_usage()
-    snapshot["tools"] = tool_specs(node)
+    context = ToolContext(state.input, state.outputs(), rt.sandbox().aevaluate, rt.sub_run)
+    try:
+        tools = await toolbox(node, context, rt.mcp(state.run_id) if node.mcp_servers else None)
+    except (McpFailure, ToolSetError) as exc:
+        return NodeResult.failed(
+            snapshot, attempts, kind="mcp" if isinstance(exc, McpFailure) else "tools", message=str(exc)
+        )
+    snapshot["tools"] = [t.spec for t in tools.values()]
 
     async def one_round(ask: ChatRequest) -> ChatResponse:
         estimate = rt.estimate_cost(ask)
@@ -276,13 +315,14 @@ async def run_with_tools(
         record["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls]
         return response
 
-    context = ToolContext(state.input, state.outputs(), rt.sandbox().aevaluate, rt.sub_run)
     try:
-        rounds = await tool_rounds(node, request, context, one_round, _routed_schemas(node, state))
+        rounds = await tool_rounds(node, request, tools, one_round, _routed_schemas(node, state))
     except RoutedResultInvalid as exc:
         return NodeResult.failed(snapshot, attempts, kind="schema", message=str(exc), details=exc.details, **usage)
     except _OverBudget as exc:
         return NodeResult.failed(snapshot, attempts, kind="budget", message=str(exc), **usage)
+    except McpFailure as exc:
+        return NodeResult.failed(snapshot, attempts, kind="mcp", message=str(exc), **usage)
     except (ProviderError, TimeoutError) as exc:
         kind = exc.kind if isinstance(exc, ProviderError) else "timeout"
         return NodeResult.failed(snapshot, attempts, kind=kind, message=str(exc) or kind, **usage)

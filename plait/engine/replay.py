@@ -45,6 +45,8 @@ def recorded_request(record: NodeRunRecord) -> ChatRequest:
     messages = [{"role": "user", "content": snapshot["rendered_user_prompt"]}]
     if snapshot.get("rendered_system_prompt"):
         messages.insert(0, {"role": "system", "content": snapshot["rendered_system_prompt"]})
+    if snapshot.get("messages"):  # a prompt got from an MCP server (`mcp_prompt`): every message as sent
+        messages = list(snapshot["messages"])
     return ChatRequest(
         node_id=record.node_id,
         messages=messages,

@@ -17,7 +17,7 @@ import gc
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from plait.engine.commits import GroupCommit
@@ -33,6 +33,7 @@ from plait.llm.provider import Provider
 from plait.model.nodes import NodeBase, NodeType, node_field
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoredGraph, current_activations
 from plait.store.records import TERMINAL_RUN_STATUSES
+from plait.tools.mcp_config import McpServerConfig
 
 __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
 
@@ -78,14 +79,20 @@ class Engine:
         events: EventBus | None = None,
         start_concurrency: int = 16,
         cache: bool = True,
+        mcp_servers: Sequence[McpServerConfig] = (),
+        local_files: bool = True,
     ):
+        """`local_files`: WORKFLOW_TASK tools may name graph files on this machine (the CLI); a
+        server passes False, so that a graph sent to it cannot make it read its own files."""
         _freeze_startup_objects()
+        self.local_files = local_files
         self.store = store
         self.runtime = Runtime(
             provider,
             llm_concurrency=llm_concurrency,
             cache=store.cache if cache else None,
             fewshot=FewshotSource(store),
+            mcp_servers=mcp_servers,
         )
         self.owner = new_owner()
         self.lease_ttl_s = lease_ttl_s
@@ -174,14 +181,15 @@ class Engine:
             return await scheduler.execute(on_started=set_up)
         finally:
             renew.cancel()
-            if scheduler is None or not scheduler.ended:
-                self.store.runs.release_lease(run_id, self.owner)
+            if scheduler is None or not scheduler.ended:  # stopped mid-way (cancelled, lease lost, error)
+                self.store.runs.give_up(run_id, self.owner)
+            await self.runtime.end_run(run_id)
 
     async def _sub_run(self, ref: str, run_input: dict[str, Any]) -> Any:
         """A WORKFLOW_TASK tool's sub-run: a new run of a stored graph, driven to its end here."""
         from plait.engine.start import check_input, resolve_graph
 
-        stored = resolve_graph(self.store, ref)
+        stored = resolve_graph(self.store, ref, files=self.local_files)
         check_input(stored, run_input)
         outcome = await self.start(stored, run_input)
         if outcome.status != RunStatus.COMPLETED:
@@ -208,6 +216,12 @@ class Engine:
     def _check_record(self, record: RunRecord) -> None:
         self._check_supported(self.compiled_for(record.def_id, record.graph_def_ver))
 
+    def check_executable(self, graph: StoredGraph) -> None:
+        """Raise EngineError when this engine could not execute a run of `graph` (a node type not
+        executed yet, no provider serving a role, a model lacking a capability, an MCP server not
+        configured): what `run` and `start` check, for callers that refuse before a run exists."""
+        self._check_supported(self.compiled_for(graph.def_id, graph.version))
+
     def _check_supported(self, compiled: CompiledRun) -> None:
         for node in compiled.nodes.values():
             if node.type not in SUPPORTED:
@@ -216,12 +230,24 @@ class Engine:
                     f"not execute yet (supported: {', '.join(sorted(SUPPORTED))})"
                 )
             if node.type == NodeType.LLM_CALL:
-                if node_field(node, "mcp_servers", ()) or node_field(node, "mcp_resources", ()):
-                    raise EngineError(
-                        f"node '{node.id}' uses MCP servers, which this release validates but does not "
-                        "connect to yet; use inline tools, or remove mcp_servers / mcp_resources"
-                    )
+                self._check_mcp_servers(node)
                 self._check_provider(node)
+
+    def _check_mcp_servers(self, node: NodeBase) -> None:
+        """Refuse a node that names an MCP server plait.toml does not register."""
+        refs = [
+            *node_field(node, "mcp_servers", ()),
+            *node_field(node, "mcp_resources", ()),
+            *([prompt] if (prompt := node_field(node, "mcp_prompt", None)) is not None else []),
+        ]
+        known = self.runtime.mcp_servers
+        for ref in refs:
+            if ref.server_id not in known:
+                raise EngineError(
+                    f"node '{node.id}' uses the MCP server '{ref.server_id}', which is not configured "
+                    f"(configured: {', '.join(sorted(known)) or 'none'}); register it under [[mcp_servers]] "
+                    "in plait.toml (see docs/tools.md)"
+                )
 
     def _check_provider(self, node: NodeBase) -> None:
         """Refuse up front what would fail at the node's first call (no provider, a role nobody

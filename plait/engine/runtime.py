@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from plait.sandbox import ProcessSandbox
     from plait.store.cache import CacheRepository
     from plait.tools.inline import SubRun
+    from plait.tools.mcp import McpSessions
+    from plait.tools.mcp_config import McpServerConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +80,12 @@ class Runtime:
         llm_concurrency: int | None = None,
         cache: CacheRepository | None = None,
         fewshot: FewshotSource | None = None,
+        mcp_servers: Sequence[McpServerConfig] = (),
     ):
         self.provider = provider
+        self.mcp_servers = {server.id: server for server in mcp_servers}
+        """The `[[mcp_servers]]` of plait.toml, by id."""
+        self._mcp: dict[str | None, McpSessions] = {}
         self.sub_run: SubRun | None = None
         """Starts a sub-run of a stored graph and returns its output (WORKFLOW_TASK tools); set by the engine."""
         self.fewshot = fewshot
@@ -122,6 +129,21 @@ class Runtime:
         estimate = getattr(self.provider, "estimate_cost", None)
         return float(estimate(request)) if estimate is not None else 0.0
 
+    def mcp(self, run_id: str | None) -> McpSessions:
+        """The MCP sessions of a run: opened as its nodes need them, closed by `end_run`."""
+        sessions = self._mcp.get(run_id)
+        if sessions is None:
+            from plait.tools.mcp import McpSessions
+
+            sessions = self._mcp[run_id] = McpSessions(self.mcp_servers)
+        return sessions
+
+    async def end_run(self, run_id: str | None) -> None:
+        """Close what the run held open (its MCP sessions) when it ends or pauses."""
+        sessions = self._mcp.pop(run_id, None)
+        if sessions is not None:
+            await sessions.aclose()
+
     def sandbox(self) -> ProcessSandbox:
         """User JavaScript runs in sandbox processes: an expression that aborts V8 cannot take
         the engine down (see `plait.sandbox.process`)."""
@@ -132,6 +154,8 @@ class Runtime:
         return self._sandbox
 
     async def aclose(self) -> None:
+        for run_id in list(self._mcp):
+            await self.end_run(run_id)
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None

@@ -20,7 +20,7 @@ from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.store import NodeRunRecord, NodeStatus, RunStatus
 from plait.store.ledger import INPUT
-from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Watch, Write
+from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Watch, Write
 
 if TYPE_CHECKING:
     from plait.engine.runner import Engine
@@ -131,6 +131,8 @@ class Scheduler:
         for write, result in zip(writes, results, strict=True):
             if isinstance(write, Skip):
                 self.engine.events.emit("node:skipped", self.run_id, write.node_id)
+            elif isinstance(write, Stale):  # a correction taken up while the run executes
+                self.engine.events.emit("node:stale", self.run_id, write.node_id)
             elif isinstance(write, Claim):
                 if result is None:
                     adopted.append(write.node_id)
@@ -207,6 +209,8 @@ class Scheduler:
                 "run's lease); this engine stops driving the run"
             )
         self._announce(node_id, result)
+        if status == NodeStatus.STALE:
+            self.engine.events.emit("node:stale", self.run_id, node_id)
         later = self._take_up(results[-1])
         kept = await self._started(follow, results[1 + len(versions) + len(remember) : -1], keep_one=True)
         await self._commit(later)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from plait.api_surface import GraphInvalid
 from plait.engine.compiled import save_graph_file
 from plait.engine.contracts import schema_violations
-from plait.errors import PlaitError
+from plait.errors import PlaitError, Refusal
 from plait.store import Store, StoredGraph, StoreError
 
 
@@ -21,8 +22,11 @@ def looks_like_file(ref: str) -> bool:
     return "/" in ref or Path(ref).suffix.lower() in (".yaml", ".yml", ".json")
 
 
-def resolve_graph(store: Store, ref: str) -> StoredGraph:
-    if Path(ref).is_file():
+def resolve_graph(store: Store, ref: str, *, files: bool = True) -> StoredGraph:
+    """The stored graph `ref` names; with `files`, a graph file path is validated and stored first.
+
+    The HTTP API passes `files=False`: a client must never make the server read its own files."""
+    if files and Path(ref).is_file():
         try:
             return save_graph_file(store, ref)
         except GraphInvalid as exc:
@@ -30,16 +34,27 @@ def resolve_graph(store: Store, ref: str) -> StoredGraph:
                 f"{ref} is not a valid graph ({len(exc.diagnostics)} errors)",
                 f"run `plait validate {ref}`",
                 [d.format() for d in exc.diagnostics],
+                kind=Refusal.INVALID,
             ) from None
-    if looks_like_file(ref):
-        raise StartError(f"no such graph file: {ref}", "check the path")
+    if files and looks_like_file(ref):
+        raise StartError(f"no such graph file: {ref}", "check the path", kind=Refusal.NOT_FOUND)
     try:
-        return store.graphs.get(ref)
+        stored = store.graphs.get(ref)
     except StoreError:
         raise StartError(
-            f"no graph file or stored graph named '{ref}'",
-            "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)",
+            f"no {'graph file or ' if files else ''}stored graph named '{ref}'",
+            "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)"
+            if files
+            else "give a stored graph id or slug (GET /api/graphs lists them)",
+            kind=Refusal.NOT_FOUND,
         ) from None
+    if stored.deleted_at is not None:
+        raise StartError(
+            f"graph '{ref}' was deleted; its runs stay readable, but no new run starts",
+            "store it again (`plait graphs import FILE`, or run the graph file) to run it",
+            kind=Refusal.NOT_FOUND,
+        )
+    return stored
 
 
 def input_violations(schema: dict[str, Any] | None, value: dict[str, Any]) -> list[str]:
@@ -54,13 +69,26 @@ def check_input(stored: StoredGraph, run_input: dict[str, Any]) -> None:
             "the run input does not match the graph's input_schema",
             "pass the missing or corrected fields with -i key=value or --input-file",
             [f"input {p}" for p in problems],
+            kind=Refusal.INVALID,
         )
 
 
-def start_run(store: Store, ref: str, run_input: dict[str, Any]) -> str:
-    """Create a `pending` run of a graph file or stored graph; `Engine.run` executes it."""
-    stored = resolve_graph(store, ref)
+def start_run(
+    store: Store,
+    ref: str,
+    run_input: dict[str, Any],
+    *,
+    files: bool = True,
+    check: Callable[[StoredGraph], None] | None = None,
+) -> str:
+    """Create a `pending` run of a graph file or stored graph; `Engine.run` executes it.
+
+    `check(stored)` runs after the input check and may refuse before the run row exists (the
+    HTTP API asks its engine whether it can execute the graph at all)."""
+    stored = resolve_graph(store, ref, files=files)
     check_input(stored, run_input)
+    if check is not None:
+        check(stored)
     return store.runs.add(
         def_id=stored.def_id, graph_def_ver=stored.version, schema_version=stored.schema_version, input=run_input
     )

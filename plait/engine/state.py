@@ -8,7 +8,7 @@ decided (run or skip) the moment its last in-edge resolves.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -90,9 +90,7 @@ class CompiledRun:
         to_end = {e.source_node_id for e in graph.edges if e.target_node_id == END}
         exits = set(topology.exits)
         compiled.output_nodes = [n for n in topology.order if n in exits or n in to_end]
-        compiled.routed_edges = frozenset(
-            t.output_edge_id for n in graph.nodes for t in node_field(n, "tools", ()) if t.output_edge_id is not None
-        )
+        compiled.routed_edges = frozenset(_routed_edges(graph.nodes))
         compiled.contracts = {
             n: contract_for(graph, [e for e in compiled.out_edges[n] if e.id not in compiled.routed_edges])
             for n in compiled.nodes
@@ -237,3 +235,11 @@ class RunState:
 
     def phases(self) -> dict[str, Phase]:
         return {n: s.phase for n, s in self.nodes.items()}
+
+
+def _routed_edges(nodes: Iterable[NodeBase]) -> Iterator[str]:
+    """Out-edges that carry a tool's result (`output_edge_id`, MCP `output_edge_map`), not the node's answer."""
+    for node in nodes:
+        yield from (t.output_edge_id for t in node_field(node, "tools", ()) if t.output_edge_id is not None)
+        for server in node_field(node, "mcp_servers", ()):
+            yield from server.output_edge_map.values()

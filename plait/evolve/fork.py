@@ -13,15 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from plait.compile import compile_data
 from plait.compile.dump import graph_to_data
-from plait.errors import PlaitError
+from plait.errors import PlaitError, Refusal
 from plait.evolve.save import save_graph
 from plait.model import GraphDef, SourceType
+from plait.model.graph import GraphSlug
 from plait.store import Store, StoredGraph, StoreError
 
 SECTIONS = {"node": "nodes", "edge": "edges", "schema": "schemas", "migration": "migrations"}
 PROMPT_FIELDS = ("system_prompt", "user_prompt_tpl", "review_prompt", "transform_expr", "condition_expr")
+
+_SLUG: TypeAdapter[str] = TypeAdapter(GraphSlug)
 
 
 class ForkError(PlaitError):
@@ -78,12 +83,46 @@ class ForkDiff:
     def parent_moved(self) -> bool:
         return self.parent_version > self.base_version
 
+    def to_json(self) -> dict[str, Any]:
+        """The `plait graphs diff --json` document (also `GET /api/graphs/{id}/diff`)."""
+        return {
+            "fork": self.fork.slug,
+            "fork_version": self.fork.version,
+            "parent_at_fork": self.base_version,
+            "parent_now": self.parent_version,
+            "parent_moved": self.parent_moved,
+            "items": [
+                {
+                    "key": i.key,
+                    "kind": i.kind,
+                    "id": i.id,
+                    "parent": i.parent,
+                    "fork": i.fork,
+                    "fields": [
+                        {"name": f.name, "base": f.base, "parent": f.parent, "fork": f.fork, "conflict": f.conflict}
+                        for f in i.fields
+                    ],
+                }
+                for i in self.items
+            ],
+        }
+
 
 def fork_graph(store: Store, ref: str, name: str | None = None) -> StoredGraph:
     """Deep-copy the latest version of `ref` into a new graph (version 1): `system_fork` for a
     system graph, `user` otherwise, remembering the parent and its versions at the fork."""
     parent = store.graphs.get(ref)
     slug = name or f"{parent.slug.removeprefix('plait.')}_fork"
+    try:
+        # model_copy below does not validate: an id the graph model refuses would be stored
+        # and then break every read of the graph list.
+        _SLUG.validate_python(slug)
+    except ValidationError:
+        raise ForkError(
+            f"'{slug}' cannot be a graph id",
+            "use letters, digits, '_', '.' and '-', starting with a letter or digit (at most 128)",
+            kind=Refusal.INVALID,
+        ) from None
     try:
         store.graphs.get(slug)
     except StoreError:
@@ -108,7 +147,7 @@ def parent_of(store: Store, fork: StoredGraph) -> tuple[StoredGraph, StoredGraph
     """(the parent as forked, the parent now)."""
     graph = fork.graph
     if graph.parent_def_id is None or graph.parent_def_ver_at_fork is None:
-        raise ForkError(f"graph '{fork.slug}' is not a fork", "`plait graphs fork ID` makes one")
+        raise ForkError(f"graph '{fork.slug}' is not a fork", "`plait graphs fork ID` makes one", kind=Refusal.INVALID)
     base = store.graphs.get(graph.parent_def_id, graph.parent_def_ver_at_fork)
     return base, store.graphs.get(graph.parent_def_id)
 
@@ -132,6 +171,7 @@ def merge_from_parent(store: Store, ref: str, keys: list[str]) -> StoredGraph:
         raise ForkError(
             f"nothing named {', '.join(unknown)} in the fork or its parent",
             "name nodes by id, others as schema:ID, edge:ID or migration:ID (`plait graphs diff` lists them)",
+            kind=Refusal.NOT_FOUND,
         )
     conflicts = [
         f"{key}.{f.name}: parent {f.parent!r}, fork {f.fork!r}"
@@ -170,6 +210,7 @@ def _save_fork(store: Store, fork: StoredGraph, data: dict[str, Any]) -> StoredG
             f"the merged graph '{fork.slug}' would not be valid; nothing saved",
             "merge the items it depends on too (e.g. a node with the schema its edges use)",
             [d.format() for d in result.errors],
+            kind=Refusal.INVALID,
         )
     graph = result.graph.model_copy(update={"parent_def_id": fork.graph.parent_def_id})
     if data.get("parent_def_ver_at_fork") is None:

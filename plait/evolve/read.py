@@ -55,3 +55,25 @@ class RunReader:
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outputs:
+    """Effective outputs of a run's node runs, by node run id, and what was migrated on the way."""
+
+    values: dict[str, Any]
+    migrated: dict[str, str]
+    """node run id -> the migration steps applied, as text (`runs show` notes them)."""
+
+
+def read_outputs(store: Store, run: RunRecord, nodes: list[NodeRunRecord], *, raw: bool = False) -> Outputs:
+    """What `plait runs show` and `GET /api/runs/{id}` present: each node run's effective output at
+    the graph's current schema versions (`raw`: as stored). Raises MigrationError."""
+    if raw:
+        return Outputs({n.id: n.effective_output for n in nodes}, {})
+    reader = RunReader(store, run)
+    try:
+        values = {n.id: reader.output(n) for n in nodes}
+    finally:
+        reader.close()
+    return Outputs(values, {rid: ", ".join(str(s) for s in steps) for rid, steps in reader.steps.items()})

@@ -43,3 +43,15 @@ def sync_system_graphs(store: Store, folder: Path = SYSTEM_DIR) -> list[StoredGr
         stored.append(save_graph(store, result.expanded, source_type="system").stored)
     store.settings.set(SYNCED, digest)
     return stored
+
+
+def open_store(url: str | None = None) -> Store:
+    """The store at `url` with this Plait's system graphs stored (what the CLI and `plait serve`
+    open); raises StoreError when it cannot be opened."""
+    store = Store(url)
+    try:
+        sync_system_graphs(store)
+    except Exception:
+        store.close()
+        raise
+    return store

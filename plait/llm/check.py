@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from plait.llm.config import PlaitConfig, ProviderConfig
+from plait.tools.mcp_config import McpServerConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,3 +91,38 @@ def _provider_status(provider: ProviderConfig, source: str | None) -> ProviderSt
         if not (base / provider.file).is_file():
             problems.append(f"no responses file {provider.file}")
     return ProviderStatus(provider, tuple(problems), key)
+
+
+def report_json(report: ConfigReport) -> dict[str, Any]:
+    """The report as `plait config check --json` prints it and `GET /api/providers` returns it (no secrets)."""
+    return {
+        "source": report.config.source,
+        "ok": report.ok,
+        "providers": [
+            {
+                **status.provider.model_dump(mode="json", exclude={"models"}),
+                "key": status.key,
+                "usable": status.usable,
+                "problems": list(status.problems),
+                "models": [m.model_dump(mode="json") for m in status.provider.models],
+            }
+            for status in report.providers
+        ],
+        "roles": {
+            role.role: {
+                "resolves_to": role.resolves_to,
+                "targets": [{"target": t, "problems": list(why)} for t, why in role.targets],
+            }
+            for role in report.roles
+        },
+        "mcp_servers": [mcp_server_json(m) for m in report.config.mcp_servers],
+        "problems": list(report.problems),
+    }
+
+
+def mcp_server_json(server: McpServerConfig) -> dict[str, Any]:
+    """An MCP server as configured: env values and url are shown unresolved (secrets stay names)."""
+    return {
+        **server.model_dump(mode="json"),
+        "secrets": [{"name": name, "set": name in os.environ} for name in server.secrets()],
+    }

@@ -66,6 +66,30 @@ class ProviderPool:
         self._sleep = sleep
         self._clock = clock
 
+    def load(self) -> list[dict[str, Any]]:
+        """Each configured provider's state in this process now: usable, calls in flight and
+        queued for a slot, requests and tokens in the current minute against its limits."""
+        now = self._clock()
+        rows: list[dict[str, Any]] = []
+        for config in self.config.providers:
+            lane = self._lanes.get(config.id)
+            recent = [t for t in lane.sent if t > now - WINDOW_S] if lane is not None else []
+            tokens = sum(n for t, n in lane.tokens if t > now - WINDOW_S) if lane is not None else 0
+            rows.append(
+                {
+                    "id": config.id,
+                    "usable": config.id in self._usable,
+                    "in_flight": lane.slots.in_use if lane is not None else 0,
+                    "queued": lane.slots.waiting if lane is not None else 0,
+                    "max_concurrency": config.max_concurrency,
+                    "requests_last_minute": len(recent),
+                    "rpm": config.rpm,
+                    "tokens_last_minute": tokens,
+                    "tpm": config.tpm,
+                }
+            )
+        return rows
+
     def refusal(self, role: str) -> str | None:
         """Why no request for `role` can be served here (checked before a run starts), or None."""
         where = self.config.source or "the built-in configuration"

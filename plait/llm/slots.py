@@ -25,6 +25,11 @@ class PrioritySlots:
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
+    @property
+    def waiting(self) -> int:
+        """Requests queued for a slot."""
+        return sum(1 for *_, future in self._waiting if not future.done())
+
     def _room_for(self, priority: int) -> bool:
         limit = self.capacity if priority >= CRITICAL else self.capacity - self.reserved
         return self.in_use < limit

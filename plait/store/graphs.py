@@ -52,6 +52,7 @@ _META_COLS = (
     GRAPH_DEF_VERSION.c.schema_version,
     GRAPH_DEF_VERSION.c.content_hash,
     GRAPH_DEF_VERSION.c.created_at.label("version_created_at"),
+    GRAPH_DEF.c.deleted_at,
 )
 _VERSION_COLS = (*_META_COLS, GRAPH_DEF_VERSION.c.content_json)
 
@@ -78,6 +79,10 @@ _VERSION = _lookup(bindparam("version"))
 _CONTENT = select(GRAPH_DEF_VERSION.c.content_json).where(
     GRAPH_DEF_VERSION.c.def_id == bindparam("def_id"), GRAPH_DEF_VERSION.c.version == bindparam("version")
 )
+
+
+MAX_VERSION = 2**31 - 1
+"""The largest version number a store can hold (PostgreSQL INTEGER)."""
 
 
 class _Conflict(Exception):
@@ -229,7 +234,14 @@ class GraphRepository:
         One query for the version's metadata; the content is read (and parsed) only for a
         version this process has not seen yet: versions are immutable.
         """
-        query, params = ("latest", {"ref": ref}) if version is None else ("version", {"ref": ref, "version": version})
+        # A version no column can hold (a 32-bit INTEGER on PostgreSQL; SQLite refuses Python
+        # ints over 64 bits) is not looked up: the database would fail on it, not answer "none".
+        possible = version is None or 0 < version <= MAX_VERSION
+        query, params = (
+            ("version", {"ref": ref, "version": version})
+            if version is not None and possible
+            else ("latest", {"ref": ref})
+        )
         with self._statements.reading() as session:
             rows = session.rows(query, params)
             if not rows:
@@ -238,7 +250,7 @@ class GraphRepository:
                     "`plait graphs list` shows, or import the graph file first"
                 )
             row = rows[0]
-            if row.version is None:
+            if row.version is None or not possible:
                 raise NotFoundError(
                     f"graph '{ref}' has no version {version}: its versions are 1 to {row.latest_version} "
                     "(`plait graphs versions` lists them)"
@@ -294,6 +306,7 @@ class GraphRepository:
             created=created,
             created_at=row.created_at,
             updated_at=row.version_created_at,
+            deleted_at=row.deleted_at,
         )
 
 

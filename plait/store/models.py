@@ -230,6 +230,22 @@ class SettingRow(Base):
     value: Mapped[str] = mapped_column(Text)
 
 
+class ApiTokenRow(Base):
+    """A bearer token of the HTTP API (`plait token create`): its SHA-256 digest, never the token."""
+
+    __tablename__ = "plait_api_token"
+    __table_args__ = (
+        UniqueConstraint("name", name="uq_plait_api_token_name"),
+        UniqueConstraint("token_hash", name="uq_plait_api_token_hash"),
+    )
+
+    id: Mapped[str] = mapped_column(Id, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[float] = mapped_column(Double)
+    last_used_at: Mapped[float | None] = mapped_column(Double)
+
+
 # Core handles on the ORM tables: the repositories write with `insert()/update()` on these
 # (one statement, no unit-of-work bookkeeping) because the engine calls them once per node.
 GRAPH_DEF = cast(Table, GraphDefRow.__table__)
@@ -239,3 +255,4 @@ NODE_RUN = cast(Table, NodeRunRow.__table__)
 LLM_CACHE = cast(Table, LlmCacheRow.__table__)
 FIELD_VERSION = cast(Table, FieldVersionRow.__table__)
 SETTING = cast(Table, SettingRow.__table__)
+API_TOKEN = cast(Table, ApiTokenRow.__table__)

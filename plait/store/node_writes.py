@@ -130,6 +130,8 @@ class Stale:
 
     run_id: str
     node_run_id: str
+    node_id: str | None = None
+    """For the `node:stale` event the writer announces (not written)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,8 @@ class StoredGraph:
     created: bool
     created_at: float
     updated_at: float
+    deleted_at: float | None = None
+    """Set when the graph was deleted: its runs stay readable, no new run starts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,22 @@ class RunRecord:
     cost_usd: float
     corrections: int = 0
     """How many corrections the run has had (see `plait.store.corrections`)."""
+
+    def summary(self) -> dict[str, Any]:
+        """The run as `plait runs list --json` and `GET /api/runs` present it."""
+        return {
+            "id": self.id,
+            "graph_id": self.def_id,
+            "graph": self.graph_slug,
+            "graph_version": self.graph_def_ver,
+            "status": str(self.status),
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "completed_at": self.completed_at,
+            "tokens_input": self.tokens_input,
+            "tokens_output": self.tokens_output,
+            "cost_usd": self.cost_usd,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +138,31 @@ class NodeRunRecord:
     def effective_output(self) -> Any:
         """`override ?? output`: the only read path for a node's value (SPEC §4)."""
         return self.override if self.override is not None else self.output
+
+    def summary(self) -> dict[str, Any]:
+        """The node run as `plait runs show --json` and `GET /api/runs/{id}` present it (the
+        effective output as stored; readers replace it with the migrated one)."""
+        took = (self.completed_at - self.started_at) if self.completed_at and self.started_at else None
+        return {
+            "id": self.id,
+            "node_id": self.node_id,
+            "activation": self.activation,
+            "status": str(self.status),
+            "attempts": self.attempts,
+            "tokens_input": self.tokens_input,
+            "tokens_output": self.tokens_output,
+            "cost_usd": self.cost_usd,
+            "started_at": self.started_at,
+            "completed_at": self.completed_at,
+            "duration_s": took,
+            "effective_output": self.effective_output,
+            "output": self.output,
+            "override": self.override,
+            "override_by": self.override_by,
+            "override_note": self.override_note,
+            "consumed": self.consumed,
+            "error": self.error,
+        }
 
 
 def current_activations(records: Iterable[NodeRunRecord]) -> dict[str, NodeRunRecord]:

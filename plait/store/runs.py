@@ -154,8 +154,11 @@ class RunRepository:
             raise self._no_run(run_id)
         return run_from_row(row)
 
-    def list(self, *, graph: str | None = None, status: str | None = None, limit: int = 100) -> list[RunRecord]:
-        """Newest first; `graph` is a graph id or slug, `status` a `RunStatus` value."""
+    def list(
+        self, *, graph: str | None = None, status: str | None = None, limit: int = 100, offset: int = 0
+    ) -> list[RunRecord]:
+        """Newest first; `graph` is a graph id or slug, `status` a `RunStatus` value; `offset`
+        skips that many (paging)."""
         query = select(*_RUN_COLS).select_from(_RUNS)
         if graph is not None:
             query = query.where((GRAPH_RUN.c.prompt_graph_def_id == graph) | (GRAPH_DEF.c.slug == graph))
@@ -164,7 +167,7 @@ class RunRepository:
                 choices = ", ".join(RunStatus)
                 raise StoreError(f"unknown run status '{status}': use one of {choices}")
             query = query.where(GRAPH_RUN.c.status == RunStatus(status).value)
-        query = query.order_by(GRAPH_RUN.c.created_at.desc(), GRAPH_RUN.c.id).limit(limit)
+        query = query.order_by(GRAPH_RUN.c.created_at.desc(), GRAPH_RUN.c.id).limit(limit).offset(offset)
         with self._engine.connect() as conn:
             return [run_from_row(row) for row in conn.execute(query)]
 
@@ -269,6 +272,26 @@ class RunRepository:
             .values(lease_owner=None, lease_expires_at=None)
         )
         self._update_run(run_id, stmt)
+
+    def give_up(self, run_id: str, owner: str) -> None:
+        """An engine stops driving a run mid-way (a pause, a cancel, a lost lease, a shutdown): the
+        nodes `owner` was executing go back to `pending` (whoever drives the run next, this engine
+        included, executes them again; their results were never committed) and the lease is given up."""
+        with self._writer.begin() as conn:
+            conn.execute(
+                update(NODE_RUN)
+                .where(
+                    NODE_RUN.c.prompt_graph_run_id == run_id,
+                    NODE_RUN.c.status == NodeStatus.RUNNING.value,
+                    NODE_RUN.c.owner == owner,
+                )
+                .values(status=NodeStatus.PENDING.value, owner=None)
+            )
+            conn.execute(
+                update(GRAPH_RUN)
+                .where(GRAPH_RUN.c.id == run_id, GRAPH_RUN.c.lease_owner == owner)
+                .values(lease_owner=None, lease_expires_at=None)
+            )
 
     def _update_run(self, run_id: str, stmt: Any) -> bool:
         with self._writer.begin() as conn:

@@ -17,6 +17,7 @@ from plait.store.graphs import GraphRepository
 from plait.store.ledger import LedgerRepository
 from plait.store.runs import RunRepository
 from plait.store.settings import SettingsRepository
+from plait.store.tokens import TokenRepository
 from plait.store.url import database_url, parse_url, redact
 
 SUPPORTED = ("sqlite", "postgresql")
@@ -42,6 +43,7 @@ class Store:
     cache: CacheRepository
     ledger: LedgerRepository
     settings: SettingsRepository
+    tokens: TokenRepository
 
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
         self.url = database_url(url)
@@ -70,6 +72,7 @@ class Store:
         self.cache = CacheRepository(self.engine)
         self.ledger = LedgerRepository(self.engine)
         self.settings = SettingsRepository(self.engine)
+        self.tokens = TokenRepository(self.engine)
         self._checkpointer = Checkpointer(self.engine) if _wal_file(self.engine) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

@@ -8,7 +8,8 @@ retried as any answer), unless the answer given during the rounds is already val
 
 `tool_choice` is sent in the first round (`required` or a named function forces a call);
 later rounds let the model decide, so that a forced choice cannot loop. A tool with an
-`output_edge_id` sends its result down that out-edge, checked against the edge's schema.
+`output_edge_id` (inline) or an `output_edge_map` entry (MCP) sends its result down that
+out-edge, checked against the edge's schema. The tools come from `plait.tools.toolbox`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 from plait.engine.contracts import schema_violations
 from plait.llm.types import ChatRequest, ChatResponse
 from plait.model.nodes import LlmCallNode
-from plait.tools.inline import ToolContext, ToolFailed, run_tool, tool_spec
+from plait.tools.inline import ToolFailed
+from plait.tools.toolbox import BoundTool
 
 Call = Callable[[ChatRequest], Awaitable[ChatResponse]]
 
@@ -47,22 +49,18 @@ class ToolRounds:
 
 
 def offers_tools(node: LlmCallNode) -> bool:
-    return bool(node.tools) and node.tool_choice != "none" and node.max_tool_rounds > 0
-
-
-def tool_specs(node: LlmCallNode) -> list[dict[str, Any]]:
-    return [tool_spec(t) for t in node.tools]
+    return bool(node.tools or node.mcp_servers) and node.tool_choice != "none" and node.max_tool_rounds > 0
 
 
 async def tool_rounds(
-    node: LlmCallNode, request: ChatRequest, context: ToolContext, call: Call, edge_schemas: dict[str, Any]
+    node: LlmCallNode, request: ChatRequest, tools: dict[str, BoundTool], call: Call, edge_schemas: dict[str, Any]
 ) -> ToolRounds:
     """Run the rounds; `edge_schemas`: out-edge id -> JSON Schema, for routed results."""
-    tools = {t.name: t for t in node.tools}
+    specs = [t.spec for t in tools.values()]
     done = ToolRounds(list(request.messages))
     for number in range(1, node.max_tool_rounds + 1):
         choice = _choice(node.tool_choice) if number == 1 else "auto"
-        ask = replace(request, messages=list(done.messages), tools=tool_specs(node), tool_choice=choice)
+        ask = replace(request, messages=list(done.messages), tools=specs, tool_choice=choice)
         ask = replace(ask, response_format=None)
         response = await call(ask)
         if not response.tool_calls:
@@ -71,7 +69,7 @@ async def tool_rounds(
         done.messages.append(
             {
                 "role": "assistant",
-                "content": response.content,
+                "content": response.content or "",  # llama.cpp's server refuses null here (HTTP 500)
                 "tool_calls": [
                     {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
                     for c in response.tool_calls
@@ -80,8 +78,11 @@ async def tool_rounds(
         )
         record: dict[str, Any] = {"round": number, "calls": []}
         for tool_call in response.tool_calls:
-            result = await _carry_out(tools, tool_call.name, tool_call.arguments, context, done, edge_schemas)
-            record["calls"].append({"tool": tool_call.name, "arguments": tool_call.arguments, "result": result})
+            result = await _carry_out(tools, tool_call.name, tool_call.arguments, done, edge_schemas)
+            source = tools[tool_call.name].source if tool_call.name in tools else None
+            record["calls"].append(
+                {"tool": tool_call.name, "source": source, "arguments": tool_call.arguments, "result": result}
+            )
             content = json.dumps(result, ensure_ascii=False)
             done.messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": content})
         done.rounds.append(record)
@@ -89,26 +90,21 @@ async def tool_rounds(
 
 
 async def _carry_out(
-    tools: dict[str, Any],
-    name: str,
-    arguments: dict[str, Any],
-    context: ToolContext,
-    done: ToolRounds,
-    edge_schemas: dict[str, Any],
+    tools: dict[str, BoundTool], name: str, arguments: dict[str, Any], done: ToolRounds, edge_schemas: dict[str, Any]
 ) -> Any:
     tool = tools.get(name)
     if tool is None:
         return {"error": f"there is no tool named '{name}'; the tools are: {', '.join(tools)}"}
     try:
-        result = await run_tool(tool, arguments, context)
+        result = await tool.call(arguments)
     except ToolFailed as exc:
         return {"error": str(exc)}
-    if tool.output_edge_id is not None:
-        schema = edge_schemas.get(tool.output_edge_id)
+    if tool.edge_id is not None:
+        schema = edge_schemas.get(tool.edge_id)
         problems = schema_violations(schema, result) if schema else []
         if problems:
-            raise RoutedResultInvalid(name, tool.output_edge_id, problems)
-        done.routed[tool.output_edge_id] = result
+            raise RoutedResultInvalid(name, tool.edge_id, problems)
+        done.routed[tool.edge_id] = result
     return result
 
 

@@ -42,7 +42,9 @@ class McpServerConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     capabilities: tuple[Literal["tools", "resources", "prompts"], ...] = ("tools",)
     timeout_s: Annotated[float, Field(gt=0)] = 30.0
-    """How long a call (or the start-up) may take before the node fails."""
+    """How long a call may take before the node fails."""
+    startup_timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    """How long starting and connecting may take (a stdio server may first install itself, e.g. `npx -y`)."""
 
     @model_validator(mode="after")
     def _transport_fields(self) -> McpServerConfig:
@@ -84,3 +86,11 @@ def resolve(text: str, environ: Mapping[str, str], server_id: str) -> str:
         return environ[name]
 
     return SECRET.sub(value, text)
+
+
+def configured_servers(config: str | None = None) -> tuple[McpServerConfig, ...]:
+    """The `[[mcp_servers]]` of plait.toml (`config`, else `$PLAIT_CONFIG`, else `./plait.toml`);
+    none without a file. They apply whichever provider serves the models (`--llm` included)."""
+    from plait.llm.config import config_path, load_config
+
+    return load_config(config).mcp_servers if config_path(config) is not None else ()

@@ -55,6 +55,10 @@ def test_delete_rules(tmp_path: Path) -> None:
     (run,) = as_json(plait("runs", "list", "--json", cwd=tmp_path))
     shown = as_json(plait("runs", "show", run["id"], "--json", cwd=tmp_path))
     assert shown["status"] == "completed"  # the run and its pinned version stay readable
+    again = plait("run", run["graph_id"], "-i", "feedback=x", cwd=tmp_path)
+    assert again.returncode == 2
+    assert "was deleted; its runs stay readable, but no new run starts" in again.stderr
+    assert plait("run", *example_args("feedback_triage"), cwd=tmp_path).returncode == 0  # the file stores it anew
 
 
 def test_fork_a_system_graph_diff_and_merge(tmp_path: Path) -> None:

@@ -141,3 +141,37 @@ def test_trip_planner_routes_a_tool_result_down_its_edge(store: Store) -> None:
     planner = {n.node_id: n for n in store.runs.node_runs(outcome.run_id)}["planner"]
     (round_one,) = planner.input_snapshot["tool_rounds"]
     assert [c["result"] for c in round_one["calls"]][1] == {"eur": 110.4}
+
+
+def test_meeting_times_sends_an_inline_and_an_mcp_tool_result_down_their_edges(db_url: str, tmp_path: Path) -> None:
+    """As a user runs it: the CLI, the MCP servers of examples/mcp.toml (the reference time server
+    from PyPI over stdio), the scripted model."""
+    import json
+    import subprocess
+    import sys
+
+    root = EXAMPLES.parent
+    command = [
+        *(sys.executable, "-m", "plait", "run", "examples/meeting_times.yaml"),
+        *("--input-file", "examples/inputs/meeting_times.yaml", "--config", "examples/mcp.toml"),
+        *("--llm", "scripted:examples/scripted/meeting_times.yaml", "--db", db_url, "--json", "--quiet"),
+    ]
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["output"] == {
+        "scheduler": {"text": "Call at 09:00 in Tokyo, 05:30 in Kolkata."},
+        "time_line": {"lines": ["09:00 Asia/Tokyo", "05:30 Asia/Kolkata"]},  # converted by the MCP server
+        "invitation": {"text": "Invited: Aiko, Ravi, Mei"},  # written by the inline tool
+    }
+    store = Store(db_url)
+    try:
+        scheduler = {n.node_id: n for n in store.runs.node_runs(outcome["run_id"])}["scheduler"]
+    finally:
+        store.close()
+    (round_one,) = scheduler.input_snapshot["tool_rounds"]
+    assert [(c["tool"], c["source"]) for c in round_one["calls"]] == [
+        ("convert_time", "mcp:time"),
+        ("note_attendees", "inline"),
+    ]
+    assert scheduler.output["_routed"]["e_times"]["target"]["timezone"] == "Asia/Kolkata"

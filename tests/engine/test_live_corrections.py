@@ -40,9 +40,10 @@ def run_with_override_during(
     value: Any,
     policy: DownstreamPolicy,
     trigger: tuple[str, str] = ("node:start", "slow"),
+    seen: list[tuple[str, str | None]] | None = None,
 ) -> tuple[str, RunOutcome, list[Any]]:
     """Start a run; at the `trigger` event (while `slow` runs), override `node` from another
-    thread; run to the end."""
+    thread; run to the end. `seen` collects the engine's events (kind, node)."""
     run_id = start_run(store, graph, {"t": "old"})
     provider = script(tmp_path, [{"node": "slow", "output": {"text": "slow-answer"}, "delay_ms": SLOW_MS}])
     engine = Engine(store, provider)
@@ -56,6 +57,8 @@ def run_with_override_during(
             results.append(exc)
 
     def on_event(event: Any) -> None:
+        if seen is not None:
+            seen.append((event.kind, event.node_id))
         if (event.kind, event.node_id) == trigger and not threads:
             threads.append(threading.Thread(target=correct))
             threads[0].start()
@@ -75,9 +78,12 @@ def run_with_override_during(
 
 
 def test_invalidate_marks_the_running_reader_stale_when_it_finishes(store: Store, tmp_path: Path) -> None:
+    seen: list[tuple[str, str | None]] = []
     run_id, outcome, results = run_with_override_during(
-        store, tmp_path, chain(tmp_path), "a", {"text": "new"}, DownstreamPolicy.INVALIDATE
+        store, tmp_path, chain(tmp_path), "a", {"text": "new"}, DownstreamPolicy.INVALIDATE, seen=seen
     )
+    assert ("node:stale", "slow") in seen  # announced to live listeners (SSE) when it ends stale
+    assert seen.index(("node:stale", "slow")) > seen.index(("node:complete", "slow"))
     assert len(results) == 1
     assert not isinstance(results[0], Exception), results[0]
     assert outcome.status == RunStatus.COMPLETED
@@ -91,8 +97,9 @@ def test_invalidate_marks_the_running_reader_stale_when_it_finishes(store: Store
 
 
 def test_rerun_runs_the_reader_again_with_the_correction(store: Store, tmp_path: Path) -> None:
+    seen: list[tuple[str, str | None]] = []
     run_id, outcome, _ = run_with_override_during(
-        store, tmp_path, chain(tmp_path), "a", {"text": "new"}, DownstreamPolicy.RERUN
+        store, tmp_path, chain(tmp_path), "a", {"text": "new"}, DownstreamPolicy.RERUN, seen=seen
     )
     assert outcome.status == RunStatus.COMPLETED
     slow = [r for r in store.runs.node_runs(run_id) if r.node_id == "slow"]
@@ -105,6 +112,7 @@ def test_rerun_runs_the_reader_again_with_the_correction(store: Store, tmp_path:
     assert nodes["slow"].consumed["a"] == 2
     # c ran from slow's first answer, then the rerun made that stale (RERUN: only the direct downstream reruns)
     assert nodes["c"].status == NodeStatus.STALE
+    assert ("node:stale", "c") in seen
 
 
 def test_rerun_all_reruns_everything_after_and_the_run_ends_consistent(store: Store, tmp_path: Path) -> None:

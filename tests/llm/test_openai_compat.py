@@ -5,20 +5,16 @@ reason, only where the `local` extra (which brings the server) is not installed.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import jsonschema
 import pytest
-from llm_helpers import LABEL, complete_once, needs_local
+from llm_helpers import LABEL, complete_once, free_port, needs_local, serve_llama
 
-from plait.llm import local
 from plait.llm.config import JsonMode, ProviderConfig
 from plait.llm.openai_compat import OpenAIProvider
 from plait.llm.types import ChatRequest, ProviderError
@@ -29,34 +25,10 @@ pytestmark = needs_local
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def llama_server() -> Iterator[str]:
-    port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", local.model_path(), "--host", "127.0.0.1",
-               "--port", str(port), "--n_ctx", "2048"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"llama_cpp.server did not start: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-            time.sleep(0.2)
+    with serve_llama() as base_url:
         yield base_url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def provider(base_url: str, mode: JsonMode, **extra: Any) -> OpenAIProvider:

@@ -171,6 +171,31 @@ def test_max_concurrency_queues_the_second_request_for_a_slot(tmp_path: Path) ->
     assert second.decisions[0]["wait_s"] >= 0.1
 
 
+def test_load_shows_calls_in_flight_and_queued_then_the_minute_s_requests(tmp_path: Path) -> None:
+    p = pool(tmp_path, '{output: {text: "first"}, delay_ms: 300}', one_extra="max_concurrency = 1", roles='["one/m1"]')
+
+    async def watch() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        try:
+            before = p.load()
+            calls = asyncio.gather(p.complete(request()), p.complete(request()))
+            while not p.load()[0]["queued"]:
+                await asyncio.sleep(0.01)
+            during = p.load()
+            await calls
+            return before, during, p.load()
+        finally:
+            await p.aclose()
+
+    before, during, after = asyncio.run(watch())
+    assert [(r["id"], r["in_flight"], r["queued"], r["requests_last_minute"]) for r in before] == [
+        ("one", 0, 0, 0),
+        ("two", 0, 0, 0),
+    ]
+    assert (during[0]["in_flight"], during[0]["queued"], during[0]["max_concurrency"]) == (1, 1, 1)
+    assert (after[0]["in_flight"], after[0]["queued"], after[0]["requests_last_minute"]) == (0, 0, 2)
+    assert after[0]["usable"]
+
+
 def test_a_request_goes_to_the_first_target_with_capacity(tmp_path: Path) -> None:
     p = pool(tmp_path, '{output: {text: "first"}, delay_ms: 150}', one_extra="max_concurrency = 1")
 

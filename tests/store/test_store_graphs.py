@@ -83,6 +83,9 @@ def test_missing_graph_and_version_are_clear_not_found_errors(store: Store) -> N
     store.graphs.save(graph(description="v2"))
     with pytest.raises(NotFoundError, match="graph 'demo' has no version 9: its versions are 1 to 2"):
         store.graphs.get("demo", 9)
+    for impossible in (0, 2**31, 2**64):  # past any column: was OverflowError (SQLite) / DataError (PostgreSQL)
+        with pytest.raises(NotFoundError, match=f"has no version {impossible}"):
+            store.graphs.get("demo", impossible)
 
 
 def test_list_returns_the_latest_version_of_each_graph(store: Store) -> None:

@@ -90,7 +90,14 @@ def test_a_tool_result_goes_down_its_edge_and_the_final_answer_down_the_others(s
     assert rounds == [
         {
             "round": 1,
-            "calls": [{"tool": "save_note", "arguments": {"note": "steep 3 min"}, "result": {"note": "steep 3 min"}}],
+            "calls": [
+                {
+                    "tool": "save_note",
+                    "source": "inline",
+                    "arguments": {"note": "steep 3 min"},
+                    "result": {"note": "steep 3 min"},
+                }
+            ],
         }
     ]
     assert [a.get("tool_round", False) for a in plan.attempts] == [True, True]
@@ -198,6 +205,39 @@ def test_a_workflow_task_tool_runs_a_sub_graph(store: Store, tmp_path: Path) -> 
     assert {"note": "QUIET"} in [r.output for r in sub_runs]
 
 
+def test_a_server_engine_never_starts_a_sub_run_from_a_file_on_its_own_disk(store: Store, tmp_path: Path) -> None:
+    """A graph sent to `plait serve` could name a file of the server's: with `local_files=False`
+    (what the server passes) a WORKFLOW_TASK resolves stored graphs only."""
+    sub = graph_file(
+        tmp_path,
+        [{"id": "shout", "type": "TRANSFORM", "transform_expr": "({note: current.note.toUpperCase()})"}],
+        [{"source": "shout", "target": "END", "schema_id": "note"}],
+        schemas=[{"id": "note", "schema": NOTE}],
+        input_schema=NOTE,
+        id="shouter",
+    )
+    tool = save_note(handler="WORKFLOW_TASK", graph=sub)
+    provider = answers(
+        tmp_path,
+        {"node": "plan", "tool_calls": [{"name": "save_note", "arguments": {"note": "quiet"}}], "times": 1},
+        {"node": "plan", "output": {"text": "done"}},
+    )
+    run_id = start_run(store, tooled_graph(tmp_path, tool), {"topic": "tea"})
+
+    async def go() -> RunOutcome:
+        engine = Engine(store, provider, local_files=False)
+        try:
+            return await engine.run(run_id)
+        finally:
+            await engine.aclose()
+
+    outcome = asyncio.run(go())
+    plan = current_activations(store.runs.node_runs(outcome.run_id))["plan"]
+    (result,) = [c["result"] for c in plan.input_snapshot["tool_rounds"][0]["calls"]]
+    assert f"no stored graph named '{sub}'" in result["error"]
+    assert [r.id for r in store.runs.list()] == [run_id]  # no sub-run was started
+
+
 def test_a_model_without_the_tools_capability_is_refused_before_the_run(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -226,12 +266,12 @@ def test_a_model_without_the_tools_capability_is_refused_before_the_run(
     assert store.runs.get(run_id).status == RunStatus.PENDING  # refused before it started
 
 
-def test_a_node_with_mcp_servers_is_refused_rather_than_run_without_them(store: Store, tmp_path: Path) -> None:
+def test_a_node_naming_an_unconfigured_mcp_server_is_refused_up_front(store: Store, tmp_path: Path) -> None:
     graph = graph_file(
         tmp_path,
         [{"id": "ask", "type": "LLM_CALL", "user_prompt_tpl": "time?", "mcp_servers": [{"server_id": "time"}]}],
         [{"source": "ask", "target": "END", "schema_id": "text"}],
         schemas=[{"id": "text", "schema": TEXT}],
     )
-    with pytest.raises(EngineError, match="node 'ask' uses MCP servers"):
+    with pytest.raises(EngineError, match=r"node 'ask' uses the MCP server 'time', which is not configured"):
         run(store, graph, answers(tmp_path, {"output": {"text": "noon"}}))

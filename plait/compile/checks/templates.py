@@ -114,6 +114,15 @@ def check_templates(ctx: CheckContext) -> None:
             _check_ref(ctx, node, split_path(node.items), ("items",), params)
 
 
+def _mcp_context_field(node: NodeBase, path: tuple[Segment, ...]) -> bool:
+    """`style` or `context.style`, where an MCP resource of the node is read into the field `style`."""
+    fields = {r.field_name for r in node_field(node, "mcp_resources", ()) if r.field_name}
+    if not fields:
+        return False
+    name = path[1] if path[0] == "context" and len(path) > 1 else path[0]
+    return name in fields
+
+
 def _param_path(reference: str) -> tuple[Segment, ...]:
     """`node.field.sub` (seed 004) names a node output; a leading `nodes.`/`input.` is accepted too."""
     return split_path(reference)
@@ -134,6 +143,8 @@ def _check_ref(
 ) -> ResolvedRef | None:
     where = ctx.node_path(node.id, *field)
     dotted = ".".join(str(p) for p in path)
+    if _mcp_context_field(node, path):
+        return None
     try:
         ref = resolve_ref(path, ctx.topo.order, params.keys())
     except RefError as exc:

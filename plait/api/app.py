@@ -1,0 +1,150 @@
+"""`create_app(settings)`: the FastAPI application `plait serve` runs (SPEC §10).
+
+The app owns one store and one `RunExecutor` (one engine) for its lifetime: runs started over
+HTTP execute as background tasks in this process. At start-up it continues the runs a
+stopped or crashed server left unfinished; at shutdown it stops the runs it is executing,
+which leaves them resumable (the next start, or `plait resume`, continues them).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+from plait import __version__
+from plait.api import errors
+from plait.api.auth import caller
+from plait.api.events import EventLog
+from plait.api.executor import RunExecutor
+from plait.api.limits import BodyLimit
+from plait.api.routes import corrections, events, graphs, runs, seed, system
+from plait.api.schemas import ErrorResponse
+from plait.api.settings import ServerSettings
+from plait.api.state import ServerState
+from plait.engine.events import EventBus
+from plait.llm.config import PlaitConfig, config_path, load_config
+from plait.llm.provider import Provider
+from plait.llm.select import provider_from_spec
+from plait.store import Store
+
+log = logging.getLogger("plait.api")
+
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    status: {"model": ErrorResponse, "description": text}
+    for status, text in (
+        (401, "A bearer token is needed, or the one sent is not valid."),
+        (403, "Refused: e.g. changing a system graph."),
+        (404, "Something the request names does not exist."),
+        (409, "The current state forbids it (busy, ended, exists, conflicts)."),
+        (413, "The request body is over the limit."),
+        (422, "The request is not valid (fields, graph, value vs schema)."),
+        (503, "The database is not answering."),
+    )
+}
+
+
+class ServerConfigError(Exception):
+    """The server cannot start as configured; the message says how to fix it."""
+
+
+def create_app(settings: ServerSettings | None = None, *, store: Store | None = None) -> FastAPI:
+    """The application. Opens the store (unless given one: then the caller closes it) and the
+    provider now, so that a bad database, config or auth set-up fails before serving."""
+    settings = settings or ServerSettings()
+    from plait.evolve.system import open_store, sync_system_graphs
+
+    own_store = store is None
+    if store is None:
+        store = open_store(settings.db)
+    else:
+        sync_system_graphs(store)
+    try:
+        if settings.auth_required and store.tokens.count() == 0:
+            why = "it listens beyond loopback" if not settings.require_auth else "--require-auth is set"
+            raise ServerConfigError(
+                f"this server asks every client for a token ({why}), but {store.display_url} has none: "
+                "create one with `plait token create --name NAME`"
+            )
+        provider = provider_from_spec(settings.llm, settings.config)
+        config = load_config(settings.config) if config_path(settings.config) is not None else None
+    except BaseException:
+        if own_store:
+            store.close()
+        raise
+    app = FastAPI(
+        title="Plait",
+        version=__version__,
+        description="Prompt graphs with typed edge contracts, recorded runs and human corrections.",
+        lifespan=_lifespan(settings, store, provider, config, own_store),
+        responses=ERROR_RESPONSES,
+    )
+    errors.install(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["*"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+        )
+    protected = [Depends(caller)]
+    app.include_router(system.router, prefix="/api")
+    for module in (graphs, runs, corrections, events):
+        app.include_router(module.router, prefix="/api", dependencies=protected)
+    app.include_router(seed.router, dependencies=protected)  # seed 000 §9 routes, at their exact paths
+    _describe_this_server(app, settings)
+    return app
+
+
+def _describe_this_server(app: FastAPI, settings: ServerSettings) -> None:
+    """Make /openapi.json say what this server does: without `auth_required` it asks for no
+    token, so its operations declare no security and no 401 (a client generated from the
+    document, or a fuzzer, would otherwise expect 401s that never come)."""
+    if settings.auth_required:
+        return
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            for operations in document.get("paths", {}).values():
+                for operation in operations.values():
+                    operation.pop("security", None)
+                    operation.get("responses", {}).pop("401", None)
+            document.get("components", {}).pop("securitySchemes", None)
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _lifespan(
+    settings: ServerSettings, store: Store, provider: Provider | None, config: PlaitConfig | None, own_store: bool
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        bus = EventBus()
+        events = EventLog(bus)
+        executor = RunExecutor(
+            store,
+            provider,
+            bus=bus,
+            events=events,
+            mcp_servers=config.mcp_servers if config is not None else (),
+            cache=settings.cache,
+        )
+        app.state.plait = ServerState(settings, store, provider, config, executor, events)
+        try:
+            if settings.resume_on_start:
+                await executor.recover()
+            yield
+        finally:
+            await executor.aclose()
+            if own_store:
+                store.close()
+
+    return lifespan

@@ -1,0 +1,143 @@
+"""Run events for SSE clients: the engine's `EventBus`, numbered per run and kept in a bounded
+replay buffer, so that a client reconnecting with `Last-Event-ID` gets exactly what it missed.
+
+Ids are per run, 1, 2, 3, ... in the order the engine emitted them. Everything here runs on
+the server's event loop (the engine emits there, the SSE generators read there): no locks.
+A run this server has not watched yet is seeded from the store first (`history.py`), so its
+ids continue after the rebuilt history instead of starting again at 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from plait.api.history import Past
+from plait.engine.events import Event, EventBus
+
+ENDING_KINDS = frozenset({"workflow:complete", "workflow:error", "run:cancelled"})
+"""After one of these the run has ended: an SSE stream closes (a correction may reopen the run;
+the client then reconnects with its Last-Event-ID)."""
+GAP = "stream:gap"
+"""Sent instead of events that fell out of the buffer: data {"from", "to"} (the lost ids)."""
+RESET = "stream:reset"
+"""Sent when Last-Event-ID is unknown here (an earlier server numbered differently): the run's
+whole buffer follows; data {"last_event_id", "last_id"}."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    id: int
+    kind: str
+    run_id: str
+    node_id: str | None
+    at: float
+    data: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "event": self.kind,
+            "run_id": self.run_id,
+            "node_id": self.node_id,
+            "at": self.at,
+            "data": self.data,
+        }
+
+    def sse(self) -> dict[str, str]:
+        """The message sse-starlette sends: `id`, `event` and the JSON `data`."""
+        return {"id": str(self.id), "event": self.kind, "data": json.dumps(self.to_json(), default=str)}
+
+
+@dataclass
+class _RunLog:
+    events: deque[RunEvent]
+    next_id: int = 1
+    listeners: set[asyncio.Queue[RunEvent]] = field(default_factory=set)
+    touched: float = field(default_factory=time.monotonic)
+
+
+class EventLog:
+    """Numbered events of the runs this server watches; at most `per_run` kept per run and
+    `runs` runs (the least recently active without listeners are dropped first)."""
+
+    def __init__(self, bus: EventBus, *, per_run: int = 5_000, runs: int = 1_000) -> None:
+        self.per_run = per_run
+        self.max_runs = runs
+        self._runs: OrderedDict[str, _RunLog] = OrderedDict()
+        self.unsubscribe_bus = bus.subscribe(self._on_event)
+
+    def has(self, run_id: str) -> bool:
+        return run_id in self._runs
+
+    def open(self, run_id: str, past: Iterable[Past] = ()) -> None:
+        """Start the log of a run (fresh: no `past`), unless there is one already."""
+        if run_id in self._runs:
+            return
+        self._evict()
+        log = _RunLog(deque(maxlen=self.per_run))
+        self._runs[run_id] = log
+        for event in past:
+            self._append(run_id, log, event.kind, event.node_id, event.at, event.data)
+
+    def listen(self, run_id: str, after: int) -> tuple[list[RunEvent], asyncio.Queue[RunEvent]]:
+        """The buffered events after id `after`, and a queue that receives every later one
+        (`forget` it when done). The run must be open.
+
+        A `stream:gap` comes first when events after `after` were dropped from the buffer; a
+        `stream:reset` when `after` is beyond the last id (ids of an earlier server's life):
+        then the whole buffer follows."""
+        log = self._runs[run_id]
+        queue: asyncio.Queue[RunEvent] = asyncio.Queue()
+        log.listeners.add(queue)
+        last = log.next_id - 1
+        notice: RunEvent | None = None
+        if after > last:
+            notice = RunEvent(0, RESET, run_id, None, time.time(), {"last_event_id": after, "last_id": last})
+            after = 0
+        first = log.events[0].id if log.events else log.next_id
+        if first > after + 1:
+            notice = RunEvent(first - 1, GAP, run_id, None, time.time(), {"from": after + 1, "to": first - 1})
+        backlog = [e for e in log.events if e.id > after]
+        return ([notice] if notice else []) + backlog, queue
+
+    def forget(self, run_id: str, queue: asyncio.Queue[RunEvent]) -> None:
+        log = self._runs.get(run_id)
+        if log is not None:
+            log.listeners.discard(queue)
+
+    def last_id(self, run_id: str) -> int:
+        return self._runs[run_id].next_id - 1
+
+    def emit(self, kind: str, run_id: str, node_id: str | None = None, **data: Any) -> None:
+        """An event the service itself reports (a node marked stale by a correction, a pause)."""
+        self._on_event(Event(kind, run_id, node_id, data))
+
+    def _on_event(self, event: Event) -> None:
+        if event.run_id not in self._runs:
+            self.open(event.run_id)
+        log = self._runs[event.run_id]
+        self._runs.move_to_end(event.run_id)
+        self._append(event.run_id, log, event.kind, event.node_id, event.at, dict(event.data))
+
+    def _append(
+        self, run_id: str, log: _RunLog, kind: str, node_id: str | None, at: float, data: dict[str, Any]
+    ) -> None:
+        numbered = RunEvent(log.next_id, kind, run_id, node_id, at, data)
+        log.next_id += 1
+        log.touched = time.monotonic()
+        log.events.append(numbered)
+        for queue in log.listeners:
+            queue.put_nowait(numbered)
+
+    def _evict(self) -> None:
+        while len(self._runs) >= self.max_runs:
+            idle = next((run_id for run_id, log in self._runs.items() if not log.listeners), None)
+            if idle is None:
+                return  # every run has a listener: keep them all rather than cut a stream
+            del self._runs[idle]

@@ -1,0 +1,183 @@
+"""Executing runs inside the server process: one background task per run being driven.
+
+The engine does the work (`Engine.run`, the same call `plait run` and `plait resume` make);
+this module decides *when*: a started run at once, a corrected run when the correction left
+work, a paused run on resume, and at start-up every run a stopped or crashed process left
+`running` or `pending` without a live lease (the engine's lease/claim design makes taking
+those over safe: completed nodes are never executed again).
+
+Pause and cancel stop the run's task: the engine gives the run up (`RunRepository.give_up`),
+so a node that was executing goes back to `pending` and runs again when the run is resumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Sequence
+
+from plait.api.events import EventLog
+from plait.api.history import history
+from plait.engine.events import EventBus
+from plait.engine.outcome import EngineError
+from plait.engine.runner import Engine
+from plait.engine.start import StartError
+from plait.errors import Refusal
+from plait.llm.provider import Provider
+from plait.store import RunRecord, RunStatus, Store, StoredGraph
+from plait.store.records import TERMINAL_RUN_STATUSES
+from plait.tools.mcp_config import McpServerConfig
+
+log = logging.getLogger("plait.api")
+
+RECOVER_PAGE = 500
+
+
+class ServiceStopping(Exception):
+    """The server is shutting down and takes no new work."""
+
+
+class RunExecutor:
+    def __init__(
+        self,
+        store: Store,
+        provider: Provider | None,
+        *,
+        bus: EventBus,
+        events: EventLog,
+        mcp_servers: Sequence[McpServerConfig] = (),
+        cache: bool = True,
+        lease_ttl_s: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.events = events
+        self.engine = Engine(
+            store,
+            provider,
+            events=bus,
+            cache=cache,
+            mcp_servers=mcp_servers,
+            lease_ttl_s=lease_ttl_s,
+            local_files=False,  # a graph sent to the server must not make it read its own files
+        )
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._stopping = False
+
+    # -- what routes ask -------------------------------------------------------------------------
+
+    def preflight(self, stored: StoredGraph) -> None:
+        """Refuse, before a run row exists, a graph this server cannot execute (a node type not
+        executable yet, no provider for its model calls, an MCP server not configured)."""
+        try:
+            self.engine.check_executable(stored)
+        except EngineError as exc:
+            raise StartError(
+                f"this server cannot execute graph '{stored.slug}': {exc}",
+                "configure the server (--llm, --config) or change the graph",
+                kind=Refusal.INVALID,
+            ) from None
+
+    def driving(self, run_id: str) -> bool:
+        return run_id in self._tasks
+
+    @property
+    def active(self) -> int:
+        return len(self._tasks)
+
+    def launch(self, run_id: str, *, fresh: bool = False) -> bool:
+        """Drive the run in the background; False when this server drives it already.
+        `fresh`: a run just created here (no history to seed its event log with)."""
+        if self._stopping:
+            raise ServiceStopping("the server is shutting down")
+        if run_id in self._tasks:
+            return False
+        if fresh:
+            self.events.open(run_id)
+        task = asyncio.create_task(self._drive(run_id), name=f"plait-run-{run_id}")
+        self._tasks[run_id] = task
+        task.add_done_callback(lambda done: self._done(run_id, done))
+        return True
+
+    async def stop(self, run_id: str) -> bool:
+        """Stop driving a run (its lease is given up; it stays resumable). False: not driven here."""
+        task = self._tasks.get(run_id)
+        if task is None:
+            return False
+        task.cancel()
+        await asyncio.wait({task})
+        return True
+
+    def held_elsewhere(self, record: RunRecord) -> bool:
+        """Another live engine holds the run (it must be paused or cancelled there)."""
+        if record.id in self._tasks or record.lease_owner is None:
+            return False
+        live = (record.lease_expires_at or 0.0) >= time.time()
+        return live and record.status == RunStatus.RUNNING and not record.lease_owner.startswith("correction:")
+
+    async def recover(self) -> list[str]:
+        """Continue the runs left `running`/`pending` by a process that is gone (start-up)."""
+        launched: list[str] = []
+        for status in (RunStatus.RUNNING, RunStatus.PENDING):
+            offset = 0
+            while True:
+                page = await asyncio.to_thread(self.store.runs.list, status=status, limit=RECOVER_PAGE, offset=offset)
+                for record in page:
+                    if self._abandoned(record) and self.launch(record.id):
+                        launched.append(record.id)
+                if len(page) < RECOVER_PAGE:
+                    break
+                offset += RECOVER_PAGE
+        if launched:
+            log.info("resuming %d runs left unfinished: %s", len(launched), ", ".join(launched))
+        return launched
+
+    async def aclose(self) -> None:
+        """Stop every run (they stay resumable: the next start or `plait resume` continues them)."""
+        self._stopping = True
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        await self.engine.aclose()  # closes the provider too
+
+    # -- driving ---------------------------------------------------------------------------------
+
+    def _abandoned(self, record: RunRecord) -> bool:
+        """No live lease, or one of a process on this machine (the engine takes it over when
+        that process is dead, and refuses politely when it is alive)."""
+        if record.lease_owner is None or (record.lease_expires_at or 0.0) < time.time():
+            return True
+        return record.lease_owner.split(":", 1)[0] == socket.gethostname()
+
+    async def _drive(self, run_id: str) -> None:
+        try:
+            if not self.events.has(run_id):
+                self.events.open(run_id, await asyncio.to_thread(history, self.store, run_id))
+            await self.engine.run(run_id)
+        except EngineError as exc:
+            await self._refused(run_id, str(exc))
+        except Exception:
+            log.exception("run %s: the engine failed", run_id)
+
+    async def _refused(self, run_id: str, message: str) -> None:
+        """The engine would not drive the run: a run that never started fails with the reason
+        (else it would wait forever); one held by another process is left to it."""
+        error = {"kind": "engine", "message": message}
+        failed = await asyncio.to_thread(
+            self.store.runs.set_status, run_id, RunStatus.FAILED, expected=[RunStatus.PENDING], error=error
+        )
+        if failed:
+            self.events.emit("workflow:error", run_id, None, error=error)
+        log.warning("run %s not driven: %s", run_id, message)
+
+    def _done(self, run_id: str, task: asyncio.Task[None]) -> None:
+        if self._tasks.get(run_id) is task:
+            del self._tasks[run_id]
+
+
+def ended(record: RunRecord) -> bool:
+    return record.status in TERMINAL_RUN_STATUSES

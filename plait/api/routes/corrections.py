@@ -1,0 +1,67 @@
+"""/api/runs/{id}/nodes/{node}/…: a person's corrections (SPEC §4, `plait override|rerun|review|
+rollback`). The checks and writes are `plait.engine.corrections.Corrections`, as for the CLI;
+what a correction leaves to execute is driven in the background by this server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
+from plait.api.auth import CallerDep
+from plait.api.schemas import (
+    CorrectionOut,
+    OverrideIn,
+    RerunIn,
+    ReviewApprove,
+    ReviewIn,
+    ReviewValue,
+    RollbackIn,
+    correction_out,
+)
+from plait.api.services import apply_correction
+from plait.api.state import ServerState, get_state
+from plait.engine.corrections import Correction, Corrections
+
+router = APIRouter(prefix="/runs/{run_id}", tags=["corrections"])
+State = Annotated[ServerState, Depends(get_state)]
+
+
+async def _apply(state: ServerState, by: str, change: Callable[[Corrections], Correction]) -> CorrectionOut:
+    result = await apply_correction(state, by, change)
+    return correction_out(result, state.executor.driving(result.run_id))
+
+
+@router.post("/nodes/{node_id}/override", response_model=CorrectionOut)
+async def override(state: State, caller: CallerDep, run_id: str, node_id: str, body: OverrideIn) -> CorrectionOut:
+    """Correct a node's output (the original is kept); `policy` decides what happens downstream.
+    422 with the schema errors when the value breaks the node's out-edge schemas."""
+    return await _apply(
+        state, caller.by, lambda c: c.override(run_id, node_id, body.value, policy=body.policy, note=body.note)
+    )
+
+
+@router.post("/nodes/{node_id}/rerun", response_model=CorrectionOut)
+async def rerun(
+    state: State, caller: CallerDep, run_id: str, node_id: str, body: RerunIn | None = None
+) -> CorrectionOut:
+    """Run a node again (a new activation); without `downstream` its direct downstream becomes stale."""
+    downstream = body.downstream if body is not None else False
+    return await _apply(state, caller.by, lambda c: c.rerun(run_id, node_id, downstream=downstream))
+
+
+@router.post("/nodes/{node_id}/review", response_model=CorrectionOut)
+async def review(state: State, caller: CallerDep, run_id: str, node_id: str, body: ReviewIn) -> CorrectionOut:
+    """Answer a HUMAN_REVIEW the run is paused at (approve, or a corrected value); the run continues."""
+    value = body.value if isinstance(body, ReviewValue) else None
+    approve = isinstance(body, ReviewApprove)
+    return await _apply(state, caller.by, lambda c: c.review(run_id, node_id, value, approve=approve))
+
+
+@router.post("/rollback", response_model=CorrectionOut)
+async def rollback(state: State, caller: CallerDep, run_id: str, body: RollbackIn) -> CorrectionOut:
+    """Restore a value (or one field) and its frozen state to an earlier ledger version; the
+    nodes that read a newer version become stale."""
+    owner, _, field_name = body.target.partition(".")
+    return await _apply(state, caller.by, lambda c: c.rollback(run_id, owner, field_name or None, body.to_version))

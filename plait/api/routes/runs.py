@@ -1,0 +1,127 @@
+"""/api/runs and /api/node-runs: start, list, inspect, control and compare runs (SPEC §3,
+`plait run|resume|runs`). Runs execute in this server's process (see executor.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from plait.api import control
+from plait.api.schemas import (
+    MAX_INT,
+    NodeRunDetailOut,
+    NodeRunOut,
+    RunDetailOut,
+    RunDiffOut,
+    RunOut,
+    RunPage,
+    RunStatusName,
+    StartedOut,
+    StartIn,
+    node_fields,
+    run_fields,
+)
+from plait.api.services import read_run, start_and_launch
+from plait.api.state import ServerState, get_state
+from plait.engine.run_diff import diff_runs
+from plait.store import current_activations
+
+router = APIRouter(tags=["runs"])
+State = Annotated[ServerState, Depends(get_state)]
+
+
+@router.post("/runs", response_model=StartedOut, status_code=202)
+async def start(state: State, body: StartIn) -> StartedOut:
+    """Start a run of a stored graph's latest version; it executes in the background (watch its
+    events, or poll it). 404 for an unknown graph, 422 for an input that breaks input_schema or
+    a graph this server cannot execute (e.g. no provider for its model calls)."""
+    run_id = await start_and_launch(state, body.graph, body.input)
+    return StartedOut(run_id=run_id, status="pending", run=f"/api/runs/{run_id}", events=f"/api/runs/{run_id}/events")
+
+
+@router.get("/runs", response_model=RunPage)
+def list_runs(
+    state: State,
+    graph: Annotated[str | None, Query(description="Only runs of this graph (id or slug).")] = None,
+    status: Annotated[RunStatusName | None, Query(description="Only runs with this status.")] = None,
+    offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> RunPage:
+    """Runs, newest first."""
+    runs = state.store.runs.list(graph=graph, status=status, limit=limit + 1, offset=offset)
+    items = [RunOut(**run_fields(r, state.executor.driving(r.id))) for r in runs[:limit]]
+    return RunPage(items=items, offset=offset, limit=limit, next_offset=offset + limit if len(runs) > limit else None)
+
+
+@router.get("/runs/{run_id}", response_model=RunDetailOut)
+def get_run(
+    state: State,
+    run_id: str,
+    raw: Annotated[bool, Query(description="Outputs as stored, without migrating older schema versions.")] = False,
+) -> RunDetailOut:
+    """A run with every node activation: status, attempts, tokens, cost, timings, and the
+    effective output read at the graph's current schema versions (`raw`: as stored)."""
+    view = read_run(state.store, run_id, raw=raw)
+    run, outputs = view.run, view.outputs
+    return RunDetailOut(
+        **run_fields(run, state.executor.driving(run_id)),
+        graph_latest_version=view.latest_version,
+        input=run.input,
+        output=run.output,
+        error=run.error,
+        stale=view.stale,
+        nodes=[
+            NodeRunOut(
+                **node_fields(
+                    n, current=view.is_current(n), effective=outputs.values[n.id], migrated=outputs.migrated.get(n.id)
+                )
+            )
+            for n in view.nodes
+        ],
+    )
+
+
+@router.post("/runs/{run_id}/pause", response_model=RunOut)
+async def pause(state: State, run_id: str) -> RunOut:
+    """Stop executing the run and mark it paused (a node that was executing runs again on
+    resume); pausing a paused run changes nothing. 409 for a run that has ended."""
+    record = await control.pause(state.executor, run_id)
+    return RunOut(**run_fields(record, state.executor.driving(run_id)))
+
+
+@router.post("/runs/{run_id}/resume", response_model=RunOut, status_code=202)
+async def resume(state: State, run_id: str) -> RunOut:
+    """Continue a paused, interrupted or pending run in the background (like `plait resume`);
+    a run waiting at a HUMAN_REVIEW pauses again until the review is answered."""
+    record = await control.resume(state.executor, run_id)
+    return RunOut(**run_fields(record, state.executor.driving(run_id)))
+
+
+@router.post("/runs/{run_id}/cancel", response_model=RunOut)
+async def cancel(state: State, run_id: str) -> RunOut:
+    """Stop the run for good (`cancelled`); 409 for a run that has ended."""
+    record = await control.cancel(state.executor, run_id)
+    return RunOut(**run_fields(record, state.executor.driving(run_id)))
+
+
+@router.get("/runs/{run_a}/diff/{run_b}", response_model=RunDiffOut)
+def diff(state: State, run_a: str, run_b: str) -> RunDiffOut:
+    """Two runs node by node (same or different graph versions), like `plait runs diff --json`."""
+    return RunDiffOut.model_validate(diff_runs(state.store, run_a, run_b).to_json())
+
+
+@router.get("/node-runs/{node_run_id}", response_model=NodeRunDetailOut, tags=["runs"])
+def get_node_run(state: State, node_run_id: str) -> NodeRunDetailOut:
+    """One node activation with its input snapshot (rendered prompts, tools, response_format,
+    context slice, model config) and its raw and effective output (as stored)."""
+    store = state.store
+    record = store.runs.node_run(node_run_id)
+    newest = current_activations(store.runs.node_runs(record.run_id))
+    return NodeRunDetailOut(
+        **node_fields(record, current=newest[record.node_id].id == record.id, effective=record.effective_output),
+        run_id=record.run_id,
+        override_at=record.override_at,
+        downstream_policy=record.downstream_policy,
+        input_snapshot=record.input_snapshot,
+    )

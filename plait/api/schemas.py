@@ -1,0 +1,469 @@
+"""Request and response bodies of the REST API: what /openapi.json documents.
+
+Responses are built from the store's records by the small `*_out` functions at the bottom, so
+every route presents a run, a node run or a graph the same way. Values that are user data
+(outputs, inputs, snapshots) are `Any`: their shape is the graph's schemas, not the API's.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+from plait.compile.dump import graph_to_data
+from plait.engine.corrections import Correction, DownstreamPolicy
+from plait.evolve.catalog import GraphSummary
+from plait.evolve.save import Saved
+from plait.model.graph import GraphSlug
+from plait.store import NodeRunRecord, RunRecord, StoredGraph
+from plait.store.graph_admin import VersionInfo
+
+MAX_INT = 2**31 - 1
+"""The largest integer a request may carry where the store compares it with a column (versions,
+offsets): PostgreSQL's INTEGER, and SQLite refuses Python ints over 64 bits. Bounding it here
+makes a larger value a 422 instead of a database error."""
+
+SourceTypeName = Literal["system", "user", "system_fork"]
+RunStatusName = Literal["pending", "running", "paused", "completed", "failed", "cancelled"]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. not_found, conflict, graph_invalid.")
+    message: str = Field(description="What is wrong.")
+    details: list[Any] = Field(description="Specifics: schema errors, graph diagnostics, invalid fields.")
+    hint: str | None = Field(default=None, description="How to fix it.")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+# -- graphs ------------------------------------------------------------------------------------------
+
+
+class GraphText(_In):
+    """A graph as the text of a graph file (YAML or JSON)."""
+
+    source: str = Field(description="The graph file's content.")
+    format: Literal["yaml", "json"] = Field(default="yaml", description="How `source` is written.")
+
+    @property
+    def content(self) -> str:
+        return self.source
+
+    @property
+    def as_json(self) -> bool:
+        return self.format == "json"
+
+
+class GraphObject(_In):
+    """A graph as a JSON object with the fields of a graph file."""
+
+    graph: dict[str, Any] = Field(description="The graph as an object instead of text.")
+
+    @property
+    def content(self) -> dict[str, Any]:
+        return self.graph
+
+    @property
+    def as_json(self) -> bool:
+        return False
+
+
+def _graph_body_kind(value: Any) -> str | None:
+    """Which of the two shapes a body is: decided by its keys, so that a body with both or
+    neither gets one clear error instead of one per shape (and the document says `oneOf`)."""
+    if isinstance(value, GraphText | GraphObject):
+        return "text" if isinstance(value, GraphText) else "object"
+    if not isinstance(value, dict) or ("source" in value) == ("graph" in value):
+        return None
+    return "text" if "source" in value else "object"
+
+
+GraphSource = Annotated[
+    Annotated[GraphText, Tag("text")] | Annotated[GraphObject, Tag("object")],
+    Discriminator(
+        _graph_body_kind,
+        custom_error_type="graph_body",
+        custom_error_message="give the graph either as `source` (YAML/JSON text) or as `graph` (an object)",
+    ),
+]
+"""A graph in a request: `{"source": TEXT, "format"}` or `{"graph": {...}}`, exactly one."""
+
+
+class GraphSummaryOut(BaseModel):
+    id: str
+    slug: str
+    name: str
+    version: int
+    schema_version: str
+    source_type: str
+    nodes: int
+    updated_at: float
+    parent_id: str | None
+    parent_updated: bool = Field(description="A fork whose parent has a newer version than the one forked.")
+
+
+class GraphPage(BaseModel):
+    items: list[GraphSummaryOut]
+    total: int
+    offset: int
+    limit: int
+
+
+class GraphOut(GraphSummaryOut):
+    latest_version: int
+    created_at: float
+    graph: dict[str, Any] = Field(description="The graph in file-format fields, schema registry included.")
+
+
+class SchemaChangeOut(BaseModel):
+    schema_id: str
+    status: str
+    level: str
+    from_version: str | None
+    to_version: str | None
+    findings: list[str]
+
+
+class SavedOut(BaseModel):
+    id: str
+    slug: str
+    version: int
+    schema_version: str
+    created: bool = Field(description="False: the content was unchanged, no new version was stored.")
+    schema_changes: list[SchemaChangeOut] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class VersionOut(BaseModel):
+    version: int
+    schema_version: str
+    created_at: float
+    runs: int = Field(description="Runs pinned to this version.")
+
+
+class DeletedOut(BaseModel):
+    id: str
+    slug: str
+    deleted: bool
+    runs_kept: int
+
+
+class ForkIn(_In):
+    name: GraphSlug | None = Field(default=None, description="The fork's id (default: <parent>_fork).")
+
+
+class MergePick(_In):
+    """Merge chosen parent changes into the fork."""
+
+    from_parent: list[str] = Field(min_length=1, description="Node ids, or schema:ID / edge:ID / migration:ID.")
+    refork: Literal[False] = False
+
+
+class MergeRefork(_In):
+    """Replace the fork by the parent's latest version."""
+
+    refork: Literal[True]
+    confirm: Literal[True] = Field(description="Required: the fork's own changes are lost.")
+
+
+def _merge_kind(value: Any) -> str | None:
+    if isinstance(value, MergePick | MergeRefork):
+        return "refork" if isinstance(value, MergeRefork) else "pick"
+    if not isinstance(value, dict):
+        return None
+    if value.get("refork") is True:
+        return "refork"
+    return "pick" if "from_parent" in value else None
+
+
+MergeIn = Annotated[
+    Annotated[MergePick, Tag("pick")] | Annotated[MergeRefork, Tag("refork")],
+    Discriminator(
+        _merge_kind,
+        custom_error_type="merge_body",
+        custom_error_message="give from_parent (items to merge) or refork: true with confirm: true",
+    ),
+]
+"""`{"from_parent": [...]}` or `{"refork": true, "confirm": true}`."""
+
+
+class ForkFieldOut(BaseModel):
+    name: str
+    base: Any
+    parent: Any
+    fork: Any
+    conflict: bool
+
+
+class ForkItemOut(BaseModel):
+    key: str
+    kind: str
+    id: str
+    parent: str
+    fork: str
+    fields: list[ForkFieldOut]
+
+
+class ForkDiffOut(BaseModel):
+    fork: str
+    fork_version: int
+    parent_at_fork: int
+    parent_now: int
+    parent_moved: bool
+    items: list[ForkItemOut]
+
+
+# -- runs --------------------------------------------------------------------------------------------
+
+
+class StartIn(_In):
+    graph: str = Field(description="A stored graph's id or slug (its latest version runs).", min_length=1)
+    input: dict[str, Any] = Field(default_factory=dict, description="The run input (checked against input_schema).")
+
+
+class RunOut(BaseModel):
+    id: str
+    graph_id: str
+    graph: str
+    graph_version: int
+    status: str
+    created_at: float
+    started_at: float | None
+    completed_at: float | None
+    tokens_input: int
+    tokens_output: int
+    cost_usd: float
+    executing_here: bool = Field(description="This server is executing the run right now.")
+
+
+class StartedOut(BaseModel):
+    run_id: str
+    status: str
+    run: str = Field(description="Where to read the run.")
+    events: str = Field(description="Where to watch it (SSE).")
+
+
+class RunPage(BaseModel):
+    items: list[RunOut]
+    offset: int
+    limit: int
+    next_offset: int | None = Field(description="The offset of the next page; null on the last page.")
+
+
+class NodeRunOut(BaseModel):
+    id: str
+    node_id: str
+    activation: int
+    current: bool = Field(description="The node's newest activation (older ones are history).")
+    status: str
+    attempts: list[dict[str, Any]]
+    tokens_input: int
+    tokens_output: int
+    cost_usd: float
+    started_at: float | None
+    completed_at: float | None
+    duration_s: float | None
+    effective_output: Any = Field(description="override ?? output, read at today's schema versions unless raw.")
+    output: Any
+    override: Any
+    override_by: str | None
+    override_note: str | None
+    consumed: dict[str, int] | None
+    error: dict[str, Any] | None
+    migrated: str | None = Field(default=None, description="The migration steps applied to effective_output.")
+
+
+class RunDetailOut(RunOut):
+    graph_latest_version: int
+    input: dict[str, Any]
+    output: Any
+    error: dict[str, Any] | None
+    stale: list[str] = Field(description="Nodes whose current activation read a value corrected since.")
+    nodes: list[NodeRunOut]
+
+
+class NodeRunDetailOut(NodeRunOut):
+    run_id: str
+    override_at: float | None
+    downstream_policy: str | None
+    input_snapshot: dict[str, Any] | None = Field(
+        description="What the node was given: rendered prompts, tools, response_format, context, model config."
+    )
+
+
+class OverrideIn(_In):
+    value: Any = Field(description="The corrected output; it must pass the node's out-edge schemas.")
+    policy: DownstreamPolicy = Field(default=DownstreamPolicy.INVALIDATE, description="What happens downstream.")
+    note: str | None = Field(default=None, description="Why (kept with the override).")
+
+
+class RerunIn(_In):
+    downstream: bool = Field(default=False, description="Rerun everything after it too (else it becomes stale).")
+
+
+class ReviewApprove(_In):
+    """Accept the value under review as it is."""
+
+    approve: Literal[True]
+
+
+class ReviewValue(_In):
+    """Replace the value under review by a corrected one (schema-checked)."""
+
+    value: Any = Field(description="The corrected value.")
+    approve: Literal[False] = False
+
+
+def _review_kind(value: Any) -> str | None:
+    if isinstance(value, ReviewApprove | ReviewValue):
+        return "approve" if isinstance(value, ReviewApprove) else "value"
+    if not isinstance(value, dict):
+        return None
+    if value.get("approve") is True:
+        return "approve" if "value" not in value else None
+    return "value" if "value" in value else None
+
+
+ReviewIn = Annotated[
+    Annotated[ReviewApprove, Tag("approve")] | Annotated[ReviewValue, Tag("value")],
+    Discriminator(
+        _review_kind,
+        custom_error_type="review_body",
+        custom_error_message="give either approve: true or a corrected value, not both",
+    ),
+]
+"""`{"approve": true}` or `{"value": ...}`."""
+
+
+class RollbackIn(_In):
+    target: str = Field(description="NODE_ID, NODE_ID.FIELD, input or input.FIELD.", min_length=1)
+    to_version: int = Field(ge=1, le=MAX_INT, description="The ledger version to restore.")
+
+
+class CorrectionOut(BaseModel):
+    run_id: str
+    stale: list[str]
+    queued: list[str]
+    executing: bool = Field(description="The run is being driven to execute what the correction queued.")
+
+
+class RunDiffOut(BaseModel):
+    a: dict[str, Any]
+    b: dict[str, Any]
+    same_graph: bool
+    same_version: bool
+    outputs_equal: bool
+    counts: dict[str, int]
+    nodes: list[dict[str, Any]]
+
+
+# -- system ------------------------------------------------------------------------------------------
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+    version: str
+    database: str = Field(description="The store's URL, password hidden.")
+    auth_required: bool
+    runs_executing: int
+
+
+class ProviderLoad(BaseModel):
+    id: str
+    usable: bool = Field(description="Enabled, with its API key set.")
+    in_flight: int = Field(description="Model calls being answered now.")
+    queued: int = Field(description="Model calls waiting for one of its `max_concurrency` slots.")
+    max_concurrency: int
+    requests_last_minute: int
+    rpm: int | None
+    tokens_last_minute: int
+    tpm: int | None
+
+
+class ProvidersOut(BaseModel):
+    provider: str | None = Field(description="What model calls go to: pool, scripted, local; null: none.")
+    config: dict[str, Any] | None = Field(description="`plait config check --json` of the plait.toml in use.")
+    load: list[ProviderLoad] | None = Field(
+        default=None, description="Per configured provider, its state in this server now (the provider pool only)."
+    )
+
+
+# -- building responses ------------------------------------------------------------------------------
+
+
+def summary_out(summary: GraphSummary) -> GraphSummaryOut:
+    g = summary.stored
+    return GraphSummaryOut(**_summary_fields(g), parent_updated=summary.parent_updated)
+
+
+def graph_out(stored: StoredGraph, parent_updated: bool) -> GraphOut:
+    return GraphOut(
+        **_summary_fields(stored),
+        parent_updated=parent_updated,
+        latest_version=stored.latest_version,
+        created_at=stored.created_at,
+        graph=graph_to_data(stored.graph),
+    )
+
+
+def _summary_fields(g: StoredGraph) -> dict[str, Any]:
+    return {
+        "id": g.def_id,
+        "slug": g.slug,
+        "name": g.graph.name or g.slug,
+        "version": g.version,
+        "schema_version": g.schema_version,
+        "source_type": g.source_type,
+        "nodes": len(g.graph.nodes),
+        "updated_at": g.updated_at,
+        "parent_id": g.graph.parent_def_id,
+    }
+
+
+def saved_out(stored: StoredGraph, saved: Saved | None = None) -> SavedOut:
+    changes = [
+        SchemaChangeOut(
+            schema_id=e.schema_id,
+            status=str(e.status),
+            level=str(e.level),
+            from_version=e.old_version,
+            to_version=e.new_version,
+            findings=[str(f) for f in e.findings],
+        )
+        for e in (saved.change.changed if saved is not None else [])
+    ]
+    return SavedOut(
+        id=stored.def_id,
+        slug=stored.slug,
+        version=stored.version,
+        schema_version=stored.schema_version,
+        created=stored.created,
+        schema_changes=changes,
+        warnings=list(saved.warnings) if saved is not None else [],
+    )
+
+
+def version_out(v: VersionInfo) -> VersionOut:
+    return VersionOut(version=v.version, schema_version=v.schema_version, created_at=v.created_at, runs=v.runs)
+
+
+def run_fields(r: RunRecord, executing: bool) -> dict[str, Any]:
+    return {**r.summary(), "executing_here": executing}
+
+
+def node_fields(n: NodeRunRecord, *, current: bool, effective: Any, migrated: str | None = None) -> dict[str, Any]:
+    return {**n.summary(), "current": current, "effective_output": effective, "migrated": migrated}
+
+
+def correction_out(result: Correction, executing: bool) -> CorrectionOut:
+    return CorrectionOut(run_id=result.run_id, stale=result.stale, queued=result.queued, executing=executing)

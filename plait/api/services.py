@@ -1,0 +1,99 @@
+"""The service calls an HTTP route makes, in one place, so that every surface over HTTP (the
+REST routes under /api and the seed 000 §9 routes) does a thing the same way.
+
+Each helper is the whole of one operation as the server performs it: the service function
+the CLI calls too (`plait.engine`, `plait.evolve`, `plait.store`) plus what only a server
+adds (driving the run in the background, announcing stale nodes on the event stream). Routes
+only parse their request and shape the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from plait.api.state import ServerState
+from plait.engine.corrections import Correction, Corrections
+from plait.engine.start import start_run
+from plait.evolve.catalog import list_graphs
+from plait.evolve.read import Outputs, read_outputs
+from plait.store import NodeRunRecord, NodeStatus, RunRecord, Store, StoredGraph, current_activations
+from plait.store.errors import NotFoundError
+
+CORRECTION_WAIT_S = 2.0
+"""How long a correction waits for a run another correction holds before answering 409."""
+
+
+async def start_and_launch(state: ServerState, ref: str, run_input: dict[str, Any]) -> str:
+    """Create a run of a stored graph's latest version (404 unknown graph, 422 bad input or a
+    graph this server cannot execute) and execute it in the background; its id."""
+    run_id = await run_in_threadpool(
+        start_run, state.store, ref, run_input, files=False, check=state.executor.preflight
+    )
+    state.executor.launch(run_id, fresh=True)
+    return run_id
+
+
+async def apply_correction(state: ServerState, by: str, change: Callable[[Corrections], Correction]) -> Correction:
+    """Make one correction as `by`; announce the nodes it marked stale and drive the run when
+    the correction left work to execute (a RERUN policy, a rerun, an answered review)."""
+    corrections = Corrections(state.store, by=by, wait_s=CORRECTION_WAIT_S)
+    result = await run_in_threadpool(change, corrections)
+    for node_id in result.stale:
+        state.events.emit("node:stale", result.run_id, node_id)
+    if result.needs_run:
+        state.executor.launch(result.run_id)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """A run as a reader sees it: every activation, each one's effective output (migrated to
+    the graph's current schema versions unless read raw), and which activation is current."""
+
+    run: RunRecord
+    nodes: list[NodeRunRecord]
+    outputs: Outputs
+    current: dict[str, NodeRunRecord]
+    """Per node id, its newest activation."""
+    latest_version: int
+    """The graph's newest version (the run stays pinned to `run.graph_def_ver`)."""
+
+    @property
+    def stale(self) -> list[str]:
+        return [node_id for node_id, n in self.current.items() if n.status == NodeStatus.STALE]
+
+    def is_current(self, record: NodeRunRecord) -> bool:
+        return self.current[record.node_id].id == record.id
+
+
+def read_run(store: Store, run_id: str, *, raw: bool = False) -> RunView:
+    """The run `run_id` (NotFoundError) with its node runs; MigrationError when an output cannot
+    be migrated (read it `raw` instead)."""
+    run = store.runs.get(run_id)
+    nodes = store.runs.node_runs(run_id)
+    outputs = read_outputs(store, run, nodes, raw=raw)
+    latest = store.graphs.get(run.def_id).version
+    return RunView(run, nodes, outputs, current_activations(nodes), latest)
+
+
+def get_graph(store: Store, ref: str, version: int | None = None) -> tuple[StoredGraph, bool]:
+    """A graph version by id or slug (default: latest), and whether it is a fork whose parent
+    has moved on since the fork. A deleted graph is found only by an explicit version (its runs
+    stay readable and name their pinned version)."""
+    stored = store.graphs.get(ref, version)
+    if stored.deleted_at is not None and version is None:
+        raise NotFoundError(f"graph '{ref}' was deleted; ask for a version (?version=N) to read what its runs used")
+    flagged = {s.stored.def_id: s.parent_updated for s in list_graphs(store)}
+    return stored, flagged.get(stored.def_id, False)
+
+
+def delete_graph(store: Store, ref: str, *, force: bool = False) -> tuple[StoredGraph, int]:
+    """Delete a graph (403 for a system graph; 409 when it has runs, unless `force`): the graph
+    as it was, and how many runs keep its pinned versions readable."""
+    stored = store.graphs.get(ref)
+    kept = store.graph_admin.delete(stored.def_id, stored.slug, stored.source_type, force=force)
+    return stored, kept

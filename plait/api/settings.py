@@ -1,0 +1,46 @@
+"""How `plait serve` is configured: where it listens, which store and models it uses, and the
+limits it enforces. One frozen value, built by the CLI (or a test) and handed to `create_app`."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+
+
+def is_loopback(host: str) -> bool:
+    """Only this machine can connect (127.0.0.0/8, ::1, localhost); `0.0.0.0` is every interface."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    db: str | None = None
+    """Database URL (None: $PLAIT_DB, else ./.plait/plait.db)."""
+    config: str | None = None
+    """plait.toml (None: $PLAIT_CONFIG, else ./plait.toml when it exists)."""
+    llm: str | None = None
+    """`--llm` spec (`scripted:FILE`, `local`); None: from the config, else the embedded model."""
+    require_auth: bool = False
+    """Ask for a bearer token on loopback too (beyond loopback it is always asked for)."""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    cors_origins: tuple[str, ...] = ()
+    """Origins allowed to call the API from a browser; empty: no CORS headers at all."""
+    resume_on_start: bool = True
+    """Continue the runs a stopped or crashed process left `running`/`pending` (see executor.py)."""
+    cache: bool = True
+    """Answer identical model requests from the response cache."""
+
+    @property
+    def auth_required(self) -> bool:
+        return self.require_auth or not is_loopback(self.host)

@@ -1,0 +1,37 @@
+"""What every route needs, set up once by the app's lifespan (`app.state.plait`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+from fastapi import Request
+
+from plait.api.events import EventLog
+from plait.api.executor import RunExecutor
+from plait.api.settings import ServerSettings
+from plait.llm.config import PlaitConfig
+from plait.llm.provider import Provider
+from plait.store import Store
+
+
+@dataclass
+class ServerState:
+    settings: ServerSettings
+    store: Store
+    provider: Provider | None
+    config: PlaitConfig | None
+    """The plait.toml in use (None: there is none)."""
+    executor: RunExecutor
+    events: EventLog
+
+
+def server_state(request: Request) -> ServerState:
+    return cast(ServerState, request.app.state.plait)
+
+
+async def get_state(request: Request) -> ServerState:
+    """The dependency routes take (`Depends(get_state)`). Async on purpose: FastAPI runs a sync
+    dependency on its thread pool, and one more thread hop per request costs more than the
+    lookup itself (under load, where 40 threads share one GIL, a hop can wait milliseconds)."""
+    return server_state(request)

@@ -1,0 +1,135 @@
+"""`plait serve` and `plait token create|list|revoke`: the HTTP service and its bearer tokens (SPEC §10)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, console, fail, open_store, print_json
+
+token_app = typer.Typer(help="Bearer tokens for the HTTP API (stored hashed).", no_args_is_help=True)
+
+
+def serve_command(
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on; beyond loopback a token is always required.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8765,
+    db: DbOption = None,
+    llm: LlmOption = None,
+    config: ConfigOption = None,
+    require_auth: Annotated[
+        bool, typer.Option("--require-auth", help="Ask for a bearer token on loopback too.")
+    ] = False,
+    max_body: Annotated[
+        int, typer.Option("--max-body", help="Largest request body accepted, in bytes (larger: 413).")
+    ] = 10 * 1024 * 1024,
+    cors_origin: Annotated[
+        list[str], typer.Option("--cors-origin", help="A browser origin allowed to call the API (repeatable).")
+    ] = [],  # noqa: B006
+    no_resume: Annotated[
+        bool, typer.Option("--no-resume", help="Do not continue the runs a stopped server left unfinished.")
+    ] = False,
+) -> None:
+    """Serve the REST API, SSE run events and OpenAPI docs (/docs); runs execute in this process."""
+    import uvicorn
+
+    from plait.api import ServerConfigError, ServerSettings, create_app
+    from plait.llm.config import ConfigError
+    from plait.llm.select import LlmConfigError
+    from plait.store import StoreError
+
+    settings = ServerSettings(
+        host=host,
+        port=port,
+        db=db,
+        config=config,
+        llm=llm,
+        require_auth=require_auth,
+        max_body_bytes=max_body,
+        cors_origins=tuple(cors_origin),
+        resume_on_start=not no_resume,
+    )
+    try:
+        app = create_app(settings)
+    except (ServerConfigError, LlmConfigError, ConfigError) as exc:
+        fail(str(exc))
+    except StoreError as exc:
+        fail(str(exc), "check --db or $PLAIT_DB")
+    auth = "token required" if settings.auth_required else "no token needed on loopback"
+    sys.stderr.write(f"plait: serving http://{host}:{port}/ ({auth}); API docs at /docs\n")
+    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+
+
+@token_app.command("create")
+def create_token(
+    name: Annotated[str, typer.Option("--name", help="What the token is for (unique).")],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Create a token and print it once (only its hash is stored: copy it now)."""
+    from plait.store import StoreError
+
+    store = open_store(db)
+    try:
+        try:
+            info, token = store.tokens.create(name)
+        except StoreError as exc:
+            fail(str(exc))
+    finally:
+        store.close()
+    if json_output:
+        print_json({"id": info.id, "name": info.name, "created_at": info.created_at, "token": token})
+        return
+    sys.stdout.write(token + "\n")
+    sys.stderr.write(f"created token '{info.name}'; it is shown only now. Send it as `Authorization: Bearer <token>`\n")
+
+
+@token_app.command("list")
+def list_tokens(db: DbOption = None, json_output: JsonOption = False) -> None:
+    """The tokens (names and dates; the tokens themselves are not stored)."""
+    from plait.cli.runs import _when
+
+    store = open_store(db)
+    try:
+        tokens = store.tokens.list()
+    finally:
+        store.close()
+    if json_output:
+        print_json(
+            [{"id": t.id, "name": t.name, "created_at": t.created_at, "last_used_at": t.last_used_at} for t in tokens]
+        )
+        return
+    from rich.table import Table
+
+    table = Table(title="API tokens")
+    for column in ("name", "id", "created", "last used"):
+        table.add_column(column, no_wrap=True)
+    for t in tokens:
+        table.add_row(t.name, t.id, _when(t.created_at), _when(t.last_used_at))
+    console().print(table)
+
+
+@token_app.command("revoke")
+def revoke_token(
+    name_or_id: Annotated[str, typer.Argument(help="The token's name or id.")],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Revoke a token: requests carrying it are refused from now on."""
+    from plait.store import StoreError
+
+    store = open_store(db)
+    try:
+        try:
+            info = store.tokens.revoke(name_or_id)
+        except StoreError as exc:
+            fail(str(exc))
+    finally:
+        store.close()
+    if json_output:
+        print_json({"id": info.id, "name": info.name, "revoked": True})
+    else:
+        sys.stderr.write(f"revoked token '{info.name}'\n")

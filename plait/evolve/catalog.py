@@ -1,0 +1,28 @@
+"""The list of stored graphs as people read it: the latest version of each, and which forks'
+parents have moved on since the fork (`plait graphs list`, `GET /api/graphs`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from plait.store import Store, StoredGraph
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSummary:
+    stored: StoredGraph
+    parent_updated: bool
+    """A fork whose parent has a version newer than the one it was forked from."""
+
+
+def list_graphs(store: Store, *, source_type: str | None = None) -> list[GraphSummary]:
+    """Live graphs by slug, optionally of one source type (StoreError for an unknown type)."""
+    graphs = store.graphs.list(source_type=source_type)
+    everything = graphs if source_type is None else store.graphs.list()
+    latest = {g.def_id: g.version for g in everything}
+    return [GraphSummary(g, _parent_updated(g, latest)) for g in graphs]
+
+
+def _parent_updated(graph: StoredGraph, latest: dict[str, int]) -> bool:
+    parent, at_fork = graph.graph.parent_def_id, graph.graph.parent_def_ver_at_fork
+    return parent is not None and at_fork is not None and latest.get(parent, at_fork) > at_fork

@@ -1,0 +1,112 @@
+"""Graphs sent as content rather than as a file path (the HTTP API's create, update and import).
+
+The content is validated exactly like a file (`compile_doc`: every check, all errors at once)
+and stored through `save_graph`, like `plait graphs import`. What differs is what a graph
+may reach: an uploaded graph has no folder, and the server must never read its own files on a
+client's behalf, so SKILL nodes (which inline a file at compile time) are refused; expand the
+skills first with `plait graphs import FILE` on a machine that has them, or export and upload.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from plait.api_surface import GraphInvalid
+from plait.compile import Category, Diagnostic, GraphLoadError, compile_doc
+from plait.compile.source import SourceDoc, parse_source
+from plait.errors import PlaitError, Refusal
+from plait.evolve.save import Saved, save_graph
+from plait.model import GraphDef
+from plait.store import NotFoundError, Store
+
+
+class UploadMode(StrEnum):
+    CREATE = "create"
+    """A new graph: refused when the id is taken."""
+    UPDATE = "update"
+    """A new version of an existing graph: refused when it does not exist."""
+    IMPORT = "import"
+    """Either: a new graph, or a new version of the graph with that id (never a duplicate)."""
+
+
+class UploadError(PlaitError):
+    """The upload is refused; nothing was stored."""
+
+
+def compile_upload(source: str | dict[str, Any], *, as_json: bool = False) -> GraphDef:
+    """The validated graph in `source` (YAML or JSON text, or already-parsed data); raises
+    GraphInvalid with every problem, each with its line when `source` is text."""
+    try:
+        doc = (
+            parse_source(source, as_json=as_json)  # no file: nothing is looked up beside it
+            if isinstance(source, str)
+            else SourceDoc(data=source)
+        )
+    except GraphLoadError as exc:
+        raise GraphInvalid(exc.diagnostics) from None
+    skills = _skill_nodes(doc)
+    if skills:
+        raise GraphInvalid(skills)
+    result = compile_doc(doc)
+    if not result.valid or result.expanded is None:
+        raise GraphInvalid(result.errors)
+    return result.expanded
+
+
+def save_upload(
+    store: Store, source: str | dict[str, Any], *, mode: UploadMode, ref: str | None = None, as_json: bool = False
+) -> Saved:
+    """Validate and store an uploaded graph (a new version only when its content changed).
+
+    `ref` (UPDATE): the id or slug of the graph being updated; the content's `id` must be
+    its slug, or be left out (it is filled in)."""
+    if mode == UploadMode.UPDATE:
+        if ref is None:
+            raise ValueError("an update names the graph it updates")
+        current = store.graphs.get(ref)  # NotFoundError: nothing to update
+        if isinstance(source, dict) and "id" not in source:
+            source = {**source, "id": current.slug}
+        graph = compile_upload(source, as_json=as_json)
+        if graph.id != current.slug:
+            raise UploadError(
+                f"the graph's id is '{graph.id}' but this updates '{current.slug}'",
+                f"set `id: {current.slug}` in the content, or create a new graph instead",
+                kind=Refusal.INVALID,
+            )
+        return save_graph(store, graph)
+    graph = compile_upload(source, as_json=as_json)
+    if mode == UploadMode.CREATE and _exists(store, graph.id):
+        raise UploadError(
+            f"a graph with id '{graph.id}' exists already",
+            "update it (a new version) instead, or choose another `id`",
+        )
+    return save_graph(store, graph)
+
+
+def _exists(store: Store, slug: str) -> bool:
+    try:
+        store.graphs.get(slug)
+    except NotFoundError:
+        return False
+    return True
+
+
+def _skill_nodes(doc: SourceDoc) -> list[Diagnostic]:
+    nodes = doc.data.get("nodes") if isinstance(doc.data, dict) else None
+    found: list[Diagnostic] = []
+    for index, node in enumerate(nodes if isinstance(nodes, list) else []):
+        if isinstance(node, dict) and node.get("type") == "SKILL":
+            found.append(
+                Diagnostic(
+                    Category.CONFIG,
+                    "skill_in_upload",
+                    "SKILL nodes inline a graph file, and an uploaded graph has no files to read",
+                    node_id=str(node.get("id")) if node.get("id") is not None else None,
+                    file=doc.file,
+                    line=doc.line_of(("nodes", index, "type")),
+                    hint="import the graph file with `plait graphs import FILE` (it inlines the skills), "
+                    "or export that stored graph and upload the export",
+                )
+            )
+    return found

@@ -1,0 +1,182 @@
+"""Helpers of the API tests: a real `plait serve`: uvicorn on 127.0.0.1 (a free port) in a thread, on the
+`store` fixture's database (SQLite and PostgreSQL), models answered by the scripted provider."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from plait.api import ServerSettings, create_app
+from plait.store import Store
+
+SCHEMAS = """
+schemas:
+  - id: text
+    version: 1.0.0
+    schema: {type: object, properties: {text: {type: string}}, required: [text]}
+"""
+
+ECHO = f"""
+plait: 1
+id: echo
+input_schema: {{type: object, properties: {{text: {{type: string}}}}, required: [text]}}
+{SCHEMAS}
+nodes:
+  - {{id: draft, type: LLM_CALL, system_prompt: Draft., user_prompt_tpl: "Draft {{{{ input.text }}}}"}}
+  - {{id: polish, type: LLM_CALL, system_prompt: Polish., user_prompt_tpl: "Polish {{{{ draft.text }}}}"}}
+edges:
+  - {{source: draft, target: polish, schema_id: text}}
+  - {{source: polish, target: END, schema_id: text}}
+"""
+
+REVIEWED = f"""
+plait: 1
+id: reviewed
+{SCHEMAS}
+nodes:
+  - {{id: draft, type: LLM_CALL, system_prompt: Draft., user_prompt_tpl: "Draft {{{{ input.text }}}}"}}
+  - {{id: check, type: HUMAN_REVIEW, review_prompt: "Check the draft"}}
+  - {{id: polish, type: LLM_CALL, system_prompt: Polish., user_prompt_tpl: "Polish {{{{ check.text }}}}"}}
+edges:
+  - {{source: draft, target: check, schema_id: text}}
+  - {{source: check, target: polish, schema_id: text}}
+  - {{source: polish, target: END, schema_id: text}}
+"""
+
+SLOW = f"""
+plait: 1
+id: slow
+{SCHEMAS}
+nodes:
+  - {{id: first, type: LLM_CALL, system_prompt: First., user_prompt_tpl: "First {{{{ input.text }}}}"}}
+  - {{id: crawl, type: LLM_CALL, system_prompt: Slow., user_prompt_tpl: "Slow {{{{ first.text }}}}"}}
+edges:
+  - {{source: first, target: crawl, schema_id: text}}
+  - {{source: crawl, target: END, schema_id: text}}
+"""
+
+SCRIPT = """
+responses:
+  - {node: draft, output: {text: drafted}}
+  - {node: polish, output: {text: polished}}
+  - {node: first, output: {text: first}}
+  - {node: crawl, output: {text: crawled}, delay_ms: 60000, times: 1}   # the first call hangs
+  - {node: crawl, output: {text: crawled}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(condition: Callable[[], Any], *, timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll `condition` until it returns something truthy; fail with `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+@contextmanager
+def serving(settings: ServerSettings, store: Store) -> Iterator[str]:
+    """Run the app in uvicorn on a thread; yields its base URL; stops it (and its runs) after."""
+    app = create_app(settings, store=store)
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=3
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started or not thread.is_alive(), what="uvicorn to start")
+        assert server.started, "uvicorn did not start (see the log above)"
+        yield f"http://{settings.host}:{settings.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+        assert not thread.is_alive(), "uvicorn did not stop"
+
+
+@dataclass
+class Api:
+    url: str
+    client: httpx.Client
+    store: Store
+    script: Path
+
+    def start(self, graph: str, run_input: dict[str, Any] | None = None) -> str:
+        response = self.client.post("/api/runs", json={"graph": graph, "input": run_input or {"text": "hi"}})
+        assert response.status_code == 202, response.text
+        return str(response.json()["run_id"])
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        response = self.client.get(f"/api/runs/{run_id}")
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    def wait_status(self, run_id: str, *statuses: str) -> dict[str, Any]:
+        """The run once its status is one of `statuses` and this server is done driving it."""
+        return dict(
+            wait_for(
+                lambda: (r := self.run(run_id))["status"] in statuses and not r["executing_here"] and r,
+                what=f"run {run_id} to be {' or '.join(statuses)}",
+            )
+        )
+
+    def newest(self, run_id: str) -> dict[str, dict[str, Any]]:
+        return {n["node_id"]: n for n in self.run(run_id)["nodes"] if n["current"]}
+
+
+def import_graphs(client: httpx.Client, headers: dict[str, str] | None = None) -> None:
+    for text in (ECHO, REVIEWED, SLOW):
+        assert client.post("/api/graphs", json={"source": text}, headers=headers).status_code == 201
+
+
+def read_events(
+    client: httpx.Client,
+    run_id: str,
+    *,
+    last_id: int | None = None,
+    until: Callable[[dict[str, Any]], bool] | None = None,
+) -> tuple[int, list[dict[str, Any]]]:
+    """GET the run's SSE stream: (status, events) until the server ends it or `until(event)`.
+    Each event is its JSON data, checked against the SSE `id` and `event` fields."""
+    headers = {"Last-Event-ID": str(last_id)} if last_id is not None else {}
+    events: list[dict[str, Any]] = []
+    with client.stream("GET", f"/api/runs/{run_id}/events", headers=headers, timeout=30) as response:
+        if response.status_code != 200:
+            response.read()
+            return response.status_code, events
+        fields: dict[str, str] = {}
+        for line in response.iter_lines():
+            if line.startswith(":"):
+                continue  # a ping
+            if line:
+                key, _, value = line.partition(":")
+                fields[key] = value.removeprefix(" ")
+                continue
+            if "data" in fields:
+                event = json.loads(fields["data"])
+                assert (str(event["id"]), event["event"]) == (fields["id"], fields["event"])
+                events.append(event)
+                if until is not None and until(event):
+                    break
+            fields = {}
+    return 200, events

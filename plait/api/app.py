@@ -22,7 +22,7 @@ from plait.api.auth import caller
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
 from plait.api.limits import BodyLimit
-from plait.api.routes import corrections, events, graphs, runs, seed, system
+from plait.api.routes import corrections, events, graphs, inspection, runs, seed, system
 from plait.api.schemas import ErrorResponse
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
@@ -43,7 +43,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
         (409, "The current state forbids it (busy, ended, exists, conflicts)."),
         (413, "The request body is over the limit."),
         (422, "The request is not valid (fields, graph, value vs schema)."),
-        (503, "The database is not answering."),
+        (503, "The database, or the model provider of a replay, is not answering."),
     )
 }
 
@@ -94,7 +94,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
         )
     protected = [Depends(caller)]
     app.include_router(system.router, prefix="/api")
-    for module in (graphs, runs, corrections, events):
+    for module in (inspection, graphs, runs, corrections, events):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # seed 000 §9 routes, at their exact paths
     _describe_this_server(app, settings)

@@ -100,7 +100,9 @@ def show_run(
             ],
         }
         if ledger:
-            shown["ledger"] = [_version_json(v, nodes) for v in versions]
+            from plait.engine.ledger import ledger_json
+
+            shown["ledger"] = ledger_json(versions, nodes)
         print_json(shown)
         return
     _render(run, nodes, outputs, latest)
@@ -184,25 +186,6 @@ def _render(run: Any, nodes: list[Any], outputs: dict[str, Any], latest: int) ->
         out.print(f"[red]error:[/] {run.error.get('message', run.error)}")
     if run.output is not None:
         out.print("output:", json.dumps(run.output, ensure_ascii=False, indent=2))
-
-
-def _version_json(v: Any, nodes: list[Any]) -> dict[str, Any]:
-    return {
-        "owner": v.owner_id,
-        "version": v.version,
-        "kind": v.kind,
-        "value": v.value,
-        "frozen": v.frozen,
-        "by": v.by,
-        "at": v.at,
-        "reason": v.reason,
-        "node_run_id": v.node_run_id,
-        "consumed_by": [
-            {"node_id": n.node_id, "activation": n.activation, "node_run_id": n.id}
-            for n in nodes
-            if (n.consumed or {}).get(v.owner_id) == v.version
-        ],
-    }
 
 
 def _render_ledger(versions: list[Any], nodes: list[Any]) -> None:

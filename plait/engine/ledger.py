@@ -16,7 +16,8 @@ from plait.compile.templates import TemplateError, parse_template
 from plait.engine.state import RunState
 from plait.model.common import FreezePolicy
 from plait.model.nodes import FreezeSpec, NodeBase, NodeType, node_field
-from plait.store.ledger import INPUT, WHOLE
+from plait.store import NodeRunRecord
+from plait.store.ledger import INPUT, WHOLE, FieldVersion
 from plait.store.node_writes import Version
 
 ENGINE = "engine"
@@ -115,3 +116,28 @@ def input_version(run_id: str, state: RunState) -> Version:
 
 def _freeze_entry(by: str, node_run_id: str | None, policy: FreezePolicy) -> dict[str, Any]:
     return {"by": by, "node_run_id": node_run_id, "at": time.time(), "policy": str(policy)}
+
+
+def ledger_json(versions: Iterable[FieldVersion], nodes: Iterable[NodeRunRecord]) -> list[dict[str, Any]]:
+    """Every version of every value with the node activations that read it (`consumed_by`), as
+    `plait runs show --ledger --json` and `GET /api/runs/{id}/ledger` present them."""
+    nodes = list(nodes)
+    return [
+        {
+            "owner": v.owner_id,
+            "version": v.version,
+            "kind": v.kind,
+            "value": v.value,
+            "frozen": v.frozen,
+            "by": v.by,
+            "at": v.at,
+            "reason": v.reason,
+            "node_run_id": v.node_run_id,
+            "consumed_by": [
+                {"node_id": n.node_id, "activation": n.activation, "node_run_id": n.id}
+                for n in nodes
+                if (n.consumed or {}).get(v.owner_id) == v.version
+            ],
+        }
+        for v in versions
+    ]

@@ -153,11 +153,14 @@ class Runtime:
             self._sandbox = ProcessSandbox()
         return self._sandbox
 
-    async def aclose(self) -> None:
-        for run_id in list(self._mcp):
-            await self.end_run(run_id)
+    def close_sandbox(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
+
+    async def aclose(self) -> None:
+        for run_id in list(self._mcp):
+            await self.end_run(run_id)
+        self.close_sandbox()
         if self.provider is not None:
             await self.provider.aclose()

@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from plait.api_surface import GraphInvalid
-from plait.compile import Category, Diagnostic, GraphLoadError, compile_doc
+from plait.compile import Category, CompileResult, Diagnostic, GraphLoadError, compile_doc
 from plait.compile.source import SourceDoc, parse_source
 from plait.errors import PlaitError, Refusal
 from plait.evolve.save import Saved, save_graph
@@ -34,9 +34,9 @@ class UploadError(PlaitError):
     """The upload is refused; nothing was stored."""
 
 
-def compile_upload(source: str | dict[str, Any], *, as_json: bool = False) -> GraphDef:
-    """The validated graph in `source` (YAML or JSON text, or already-parsed data); raises
-    GraphInvalid with every problem, each with its line when `source` is text."""
+def check_upload(source: str | dict[str, Any], *, as_json: bool = False) -> CompileResult:
+    """Every check of `plait validate` on `source` (YAML or JSON text, or already-parsed data):
+    the errors (each with its line when `source` is text) and warnings; nothing is stored."""
     try:
         doc = (
             parse_source(source, as_json=as_json)  # no file: nothing is looked up beside it
@@ -44,11 +44,16 @@ def compile_upload(source: str | dict[str, Any], *, as_json: bool = False) -> Gr
             else SourceDoc(data=source)
         )
     except GraphLoadError as exc:
-        raise GraphInvalid(exc.diagnostics) from None
+        return CompileResult(file=None, errors=list(exc.diagnostics))
     skills = _skill_nodes(doc)
     if skills:
-        raise GraphInvalid(skills)
-    result = compile_doc(doc)
+        return CompileResult(file=None, errors=skills)
+    return compile_doc(doc)
+
+
+def compile_upload(source: str | dict[str, Any], *, as_json: bool = False) -> GraphDef:
+    """The validated graph in `source`; raises GraphInvalid with every problem."""
+    result = check_upload(source, as_json=as_json)
     if not result.valid or result.expanded is None:
         raise GraphInvalid(result.errors)
     return result.expanded

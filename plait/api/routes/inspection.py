@@ -1,0 +1,90 @@
+"""What the CLI does without changing a run, over HTTP: `plait validate` (a graph sent as
+content), `plait run --dry-run`, `plait replay` and `plait runs show --ledger`. Each calls the
+function the CLI calls."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, Field
+
+from plait.api.errors import ApiError
+from plait.api.schemas import GraphSource
+from plait.api.state import ServerState, get_state
+from plait.engine.dry_run import dry_run
+from plait.engine.ledger import ledger_json
+from plait.engine.replay import ReplayError, replay
+from plait.engine.runtime import Runtime
+from plait.engine.start import check_input, resolve_graph
+from plait.evolve.upload import check_upload
+from plait.llm.types import ProviderError
+
+router = APIRouter(tags=["inspect"])
+State = Annotated[ServerState, Depends(get_state)]
+
+
+class ValidationOut(BaseModel):
+    valid: bool
+    errors: list[dict[str, Any]] = Field(description="As `plait validate --json`: code, message, node, line, hint.")
+    warnings: list[dict[str, Any]]
+
+
+class DryRunIn(BaseModel):
+    input: dict[str, Any] = Field(default_factory=dict, description="The run input (checked against input_schema).")
+    upstream: dict[str, Any] | None = Field(
+        default=None, description="Outputs to assume for nodes, by node id (else placeholders from the schemas)."
+    )
+
+
+class ReplayIn(BaseModel):
+    model: str | None = Field(default=None, description="Send it to this role (of plait.toml) or model instead.")
+
+
+@router.post("/graphs/validate", response_model=ValidationOut)
+def validate(body: GraphSource) -> ValidationOut:
+    """Every check of `plait validate` on a graph sent as content; nothing is stored."""
+    result = check_upload(body.content, as_json=body.as_json)
+    return ValidationOut(**result.to_json())
+
+
+@router.post("/graphs/{ref}/dry-run", response_model=dict[str, Any])
+async def dry_run_graph(state: State, ref: str, body: DryRunIn) -> dict[str, Any]:
+    """`plait run --dry-run` on a stored graph's latest version: every prompt rendered, budgets
+    and capabilities checked, estimated tokens and cost per node; no model is called and no run
+    is stored (`problems` lists what a run would refuse)."""
+    stored = resolve_graph(state.store, ref, files=False)
+    check_input(stored, body.input)
+    runtime = Runtime(state.provider)
+    try:
+        result = await dry_run(stored.graph, body.input, runtime, body.upstream)
+    finally:
+        runtime.close_sandbox()  # the provider is the server's: it stays open
+    return result.as_json()
+
+
+@router.post("/node-runs/{node_run_id}/replay", response_model=dict[str, Any])
+async def replay_node_run(state: State, node_run_id: str, body: ReplayIn | None = None) -> dict[str, Any]:
+    """`plait replay`: re-send a recorded model call exactly (or to another role or model) and
+    diff the new answer against the stored one. Nothing is stored."""
+    record = state.store.runs.node_run(node_run_id)
+    provider = state.provider
+    if provider is None:
+        raise ApiError(422, "invalid", "this server has no model provider to replay with", hint="start it with --llm")
+    roles = getattr(getattr(provider, "config", None), "roles", {})
+    try:
+        result = await replay(record, provider, body.model if body is not None else None, roles)
+    except ReplayError as exc:
+        raise ApiError(422, "invalid", str(exc)) from None
+    except ProviderError as exc:
+        raise ApiError(503, "provider_failed", f"the model call failed: {exc}") from None
+    return asdict(result)
+
+
+@router.get("/runs/{run_id}/ledger", response_model=list[dict[str, Any]])
+def ledger(state: State, run_id: str) -> list[dict[str, Any]]:
+    """The run's field ledger (`plait runs show --ledger --json`): every version of the input and
+    of every node output, who wrote it and why, whether it is frozen, and who read it."""
+    state.store.runs.get(run_id)  # 404 for an unknown run
+    return ledger_json(state.store.ledger.history(run_id), state.store.runs.node_runs(run_id))

@@ -315,6 +315,7 @@ class ReviewApprove(_In):
     """Accept the value under review as it is."""
 
     approve: Literal[True]
+    note: str | None = Field(default=None, description="Why (kept with the answer).")
 
 
 class ReviewValue(_In):
@@ -322,6 +323,7 @@ class ReviewValue(_In):
 
     value: Any = Field(description="The corrected value.")
     approve: Literal[False] = False
+    note: str | None = Field(default=None, description="Why (kept with the answer).")
 
 
 def _review_kind(value: Any) -> str | None:

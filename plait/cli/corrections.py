@@ -71,6 +71,7 @@ def review_command(
     approve: Annotated[bool, typer.Option("--approve", help="Accept the value under review as it is.")] = False,
     file: FileOption = None,
     value: ValueOption = None,
+    note: Annotated[str | None, typer.Option("--note", help="Why (kept with the answer).")] = None,
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,
@@ -81,7 +82,11 @@ def review_command(
     if approve == (file is not None or value is not None):
         fail("give either --approve or a corrected value (--file F or --value JSON)")
     corrected = None if approve else _value(file, value)
-    _correct(db, lambda c: c.review(run_id, node_id, corrected, approve=approve), (llm, config, json_output, quiet))
+    _correct(
+        db,
+        lambda c: c.review(run_id, node_id, corrected, approve=approve, note=note),
+        (llm, config, json_output, quiet),
+    )
 
 
 def rollback_command(

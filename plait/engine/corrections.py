@@ -180,8 +180,11 @@ class Corrections:
             self._writer.apply(run_id, owner, changes)
             return result
 
-    def review(self, run_id: str, node_id: str, value: Any = None, *, approve: bool = False) -> Correction:
-        """Answer a paused HUMAN_REVIEW: approve the value under review, or give a corrected one."""
+    def review(
+        self, run_id: str, node_id: str, value: Any = None, *, approve: bool = False, note: str | None = None
+    ) -> Correction:
+        """Answer a paused HUMAN_REVIEW: approve the value under review, or give a corrected one
+        (`note`: why, kept with the answer and in the ledger)."""
         with self._held(run_id) as (owner, run):
             rec = run.node(node_id)
             if run.compiled.nodes[node_id].type != NodeType.HUMAN_REVIEW:
@@ -198,7 +201,7 @@ class Corrections:
             chosen = reviewed if approve else value
             stored = self._checked_value(run, node_id, chosen, None)
             result = Correction(run_id, resume=True)
-            note = "approved in review" if approve else "corrected in review"
+            note = note or ("approved in review" if approve else "corrected in review")
             status = NodeStatus.COMPLETED if approve else NodeStatus.OVERRIDDEN
             changes: list[Change] = [
                 SetOverride(rec.id, stored, self.by, note, str(DownstreamPolicy.INVALIDATE), status=status),

@@ -60,17 +60,19 @@ def test_review_approve_and_correct(api: Api) -> None:
     assert api.client.post(url, json={}).status_code == 422
     assert api.client.post(url, json={"value": {"text": 1}}).status_code == 422
     assert api.client.post(f"/api/runs/{run_id}/nodes/draft/review", json={"approve": True}).status_code == 422
-    answered = api.client.post(url, json={"value": {"text": "reviewed"}})
+    answered = api.client.post(url, json={"value": {"text": "reviewed"}, "note": "tone fixed"})
     assert answered.status_code == 200, answered.text
     done = api.wait_status(run_id, "completed")
     assert done["output"] == {"text": "polished"}
-    assert api.newest(run_id)["check"]["status"] == "overridden"
+    check = api.newest(run_id)["check"]
+    assert (check["status"], check["override_note"]) == ("overridden", "tone fixed")
     again = api.client.post(url, json={"approve": True})
     assert again.status_code == 409  # not waiting any more
     other = api.start("reviewed")
     api.wait_status(other, "paused")
     assert api.client.post(f"/api/runs/{other}/nodes/check/review", json={"approve": True}).status_code == 200
     api.wait_status(other, "completed")
+    assert api.newest(other)["check"]["override_note"] == "approved in review"  # the default note
 
 
 def test_rollback_restores_a_version_and_marks_readers_stale(api: Api) -> None:

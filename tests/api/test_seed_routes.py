@@ -184,11 +184,11 @@ def test_the_seed_story_from_graph_list_to_rerun(seed: SeedClient) -> None:
     assert seed.run(run_id)["run"]["stale"] == ["clip_points"]
 
     # the run waits at its HUMAN_REVIEW: an override of that node is the person's answer
-    answered = seed.ok(seed.override(run_id, "review", FIXED))
+    answered = seed.ok(seed.override(run_id, "review", FIXED, override_note="checked by Ana"))
     assert answered["review_answered"] is True
     done = seed.wait(run_id, "completed")
     nodes = {n["node_def_id"]: n for n in done["node_runs"]}
-    assert nodes["review"]["status"] == "overridden"
+    assert (nodes["review"]["status"], nodes["review"]["override_note"]) == ("overridden", "checked by Ana")
     assert nodes["subtitles"]["status"] == "completed"
     assert "Intro" in nodes["subtitles"]["input_snapshot_json"]["rendered_user_prompt"]
     assert done["run"]["output"]["subtitles"]["lines"]

@@ -56,7 +56,7 @@ async def review(state: State, caller: CallerDep, run_id: str, node_id: str, bod
     """Answer a HUMAN_REVIEW the run is paused at (approve, or a corrected value); the run continues."""
     value = body.value if isinstance(body, ReviewValue) else None
     approve = isinstance(body, ReviewApprove)
-    return await _apply(state, caller.by, lambda c: c.review(run_id, node_id, value, approve=approve))
+    return await _apply(state, caller.by, lambda c: c.review(run_id, node_id, value, approve=approve, note=body.note))
 
 
 @router.post("/rollback", response_model=CorrectionOut)

@@ -180,7 +180,10 @@ async def node_override(state: State, caller: CallerDep, body: PromptGraphNodeOv
     if waiting:
         approve = strip_meta(value) == strip_meta(reviewed)
         answer = None if approve else value
-        result = await apply_correction(state, caller.by, lambda c: c.review(run_id, node_id, answer, approve=approve))
+        note = body.override_note
+        result = await apply_correction(
+            state, caller.by, lambda c: c.review(run_id, node_id, answer, approve=approve, note=note)
+        )
     else:
         policy, note = body.downstream_policy, body.override_note
         result = await apply_correction(

@@ -1,9 +1,10 @@
 """Run control over HTTP: pause, resume and cancel (SPEC §3 "Run control").
 
-The engine has statuses for these but no control calls yet; this is the whole of it, at the
-service level, on top of `RunExecutor` and the store's conditional status writes:
-- pause: stop the run's task here (its lease is given up, its committed nodes stay), then
-  mark it `paused`. A node that was executing is interrupted and runs again on resume.
+Built on `RunExecutor` (stopping a run's task makes the engine give the run up: the nodes it
+was executing go back to `pending`, the lease is released) and the store's conditional status
+writes:
+- pause: stop the run's task here (its committed nodes stay), then mark it `paused`. A node
+  that was executing is interrupted and runs again on resume.
 - resume: drive the run again (`Engine.run`, as `plait resume` does).
 - cancel: stop the run's task, then mark it `cancelled` (terminal; it cannot be resumed).
 A run another live process is executing is refused (409): stop it where it runs.

@@ -18,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from plait.api.state import ServerState
 from plait.engine.corrections import Correction, Corrections
 from plait.engine.start import start_run
-from plait.evolve.catalog import list_graphs
+from plait.evolve.catalog import parent_updated
 from plait.evolve.read import Outputs, read_outputs
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, Store, StoredGraph, current_activations
 from plait.store.errors import NotFoundError
@@ -87,8 +87,7 @@ def get_graph(store: Store, ref: str, version: int | None = None) -> tuple[Store
     stored = store.graphs.get(ref, version)
     if stored.deleted_at is not None and version is None:
         raise NotFoundError(f"graph '{ref}' was deleted; ask for a version (?version=N) to read what its runs used")
-    flagged = {s.stored.def_id: s.parent_updated for s in list_graphs(store)}
-    return stored, flagged.get(stored.def_id, False)
+    return stored, parent_updated(store, stored)
 
 
 def delete_graph(store: Store, ref: str, *, force: bool = False) -> tuple[StoredGraph, int]:

@@ -72,9 +72,7 @@ def build_request(
     budget = prompt_budget(node, counter)
     examples: list[Any] = []
     if mcp is not None and mcp.messages is not None:  # mcp_prompt replaces the node's own prompts
-        messages = mcp.inject(mcp.messages)
-        system = next((m["content"] for m in messages if m["role"] == "system"), None)
-        user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        messages = mcp.messages
     else:
         system = render(node.system_prompt, view.names, budget) if node.system_prompt else None
         user = render(node.user_prompt_tpl or "", view.names, budget)
@@ -83,10 +81,10 @@ def build_request(
             system = f"{system}\n\n{render_examples(examples)}" if system else render_examples(examples)
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": user})
-        if mcp is not None:
-            messages = mcp.inject(messages)
-            system = messages[0]["content"] if messages[0]["role"] == "system" else None
-            user = messages[-1]["content"]
+    if mcp is not None:  # resources appended; the snapshot shows the prompts as sent
+        messages = mcp.inject(messages)
+        system = next((m["content"] for m in messages if m["role"] == "system"), None)
+        user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
     contract = state.compiled.contracts[node.id]
     request = ChatRequest(
         node_id=node.id,

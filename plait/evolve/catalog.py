@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from plait.store import Store, StoredGraph
+from plait.store import NotFoundError, Store, StoredGraph
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +21,20 @@ def list_graphs(store: Store, *, source_type: str | None = None) -> list[GraphSu
     everything = graphs if source_type is None else store.graphs.list()
     latest = {g.def_id: g.version for g in everything}
     return [GraphSummary(g, _parent_updated(g, latest)) for g in graphs]
+
+
+def parent_updated(store: Store, graph: StoredGraph) -> bool:
+    """For one graph what `list_graphs` says of each: a fork whose live parent has a newer
+    version than the one it was forked from (reads the parent only)."""
+    parent = graph.graph.parent_def_id
+    if parent is None or graph.deleted_at is not None:  # as listed: live graphs only
+        return False
+    try:
+        now = store.graphs.get(parent)
+    except NotFoundError:
+        return False
+    latest = {} if now.deleted_at is not None else {now.def_id: now.version}
+    return _parent_updated(graph, latest)
 
 
 def _parent_updated(graph: StoredGraph, latest: dict[str, int]) -> bool:

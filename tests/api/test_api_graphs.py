@@ -128,6 +128,8 @@ def test_fork_diff_and_merge(api: Api) -> None:
     assert api.client.put("/api/graphs/echo", json={"source": parent_now}).json()["version"] == 2
     listed = {g["slug"]: g for g in api.client.get("/api/graphs").json()["items"]}
     assert listed["my_echo"]["parent_updated"] is True
+    assert api.client.get("/api/graphs/my_echo").json()["parent_updated"] is True  # one graph, same flag
+    assert api.client.get("/api/graphs/echo").json()["parent_updated"] is False  # not a fork
     diff = api.client.get("/api/graphs/my_echo/diff").json()
     assert (diff["parent_at_fork"], diff["parent_now"], diff["parent_moved"]) == (1, 2, True)
     assert [i["key"] for i in diff["items"] if i["parent"] == "changed"] == ["draft"]

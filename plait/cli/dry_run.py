@@ -25,7 +25,7 @@ def dry_run_command(
         for line in problems:
             sys.stderr.write(f"  input {line}\n")
         fail("the run input does not match the graph's input_schema", "pass the fields with -i key=v or --input-file")
-    import asyncio
+    from plait.engine import eventloop
 
     async def go() -> Any:
         try:
@@ -34,7 +34,7 @@ def dry_run_command(
             if provider is not None:
                 await provider.aclose()
 
-    result = asyncio.run(go())
+    result = eventloop.run(go())
     if json_output:
         print_json(result.as_json())
     else:

@@ -22,9 +22,8 @@ def replay_command(
     json_output: JsonOption = False,
 ) -> None:
     """Re-send a model call exactly as recorded and diff the new answer against the stored one."""
-    import asyncio
-
     from plait.cli.run import _provider
+    from plait.engine import eventloop
     from plait.engine.replay import ReplayError, replay
     from plait.llm.types import ProviderError
     from plait.store import StoreError
@@ -51,7 +50,7 @@ def replay_command(
             await provider.aclose()
 
     try:
-        result = asyncio.run(go())
+        result = eventloop.run(go())
     except ReplayError as exc:
         fail(str(exc))
     except ProviderError as exc:

@@ -122,9 +122,8 @@ def _mcp_servers(config: str | None) -> Any:
 def _execute(
     store: Any, provider: Any, run_id: str, json_output: bool, quiet: bool, *, cache: bool, config: str | None
 ) -> None:
-    import asyncio
-
     from plait.cli.live import LiveView
+    from plait.engine import eventloop
     from plait.engine.runner import Engine, EngineError
     from plait.store import RunStatus
 
@@ -142,9 +141,9 @@ def _execute(
     try:
         if view is not None:
             with view:
-                outcome = asyncio.run(go())
+                outcome = eventloop.run(go())
         else:
-            outcome = asyncio.run(go())
+            outcome = eventloop.run(go())
     except EngineError as exc:
         fail(str(exc))
     if json_output:

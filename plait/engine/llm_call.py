@@ -149,8 +149,9 @@ async def _attempts(
     attempts = attempts if attempts is not None else []
     usage = usage if usage is not None else new_usage()
     last: dict[str, Any] = {"kind": "provider", "message": "no attempt made"}
+    budgeted = state.compiled.graph.max_cost_usd is not None
     for _ in range(node.max_retries + 1):
-        estimate = rt.estimate_cost(request)
+        estimate = rt.estimate_cost(request) if budgeted else 0.0  # it only counts against a budget
         over = _over_budget(state, estimate, usage["cost_usd"])
         if over is not None:
             return NodeResult.failed(snapshot, attempts, kind="budget", message=over, **usage)

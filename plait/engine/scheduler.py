@@ -18,6 +18,7 @@ from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
+from plait.llm.slots import paced
 from plait.store import NodeRunRecord, NodeStatus, RunStatus
 from plait.store.ledger import INPUT
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Watch, Write
@@ -208,6 +209,7 @@ class Scheduler:
                 f"node '{node_id}' of run {self.run_id} was taken over by another engine (this one lost the "
                 "run's lease); this engine stops driving the run"
             )
+        await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
         self._announce(node_id, result)
         if status == NodeStatus.STALE:
             self.engine.events.emit("node:stale", self.run_id, node_id)

@@ -63,6 +63,7 @@ class ProviderPool:
         self._providers: dict[str, Provider] = {}
         self._lanes: dict[str, _Lane] = {}
         self._counters: dict[tuple[str, str], TokenCounter] = {}
+        self._targets: dict[str, list[tuple[ProviderConfig, str]]] = {}
         self._sleep = sleep
         self._clock = clock
 
@@ -135,7 +136,7 @@ class ProviderPool:
         `max_cost_usd` before it is sent)."""
         first = self._first_usable(request.model_role, request.model)
         priced = first[0].model(first[1]) if first is not None else None
-        if first is None or priced is None:
+        if first is None or priced is None or not (priced.price_in or priced.price_out):
             return 0.0
         prompt = count_messages(self._counter(*first), request.messages)
         return priced.cost_usd(prompt, request.max_tokens or DEFAULT_ANSWER_TOKENS)
@@ -152,16 +153,25 @@ class ProviderPool:
             self._counters[key] = counter_for(provider, model)
         return self._counters[key]
 
+    def _usable_targets(self, role: str) -> list[tuple[ProviderConfig, str]]:
+        """The (provider, model) pairs serving `role` here, in failover order (the config and
+        what is usable are fixed for the pool's lifetime, so this is worked out once per role)."""
+        targets = self._targets.get(role)
+        if targets is None:
+            targets = self._targets[role] = [(p, m) for p, m in self.config.targets(role) if p.id in self._usable]
+        return targets
+
     def _first_usable(self, role: str | None, model: str | None) -> tuple[ProviderConfig, str] | None:
         """The (provider, model) a request for `role` would try first, capacity aside."""
-        for provider, listed in self.config.targets(role or DEFAULT_ROLE):
-            if provider.id in self._usable:
-                return provider, model or listed
-        return None
+        targets = self._usable_targets(role or DEFAULT_ROLE)
+        if not targets:
+            return None
+        provider, listed = targets[0]
+        return provider, model or listed
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         role = request.model_role or DEFAULT_ROLE
-        targets = [(p, m) for p, m in self.config.targets(role) if p.id in self._usable]
+        targets = self._usable_targets(role)
         if not targets:
             reason = self.refusal(role) or f"no provider for the role '{role}'"
             raise ProviderError(reason, kind="config", retryable=False)
@@ -266,7 +276,9 @@ class ProviderPool:
                 lane.tokens.append((self._clock(), estimate))
                 decisions.append({"event": "sent", "target": target})
                 try:
-                    response = await self._provider(config).complete(replace(request, model=model))
+                    response = await self._provider(config).complete(
+                        request if request.model == model else replace(request, model=model)
+                    )
                 finally:
                     lane.slots.release()
                 await hand_over()

@@ -109,6 +109,10 @@ class ScriptedProvider:
         self._rules = script.responses
         self._patterns = [re.compile(r.match) if r.match else None for r in self._rules]
         self._used = [0] * len(self._rules)
+        self._contents = [
+            json.dumps(r.output, ensure_ascii=False) if r.output is not None else r.text for r in self._rules
+        ]
+        """Each rule's answer as sent (the script is fixed once loaded)."""
         log = os.environ.get(LOG_ENV) or script.log
         self._log = (source.parent / log if source and not Path(log).is_absolute() else Path(log)) if log else None
 
@@ -125,7 +129,7 @@ class ScriptedProvider:
             await asyncio.sleep(rule.delay_ms / 1000)
         if rule.error is not None:
             return await self._fault(rule, request)
-        return self._answer(rule, request)
+        return self._answer(index, request)
 
     async def aclose(self) -> None:
         return None
@@ -155,9 +159,8 @@ class ScriptedProvider:
             return ChatResponse(content='{"truncated": ', usage=Usage(1, 1), provider=self.name, model="scripted")
         raise ProviderError(f"scripted HTTP {rule.error} for node '{request.node_id}'", kind=f"http_{rule.error}")
 
-    def _answer(self, rule: ScriptedResponse, request: ChatRequest) -> ChatResponse:
-        content: str | None
-        content = json.dumps(rule.output, ensure_ascii=False) if rule.output is not None else rule.text
+    def _answer(self, index: int, request: ChatRequest) -> ChatResponse:
+        rule, content = self._rules[index], self._contents[index]
         calls = [
             ToolCall(id=f"call_{i}", name=c.name, arguments=c.arguments) for i, c in enumerate(rule.tool_calls or [])
         ]

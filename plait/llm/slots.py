@@ -12,6 +12,8 @@ import asyncio
 import heapq
 import itertools
 import math
+import weakref
+from collections import deque
 
 CRITICAL = 8
 """Priorities from here up may use the reserved slots (and fail over rather than queue)."""
@@ -84,8 +86,59 @@ async def hand_over() -> None:
     """Call right after releasing a slot: lets the request queued for it start before the caller
     processes its answer. Model calls finish in bursts; if each answer were processed at once,
     the call waiting for the last slot of a burst would start only after all the burst's
-    parsing, validation and commits, and slots would sit idle meanwhile. Two yields: answers
-    released in the same loop turn are queued interleaved with the calls they woke, so one
-    yield would still put the earlier answers' processing ahead of the later calls."""
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
+    parsing, validation and commits, and slots would sit idle meanwhile. The caller continues
+    through `paced()`: the woken request's task is already queued when the pacer lets it on."""
+    await paced()
+
+
+PER_TURN = 3
+"""Deferrable continuations let on per loop turn. One is the processing of an answer or of a
+commit (~100-150 µs), so a turn stays well under a millisecond."""
+
+
+class _Pacer:
+    """Lets queued continuations on a few per loop turn, in arrival order."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._pumping = False
+
+    def wait(self) -> asyncio.Future[None]:
+        future = self._loop.create_future()
+        self._waiting.append(future)
+        if not self._pumping:
+            self._pumping = True
+            self._loop.call_soon(self._pump)
+        return future
+
+    def _pump(self) -> None:
+        let_on = 0
+        while self._waiting and let_on < PER_TURN:
+            future = self._waiting.popleft()
+            if not future.done():  # a cancelled waiter gives its place up
+                future.set_result(None)
+                let_on += 1
+        if self._waiting:
+            self._loop.call_soon(self._pump)
+        else:
+            self._pumping = False
+
+
+_pacers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pacer] = weakref.WeakKeyDictionary()
+
+
+async def paced() -> None:
+    """Wait for a loop turn with room for deferrable work: processing an answer, a commit's aftermath.
+
+    asyncio runs every callback that is ready in one turn before it looks at timers and sockets
+    again. When 64 model calls end together, processing all their answers in one turn (~10 ms)
+    delays every call whose timer or socket comes due meanwhile, and the slot it holds with it.
+    Continuations that can wait queue here and go on a few per turn: a turn stays short, a call
+    that ends is seen at once, and the next request takes its slot. The work itself is not
+    delayed by more than the backlog ahead of it."""
+    loop = asyncio.get_running_loop()
+    pacer = _pacers.get(loop)
+    if pacer is None:
+        pacer = _pacers[loop] = _Pacer(loop)
+    await pacer.wait()

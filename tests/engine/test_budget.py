@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from plait import load_graph
@@ -33,14 +34,16 @@ chat = "priced/m"
 """
 
 
-def run_chain(store: Store, tmp_path: Path, max_cost: float) -> tuple[Any, list[dict[str, Any]]]:
+def run_chain(store: Store, tmp_path: Path, max_cost: float | None) -> tuple[Any, list[dict[str, Any]]]:
     (tmp_path / "plait.toml").write_text(PRICED)
     (tmp_path / "answers.yaml").write_text(
         'log: calls.jsonl\nresponses:\n  - {output: {text: "ok"}, usage: {input: 100, output: 50}}\n'
     )
     nodes = [{"id": n, "type": "LLM_CALL", "user_prompt_tpl": "go", "token_budget_output": 50} for n in "abc"]
-    graph = {"id": "budgeted", "max_cost_usd": max_cost, "nodes": nodes,
+    graph = {"id": "budgeted", "nodes": nodes,
              "edges": [{"source": "a", "target": "b"}, {"source": "b", "target": "c"}]}  # fmt: skip
+    if max_cost is not None:
+        graph["max_cost_usd"] = max_cost
     path = tmp_path / "budgeted.yaml"
     path.write_text(yaml.safe_dump(graph))
     run_id = start_run(store, str(path), {})
@@ -75,6 +78,28 @@ def test_a_budget_that_holds_lets_the_run_complete(store: Store, tmp_path: Path)
     outcome, calls = run_chain(store, tmp_path, max_cost=1.0)
     assert outcome.status == "completed"
     assert len(calls) == 3
+
+
+def test_a_run_without_a_budget_never_estimates_its_calls(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Estimates only count against `max_cost_usd`: without one, no prompt is tokenized before it
+    is sent (a cost on every call of every run); the real cost is still recorded."""
+    estimated: list[str] = []
+    real = ProviderPool.estimate_cost
+
+    def counting(self: ProviderPool, request: Any) -> float:
+        estimated.append(request.node_id)
+        return real(self, request)
+
+    monkeypatch.setattr(ProviderPool, "estimate_cost", counting)
+    outcome, calls = run_chain(store, tmp_path, max_cost=None)
+    assert outcome.status == "completed"
+    assert len(calls) == 3
+    assert estimated == []
+    assert store.runs.get(outcome.run_id).cost_usd == pytest.approx(0.45)
+    run_chain(store, tmp_path, max_cost=1.0)
+    assert estimated == ["a", "b", "c"]
 
 
 def test_token_budget_input_cuts_inserted_context_with_a_marker(store: Store, tmp_path: Path) -> None:

@@ -1,0 +1,139 @@
+"""Pacing the event loop for many runs at once: deferrable work goes a few continuations per
+loop turn (`plait.llm.slots.paced`), a group commit holds at most `MAX_UNITS` node units, the
+collector is tuned once per process, and Plait's commands run on uvloop (`eventloop.run`)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plait.engine import commits, eventloop
+from plait.engine.runner import GC_THRESHOLDS, Engine
+from plait.engine.start import start_run
+from plait.llm.slots import PER_TURN, paced
+from plait.store import NodeStatus, RunStatus, Store
+from plait.store.node_writes import Claim
+from tests.engine.test_engine import graph_file, llm, script
+
+uvloop = pytest.importorskip("uvloop", reason="uvloop is a dependency outside Windows")
+
+LOOPS: dict[str, Callable[[Coroutine[Any, Any, Any]], Any]] = {"asyncio": asyncio.run, "uvloop": uvloop.run}
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_paced_work_goes_a_few_continuations_per_loop_turn(loop: str) -> None:
+    """20 continuations queued together go PER_TURN per turn, in arrival order, while a task that
+    is not paced goes on every turn (its ticks count the turns)."""
+
+    async def scenario() -> tuple[list[tuple[int, int]], int]:
+        ticks = 0
+        stop = False
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        went: list[tuple[int, int]] = []
+
+        async def deferred(i: int) -> None:
+            await paced()
+            went.append((i, ticks))
+
+        clock = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        await asyncio.gather(*(deferred(i) for i in range(20)))
+        stop = True
+        await clock
+        return went, ticks
+
+    went, _ = LOOPS[loop](scenario())
+    assert [i for i, _ in went] == list(range(20)), "paced continuations keep their arrival order"
+    per_turn: dict[int, int] = {}
+    for _, tick in went:
+        per_turn[tick] = per_turn.get(tick, 0) + 1
+    assert max(per_turn.values()) <= PER_TURN, per_turn
+    assert len(per_turn) >= 20 // PER_TURN, f"20 continuations went in {len(per_turn)} turns"
+
+
+def test_a_cancelled_paced_wait_gives_its_place_up() -> None:
+    async def scenario() -> list[str]:
+        went: list[str] = []
+
+        async def deferred(name: str) -> None:
+            await paced()
+            went.append(name)
+
+        tasks = {name: asyncio.create_task(deferred(name)) for name in ("a", "b", "c")}
+        await asyncio.sleep(0)  # all three are queued
+        tasks["b"].cancel()
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+        return went
+
+    assert asyncio.run(scenario()) == ["a", "c"]
+
+
+def test_a_commit_holds_at_most_max_units_and_every_unit_is_written(store: Store, tmp_path: Path) -> None:
+    """40 units submitted in one loop turn (a burst of answers, or of runs being set up) go in
+    transactions of at most MAX_UNITS, in order, and each submitter gets its own results."""
+    run_id = start_run(store, graph_file(tmp_path, [llm("a")], []), {})
+    group = commits.GroupCommit(store.runs.nodes)
+    sizes: list[int] = []
+    write = store.runs.nodes.write
+
+    def recording(units: Any) -> Any:
+        sizes.append(len(units))
+        return write(units)
+
+    store.runs.nodes.write = recording  # type: ignore[method-assign]
+
+    async def burst() -> list[Any]:
+        futures = [group.submit([Claim(run_id, f"n{i}", 1, "owner-1")]) for i in range(40)]
+        return await asyncio.gather(*futures)
+
+    results = asyncio.run(burst())
+    assert sizes == [min(commits.MAX_UNITS, 40 - k) for k in range(0, 40, commits.MAX_UNITS)]
+    assert [r[0].node_id for r in results] == [f"n{i}" for i in range(40)]
+    assert {n.node_id for n in store.runs.node_runs(run_id)} == {f"n{i}" for i in range(40)}
+
+
+def test_many_branches_finishing_together_all_commit(store: Store, tmp_path: Path) -> None:
+    """The paced, capped path end to end: 40 branches answered at once, every node committed."""
+    branches = [llm(f"b{i}") for i in range(40)]
+    edges = [{"source": "root", "target": b["id"]} for b in branches]
+    graph = graph_file(tmp_path, [llm("root"), *branches], edges)
+    run_id = start_run(store, graph, {})
+    engine = Engine(store, script(tmp_path, [{"text": "x", "delay_ms": 30}]), llm_concurrency=64)
+
+    async def go() -> Any:
+        try:
+            return await engine.run(run_id)
+        finally:
+            await engine.aclose()
+
+    assert asyncio.run(go()).status == RunStatus.COMPLETED
+    done = {n.node_id for n in store.runs.node_runs(run_id) if n.status == NodeStatus.COMPLETED}
+    assert done == {"root", *(b["id"] for b in branches)}
+
+
+def test_building_an_engine_raises_the_collector_thresholds(store: Store, tmp_path: Path) -> None:
+    Engine(store, None)
+    assert all(now >= tuned for now, tuned in zip(gc.get_threshold(), GC_THRESHOLDS, strict=True))
+
+
+def test_plait_commands_run_on_uvloop_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def loop_module() -> str:
+        return type(asyncio.get_running_loop()).__module__
+
+    monkeypatch.delenv("PLAIT_LOOP", raising=False)
+    assert eventloop.loop_name() == "uvloop"
+    assert eventloop.run(loop_module()).startswith("uvloop")
+    monkeypatch.setenv("PLAIT_LOOP", "asyncio")
+    assert eventloop.loop_name() == "asyncio"
+    assert eventloop.run(loop_module()).startswith("asyncio")

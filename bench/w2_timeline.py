@@ -10,7 +10,7 @@ splits the excess over the ideal into:
 - lateness: calls lasting longer than 50 ms because the loop was busy when their timer expired;
 - gc: full garbage collections (they stop the loop).
 
-    .venv/bin/python bench/w2_timeline.py [--runs 500]
+    .venv/bin/python bench/w2_timeline.py [--runs 500] [--loop uvloop|asyncio]
 """
 
 from __future__ import annotations
@@ -95,7 +95,10 @@ async def measure(runs: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=500)
-    asyncio.run(measure(parser.parse_args().runs))
+    parser.add_argument("--loop", choices=bench.w2_loops(), default=bench.w2_loops()[0])
+    args = parser.parse_args()
+    print(f"on {bench.LOOPS[args.loop]}")
+    bench.loop_runner(args.loop)(measure(args.runs))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from collections import Counter
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from plait.engine import commits, eventloop
 from plait.engine.runner import GC_THRESHOLDS, Engine
 from plait.engine.start import start_run
-from plait.llm.slots import PER_TURN, paced
+from plait.llm.slots import DRAIN_TURNS, PER_TURN, paced
 from plait.store import NodeStatus, RunStatus, Store
 from plait.store.node_writes import Claim
 from tests.engine.test_engine import graph_file, llm, script
@@ -25,41 +26,53 @@ uvloop = pytest.importorskip("uvloop", reason="uvloop is a dependency outside Wi
 LOOPS: dict[str, Callable[[Coroutine[Any, Any, Any]], Any]] = {"asyncio": asyncio.run, "uvloop": uvloop.run}
 
 
+async def paced_turns(count: int) -> list[tuple[int, int]]:
+    """Queue `count` paced continuations at once; (index, turn) in the order they went on. A task
+    that is not paced goes on every loop turn and counts the turns."""
+    turn = 0
+    stop = False
+
+    async def ticker() -> None:
+        nonlocal turn
+        while not stop:
+            turn += 1
+            await asyncio.sleep(0)
+
+    went: list[tuple[int, int]] = []
+
+    async def deferred(i: int) -> None:
+        await paced()
+        went.append((i, turn))
+
+    clock = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    await asyncio.gather(*(deferred(i) for i in range(count)))
+    stop = True
+    await clock
+    return went
+
+
+def per_turn(went: list[tuple[int, int]]) -> dict[int, int]:
+    return dict(Counter(turn for _, turn in went))
+
+
 @pytest.mark.parametrize("loop", LOOPS)
 def test_paced_work_goes_a_few_continuations_per_loop_turn(loop: str) -> None:
-    """20 continuations queued together go PER_TURN per turn, in arrival order, while a task that
-    is not paced goes on every turn (its ticks count the turns)."""
-
-    async def scenario() -> tuple[list[tuple[int, int]], int]:
-        ticks = 0
-        stop = False
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while not stop:
-                ticks += 1
-                await asyncio.sleep(0)
-
-        went: list[tuple[int, int]] = []
-
-        async def deferred(i: int) -> None:
-            await paced()
-            went.append((i, ticks))
-
-        clock = asyncio.create_task(ticker())
-        await asyncio.sleep(0)
-        await asyncio.gather(*(deferred(i) for i in range(20)))
-        stop = True
-        await clock
-        return went, ticks
-
-    went, _ = LOOPS[loop](scenario())
+    """20 continuations queued together go PER_TURN per turn, in arrival order."""
+    went = LOOPS[loop](paced_turns(20))
     assert [i for i, _ in went] == list(range(20)), "paced continuations keep their arrival order"
-    per_turn: dict[int, int] = {}
-    for _, tick in went:
-        per_turn[tick] = per_turn.get(tick, 0) + 1
-    assert max(per_turn.values()) <= PER_TURN, per_turn
-    assert len(per_turn) >= 20 // PER_TURN, f"20 continuations went in {len(per_turn)} turns"
+    turns = per_turn(went)
+    assert max(turns.values()) <= PER_TURN, turns
+    assert len(turns) >= 20 // PER_TURN, f"20 continuations went in {len(turns)} turns"
+
+
+def test_a_backlog_of_paced_work_drains_in_a_bounded_number_of_turns() -> None:
+    """200 queued continuations: a sixteenth of the queue goes each turn while it is long, so the
+    backlog is gone in ~40 turns, not 200 / PER_TURN (answers held back hold their runs' memory)."""
+    turns = per_turn(asyncio.run(paced_turns(200)))
+    assert sum(turns.values()) == 200
+    assert max(turns.values()) == 200 // DRAIN_TURNS, turns
+    assert len(turns) <= 45, f"the backlog took {len(turns)} turns"
 
 
 def test_a_cancelled_paced_wait_gives_its_place_up() -> None:

@@ -97,7 +97,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--loop", choices=bench.w2_loops(), default=bench.w2_loops()[0])
     args = parser.parse_args()
-    print(f"on {bench.LOOPS[args.loop]}")
+    print(bench.LOOPS[args.loop])
     bench.loop_runner(args.loop)(measure(args.runs))
 
 

@@ -37,6 +37,7 @@ def serve_command(
     import uvicorn
 
     from plait.api import ServerConfigError, ServerSettings, create_app
+    from plait.engine import eventloop
     from plait.llm.config import ConfigError
     from plait.llm.select import LlmConfigError
     from plait.store import StoreError
@@ -60,7 +61,14 @@ def serve_command(
         fail(str(exc), "check --db or $PLAIT_DB")
     auth = "token required" if settings.auth_required else "no token needed on loopback"
     sys.stderr.write(f"plait: serving http://{host}:{port}/ ({auth}); API docs at /docs\n")
-    uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=5)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+        loop="uvloop" if eventloop.loop_name() == "uvloop" else "asyncio",  # as every plait command
+    )
 
 
 @token_app.command("create")

@@ -104,17 +104,17 @@ fixed 3 per turn, 37 KiB with this, 39 KiB without pacing; W2's wall time barely
 class _Pacer:
     """Lets queued continuations on a few per loop turn (more when many wait), in arrival order."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self) -> None:
+        # No reference to the loop: `_pacers` keys pacers by their loop weakly.
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._pumping = False
 
-    def wait(self) -> asyncio.Future[None]:
-        future = self._loop.create_future()
+    def wait(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        future = loop.create_future()
         self._waiting.append(future)
         if not self._pumping:
             self._pumping = True
-            self._loop.call_soon(self._pump)
+            loop.call_soon(self._pump)
         return future
 
     def _pump(self) -> None:
@@ -125,7 +125,7 @@ class _Pacer:
                 future.set_result(None)
                 let_on += 1
         if self._waiting:
-            self._loop.call_soon(self._pump)
+            asyncio.get_running_loop().call_soon(self._pump)
         else:
             self._pumping = False
 
@@ -145,5 +145,5 @@ async def paced() -> None:
     loop = asyncio.get_running_loop()
     pacer = _pacers.get(loop)
     if pacer is None:
-        pacer = _pacers[loop] = _Pacer(loop)
-    await pacer.wait()
+        pacer = _pacers[loop] = _Pacer()
+    await pacer.wait(loop)

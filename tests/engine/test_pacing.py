@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 from collections import Counter
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -73,6 +74,19 @@ def test_a_backlog_of_paced_work_drains_in_a_bounded_number_of_turns() -> None:
     assert sum(turns.values()) == 200
     assert max(turns.values()) == 200 // DRAIN_TURNS, turns
     assert len(turns) <= 45, f"the backlog took {len(turns)} turns"
+
+
+def test_a_loop_that_used_paced_work_is_not_kept_alive() -> None:
+    """The pacers are per loop and must not keep a finished loop (each test, each CLI command
+    makes one) from being collected."""
+
+    async def scenario() -> weakref.ref[asyncio.AbstractEventLoop]:
+        await paced_turns(5)
+        return weakref.ref(asyncio.get_running_loop())
+
+    loop = asyncio.run(scenario())
+    gc.collect()
+    assert loop() is None
 
 
 def test_a_cancelled_paced_wait_gives_its_place_up() -> None:

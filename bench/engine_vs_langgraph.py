@@ -65,6 +65,8 @@ from typing import Annotated, Any, TypedDict
 
 import yaml
 
+from plait.engine import eventloop
+
 INSTALL_HINT = (
     "python3 -m venv bench/.venv && bench/.venv/bin/pip install -e . langgraph langgraph-checkpoint-sqlite "
     "&& bench/.venv/bin/python bench/engine_vs_langgraph.py"
@@ -418,26 +420,22 @@ class BareFanout:
     """The loop alone: the same 1 -> 8 calls of every run under a Semaphore(64), no engine at all.
     Its excess over the ideal is what the event loop itself costs (timer granularity, wake-ups)."""
 
-    def __init__(self) -> None:
-        self.slots: asyncio.Semaphore | None = None
-        self.in_flight = self.max_in_flight = 0
-
     async def warm_up(self) -> None:
-        self.slots = asyncio.Semaphore(LIMIT)
-
-    async def _call(self) -> None:
-        assert self.slots is not None
-        async with self.slots:
-            await asyncio.sleep(CALL_S)
-
-    async def _one(self) -> None:
-        await self._call()
-        await asyncio.gather(*(self._call() for _ in range(FAN)))
+        return None
 
     async def many(self, runs: int) -> float:
-        self.slots = asyncio.Semaphore(LIMIT)
+        slots = asyncio.Semaphore(LIMIT)
+
+        async def call() -> None:
+            async with slots:
+                await asyncio.sleep(CALL_S)
+
+        async def one() -> None:
+            await call()
+            await asyncio.gather(*(call() for _ in range(FAN)))
+
         started = time.perf_counter()
-        await asyncio.gather(*(self._one() for _ in range(runs)))
+        await asyncio.gather(*(one() for _ in range(runs)))
         return time.perf_counter() - started
 
 
@@ -570,26 +568,8 @@ LOOPS = {
 }
 
 
-def loop_runner(loop: str) -> Callable[[Any], Any]:
-    """`asyncio.run` on the named event loop."""
-    if loop == "uvloop":
-        import uvloop
-
-        return uvloop.run  # type: ignore[no-any-return]
-    return asyncio.run
-
-
-def w2_loops() -> list[str]:
-    """The loops W2 runs on: uvloop where it is installed (a Plait dependency outside Windows), asyncio's."""
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return ["asyncio"]
-    return list(LOOPS)
-
-
 async def run_w2(tmp: Path, trials: int, runs: int, with_lg: bool, calib: list[float]) -> dict[str, Series]:
-    """W2 on the running loop; `main` runs it once per loop of `w2_loops()`."""
+    """W2 on the running loop; `main` runs it once per loop of `eventloop.available()`."""
     tmp.mkdir(exist_ok=True)
     keys = ["bare", "plait"] + (["lg_none", "lg_memory", "lg_sqlite"] if with_lg else [])
     series = {key: Series(W2_LABELS[key]) for key in keys}
@@ -962,8 +942,8 @@ def main() -> None:
         tmp = Path(tmp_name)
         w1 = asyncio.run(run_w1(tmp, args.w1_trials, with_lg, calib))
         w2 = {
-            loop: loop_runner(loop)(run_w2(tmp / loop, args.w2_trials, args.runs, with_lg, calib))
-            for loop in w2_loops()
+            loop: eventloop.run(run_w2(tmp / loop, args.w2_trials, args.runs, with_lg, calib), loop)
+            for loop in eventloop.available()
         }
     w3 = run_w3(args.w3_trials, args.runs, with_lg)
     print_report(args, lg_status, w1, w2, w3, calib)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import engine_vs_langgraph as w2
 
+from plait.engine import eventloop
+
 BACKOFF_S = 0.2
 
 
@@ -106,11 +108,11 @@ def main() -> None:
     calls = args.runs * w2.CALLS_PER_RUN
     ideal = -(-calls // w2.LIMIT) * w2.CALL_S
     print(f"P1 W2 through the pool ({args.runs} runs, {calls} calls, max_concurrency {w2.LIMIT} on the provider)")
-    loops = w2.w2_loops()
+    loops = eventloop.available()
     walls: dict[str, list[float]] = {loop: [] for loop in loops}
     for trial in range(args.trials):  # the loops interleaved, as the engines are in engine_vs_langgraph.py
         for loop in loops[trial % len(loops) :] + loops[: trial % len(loops)]:
-            walls[loop].append(w2.loop_runner(loop)(p1(args.runs)))
+            walls[loop].append(eventloop.run(p1(args.runs), loop))
     for loop in loops:
         median = statistics.median(walls[loop])
         verdict = "MET" if median <= ideal * 1.05 else "MISSED"

@@ -25,6 +25,8 @@ from typing import Any
 
 import engine_vs_langgraph as bench
 
+from plait.engine import eventloop
+
 
 class LoggingProvider(bench.SleepyProvider):
     def __init__(self, content: str, log: list[tuple[float, int]]):
@@ -95,10 +97,10 @@ async def measure(runs: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=500)
-    parser.add_argument("--loop", choices=bench.w2_loops(), default=bench.w2_loops()[0])
+    parser.add_argument("--loop", choices=eventloop.available(), default=eventloop.available()[0])
     args = parser.parse_args()
     print(bench.LOOPS[args.loop])
-    bench.loop_runner(args.loop)(measure(args.runs))
+    eventloop.run(measure(args.runs), args.loop)
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ def serve_command(
         port=port,
         log_level="info",
         timeout_graceful_shutdown=5,
-        loop="uvloop" if eventloop.loop_name() == "uvloop" else "asyncio",  # as every plait command
+        loop=eventloop.loop_name(),  # as every plait command (uvicorn's names are the same)
     )
 
 

@@ -19,20 +19,25 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def available() -> list[str]:
+    """The loops this machine can run, the preferred first: "uvloop" (where installed), "asyncio"."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:  # not installed (Windows has no uvloop)
+        return ["asyncio"]
+    return ["uvloop", "asyncio"]
+
+
 def loop_name() -> str:
     """The loop `run` uses: "uvloop" or "asyncio"."""
     if os.environ.get("PLAIT_LOOP", "").strip().lower() == "asyncio":
         return "asyncio"
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:  # not installed (Windows has no uvloop)
-        return "asyncio"
-    return "uvloop"
+    return available()[0]
 
 
-def run(main: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(main)` on the loop `loop_name()` names."""
-    if loop_name() == "uvloop":
+def run(main: Coroutine[Any, Any, T], loop: str | None = None) -> T:
+    """`asyncio.run(main)` on the loop named `loop` (one of `available()`), by default `loop_name()`."""
+    if (loop or loop_name()) == "uvloop":
         import uvloop
 
         return uvloop.run(main)

@@ -45,7 +45,7 @@ GC_THRESHOLDS = (10_000, 20, 100)
 """The collector's thresholds in a process running an engine (raised only, never lowered)."""
 
 
-def _freeze_startup_objects() -> None:
+def _tune_collector() -> None:
     """Tune the garbage collector for an engine, once per process.
 
     With hundreds of runs in flight, objects survive the young generations and full
@@ -94,7 +94,7 @@ class Engine:
     ):
         """`local_files`: WORKFLOW_TASK tools may name graph files on this machine (the CLI); a
         server passes False, so that a graph sent to it cannot make it read its own files."""
-        _freeze_startup_objects()
+        _tune_collector()
         self.local_files = local_files
         self.store = store
         self.runtime = Runtime(

@@ -78,9 +78,12 @@ def _pg_admin(sql: str) -> None:
 
 @pytest.fixture
 def pg_schema() -> Iterator[str]:
-    """A fresh, empty PostgreSQL schema (dropped after the test); skips when PostgreSQL is down."""
+    """A fresh, empty PostgreSQL schema (dropped after the test); skips when PostgreSQL is down,
+    except in CI (`CI` set), where the database is part of the job and its absence is a failure."""
     reason = pg_unavailable()
     if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI must run the PostgreSQL tests: .ci/run starts the server)")
         pytest.skip(reason)
     schema = f"plait_t_{uuid.uuid4().hex[:12]}"
     _pg_admin(f'CREATE SCHEMA "{schema}"')

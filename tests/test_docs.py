@@ -44,7 +44,15 @@ CONFIG_DOC = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md")
 
 
 def test_every_plait_toml_key_is_documented() -> None:
-    from plait.llm.config import Capability, JsonMode, ModelConfig, PlaitConfig, ProviderConfig, Tokenizer
+    from plait.llm.config import (
+        Capability,
+        JsonMode,
+        ModelConfig,
+        PlaitConfig,
+        ProviderConfig,
+        SandboxConfig,
+        Tokenizer,
+    )
     from plait.tools.mcp_config import McpServerConfig
 
     keys = [
@@ -54,6 +62,9 @@ def test_every_plait_toml_key_is_documented() -> None:
         *(f"mcp_servers[].{k}" for k in McpServerConfig.model_fields),
     ]
     for key in keys:
-        assert f"`{key}`" in CONFIG_DOC or f"{key}[]" in CONFIG_DOC or f"`providers[].{key}`" in CONFIG_DOC, key
+        documented = (f"`{key}`", f"{key}[]", f"`providers[].{key}`", f"`[{key}]`")
+        assert any(form in CONFIG_DOC for form in documented), key
+    for key in SandboxConfig.model_fields:  # a table's keys appear in its example
+        assert f"\n{key} = " in CONFIG_DOC, f"sandbox.{key}"
     for value in (*Capability, *JsonMode, *Tokenizer):
         assert f"`{value}`" in CONFIG_DOC, value

@@ -30,6 +30,7 @@ from plait.engine.events import EventBus
 from plait.llm.config import PlaitConfig, config_path, load_config
 from plait.llm.provider import Provider
 from plait.llm.select import provider_from_spec
+from plait.sandbox.shared import close_shared_sandbox
 from plait.store import Store
 
 log = logging.getLogger("plait.api")
@@ -144,6 +145,7 @@ def _lifespan(
             yield
         finally:
             await executor.aclose()
+            close_shared_sandbox()  # the readers' sandbox (migrations on read): killed, not waited for
             if own_store:
                 store.close()
 

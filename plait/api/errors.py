@@ -19,10 +19,12 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from plait.api.schemas import VALUE_LIMIT
 from plait.api_surface import GraphInvalid
 from plait.engine.outcome import EngineError
 from plait.errors import PlaitError, Refusal
 from plait.evolve.migrate import MigrationError
+from plait.model.limits import MAX_DEPTH, MAX_INT_DIGITS
 from plait.store import NotFoundError, StoreError
 from plait.store.graph_admin import ReadOnlyGraph
 
@@ -117,6 +119,23 @@ def translate(exc: Exception) -> JSONResponse:
     return error_response(500, "internal_error", f"internal error ({type(exc).__name__}); see the server log")
 
 
+def _detail(err: Mapping[str, Any]) -> dict[str, Any]:
+    """One `details` entry of a 422 `invalid_request`; a value Plait cannot store names its own
+    place (`body.input.text`), which is deeper than where the body's validator sits."""
+    ctx = err.get("ctx") or {}
+    if err["type"] == VALUE_LIMIT and "where" in ctx:
+        return {"where": ctx["where"], "problem": ctx["problem"], "type": VALUE_LIMIT}
+    return {"where": ".".join(str(p) for p in err.get("loc", ())), "problem": err.get("msg", ""), "type": err["type"]}
+
+
+def _unparsable(cause: BaseException) -> str:
+    if isinstance(cause, RecursionError):
+        return f"it is nested deeper than the limit of {MAX_DEPTH} levels"
+    if "integer string conversion" in str(cause):
+        return f"it holds an integer with more than {MAX_INT_DIGITS} digits"
+    return str(cause)
+
+
 def install(app: FastAPI) -> None:
     """Route every error through `translate` and reshape FastAPI's own errors."""
 
@@ -140,15 +159,17 @@ def install(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         status = exc.status_code
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-        if status == 400 and isinstance(exc.__cause__, ValueError):
+        if status == 400 and isinstance(exc.__cause__, ValueError | RecursionError):
             # FastAPI answers 422 for a body that is not JSON but 400 for one that is not even
-            # text (UnicodeDecodeError): both are the same client mistake, so both are 422.
+            # text (UnicodeDecodeError), nests past the parser's depth (RecursionError) or holds
+            # an integer too long to convert: all the same client mistake, so all are 422.
+            problem = _unparsable(exc.__cause__)
             return error_response(
                 422,
                 "invalid_request",
-                "the request body is not valid JSON (UTF-8)",
-                [{"where": "body", "problem": str(exc.__cause__), "type": "json_invalid"}],
-                "send a JSON document encoded in UTF-8",
+                f"the request body is not valid JSON (UTF-8): {problem}",
+                [{"where": "body", "problem": problem, "type": "json_invalid"}],
+                f"send a JSON document encoded in UTF-8, nested at most {MAX_DEPTH} levels",
             )
         if status == 404 and message == "Not Found":
             message = "no such route; GET /docs lists the API"
@@ -160,10 +181,7 @@ def install(app: FastAPI) -> None:
 
     async def on_validation(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        details = [
-            {"where": ".".join(str(p) for p in err.get("loc", ())), "problem": err.get("msg", ""), "type": err["type"]}
-            for err in exc.errors()
-        ]
+        details = [_detail(err) for err in exc.errors()]
         where = ", ".join(d["where"] for d in details[:5])
         return error_response(
             422, "invalid_request", f"the request does not match the API ({where})", details, "see /docs for the shape"

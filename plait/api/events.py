@@ -19,6 +19,7 @@ from typing import Any
 
 from plait.api.history import Past
 from plait.engine.events import Event, EventBus
+from plait.redact import redact
 
 ENDING_KINDS = frozenset({"workflow:complete", "workflow:error", "run:cancelled"})
 """After one of these the run has ended: an SSE stream closes (a correction may reopen the run;
@@ -128,6 +129,8 @@ class EventLog:
     def _append(
         self, run_id: str, log: _RunLog, kind: str, node_id: str | None, at: float, data: dict[str, Any]
     ) -> None:
+        if kind.endswith(":error"):  # errors quote what providers and tools echo (see plait/redact.py)
+            data = redact(data)
         numbered = RunEvent(log.next_id, kind, run_id, node_id, at, data)
         log.next_id += 1
         log.touched = time.monotonic()

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic_core import PydanticCustomError
 
 from plait.compile.dump import graph_to_data
 from plait.engine.corrections import Correction, DownstreamPolicy
 from plait.evolve.catalog import GraphSummary
 from plait.evolve.save import Saved
 from plait.model.graph import GraphSlug
+from plait.model.limits import value_problem
 from plait.store import NodeRunRecord, RunRecord, StoredGraph
 from plait.store.graph_admin import VersionInfo
 
@@ -28,8 +30,33 @@ SourceTypeName = Literal["system", "user", "system_fork"]
 RunStatusName = Literal["pending", "running", "paused", "completed", "failed", "cancelled"]
 
 
-class _In(BaseModel):
+VALUE_LIMIT = "value_limit"
+"""The error type of a body value Plait cannot store; its `ctx` has `where` and `problem`."""
+
+
+def storable(data: Any) -> Any:
+    """`data` (a request body as parsed), when every value in it can be stored and served back:
+    nothing nested deeper than the limit, no lone surrogate, NaN or infinity (Python's JSON
+    parser accepts all of these). Else a validation error naming the field (`body.input.text`)."""
+    problem = value_problem(data)
+    if problem is None:
+        return data
+    where = problem.location("body")
+    raise PydanticCustomError(VALUE_LIMIT, "{where}: {problem}", {"where": where, "problem": problem.message})
+
+
+class CheckedIn(BaseModel):
+    """A request body: unknown fields are refused, and so are values that cannot be stored."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        return storable(data)
+
+
+_In = CheckedIn
 
 
 # -- errors ------------------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
+from plait.api.schemas import CheckedIn
 from plait.api.services import RunView
 from plait.compile.dump import graph_to_data
 from plait.engine.corrections import Correction, DownstreamPolicy
@@ -23,8 +24,7 @@ PLAIT = "Plait's addition (not in seed 000). "
 READ_ONLY = "Read-only: returned by PromptGraphDefGetRoute, ignored when sent back."
 
 
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+_In = CheckedIn
 
 
 def _seconds(value: float | None) -> int | None:

@@ -57,32 +57,34 @@ def print_json(value: Any) -> None:
 
 
 def parse_inputs(pairs: list[str], input_file: Path | None) -> dict[str, Any]:
-    """`--input-file` (JSON or YAML object) first, then `-i key=value` pairs; values are JSON when they parse."""
+    """`--input-file` (JSON or YAML object) first, then `-i key=value` pairs; values are JSON when they parse.
+
+    The whole input is checked against the limits of every stored value (depth, lone
+    surrogates, NaN, overlong integers) here, so the error names the flag that brought it."""
+    from plait.model.documents import DocumentError, check_document, json_or_text
+
     values: dict[str, Any] = {}
     if input_file is not None:
         values.update(_read_input_file(input_file))
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            fail(f"bad input '{pair}'", "write -i key=value (the value may be JSON: -i n=3 -i tags='[\"a\"]')")
-        try:
-            values[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            values[key] = raw
+    try:
+        for pair in pairs:
+            key, sep, raw = pair.partition("=")
+            if not sep or not key:
+                fail(f"bad input '{pair}'", "write -i key=value (the value may be JSON: -i n=3 -i tags='[\"a\"]')")
+            values[key] = json_or_text(raw, f"-i {key}=…")
+        check_document(values, "the run input (-i / --input-file)", "input")
+    except DocumentError as exc:
+        fail(exc.message, exc.hint)
     return values
 
 
 def _read_input_file(path: Path) -> dict[str, Any]:
-    import yaml
+    from plait.model.documents import DocumentError, read_document
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot read input file {path}: {exc.strerror or exc}")
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        fail(f"input file {path} is not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}")
+        data = read_document(path, f"--input-file {path}", "input")
+    except DocumentError as exc:
+        fail(exc.message, exc.hint)
     if not isinstance(data, dict):
         fail(f"input file {path} must hold an object (key: value pairs), not {type(data).__name__}")
     return data

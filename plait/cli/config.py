@@ -1,4 +1,5 @@
-"""`plait config check`: the resolved provider configuration, without secrets."""
+"""`plait config check`: the resolved provider configuration, without secrets (key names, not values;
+URL credentials masked: see plait/redact.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ def _print_report(report: Any) -> None:
     from rich.table import Table
 
     from plait.llm.check import mcp_server_json
+    from plait.redact import redact_text, redact_url
 
     out = console()
     out.print(f"config: {report.config.source or 'built-in defaults (no plait.toml): the embedded model'}")
@@ -51,7 +53,8 @@ def _print_report(report: Any) -> None:
             for m in p.models
         )
         state = "[green]usable[/]" if status.usable else "[red]" + "; ".join(status.problems) + "[/]"
-        providers.add_row(p.id, p.kind, p.base_url or p.file or "", status.key or "", limits, models, state)
+        endpoint = redact_url(p.base_url) if p.base_url else (p.file or "")
+        providers.add_row(p.id, p.kind, endpoint, status.key or "", limits, models, state)
     out.print(providers)
     roles = Table(title="roles")
     for column in ("role", "goes to", "failover order"):
@@ -67,7 +70,7 @@ def _print_report(report: Any) -> None:
         for m in report.config.mcp_servers:
             secrets = mcp_server_json(m)["secrets"]
             shown = ", ".join(s["name"] + ("" if s["set"] else " [red](not set)[/]") for s in secrets)
-            where = " ".join([m.command or "", *m.args]) if m.transport == "stdio" else (m.url or "")
+            where = redact_text(" ".join([m.command or "", *m.args]) if m.transport == "stdio" else (m.url or ""))
             servers.add_row(m.id, m.transport, where, ", ".join(m.capabilities), shown)
         out.print(servers)
     for problem in report.problems:

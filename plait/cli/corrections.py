@@ -8,7 +8,6 @@ and exits with the run's code (0 done, 1 failed, 3 paused again).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -102,28 +101,22 @@ def rollback_command(
 
 
 def _value(file: Path | None, value: str | None) -> Any:
+    """The corrected value from --file or --value, under the limits of every stored value."""
+    from plait.model.documents import DocumentError, check_document, parse_json, read_document
+
     if (file is None) == (value is None):
         fail("give the corrected value with --file F or --value JSON (one of them)")
-    if value is not None:
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            fail(f"--value is not valid JSON: {exc}", 'quote it for the shell: --value \'{"text": "..."}\'')
-    assert file is not None
-    return _read_value(file)
-
-
-def _read_value(path: Path) -> Any:
-    import yaml
-
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        fail(f"cannot read {path}: {exc.strerror or exc}")
-    try:
-        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        fail(f"{path} is not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}")
+        if value is not None:
+            parsed = parse_json(value, "--value")
+            check_document(parsed, "--value", "value")
+            return parsed
+        assert file is not None
+        return read_document(file, f"--file {file}", "value")
+    except DocumentError as exc:
+        if exc.code == "syntax" and value is not None:
+            fail(exc.message, 'quote it for the shell: --value \'{"text": "..."}\'')
+        fail(exc.message, exc.hint)
 
 
 def _correct(db: str | None, apply: Any, run_options: tuple[Any, ...]) -> None:

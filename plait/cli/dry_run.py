@@ -20,7 +20,7 @@ def dry_run_command(
     from plait.engine.start import input_violations
 
     graph = _graph(ref, db)
-    problems = input_violations(graph.input_schema, run_input)
+    problems = input_violations(graph.input_schema, run_input, graph.schemas)
     if problems:
         for line in problems:
             sys.stderr.write(f"  input {line}\n")
@@ -47,12 +47,12 @@ def dry_run_command(
 def _upstream(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
-    import yaml
+    from plait.model.documents import DocumentError, read_document
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        fail(f"cannot read --upstream {path}: {exc}")
+        data = read_document(path, f"--upstream {path}", "upstream")
+    except DocumentError as exc:
+        fail(exc.message, exc.hint)
     if not isinstance(data, dict):
         fail(f"--upstream {path} must map node ids to their outputs, e.g. {{classify: {{label: bug}}}}")
     return data

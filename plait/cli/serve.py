@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 import sys
 from typing import Annotated
 
 import typer
 
 from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, console, fail, open_store, print_json
+from plait.redact import install_log_redaction
+
+EXIT_STARTUP = 3
+"""The server failed while starting (its lifespan, e.g. resuming runs), as uvicorn exits then."""
 
 token_app = typer.Typer(help="Bearer tokens for the HTTP API (stored hashed).", no_args_is_help=True)
 
@@ -16,7 +22,7 @@ def serve_command(
     host: Annotated[
         str, typer.Option("--host", help="Address to listen on; beyond loopback a token is always required.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8765,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on (1-65535).")] = 8765,
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,
@@ -53,22 +59,49 @@ def serve_command(
         cors_origins=tuple(cors_origin),
         resume_on_start=not no_resume,
     )
+    listener = _listen(host, port)
     try:
-        app = create_app(settings)
-    except (ServerConfigError, LlmConfigError, ConfigError) as exc:
-        fail(str(exc))
-    except StoreError as exc:
-        fail(str(exc), "check --db or $PLAIT_DB")
-    auth = "token required" if settings.auth_required else "no token needed on loopback"
-    sys.stderr.write(f"plait: serving http://{host}:{port}/ ({auth}); API docs at /docs\n")
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level="info",
-        timeout_graceful_shutdown=5,
-        loop=eventloop.loop_name(),  # as every plait command (uvicorn's names are the same)
-    )
+        try:
+            app = create_app(settings)
+        except (ServerConfigError, LlmConfigError, ConfigError) as exc:
+            fail(str(exc))
+        except StoreError as exc:
+            fail(str(exc), "check --db or $PLAIT_DB")
+        install_log_redaction()
+        auth = "token required" if settings.auth_required else "no token needed on loopback"
+        sys.stderr.write(f"plait: serving http://{host}:{port}/ ({auth}); API docs at /docs\n")
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_level="info",
+                timeout_graceful_shutdown=5,
+                loop=eventloop.loop_name(),  # as every plait command (uvicorn's names are the same)
+            )
+        )
+        server.run(sockets=[listener])
+    finally:
+        listener.close()
+    if not server.started:
+        fail("the server stopped while starting (see the log above)", code=EXIT_STARTUP)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here rather than by uvicorn: the port it serves is the one
+    asked for, and a port that is taken is an error saying so (before the store is opened)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family, backlog=2048)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            fail(
+                f"port {port} on {host} is already in use (another `plait serve`, or another program)",
+                "stop that program, or pass another port with --port PORT",
+            )
+        if exc.errno == errno.EACCES:
+            fail(f"not allowed to listen on port {port}", "ports below 1024 need privileges: pass --port 8765")
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", "check --host (an address of this machine)")
 
 
 @token_app.command("create")

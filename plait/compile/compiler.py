@@ -23,6 +23,7 @@ from plait.compile.load import LoadedGraph, load_graph
 from plait.compile.skills import expand_skills
 from plait.compile.source import SourceDoc, max_graph_bytes, read_source
 from plait.compile.topology import Topology
+from plait.model.documents import DocumentError, read_limited
 from plait.model.graph import GraphDef
 from plait.model.nodes import SkillScope
 
@@ -96,10 +97,9 @@ def _javascript_preloaded(path: str | os.PathLike[str]) -> Iterator[None]:
     """A graph with JavaScript needs V8 for its syntax check: start loading it at once, on a
     thread, so that it overlaps with parsing and validating the file (`plait validate` start-up)."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(max_graph_bytes())
-    except OSError:
-        raw = b""
+        raw = read_limited(path, "graph file", max_bytes=max_graph_bytes())  # never blocks on a FIFO
+    except DocumentError:
+        raw = b""  # read_source reports it
     loader = None
     if any(key in raw for key in _JAVASCRIPT_KEYS):
         from plait.sandbox.syntax import preload

@@ -15,6 +15,7 @@ from enum import Enum
 from functools import cache, lru_cache
 from typing import Any
 
+from plait.compile.schema_validator import NO_REGISTRY, safe_class, schema_registry
 from plait.compile.templates import Segment
 
 DEFAULT_DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -47,10 +48,18 @@ def _check_cached(key: str) -> tuple[SchemaProblem, ...]:
     problems: list[SchemaProblem] = []
     cls: Any = Draft7Validator
     if "$schema" in schema:
-        cls = validators.validator_for(schema, default=_UnknownDraft)  # type: ignore[arg-type]
+        dialect = schema["$schema"]
+        unknown: Any = _UnknownDraft
+        cls = validators.validator_for(schema, default=unknown) if isinstance(dialect, str) else unknown
         if cls is _UnknownDraft:
-            problems.append(SchemaProblem(("$schema",), f"unknown $schema {schema['$schema']!r}"))
             cls = Draft7Validator
+            problems.append(
+                SchemaProblem(
+                    ("$schema",),
+                    f"unknown $schema {dialect!r}: name a JSON Schema draft by its URI, e.g. '{DEFAULT_DRAFT}' "
+                    "(no other dialect is fetched)",
+                )
+            )
     by_path: dict[tuple[str | int, ...], list[Any]] = {}
     for error in _meta_validator(cls).iter_errors(schema):
         by_path.setdefault(tuple(error.absolute_path), []).append(error)
@@ -61,8 +70,9 @@ def _check_cached(key: str) -> tuple[SchemaProblem, ...]:
 
 @cache
 def _meta_validator(cls: Any) -> Any:
-    """One validator of each draft's metaschema, built once (building it is the slow part)."""
-    return cls(cls.META_SCHEMA)
+    """One validator of each draft's metaschema, built once (building it is the slow part); like every
+    validator Plait builds, it fetches nothing and runs its patterns on RE2."""
+    return safe_class(cls)(cls.META_SCHEMA, registry=schema_registry(NO_REGISTRY))
 
 
 class _UnknownDraft:

@@ -17,16 +17,17 @@ import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from plait.compile.diagnostics import Category, Diagnostic, GraphLoadError
+from plait.model.documents import DocumentError, read_limited
+from plait.model.limits import MAX_DEPTH as MAX_DEPTH  # re-exported: graph files nest no deeper than any value
+from plait.model.limits import value_problem
 
 Path_ = tuple[str | int, ...]
 
-MAX_DEPTH = 100
 MAX_NODES = 1_000_000
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 MAX_BYTES_ENV = "PLAIT_MAX_GRAPH_BYTES"
@@ -63,21 +64,19 @@ def max_graph_bytes() -> int:
 def read_source(path: str | os.PathLike[str]) -> SourceDoc:
     """Read and parse a `.yaml`/`.yml`/`.json` graph file; raise GraphLoadError with positions."""
     file = str(path)
+    limit = max_graph_bytes()
     try:
-        size = os.path.getsize(path)
-        if size > max_graph_bytes():
+        raw = read_limited(path, "graph file", max_bytes=limit)  # a regular file, at most limit + 1 bytes read
+    except DocumentError as exc:
+        if exc.code == "too_large":
             raise _fail(
                 file,
                 None,
                 "too_large",
-                f"graph file is {size / 1048576:.1f} MiB; the limit is {max_graph_bytes() / 1048576:.1f} MiB",
+                f"graph file is {exc.size / 1048576:.1f} MiB; the limit is {limit / 1048576:.1f} MiB",
                 f"graph files hold definitions, not data; split it or raise {MAX_BYTES_ENV}",
-            )
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise _fail(
-            file, None, "unreadable", f"cannot read graph file: {exc.strerror or exc}", "check the path and permissions"
-        ) from None
+            ) from None
+        raise _fail(file, None, "unreadable", exc.message, exc.hint or "check the path") from None
     return parse_source(raw, file=file, as_json=file.lower().endswith(".json"))
 
 
@@ -85,7 +84,7 @@ def parse_source(raw: bytes | str, *, file: str | None = None, as_json: bool = F
     text = raw if isinstance(raw, str) else _decode(raw, file)
     if not as_json:
         data, lines = _parse_yaml_events(text, file)
-        return SourceDoc(data=data, file=file, lines=lines)
+        return check_values(SourceDoc(data=data, file=file, lines=lines))
     # JSON: the json module decides validity and values (and words its own syntax errors);
     # the event walk then only supplies positions.
     try:
@@ -110,7 +109,22 @@ def parse_source(raw: bytes | str, *, file: str | None = None, as_json: bool = F
         # Valid JSON that libyaml cannot read (surrogate-pair escapes such as "\\ud83d\\ude00", raw
         # control characters in strings): the values are exact, only the line numbers are lost.
         lines = {(): 1}
-    return SourceDoc(data=data, file=file, lines=lines)
+    return check_values(SourceDoc(data=data, file=file, lines=lines))
+
+
+def check_values(doc: SourceDoc) -> SourceDoc:
+    """`doc`, when every value in it can be stored and served (no lone surrogate, NaN or
+    infinity, nothing too deep); else a GraphLoadError naming the path and its line."""
+    problem = value_problem(doc.data)
+    if problem is None:
+        return doc
+    raise _fail(
+        doc.file,
+        doc.line_of(problem.path),
+        "invalid_value",
+        problem.describe(""),
+        "graph values must be JSON: real characters (no lone surrogate escapes), finite numbers",
+    )
 
 
 def _is_unicode(data: Any) -> bool:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-from plait.model.graph import EdgeDef, GraphDef
+from plait.compile.schema_inline import inline_refs
+from plait.compile.schema_validator import NO_REGISTRY, cached_validator, messages, registry_key, schema_key
+from plait.model.graph import EdgeDef, GraphDef, SchemaEntry
 
 SCHEMA_ID, SCHEMA_VERSION = "_schema_id", "_schema_version"
 ROUTED = "_routed"
@@ -34,6 +36,8 @@ class OutputContract:
     """Built once per graph version and used by every node run: what it derives is cached."""
 
     schemas: tuple[BoundSchema, ...]
+    registry: str = NO_REGISTRY
+    """The graph's `schemas:` (as `registry_key`), which a `$ref: "label"` names."""
     _format: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
     _validators: tuple[Any, ...] | None = field(default=None, init=False, compare=False, repr=False)
 
@@ -53,7 +57,8 @@ class OutputContract:
         return self._format
 
     def combined(self) -> dict[str, Any]:
-        return combine_schemas([s.schema for s in self.schemas])
+        """The schemas as the model is shown them: references written out, then combined."""
+        return combine_schemas([inline_refs(s.schema, self.registry) for s in self.schemas])
 
     def parse(self, text: str | None) -> tuple[Any, list[str]]:
         """A model's answer as a value, and every way it fails the contract (empty when valid).
@@ -74,10 +79,11 @@ class OutputContract:
         """Every way `value` breaks a schema, as `schema_id: path: message` lines (empty when valid)."""
         data = strip_meta(value)
         if self._validators is None:
-            object.__setattr__(self, "_validators", tuple(_validator(_key(b.schema)) for b in self.schemas))
+            built = tuple(cached_validator(schema_key(b.schema), self.registry) for b in self.schemas)
+            object.__setattr__(self, "_validators", built)
         problems: list[str] = []
         for bound, validator in zip(self.schemas, self._validators or (), strict=True):
-            problems.extend(f"{bound.id}: {p}" for p in _messages(validator, data))
+            problems.extend(f"{bound.id}: {p}" for p in messages(validator, data))
         return problems
 
     def annotate(self, value: Any) -> Any:
@@ -95,7 +101,7 @@ def contract_for(graph: GraphDef, out_edges: list[EdgeDef]) -> OutputContract:
             entry = graph.schema_entry(edge.schema_id)
             if entry is not None:
                 seen[edge.schema_id] = BoundSchema(entry.id, entry.version, entry.schema_)
-    return OutputContract(tuple(seen.values()))
+    return OutputContract(tuple(seen.values()), registry_key(graph.schemas) if seen else NO_REGISTRY)
 
 
 def strip_meta(value: Any) -> Any:
@@ -122,26 +128,7 @@ def combine_schemas(schemas: list[dict[str, Any]]) -> dict[str, Any]:
     return {"allOf": schemas}
 
 
-def schema_violations(schema: dict[str, Any], value: Any) -> list[str]:
-    """Every way `value` breaks `schema`, as `path: message` lines (empty when valid)."""
-    return _messages(_validator(_key(schema)), value)
-
-
-def _messages(validator: Any, value: Any) -> list[str]:
-    return [
-        f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"
-        for error in validator.iter_errors(value)
-    ]
-
-
-def _key(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, sort_keys=True)
-
-
-@lru_cache(maxsize=1024)
-def _validator(schema_json: str) -> Any:
-    from jsonschema import Draft7Validator, validators
-
-    schema = json.loads(schema_json)
-    cls = validators.validator_for(schema, default=Draft7Validator)
-    return cls(schema)
+def schema_violations(schema: dict[str, Any], value: Any, registry: Iterable[SchemaEntry] = ()) -> list[str]:
+    """Every way `value` breaks `schema`, as `path: message` lines (empty when valid); `registry` is the
+    graph's `schemas:`, which a `$ref: "label"` names (nothing outside it is ever fetched)."""
+    return messages(cached_validator(schema_key(schema), registry_key(registry)), value)

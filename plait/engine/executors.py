@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.engine.llm_call import run_llm_call
-from plait.engine.render import build_view, prompt_budget, render
+from plait.engine.render import build_view, js_scope, prompt_budget, render
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
 from plait.model.nodes import (
@@ -65,11 +65,11 @@ class _Timer:
 
 async def _evaluate(node: NodeBase, state: RunState, rt: Runtime, expression: str) -> tuple[Any, NodeResult]:
     """Run a node's JS expression over its view: its value and a completed result, or a failed result."""
-    view = build_view(state, node)
+    scope = js_scope(state, node, expression)
     timer = _Timer()
-    snapshot = _snapshot(node, state, view.js_scope, expression=expression)
+    snapshot = _snapshot(node, state, scope, expression=expression)
     try:
-        value = await rt.sandbox().aevaluate(expression, view.js_scope, timeout_s=node.timeout_s)
+        value = await rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=state.run_id or None)
     except Exception as exc:  # SandboxError and friends: the message is the user's answer
         return None, NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind="expression", message=str(exc))
     return value, NodeResult.completed(value, snapshot, [timer.attempt(result=value)])

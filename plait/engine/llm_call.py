@@ -9,6 +9,7 @@ errors recorded.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from dataclasses import replace
 from typing import Any
@@ -295,7 +296,8 @@ async def run_with_tools(
     contract = state.compiled.contracts[node.id]
     attempts: list[dict[str, Any]] = []
     usage = new_usage()
-    context = ToolContext(state.input, state.outputs(), rt.sandbox().aevaluate, rt.sub_run)
+    evaluate = functools.partial(rt.sandbox().aevaluate, owner=state.run_id or None)  # the run's fair share
+    context = ToolContext(state.input, state.outputs(), evaluate, rt.sub_run)
     try:
         tools = await toolbox(node, context, rt.mcp(state.run_id) if node.mcp_servers else None)
     except (McpFailure, ToolSetError) as exc:

@@ -20,6 +20,7 @@ from plait.compile.templates import parse_template, split_path
 from plait.engine.state import RunState
 from plait.llm.tokens import CHARS_PER_TOKEN, ESTIMATE, TokenCounter
 from plait.model.nodes import NodeBase, ParamType, node_field
+from plait.sandbox.names import named_members
 
 _SINGLE_REF = re.compile(r"^\{\{\s*([^\W\d][\w.\[\]]*)\s*\}\}$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
@@ -77,14 +78,31 @@ def _finalize(value: Any) -> str:
     return budget.take(text)
 
 
+def _tojson(value: Any, indent: int | None = None) -> str:
+    """`| tojson` as plain JSON: prompts are not HTML, so `<`, `&` and `'` stay as written
+    (Jinja's own filter escapes them for HTML), and non-ASCII text stays readable."""
+    return json.dumps(value, ensure_ascii=False, indent=indent)
+
+
 @cache
 def _environment() -> Any:
     from jinja2 import ChainableUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    return ImmutableSandboxedEnvironment(
+    class DataFirst(ImmutableSandboxedEnvironment):
+        """`{{ make.items }}` is the output field `items`, not `dict.items`: in Plait's templates
+        data keys win over Python attributes (Jinja tries the attribute first)."""
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            if isinstance(obj, dict) and attribute in obj:
+                return obj[attribute]
+            return super().getattr(obj, attribute)
+
+    environment = DataFirst(
         autoescape=False, keep_trailing_newline=True, undefined=ChainableUndefined, finalize=_finalize
     )
+    environment.filters["tojson"] = _tojson
+    return environment
 
 
 @lru_cache(maxsize=2048)
@@ -122,6 +140,17 @@ def build_view(state: RunState, node: NodeBase) -> NodeView:
     context = _context_slice(state, node, outputs, run_input)
     names["context"] = context
     return NodeView(names, context)
+
+
+def js_scope(state: RunState, node: NodeBase, expression: str) -> dict[str, Any]:
+    """What a node's JavaScript `expression` sees: `input`, `current`, and of `nodes` only the
+    outputs it names (all of them when it uses `nodes` otherwise), so that a long run does not
+    hand every evaluation every earlier output (see `plait.sandbox.names`)."""
+    if state.compiled.scopes.get(node.id) is not None:  # inside a SKILL: ids are remapped
+        return build_view(state, node).js_scope
+    wanted = named_members(expression)
+    nodes = state.outputs() if wanted is None else state.outputs_named(wanted)
+    return {"input": state.input, "nodes": nodes, "current": state.current_for(node.id)}
 
 
 def _params(node: NodeBase, names: dict[str, Any]) -> dict[str, Any]:

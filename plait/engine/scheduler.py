@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from plait.engine.absorb import RERUN_AFTER, STALE_AFTER, absorb
 from plait.engine.executors import EXECUTORS
 from plait.engine.failpoints import failpoint
+from plait.engine.guard import committable, internal_failure
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.runtime import NodeResult
@@ -32,6 +33,25 @@ def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]
     if entry is None or result.phase != Phase.COMPLETED:
         return []
     return [CachePut(run_id, entry.key, entry.provider, entry.model, entry.response, node_run_id)]
+
+
+def _finish(
+    run_id: str, node_run_id: str, owner: str, status: NodeStatus, result: NodeResult, read: dict[str, int]
+) -> Finish:
+    return Finish(
+        run_id,
+        node_run_id,
+        owner,
+        status,
+        result.output,
+        result.snapshot,
+        result.attempts,
+        result.error,
+        result.tokens_input,
+        result.tokens_output,
+        result.cost_usd,
+        read,
+    )
 
 
 _NODE_STATUS = {
@@ -177,46 +197,68 @@ class Scheduler:
         read = consumed(self.state, node)
         self.state.nodes[node_id].read = read
         try:
-            result = await EXECUTORS[node.type](node, self.state, self.engine.runtime)
+            result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.engine.runtime))
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run
-            result = NodeResult.failed({}, [], kind="internal", message=f"{type(exc).__name__}: {exc}")
+            result = internal_failure(exc, during=f"executing node '{node_id}'")
         failpoint("before_commit", node_id)
+        try:
+            follow, results = await self._commit_result(claimed, result, read)
+        except EngineError:
+            raise
+        except Exception as exc:  # the store refused this node's writes: fail the node alone, never the engine
+            result = internal_failure(exc, during=f"recording node '{node_id}'")
+            follow, results = await self._commit_failure(claimed, result)
+        failpoint("after_commit", node_id)
+        await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
+        self._announce(node_id, result)
+        if results[0] == NodeStatus.STALE:
+            self.engine.events.emit("node:stale", self.run_id, node_id)
+        later = self._take_up(results[-1])
+        kept = await self._started(follow, results[1:-1], keep_one=True)
+        await self._commit(later)
+        return kept
+
+    async def _commit_result(
+        self, claimed: NodeRunRecord, result: NodeResult, read: dict[str, int]
+    ) -> tuple[list[Write], list[Any]]:
+        """Apply `result` to the run state and commit it with the ledger versions, the cache entry
+        and the successors' claims and skips it decides. Returns those successor writes, and
+        `[status, *their results, corrections seen]`."""
+        node_id = claimed.node_id
         status = _NODE_STATUS[result.phase]
         if status == NodeStatus.COMPLETED and self.state.nodes[node_id].after == STALE_AFTER:
             status = NodeStatus.STALE  # it read a value corrected while it ran (INVALIDATE)
-        finish = Finish(
-            self.run_id,
-            claimed.id,
-            self.engine.owner,
-            status,
-            result.output,
-            result.snapshot,
-            result.attempts,
-            result.error,
-            result.tokens_input,
-            result.tokens_output,
-            result.cost_usd,
-            read,
-        )
+        finish = _finish(self.run_id, claimed.id, self.engine.owner, status, result, read)
         completed = result.phase == Phase.COMPLETED
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
         remember = _cache_put(self.run_id, claimed.id, result)
-        results = await self.engine.commits.submit([finish, *versions, *remember, *follow, Watch(self.run_id)])
-        failpoint("after_commit", node_id)
-        if not results[0]:
+        try:
+            results = await self.engine.commits.submit([finish, *versions, *remember, *follow, Watch(self.run_id)])
+        except Exception:
+            for write in follow:  # not committed: the successors were never claimed or skipped
+                if isinstance(write, Claim | Skip):
+                    self.state.set_phase(write.node_id, Phase.PENDING)
+            raise
+        self._check_lease(node_id, results[0])
+        return follow, [status, *results[1 + len(versions) + len(remember) : -1], results[-1]]
+
+    async def _commit_failure(self, claimed: NodeRunRecord, result: NodeResult) -> tuple[list[Write], list[Any]]:
+        """Commit a node's failure alone (no versions, no cache, no successors): what is left when
+        its real result could not be stored. Raises what the store raises: then it is the store
+        itself that fails, and the engine stops."""
+        self._record(claimed.node_id, result)
+        finish = _finish(self.run_id, claimed.id, self.engine.owner, NodeStatus.FAILED, result, {})
+        results = await self.engine.commits.submit([finish, Watch(self.run_id)])
+        self._check_lease(claimed.node_id, results[0])
+        return [], [NodeStatus.FAILED, results[-1]]
+
+    def _check_lease(self, node_id: str, finished: Any) -> None:
+        if not finished:
             raise EngineError(
                 f"node '{node_id}' of run {self.run_id} was taken over by another engine (this one lost the "
                 "run's lease); this engine stops driving the run"
             )
-        await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
-        self._announce(node_id, result)
-        if status == NodeStatus.STALE:
-            self.engine.events.emit("node:stale", self.run_id, node_id)
-        later = self._take_up(results[-1])
-        kept = await self._started(follow, results[1 + len(versions) + len(remember) : -1], keep_one=True)
-        await self._commit(later)
-        return kept
 
     def _record(self, node_id: str, result: NodeResult) -> list[Write]:
         """Apply a node's result to the run state; the writes for the successors it decides."""

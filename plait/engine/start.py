@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +10,8 @@ from plait.api_surface import GraphInvalid
 from plait.engine.compiled import save_graph_file
 from plait.engine.contracts import schema_violations
 from plait.errors import PlaitError, Refusal
+from plait.model.graph import SchemaEntry
+from plait.model.limits import MAX_DEPTH, value_problem
 from plait.store import Store, StoredGraph, StoreError
 
 
@@ -57,13 +59,23 @@ def resolve_graph(store: Store, ref: str, *, files: bool = True) -> StoredGraph:
     return stored
 
 
-def input_violations(schema: dict[str, Any] | None, value: dict[str, Any]) -> list[str]:
-    return schema_violations(schema, value) if schema else []
+def input_violations(
+    schema: dict[str, Any] | None, value: dict[str, Any], registry: Sequence[SchemaEntry] = ()
+) -> list[str]:
+    return schema_violations(schema, value, registry) if schema else []
 
 
 def check_input(stored: StoredGraph, run_input: dict[str, Any]) -> None:
-    """Refuse a run input that does not match the graph's `input_schema` (nothing is created)."""
-    problems = input_violations(stored.graph.input_schema, run_input)
+    """Refuse a run input that could not be stored and served back (too deep, a lone surrogate,
+    NaN), or that does not match the graph's `input_schema` (nothing is created)."""
+    problem = value_problem(run_input)
+    if problem is not None:
+        raise StartError(
+            f"the run input cannot be stored: {problem.describe('input')}",
+            f"send real characters, finite numbers and at most {MAX_DEPTH} levels of nesting",
+            kind=Refusal.INVALID,
+        )
+    problems = input_violations(stored.graph.input_schema, run_input, stored.graph.schemas)
     if problems:
         raise StartError(
             "the run input does not match the graph's input_schema",

@@ -219,9 +219,28 @@ class RunState:
         """Data of every completed node, plus SKILL aliases (a SKILL id reads its exit node's output)."""
         out = dict(self._outputs)
         for alias, exits in self.compiled.aliases.items():
-            done = [e for e in exits if e in out]
-            if done:
-                out[alias] = out[done[0]] if len(exits) == 1 else {e.rsplit("__", 1)[-1]: out[e] for e in done}
+            if (value := self._alias_value(exits)) is not None:
+                out[alias] = value
+        return out
+
+    def _alias_value(self, exits: list[str]) -> Any:
+        """A SKILL id's output: its exit node's, or a map by inner id when it has several (None: none done)."""
+        done = [e for e in exits if e in self._outputs]
+        if not done:
+            return None
+        return self._outputs[done[0]] if len(exits) == 1 else {e.rsplit("__", 1)[-1]: self._outputs[e] for e in done}
+
+    def outputs_named(self, names: Iterable[str]) -> dict[str, Any]:
+        """`outputs()` restricted to `names` (those that have an output), without copying the rest:
+        what an expression that names a few nodes is given."""
+        out: dict[str, Any] = {}
+        for name in names:
+            if name in self._outputs:
+                out[name] = self._outputs[name]
+            elif name in self.compiled.aliases:
+                value = self._alias_value(self.compiled.aliases[name])
+                if value is not None:
+                    out[name] = value
         return out
 
     def run_output(self) -> Any:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from plait.engine.contracts import SCHEMA_ID, SCHEMA_VERSION, schema_violations, strip_meta
 from plait.model.common import SEMVER_RE, VERSION_PATTERN_RE
 from plait.model.graph import GraphDef, SchemaEntry, SchemaMigration
+from plait.model.limits import value_problem
 from plait.sandbox.errors import JsMemoryError, JsSyntaxError, JsTimeoutError, SandboxError
 
 _Version = tuple[int, int, int]
@@ -109,6 +110,8 @@ class _Context:
     run_id: str | None
     node_id: str | None
     member: str | None
+    registry: tuple[SchemaEntry, ...] = ()
+    """The graph's schemas, which a `$ref` in the target schema may name."""
 
     def where(self) -> str:
         return _where(self.run_id, self.node_id, self.member)
@@ -217,11 +220,12 @@ def migrate_output(
     """
     if not isinstance(output, dict):
         return MigrationResult(output)
+    registry = tuple(contract_schemas.values())
     if SCHEMA_ID in output:
         entry = contract_schemas.get(output[SCHEMA_ID]) if isinstance(output[SCHEMA_ID], str) else None
         if entry is None:
             return MigrationResult(output)
-        return _migrate(output, entry, migrations, sandbox, _Context(run_id, node_id, None), timeout_s)
+        return _migrate(output, entry, migrations, sandbox, _Context(run_id, node_id, None, registry), timeout_s)
     members: dict[str, Any] = {}
     steps: list[MigrationStep] = []
     for key, member in output.items():
@@ -230,7 +234,7 @@ def migrate_output(
         if entry is None:
             members[key] = member
             continue
-        result = _migrate(member, entry, migrations, sandbox, _Context(run_id, node_id, key), timeout_s)
+        result = _migrate(member, entry, migrations, sandbox, _Context(run_id, node_id, key, registry), timeout_s)
         members[key] = result.value
         steps.extend(result.steps)
     return MigrationResult(members, tuple(steps)) if steps else MigrationResult(output)
@@ -261,7 +265,21 @@ def _migrate(
         data = strip_meta(_run_step(data, migration, step, sandbox, ctx, timeout_s))
         steps.append(step)
         version = migration.to_version
-    problems = schema_violations(schema.schema_, data)
+    unstorable = value_problem(data)
+    if unstorable is not None:
+        raise MigrationFailed(
+            f"migrating schema '{schema.id}' to {version}{where} gave a value Plait cannot store: "
+            f"{unstorable.describe('result')}",
+            cause=f"invalid result: {unstorable.describe('result')}",
+            problems=[unstorable.describe("result")],
+            hint=f"make the chain produce plain JSON text and numbers (fix the `migrate_expr` up to {version})",
+            schema_id=schema.id,
+            from_version=steps[-1].from_version,
+            to_version=version,
+            run_id=ctx.run_id,
+            node_id=ctx.node_id,
+        )
+    problems = schema_violations(schema.schema_, data, ctx.registry)
     if problems:
         last = chain[-1]
         path = " → ".join([stored_text, *(m.to_version for m in chain)])

@@ -3,8 +3,9 @@
 `runs show` (and anything else that presents stored outputs) reads each node's effective
 output through `RunReader`: an output whose `_schema_version` major is older than the one in
 the graph's latest version is migrated on the fly by the graph's `migrations`; the stored
-original is never written back (`runs show --raw` shows it). The sandbox process that runs
-the migrations starts only when one is needed.
+original is never written back (`runs show --raw` shows it). Migrations run in the process's
+shared sandbox (`plait.sandbox.shared`), started only when one is needed and reused by every
+reader, so reading runs never spawns a sandbox process per request.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from plait.evolve.migrate import MigrationStep, migrate_output, schemas_by_id
 from plait.model.graph import SchemaEntry, SchemaMigration
-from plait.sandbox import ProcessSandbox
+from plait.sandbox.shared import shared_sandbox
 from plait.store import NodeRunRecord, RunRecord, Store
 
 
@@ -25,7 +26,6 @@ class RunReader:
     store: Store
     run: RunRecord
     steps: dict[str, tuple[MigrationStep, ...]] = field(default_factory=dict)
-    _sandbox: ProcessSandbox | None = None
     _today: tuple[dict[str, SchemaEntry], tuple[SchemaMigration, ...]] | None = None
 
     def output(self, record: NodeRunRecord) -> Any:
@@ -46,15 +46,11 @@ class RunReader:
         return result.value
 
     def call(self, function_expression: str, *args: Any, timeout_s: float | None = None) -> Any:
-        """The sandbox side of a migration step, in a sandbox process started on first use."""
-        if self._sandbox is None:
-            self._sandbox = ProcessSandbox()
-        return self._sandbox.call(function_expression, *args, timeout_s=timeout_s)
+        """The sandbox side of a migration step, in the shared sandbox (owner: this run)."""
+        return shared_sandbox().call(function_expression, *args, timeout_s=timeout_s, owner=self.run.id)
 
     def close(self) -> None:
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
+        """Nothing to free: the shared sandbox outlives readers (kept for callers that close)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from plait.api_surface import GraphInvalid
 from plait.compile import Category, CompileResult, Diagnostic, GraphLoadError, compile_doc
-from plait.compile.source import SourceDoc, parse_source
+from plait.compile.source import SourceDoc, check_values, parse_source
 from plait.errors import PlaitError, Refusal
 from plait.evolve.save import Saved, save_graph
 from plait.model import GraphDef
@@ -41,7 +41,7 @@ def check_upload(source: str | dict[str, Any], *, as_json: bool = False) -> Comp
         doc = (
             parse_source(source, as_json=as_json)  # no file: nothing is looked up beside it
             if isinstance(source, str)
-            else SourceDoc(data=source)
+            else check_values(SourceDoc(data=source))  # what a parsed file is checked for
         )
     except GraphLoadError as exc:
         return CompileResult(file=None, errors=list(exc.diagnostics))

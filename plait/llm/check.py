@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from plait.llm.config import PlaitConfig, ProviderConfig
+from plait.redact import redact
 from plait.tools.mcp_config import McpServerConfig
 
 
@@ -94,30 +95,34 @@ def _provider_status(provider: ProviderConfig, source: str | None) -> ProviderSt
 
 
 def report_json(report: ConfigReport) -> dict[str, Any]:
-    """The report as `plait config check --json` prints it and `GET /api/providers` returns it (no secrets)."""
-    return {
-        "source": report.config.source,
-        "ok": report.ok,
-        "providers": [
-            {
-                **status.provider.model_dump(mode="json", exclude={"models"}),
-                "key": status.key,
-                "usable": status.usable,
-                "problems": list(status.problems),
-                "models": [m.model_dump(mode="json") for m in status.provider.models],
-            }
-            for status in report.providers
-        ],
-        "roles": {
-            role.role: {
-                "resolves_to": role.resolves_to,
-                "targets": [{"target": t, "problems": list(why)} for t, why in role.targets],
-            }
-            for role in report.roles
-        },
-        "mcp_servers": [mcp_server_json(m) for m in report.config.mcp_servers],
-        "problems": list(report.problems),
-    }
+    """The report as `plait config check --json` prints it and `GET /api/providers` returns it:
+    no secrets (key names, not values; URL credentials and any registered secret masked)."""
+    shown: dict[str, Any] = redact(
+        {
+            "source": report.config.source,
+            "ok": report.ok,
+            "providers": [
+                {
+                    **status.provider.model_dump(mode="json", exclude={"models"}),
+                    "key": status.key,
+                    "usable": status.usable,
+                    "problems": list(status.problems),
+                    "models": [m.model_dump(mode="json") for m in status.provider.models],
+                }
+                for status in report.providers
+            ],
+            "roles": {
+                role.role: {
+                    "resolves_to": role.resolves_to,
+                    "targets": [{"target": t, "problems": list(why)} for t, why in role.targets],
+                }
+                for role in report.roles
+            },
+            "mcp_servers": [mcp_server_json(m) for m in report.config.mcp_servers],
+            "problems": list(report.problems),
+        }
+    )
+    return shown
 
 
 def mcp_server_json(server: McpServerConfig) -> dict[str, Any]:

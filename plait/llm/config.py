@@ -46,6 +46,7 @@ from typing import Annotated, Literal
 import tomli
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from plait.model.documents import DocumentError, decode_text, read_limited
 from plait.tools.mcp_config import McpServerConfig
 
 CONFIG_ENV = "PLAIT_CONFIG"
@@ -152,7 +153,15 @@ class PoolConfig(_Strict):
     """"provider/model" tried when every target of a role failed (a smaller or local model)."""
 
 
+class SandboxConfig(_Strict):
+    """`[sandbox]`: limits of the JavaScript sandbox (plait/sandbox/limits.py)."""
+
+    max_timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 30.0
+    """The longest time limit any expression may have (a node's `timeout_s` above it is refused)."""
+
+
 class PlaitConfig(_Strict):
+    sandbox: SandboxConfig = SandboxConfig()
     providers: tuple[ProviderConfig, ...] = ()
     pool: PoolConfig = PoolConfig()
     mcp_servers: tuple[McpServerConfig, ...] = ()
@@ -240,16 +249,32 @@ def load_config(explicit: str | None = None) -> PlaitConfig:
     path = config_path(explicit)
     if path is None:
         return builtin_config()
-    try:
-        data = tomli.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
-    except (tomli.TOMLDecodeError, UnicodeDecodeError) as exc:
+    try:  # bounded like every file Plait reads: `--config /dev/zero` is refused, not read forever
+        data = tomli.loads(decode_text(read_limited(path, f"the config file {path}"), f"the config file {path}"))
+    except DocumentError as exc:
+        raise ConfigError(exc.message) from None
+    except tomli.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     try:
-        return PlaitConfig.model_validate({**data, "source": str(path)})
+        config = register_secrets(PlaitConfig.model_validate({**data, "source": str(path)}))
     except ValidationError as exc:
         raise ConfigError(f"{path} is invalid:\n" + "\n".join(_problems(exc, data))) from None
+    from plait.sandbox.limits import configure
+
+    configure(config.sandbox.max_timeout_s)  # the sandbox enforces the file's cap in this process
+    return config
+
+
+def register_secrets(config: PlaitConfig) -> PlaitConfig:
+    """Tell the redactor the secret values this configuration refers to (provider keys and MCP
+    `%secrets.NAME%` values, read from the environment now), so that no echo of them is stored,
+    logged or returned; `config` is returned unchanged."""
+    from plait.redact import register
+
+    names = [p.api_key_env for p in config.providers if p.api_key_env]
+    names += [name for server in config.mcp_servers for name in server.secrets()]
+    register(*(os.environ.get(name) for name in names))
+    return config
 
 
 def _problems(exc: ValidationError, data: dict[str, object]) -> Iterator[str]:

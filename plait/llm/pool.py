@@ -30,6 +30,7 @@ from plait.llm.provider import Provider
 from plait.llm.slots import CRITICAL, PrioritySlots, hand_over
 from plait.llm.tokens import ESTIMATE, TokenCounter, count_messages, counter_for
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
+from plait.redact import register
 
 MAX_BACKOFF_S = 30.0
 DEFAULT_ANSWER_TOKENS = 256
@@ -346,7 +347,9 @@ class ProviderPool:
         if config.kind == "openai":
             from plait.llm.openai_compat import OpenAIProvider
 
-            return OpenAIProvider(config, os.environ.get(config.api_key_env) if config.api_key_env else None)
+            key = os.environ.get(config.api_key_env) if config.api_key_env else None
+            register(key)  # a config built in code, not loaded from plait.toml, is redacted too
+            return OpenAIProvider(config, key)
         if config.kind == "local":
             from plait.llm.local import LocalProvider
 

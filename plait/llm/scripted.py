@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage
+from plait.model.documents import DocumentError, read_document
 
 LOG_ENV = "PLAIT_SCRIPTED_LOG"
 
@@ -87,11 +87,9 @@ class ScriptError(ValueError):
 def load_script(path: str | os.PathLike[str]) -> ScriptFile:
     file = Path(path)
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ScriptError(f"cannot read scripted responses {file}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ScriptError(f"scripted responses {file} are not valid YAML: {exc}") from None
+        data = read_document(file, f"scripted responses {file}", "")
+    except DocumentError as exc:
+        raise ScriptError(f"{exc.message}; {exc.hint}" if exc.hint else exc.message) from None
     try:
         return ScriptFile.model_validate(data)
     except ValidationError as exc:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from plait.redact import redact_text
+
 
 def response_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
     """The JSON Schema inside a `response_format`, in either form (`json_schema.schema`, or the
@@ -68,7 +70,11 @@ class ChatResponse:
 
 
 class ProviderError(Exception):
-    """A call that did not produce an answer; `retryable` says whether trying again may help."""
+    """A call that did not produce an answer; `retryable` says whether trying again may help.
+
+    The message is redacted here, where every provider's error is built: servers echo the key
+    or the credentialed URL they were sent, and the message travels to attempts, errors, events,
+    logs and API answers."""
 
     def __init__(
         self,
@@ -79,7 +85,7 @@ class ProviderError(Exception):
         retry_after: float | None = None,
         decisions: list[dict[str, Any]] | None = None,
     ):
-        super().__init__(message)
+        super().__init__(redact_text(message))
         self.kind = kind
         self.retryable = retryable
         self.retry_after = retry_after

@@ -11,6 +11,14 @@ is what the engine uses, because a few builtins make V8 abort its whole process 
         sandbox.call("old => ({...old, chapters: old.items})", {"items": []})
         sandbox.call(code_function("return {n: input.n + 1};"), {"n": 1}, {}, None)  # a CODE node
 
+What the engine relies on (`ProcessSandbox`, detailed in `process.py`): results never cross
+between evaluations or runs, even after timeouts, crashes, kills and cancellations; `timeout_s`
+is capped by plait.toml `[sandbox] max_timeout_s` (`limits.py`); `max_memory_mb` bounds all
+memory an evaluation allocates, ArrayBuffers included (`_worker.py`); runs share the children
+fairly by owner (`_pool.py`); cancelling an evaluation kills its child; `close()` does not wait
+for running expressions; values nested deeper than `plait.model.limits.MAX_DEPTH` and Dates in
+results are refused.
+
 Importing this package does not load V8: `py_mini_racer` is imported when the first context is
 created (by an evaluation or by `check_syntax`).
 

@@ -123,6 +123,15 @@ class Context:
 
         asyncio.run_coroutine_threadsafe(call(), self._loop).result()
 
+    def heap_used(self) -> int:
+        """Bytes in use on this context's V8 heap."""
+        mr = self._mr
+        if mr is None:
+            return 0
+        found: list[int] = []
+        self._on_loop(lambda: found.append(int(mr.heap_stats().get("used_heap_size", 0))))
+        return found[0]
+
     @property
     def closed(self) -> bool:
         return self._mr is None

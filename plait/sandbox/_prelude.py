@@ -31,6 +31,8 @@ a string: `R<json>` for a result, `E<json>` for `{name, message, stack}` of a th
 
 from __future__ import annotations
 
+from plait.model.limits import MAX_DEPTH
+
 RUNNER_PLACEHOLDER = "__PLAIT_RUNNER__"
 EXPRESSION_URL = "plait-expression"
 RUNTIME_URL = "plait-runtime"
@@ -39,6 +41,7 @@ PRELUDE = (
     r"""
 "use strict";
 const __PLAIT_RUNNER__ = (() => {
+  const MAX_DEPTH = __PLAIT_MAX_DEPTH__;
   const g = globalThis;
   const { freeze, getPrototypeOf, getOwnPropertyDescriptor, defineProperty, values } = Object;
   const { ownKeys, apply } = Reflect;
@@ -162,13 +165,19 @@ const __PLAIT_RUNNER__ = (() => {
   };
 
   // --- the runner ---------------------------------------------------------------------------
-  const freezeJson = (root) => {
-    const stack = [root];
+  // The arguments arrive as one JSON array (hence MAX_DEPTH + 1); deeper values are refused
+  // here, iteratively, before the expression can see them.
+  const freezeJson = (root, what) => {
+    const stack = [root, 0];
     while (stack.length > 0) {
+      const depth = stack.pop();
       const value = stack.pop();
       if (typeof value === "object" && value !== null) {
+        if (depth > MAX_DEPTH) {
+          throw new RangeErrorCtor("the " + what + " nested deeper than the limit of " + MAX_DEPTH + " levels");
+        }
         freeze(value);
-        for (const item of values(value)) if (typeof item === "object" && item !== null) stack.push(item);
+        for (const item of values(value)) if (typeof item === "object" && item !== null) stack.push(item, depth + 1);
       }
     }
     return root;
@@ -176,7 +185,29 @@ const __PLAIT_RUNNER__ = (() => {
   const notJson = (what) => {
     throw new TypeErrorCtor("the result is not a JSON value: it contains " + what);
   };
-  const replacer = function (key, value) {
+  const DatePrototype = Date.prototype;
+  const MapCtor = Map;
+  // JSON.stringify calls toJSON before the replacer sees a value: a Date arrives as a string.
+  // `this[key]` is the value before that call, so a Date is refused instead of silently
+  // becoming text; the depth of each object is its holder's plus one.
+  const makeReplacer = () => {
+    const depths = new MapCtor();
+    return function (key, value) {
+      const raw = this[key];
+      if (typeof raw === "object" && raw !== null && raw !== value && getPrototypeOf(raw) === DatePrototype) {
+        return notJson("a Date; return date.toISOString() (or the number date.getTime())");
+      }
+      if (typeof value === "object" && value !== null) {
+        const depth = (depths.get(this) || 0) + 1;
+        if (depth > MAX_DEPTH) {
+          throw new RangeErrorCtor("the result is nested deeper than the limit of " + MAX_DEPTH + " levels");
+        }
+        depths.set(value, depth);
+      }
+      return replacer(key, value);
+    };
+  };
+  const replacer = (key, value) => {
     switch (typeof value) {
       case "function":
         return notJson("a function");
@@ -201,7 +232,7 @@ const __PLAIT_RUNNER__ = (() => {
     }
   };
   const serialize = (value, maxChars) => {
-    const text = value === undefined ? "null" : stringify(value, replacer);
+    const text = value === undefined ? "null" : stringify(value, makeReplacer());
     if (text === undefined) return "Rnull";
     if (text.length > maxChars) {
       throw new RangeErrorCtor("the result is larger than the limit of " + maxChars + " bytes");
@@ -245,7 +276,7 @@ const __PLAIT_RUNNER__ = (() => {
   };
   const runner = freeze({
     evaluate(compiled, argsJson, maxChars) {
-      return guard(() => serialize(apply(compiled, undefined, freezeJson(parse(argsJson))), maxChars));
+      return guard(() => serialize(apply(compiled, undefined, freezeJson(parse(argsJson), "scope is")), maxChars));
     },
     call(make, argsJson, maxChars) {
       return guard(() => {
@@ -254,7 +285,7 @@ const __PLAIT_RUNNER__ = (() => {
           const got = fn === null ? "null" : typeof fn;
           throw new TypeErrorCtor("the expression is not a function (it is " + got + ")");
         }
-        return serialize(apply(fn, undefined, freezeJson(parse(argsJson))), maxChars);
+        return serialize(apply(fn, undefined, freezeJson(parse(argsJson), "arguments are")), maxChars);
       });
     },
   });
@@ -264,4 +295,4 @@ const __PLAIT_RUNNER__ = (() => {
 })();
 """
     + f"//# sourceURL={RUNTIME_URL}\n"
-)
+).replace("__PLAIT_MAX_DEPTH__", str(MAX_DEPTH))

@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
+from plait.model.limits import MAX_DEPTH
 from plait.sandbox._prelude import EXPRESSION_URL
 from plait.sandbox.errors import JsMemoryError, JsRuntimeError, JsSyntaxError, JsTimeoutError, SandboxError
 from plait.sandbox.syntax import Kind, check_syntax, parse_error
@@ -59,6 +60,8 @@ _RESERVED_WORDS = (
 _RESERVED = frozenset(_RESERVED_WORDS.split())
 _FRAME = re.compile(re.escape(EXPRESSION_URL) + r":(\d+):(\d+)")
 _ASYNC_SOURCES = ("async", "import")
+_BUFFER_FAILED = ("Array buffer allocation failed", "Out of memory")
+"""V8's RangeError messages when a backing store cannot be allocated (new, resize, transfer)."""
 
 
 class JsSandbox:
@@ -127,6 +130,39 @@ class JsSandbox:
             contexts, self._contexts, self._shared = list(self._contexts), set(), None
         for context in contexts:
             context.close()
+
+    def evaluate_payload(
+        self, kind: str, source: str, names: list[str], payload: str, timeout_s: float | None = None
+    ) -> Any:
+        """`evaluate` (kind "evaluate") or `call` of values already checked and encoded by
+        `encode`: a sandbox child runs what its parent encoded, without encoding it again."""
+        if kind == "evaluate":
+            return self._with_shared(lambda ctx: self._evaluate(ctx, source, names, payload, timeout_s))
+        return self._with_shared(lambda ctx: self._call(ctx, source, payload, timeout_s))
+
+    @staticmethod
+    def encode(kind: str, argument: Any) -> tuple[list[str], str]:
+        """The scope (a mapping) or arguments (a list) as `evaluate_payload` takes them; raises
+        SandboxError for what `evaluate`/`call` would refuse."""
+        if kind == "evaluate":
+            return JsSandbox._scope(argument)
+        return [], JsSandbox._json(list(argument), "arguments")
+
+    def reset(self) -> None:
+        """Drop the shared context (the next synchronous evaluation creates a fresh one): what a
+        sandbox child does when an evaluation left memory behind."""
+        with self._run_lock:
+            context, self._shared = self._shared, None
+        if context is not None:
+            with self._lock:
+                self._contexts.discard(context)
+            context.close()
+
+    def heap_used(self) -> int:
+        """Bytes used on the V8 heap of the shared context (0 without one)."""
+        with self._run_lock:
+            context = self._shared
+            return 0 if context is None or context.closed else context.heap_used()
 
     def __enter__(self) -> Self:
         return self
@@ -234,17 +270,21 @@ class JsSandbox:
         info = json.loads(body)
         line, column = _position(str(info.get("stack", "")))
         name, message = str(info.get("name", "Error")), str(info.get("message", ""))
+        if name == "RangeError" and any(words in message for words in _BUFFER_FAILED):
+            # A backing store beyond the process's memory limit (see _worker.py).
+            raise JsMemoryError(f"expression exceeded the memory limit of {self.max_memory_mb} MB ({message})")
         text = f"threw {message}" if name == "thrown value" else f"{name}: {message}"
         raise JsRuntimeError(text, line, column)
 
     # --- values in ----------------------------------------------------------------------------
 
-    def _scope(self, scope: Mapping[str, Any]) -> tuple[list[str], str]:
+    @staticmethod
+    def _scope(scope: Mapping[str, Any]) -> tuple[list[str], str]:
         names = list(scope)
         for name in names:
             if not isinstance(name, str) or not _IDENTIFIER.match(name) or name in _RESERVED:
                 raise SandboxError(f"scope name {name!r} is not a usable JavaScript identifier")
-        return names, self._json([scope[name] for name in names], "scope")
+        return names, JsSandbox._json([scope[name] for name in names], "scope")
 
     @staticmethod
     def _json(value: Any, what: str) -> str:
@@ -252,6 +292,13 @@ class JsSandbox:
             return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
             raise SandboxError(f"the {what} is not JSON: {exc}") from None
+        except RecursionError:  # far deeper than the limit the runner checks (see _prelude.py)
+            raise SandboxError(_too_deep(what)) from None
+
+
+def _too_deep(what: str) -> str:
+    verb = "are" if what.endswith("s") else "is"
+    return f"the {what} {verb} nested deeper than the limit of {MAX_DEPTH} levels; flatten it before passing it"
 
 
 def _position(stack: str) -> tuple[int | None, int | None]:

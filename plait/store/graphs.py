@@ -101,10 +101,9 @@ _PARSED_CACHE_SIZE = 256
 
 
 class GraphRepository:
-    def __init__(self, engine: Engine, db_name: str) -> None:
+    def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = writer(engine)
-        self._db_name = db_name
         self._parsed: dict[tuple[str, int], GraphDef] = {}
         """Validated content by (def id, version): versions are immutable, so this never goes stale."""
         lookups = {"latest": _LATEST, "version": _VERSION, "content": _CONTENT}
@@ -246,7 +245,7 @@ class GraphRepository:
             rows = session.rows(query, params)
             if not rows:
                 raise NotFoundError(
-                    f"no graph '{ref}' in {self._db_name}: give a graph id or slug that "
+                    f"no graph '{ref}' in this database: give a graph id or slug that "
                     "`plait graphs list` shows, or import the graph file first"
                 )
             row = rows[0]

@@ -26,6 +26,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.dml import UpdateBase
 
+from plait.redact import redact
 from plait.store.db import is_sqlite, json_dumps, writer
 from plait.store.errors import NotFoundError
 from plait.store.fastpath import Statements
@@ -295,8 +296,8 @@ def _apply(
             "b_status": write.status.value,
             "b_output": write.output,
             "b_snapshot": write.input_snapshot,
-            "b_attempts": list(write.attempts),
-            "b_error": write.error,
+            "b_attempts": redact(list(write.attempts)),  # the last line of defence: see plait/redact.py
+            "b_error": redact(write.error),
             "b_tokens_in": write.tokens_input,
             "b_tokens_out": write.tokens_output,
             "b_cost": write.cost_usd,
@@ -363,7 +364,7 @@ def _apply(
         "b_owner": write.owner,
         "b_status": RunStatus(write.status).value,
         "b_output": write.output,
-        "b_error": write.error,
+        "b_error": redact(write.error),
         "b_now": now,
         "b_completed": now if write.status in TERMINAL_RUN_STATUSES else None,
     }

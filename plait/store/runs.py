@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from plait.redact import redact
 from plait.store.db import json_dumps, writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.fastpath import Statements
@@ -80,10 +81,9 @@ _BEGIN_RUN = (
 
 
 class RunRepository:
-    def __init__(self, engine: Engine, db_name: str) -> None:
+    def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = writer(engine)
-        self._db_name = db_name
         self.nodes = NodeWriter(engine, self._no_run)
         """Batched node-run writes (the engine's group commit goes through it)."""
         self._statements = Statements(
@@ -143,7 +143,7 @@ class RunRepository:
         except IntegrityError as exc:
             raise NotFoundError(
                 f"cannot start a run of graph {def_id} version {graph_def_ver}: that graph version is not in "
-                f"{self._db_name}; save the graph first (Store.graphs.save) and use the id and version it returns"
+                "this database; save the graph first (Store.graphs.save) and use the id and version it returns"
             ) from exc
         return run_id
 
@@ -195,7 +195,7 @@ class RunRepository:
         if output is not None:
             values["output_json"] = output
         if error is not None:
-            values["error_json"] = error
+            values["error_json"] = redact(error)  # errors quote what providers echo: see plait/redact.py
         stmt = update(GRAPH_RUN).where(GRAPH_RUN.c.id == run_id).values(**values)
         if expected is not None:
             stmt = stmt.where(GRAPH_RUN.c.status.in_([RunStatus(s).value for s in expected]))
@@ -302,7 +302,7 @@ class RunRepository:
         return False
 
     def _no_run(self, run_id: str) -> NotFoundError:
-        return NotFoundError(f"no run '{run_id}' in {self._db_name}: `plait runs list` shows the run ids it has")
+        return NotFoundError(f"no run '{run_id}' in this database: `plait runs list` shows the run ids it has")
 
     # ------------------------------------------------------------- node runs
 
@@ -378,7 +378,7 @@ class RunRepository:
             row = conn.execute(select(NODE_RUN).where(NODE_RUN.c.id == node_run_id)).one_or_none()
         if row is None:
             raise NotFoundError(
-                f"no node run '{node_run_id}' in {self._db_name}: "
+                f"no node run '{node_run_id}' in this database: "
                 "`plait runs show RUN_ID --json` lists the node runs of a run"
             )
         return node_run_from_row(row)

@@ -8,6 +8,7 @@ from types import TracebackType
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from plait.redact import register
 from plait.store.cache import CacheRepository
 from plait.store.checkpoint import Checkpointer
 from plait.store.db import create_store_engine, upgrade
@@ -49,6 +50,7 @@ class Store:
         self.url = database_url(url)
         parsed = parse_url(self.url)
         self.display_url = redact(parsed)
+        register(parsed.password)  # a driver error quoting the URL must not store or show it
         backend = parsed.get_backend_name()
         if backend not in SUPPORTED:
             raise StoreError(
@@ -66,9 +68,9 @@ class Store:
         except Exception as exc:  # Alembic's CommandError: e.g. a database from a newer Plait
             self.engine.dispose()
             raise StoreError(self._open_error(exc)) from exc
-        self.graphs = GraphRepository(self.engine, self.display_url)
+        self.graphs = GraphRepository(self.engine)
         self.graph_admin = GraphAdmin(self.engine)
-        self.runs = RunRepository(self.engine, self.display_url)
+        self.runs = RunRepository(self.engine)
         self.cache = CacheRepository(self.engine)
         self.ledger = LedgerRepository(self.engine)
         self.settings = SettingsRepository(self.engine)

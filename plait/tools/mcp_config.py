@@ -23,6 +23,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from plait.redact import register
+
 SECRET = re.compile(r"%secrets\.([A-Za-z_][A-Za-z0-9_]*)%")
 
 
@@ -83,6 +85,7 @@ def resolve(text: str, environ: Mapping[str, str], server_id: str) -> str:
                 f"MCP server {server_id!r} needs the environment variable {name} (referenced as "
                 f"%secrets.{name}%); set it before starting Plait"
             )
+        register(environ[name])  # a server or its error quoting the value must not store or show it
         return environ[name]
 
     return SECRET.sub(value, text)

@@ -68,6 +68,27 @@ def test_a_token_is_needed_when_auth_is_required(guarded: tuple[httpx.Client, st
     assert client.get("/api/graphs", headers=auth).status_code == 401
 
 
+OPEN_PATHS = {"/api/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+
+
+def test_every_route_but_the_open_ones_needs_a_token(guarded: tuple[httpx.Client, str]) -> None:
+    """Every operation of /openapi.json, called without a token, is 401: a route added without
+    the auth dependency fails here."""
+    client, _ = guarded
+    document = client.get("/openapi.json").json()
+    called = 0
+    for path, operations in document["paths"].items():
+        concrete = path.replace("{", "").replace("}", "")  # every path parameter becomes its own name
+        for method in operations:
+            response = client.request(method.upper(), concrete, json={})
+            if path in OPEN_PATHS:
+                assert response.status_code != 401, (method, path)
+                continue
+            assert response.status_code == 401, (method, path, response.status_code, response.text[:200])
+            called += 1
+    assert called >= 35  # the API's routes, not an empty document
+
+
 def test_corrections_are_recorded_as_the_token(guarded: tuple[httpx.Client, str]) -> None:
     client, token = guarded
     auth = {"Authorization": f"Bearer {token}"}

@@ -61,6 +61,9 @@ REQUIRED_ERROR_CODES = {
         "invalid_skill",
         "migration_beyond_current",
         "migration_backwards",
+        "external_schema_ref",
+        "unresolved_schema_ref",
+        "unsupported_regex",
         # "encoding" needs bytes that are not UTF-8: generated in test_bad_encoding
     },
     "planning": {

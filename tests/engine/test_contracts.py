@@ -30,3 +30,85 @@ def test_text_that_is_not_json_is_a_problem_naming_where() -> None:
 def test_a_fenced_answer_is_read_inside_the_fence() -> None:
     value, problems = contract().parse('```json\n{"title": "x"}\n```')
     assert (value, problems) == ({"title": "x"}, [])
+
+
+def test_an_out_edge_schema_may_refer_to_the_graph_registry() -> None:
+    from plait.engine.contracts import contract_for
+    from plait.model.graph import GraphDef
+
+    graph = GraphDef.model_validate(
+        {
+            "id": "g",
+            "schemas": [
+                {"id": "bug", "schema": {"type": "object", "properties": {"title": {"$ref": "words#/definitions/w"}}}},
+                {"id": "words", "schema": {"definitions": {"w": {"type": "string", "minLength": 2}}}},
+            ],
+            "edges": [{"source": "a", "target": "END", "schema_id": "bug"}],
+        }
+    )
+    bound = contract_for(graph, graph.edges)
+    assert bound.violations({"title": "ok"}) == []
+    assert bound.violations({"title": "x"}) == ["bug: title: 'x' is too short"]
+
+
+def test_a_reference_outside_the_graph_is_a_violation_and_is_never_fetched() -> None:
+    from tests.compile.counting_server import counting_server
+
+    with counting_server() as server:
+        url = f"{server.url}/schema.json"
+        bound = OutputContract((BoundSchema("bug", "1.0.0", {"properties": {"title": {"$ref": url}}}),))
+        value, problems = bound.parse('{"title": "x"}')
+    assert value == {"title": "x"}
+    assert server.requests == []
+    assert problems == [
+        f"bug: (schema): the schema's reference '{url}' cannot be resolved: only references inside the graph "
+        "('#/...' and the ids of the graph's `schemas:`) are followed, nothing is fetched"
+    ]
+
+
+def test_the_model_is_shown_the_schemas_with_their_references_written_out() -> None:
+    """The model cannot follow `$ref`: registry ids and local definitions are inlined (a recursion
+    is cut to `{}`), in the fields' own order, while validation still follows the references."""
+    from plait.engine.contracts import contract_for
+    from plait.model.graph import GraphDef
+
+    tree = {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/definitions/tree"}}}}
+    graph = GraphDef.model_validate(
+        {
+            "id": "g",
+            "schemas": [
+                {
+                    "id": "bug",
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "title": {"$ref": "words", "description": "short"},
+                            "tree": {"$ref": "#/definitions/tree"},
+                        },
+                        "definitions": {"tree": tree},
+                    },
+                },
+                {"id": "words", "schema": {"type": "string", "minLength": 2, "title": "w"}},
+                {
+                    "id": "other",
+                    "schema": {"type": "object", "properties": {"z": {"type": "integer"}, "a": {"type": "integer"}}},
+                },
+            ],
+            "edges": [
+                {"source": "a", "target": "END", "schema_id": "bug"},
+                {"source": "a", "target": "b", "schema_id": "other"},
+            ],
+        }
+    )
+    bound = contract_for(graph, graph.edges)
+    shown = bound.response_format()
+    assert shown is not None
+    schema = shown["json_schema"]["schema"]
+    assert "$ref" not in str(schema)
+    assert "definitions" not in schema
+    assert schema["properties"]["title"] == {"type": "string", "minLength": 2, "title": "w", "description": "short"}
+    assert schema["properties"]["tree"] == {"type": "object", "properties": {"kids": {"type": "array", "items": {}}}}
+    assert list(schema["properties"]) == ["title", "tree", "z", "a"]
+    assert bound.violations({"title": "ok", "tree": {"kids": [{"kids": [{"kids": 1}]}]}, "z": 1}) == [
+        "bug: tree/kids/0/kids/0/kids: 1 is not of type 'array'"
+    ]

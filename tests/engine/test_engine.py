@@ -325,6 +325,6 @@ def test_an_expression_that_aborts_v8_fails_its_node_not_the_engine(store: Store
     crashed, after = asyncio.run(both())
     assert crashed.status == RunStatus.FAILED
     (node,) = store.runs.node_runs(crashed.run_id)
-    assert "crashed the JavaScript engine" in node.error["message"]  # type: ignore[index]
-    assert "invalid size error" in node.error["message"]  # type: ignore[index]
+    # The sandbox child's OS memory limit stops the 256 MB string before V8's size check aborts.
+    assert "memory limit of 64 MB" in node.error["message"]  # type: ignore[index]
     assert (after.status, after.output) == (RunStatus.COMPLETED, {"text": "still here"})

@@ -230,6 +230,13 @@ def test_migration_exhausting_memory_fails(sandbox: JsSandbox) -> None:
     assert "ran out of memory" in error.cause
 
 
+def test_a_migration_result_that_cannot_be_stored_fails_naming_the_field(sandbox: JsSandbox) -> None:
+    """A lone surrogate would make every read of the run fail later (a 500 over HTTP): refused here."""
+    error = _failure(sandbox, [mig("1.x.x", "3.0.0", r"old => ({...old, title: 'a\ud800'})")])
+    assert "cannot store: result.title: the string holds a lone surrogate (U+D800)" in error.message
+    assert (error.run_id, error.node_id) == ("r1", "n1")
+
+
 @pytest.mark.parametrize(
     ("expr", "kind"),
     [("old => [old.title]", "an array"), ("old => null", "null"), ("old => old.title", "a string")],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from plait.evolve.fork import ForkError, diff_fork, fork_graph, merge_from_paren
 from plait.evolve.migrate import MigrationError
 from plait.evolve.read import RunReader
 from plait.evolve.system import sync_system_graphs
+from plait.sandbox.shared import SHARED_MAX_WORKERS
 from plait.store import RunStatus, Store, StoreError, current_activations
 from plait.store.graph_admin import ReadOnlyGraph
 
@@ -159,6 +161,12 @@ def test_the_seed_story_of_forks_and_schema_evolution(store: Store, tmp_path: Pa
     ]
     untouched = current_activations(store.runs.node_runs(old_run))["split"]
     assert untouched.output == stored_split.output  # the stored original is unchanged
+
+    # every read (a GET of the run, say) migrates through one shared sandbox, never a process of its own
+    before = set(multiprocessing.active_children())
+    for _ in range(20):
+        assert RunReader(store, store.runs.get(old_run)).output(stored_split)["chapters"] == ["intro", "body", "outro"]
+    assert len(set(multiprocessing.active_children()) - before) <= SHARED_MAX_WORKERS
     assert store.runs.get(old_run).graph_def_ver == 1  # the run still pins the version it ran
 
 

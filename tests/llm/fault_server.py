@@ -7,7 +7,9 @@ then answer normally):
 - `429`: HTTP 429 with `Retry-After: 1`; `500`: HTTP 500;
 - `slow`: answers after 3 s (clients with a shorter timeout give up);
 - `notjson`: an answer that is not JSON; `badschema`: JSON that breaks the label schema;
-- `truncate`: with `stream: true`, a stream that stops in the middle of the answer.
+- `truncate`: with `stream: true`, a stream that stops in the middle of the answer;
+- `echo401`: HTTP 401 quoting the API key it was sent (as OpenAI's "Incorrect API key provided");
+  `echo500`: HTTP 500 whose message repeats the request's Authorization header.
 
 A request with `stream: true` is answered as a server-sent event stream, usage in the last chunk.
 """
@@ -57,6 +59,13 @@ def make_app(calls: Counter[str]) -> FastAPI:
             return JSONResponse({"error": {"message": "slow down"}}, status_code=429, headers={"Retry-After": "1"})
         if behaviour == "500":
             return JSONResponse({"error": {"message": "boom"}}, status_code=500)
+        key = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if behaviour == "echo401":
+            message = f"Incorrect API key provided: {key}. You can find your API key at https://example/keys."
+            return JSONResponse({"error": {"message": message, "code": "invalid_api_key"}}, status_code=401)
+        if behaviour == "echo500":
+            message = f"upstream failed for Authorization: Bearer {key} (key={key})"
+            return JSONResponse({"error": {"message": message}}, status_code=500)
         if behaviour == "slow":
             await asyncio.sleep(3)
             behaviour = "ok"

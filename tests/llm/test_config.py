@@ -124,6 +124,15 @@ def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
         load_config(str(tmp_path / "nope.toml"))
 
 
+def test_a_config_that_is_not_a_regular_file_or_too_large_is_refused_without_reading_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config("/dev/zero")
+    huge = tmp_path / "plait.toml"
+    huge.write_bytes(b"# " + b"x" * (11 * 1024 * 1024))
+    with pytest.raises(ConfigError, match=r"is 11\.0 MiB; the limit is 10\.0 MiB"):
+        load_config(str(huge))
+
+
 def test_check_fails_over_past_a_provider_without_its_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local, "available", lambda: True)
     monkeypatch.delenv("PLAIT_TEST_DEEPSEEK_KEY", raising=False)

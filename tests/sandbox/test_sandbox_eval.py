@@ -33,7 +33,7 @@ SCOPE: dict[str, Any] = {
         ("{a: 1}", {"a": 1}),  # an object literal, not a block: the expression is wrapped in parens
         ("[1, undefined, 'x']", [1, None, "x"]),
         ("({a: undefined, b: [{}]})", {"b": [{}]}),
-        ("new Date(0)", "1970-01-01T00:00:00.000Z"),
+        ("new Date(0).toISOString()", "1970-01-01T00:00:00.000Z"),
         ("Object.entries({x: 1})", [["x", 1]]),
         ("[...new Set([1, 1, 2])]", [1, 2]),
         ("JSON.parse(JSON.stringify(nodes))", SCOPE["nodes"]),

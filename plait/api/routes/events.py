@@ -11,12 +11,13 @@ newer to send, the answer is 204 (which tells a browser's EventSource to stop re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 from sse_starlette.sse import EventSourceResponse
 
+from plait.api.auth import CallerDep, token_watch
 from plait.api.errors import ApiError
 from plait.api.events import ENDING_KINDS, EventLog, RunEvent
 from plait.api.history import history
@@ -26,6 +27,10 @@ from plait.store.records import TERMINAL_RUN_STATUSES
 router = APIRouter(tags=["events"])
 State = Annotated[ServerState, Depends(get_state)]
 PING_S = 15
+MAX_EVENT_ID = 2**63 - 1
+"""The largest Last-Event-ID accepted (a run never numbers this many events)."""
+_WAKE = RunEvent(0, "stream:wake", "", None, 0.0, {})
+"""Put on a stream's queue to make it look at `revoked` now (never sent)."""
 
 
 @router.get(
@@ -37,7 +42,10 @@ async def run_events(
     state: State,
     request: Request,
     run_id: str,
-    last_event_id: Annotated[str | None, Header(description="Resume after this event id.")] = None,
+    who: CallerDep,
+    last_event_id: Annotated[
+        str | None, Header(description=f"Resume after this event id (a whole number, 0 to {MAX_EVENT_ID}).")
+    ] = None,
 ) -> Response:
     after = _parse_id(last_event_id)
     record = await asyncio.to_thread(state.store.runs.get, run_id)
@@ -49,7 +57,15 @@ async def run_events(
     if ended and not backlog:
         log.forget(run_id, queue)
         return Response(status_code=204)
-    return EventSourceResponse(_stream(log, run_id, backlog, queue, request, ended=ended), ping=PING_S)
+    revoked = asyncio.Event()
+
+    def on_revoked() -> None:
+        revoked.set()
+        queue.put_nowait(_WAKE)  # the stream may be waiting for the next event
+
+    unwatch = token_watch(request).watch(who.token_id, on_revoked) if who.token_id else None
+    stream = _stream(log, run_id, backlog, queue, request, ended=ended, revoked=revoked, unwatch=unwatch)
+    return EventSourceResponse(stream, ping=PING_S)
 
 
 async def _stream(
@@ -60,21 +76,27 @@ async def _stream(
     request: Request,
     *,
     ended: bool,
+    revoked: asyncio.Event,
+    unwatch: Callable[[], None] | None,
 ) -> AsyncIterator[dict[str, str]]:
     """The backlog, then live events until the run's final event (a run that had ended when
-    the client connected: the backlog only)."""
+    the client connected: the backlog only), or until the caller's token is revoked."""
     sent = 0
     try:
         for event in backlog:
+            if revoked.is_set():
+                return
             yield event.sse()
             sent = max(sent, event.id)
         if ended or (backlog and backlog[-1].kind in ENDING_KINDS):
             return
-        while not await request.is_disconnected():
+        while not revoked.is_set() and not await request.is_disconnected():
             try:
                 event = await asyncio.wait_for(queue.get(), timeout=PING_S)
             except TimeoutError:
                 continue
+            if revoked.is_set():
+                return
             if event.id <= sent:
                 continue  # queued while the backlog was being sent
             yield event.sse()
@@ -83,16 +105,23 @@ async def _stream(
                 return
     finally:
         log.forget(run_id, queue)
+        if unwatch is not None:
+            unwatch()
 
 
 def _parse_id(value: str | None) -> int:
-    if value is None or value.strip() == "":
+    """An id this stream could have sent: digits only, at most `MAX_EVENT_ID` (a longer number
+    is no id of ours, and converting thousands of digits is work a client must not impose)."""
+    text = (value or "").strip()
+    if not text:
         return 0
-    if not value.strip().isdigit():
+    if len(text) > len(str(MAX_EVENT_ID)) or not text.isascii() or not text.isdigit() or int(text) > MAX_EVENT_ID:
+        shown = text if len(text) <= 40 else text[:40] + "..."
         raise ApiError(
             422,
             "invalid_request",
-            f"Last-Event-ID must be an event id this stream sent (a number), not {value!r}",
+            f"Last-Event-ID must be an event id this stream sent (a whole number from 0 to {MAX_EVENT_ID}), "
+            f"not {shown!r}",
             hint="omit it to receive the run's events from the start",
         )
-    return int(value.strip())
+    return int(text)

@@ -10,7 +10,7 @@ from typing import Literal
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
 from plait.compile.source import Path_
-from plait.model.nodes import LlmCallNode, NodeBase, node_field
+from plait.model.nodes import LlmCallNode, NodeBase, NodeType, node_field
 from plait.model.tools import ToolChoiceFunction, ToolHandler
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
@@ -44,6 +44,7 @@ def check_expressions(ctx: CheckContext) -> None:
     CODE `code` is a function body, `migrate_expr` is a function expression."""
     pending: list[_Expression] = []
     for node_id, node in ctx.nodes.items():
+        _check_sandbox_timeout(ctx, node_id, node)
         for name in EXPRESSION_FIELDS:
             value = node_field(node, name)
             if not isinstance(value, str):
@@ -102,6 +103,26 @@ def check_expressions(ctx: CheckContext) -> None:
         )
     if pending:  # V8 is loaded only for graphs that have JavaScript
         _check_syntax(ctx, pending)
+
+
+def _check_sandbox_timeout(ctx: CheckContext, node_id: str, node: NodeBase) -> None:
+    """A TRANSFORM or CONDITION node's `timeout_s` is its expression's time limit in the sandbox:
+    finite, positive and within the server's cap (plait.toml `[sandbox] max_timeout_s`)."""
+    if node.type not in (NodeType.TRANSFORM, NodeType.CONDITION) or node.timeout_s is None:
+        return
+    from plait.sandbox.limits import max_timeout_s, timeout_problem
+
+    cap = max_timeout_s()
+    problem = timeout_problem(node.timeout_s, cap)
+    if problem is not None:
+        ctx.report(
+            CONFIG,
+            "timeout_over_limit",
+            problem,
+            node_id=node_id,
+            path=ctx.node_path(node_id, "timeout_s"),
+            hint=f"set timeout_s to at most {cap:g} seconds",
+        )
 
 
 def _check_syntax(ctx: CheckContext, pending: list[_Expression]) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
+from plait.compile.schema_refs import reference_problems
+from plait.compile.schema_validator import NO_REGISTRY, registry_key
 from plait.compile.schemas import check_json_schema, schema_conflicts
 from plait.compile.source import Path_
 from plait.model.nodes import NodeType, node_field
@@ -16,14 +19,57 @@ CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 def check_schema_documents(ctx: CheckContext) -> None:
     graph = ctx.graph
     section = _schemas_key(ctx)
+    refs = _Refs(registry_key(graph.schemas), frozenset(ctx.schemas))
     for index, entry in enumerate(graph.schemas):
-        _report_invalid(ctx, entry.schema_, (section, index, "schema"), f"schema '{entry.id}'")
+        path: Path_ = (section, index, "schema")
+        _report_invalid(ctx, entry.schema_, path, f"schema '{entry.id}'")
+        edges = sorted(e.id for e in graph.edges if e.schema_id == entry.id and e.id)
+        on = f" (on edge{'s' if len(edges) > 1 else ''} {', '.join(edges)})" if edges else ""
+        _report_refs(ctx, entry.schema_, path, f"schema '{entry.id}'{on}", refs, edge_id=edges[0] if edges else None)
     if graph.input_schema is not None:
         _report_invalid(ctx, graph.input_schema, ("input_schema",), "input_schema")
+        _report_refs(ctx, graph.input_schema, ("input_schema",), "input_schema", refs)
+    local = _Refs(NO_REGISTRY, frozenset())  # tool parameters go to the model as written: it cannot see the registry
     for node_id, node in ctx.nodes.items():
         for t_index, tool in enumerate(node_field(node, "tools", [])):
-            path = ctx.node_path(node_id, "tools", t_index, "parameters")
-            _report_invalid(ctx, tool.parameters, path, f"parameters of tool '{tool.name}'", node_id=node_id)
+            tool_path = ctx.node_path(node_id, "tools", t_index, "parameters")
+            what = f"parameters of tool '{tool.name}'"
+            _report_invalid(ctx, tool.parameters, tool_path, what, node_id=node_id)
+            _report_refs(ctx, tool.parameters, tool_path, what, local, node_id=node_id)
+
+
+@dataclass(frozen=True, slots=True)
+class _Refs:
+    """What references in a schema may name: the registry (as its key) and its ids."""
+
+    registry: str
+    ids: frozenset[str]
+
+
+def _report_refs(
+    ctx: CheckContext,
+    schema: Any,
+    base: Path_ | None,
+    what: str,
+    refs: _Refs,
+    *,
+    node_id: str | None = None,
+    edge_id: str | None = None,
+) -> None:
+    """References outside the graph, unresolvable references and patterns RE2 cannot run."""
+    if check_json_schema(schema):
+        return  # not a valid schema: reported as such, its references mean nothing yet
+    for problem in reference_problems(schema, refs.registry, refs.ids):
+        inner = "/".join(str(p) for p in problem.path)
+        ctx.report(
+            CONFIG,
+            problem.code,
+            f"{what} at '{inner}': {problem.message}",
+            node_id=node_id,
+            edge_id=edge_id,
+            path=(*base, *problem.path) if base is not None else None,
+            hint=problem.hint,
+        )
 
 
 def _schemas_key(ctx: CheckContext) -> str:

@@ -1,0 +1,64 @@
+"""What a node hands back is made safe to commit before the engine records it.
+
+A node's result comes from user code (a TRANSFORM), a model, a tool or an MCP server, and any of
+them can produce a value the database or a serializer refuses: a lone surrogate (`"\\ud800"`,
+not encodable as UTF-8), a value nested thousands of levels deep, a non-finite number. Found at
+commit time, such a value raised out of the engine: the node stayed `running`, the run wedged,
+and every resume paid for the same model call and crashed again. Here the output is checked
+first, and a bad one fails *that node* with a message naming the field; the records kept beside
+it (snapshot, attempts, error) are rewritten to storable text so that what happened stays
+readable. An executor that raises anything unexpected fails its node the same way, with kind
+`internal` and the traceback kept in the node run.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from plait.engine.runtime import NodeResult
+from plait.engine.state import Phase
+from plait.model.limits import storable, value_problem
+
+TRACEBACK_CHARS = 8000
+"""How much of a traceback an internal failure keeps (its end: where it was raised)."""
+
+
+def committable(node_id: str, result: NodeResult) -> NodeResult:
+    """`result` with an unstorable output turned into a failure naming the field, and its
+    records made storable."""
+    if result.phase == Phase.COMPLETED:
+        problem = value_problem(result.output)
+        if problem is not None:
+            failed = NodeResult.failed(
+                result.snapshot,
+                result.attempts,
+                kind="output",
+                message=f"node '{node_id}' produced a value Plait cannot store: {problem.describe('output')}",
+                tokens_input=result.tokens_input,
+                tokens_output=result.tokens_output,
+                cost_usd=result.cost_usd,
+            )
+            failed.error = {**(failed.error or {}), "path": problem.location("output")}
+            result = failed
+    result.snapshot = storable(result.snapshot)
+    result.attempts = storable(result.attempts)
+    result.error = storable(result.error)
+    if result.cache_entry is not None and value_problem(result.cache_entry.response) is not None:
+        result.cache_entry = None  # an answer that cannot be stored is not remembered either
+    return result
+
+
+def internal_failure(exc: BaseException, *, during: str) -> NodeResult:
+    """A node failed by a bug or an unexpected condition, not by its own data: kind `internal`,
+    with the traceback, so that the run ends and can be resumed or rerun."""
+    text = "".join(traceback.format_exception(exc))
+    result = NodeResult.failed(
+        {}, [], kind="internal", message=f"{during} raised {type(exc).__name__}: {_message(exc)}"
+    )
+    result.error = storable({**(result.error or {}), "traceback": text[-TRACEBACK_CHARS:]})
+    return result
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 2000 else text[:2000] + "…"

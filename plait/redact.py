@@ -1,0 +1,147 @@
+"""One redactor for every secret Plait knows, applied to whatever it stores, logs or returns.
+
+Providers echo what they were sent: a 401 quoting "Incorrect API key provided: sk-...", a 500
+repeating the request, a connection error naming a `base_url` with `user:pass@` in it. Such text
+flows from the provider's error into attempts, node and run errors, events, logs and API
+answers, so it is cleaned twice: where provider errors are built, and as the last step before
+attempts and errors are written to the store.
+
+What is replaced by `***`:
+
+- every value `register`ed: the API keys providers read from the environment and the MCP
+  `%secrets.NAME%` values (registered when plait.toml is loaded), the database password
+  (registered when a store is opened);
+- the credentials of any URL in the text: its userinfo (`user:pass@`) and the values of query
+  parameters whose name says key, token, secret, password, auth, credential or signature;
+- as a fallback for keys Plait was never told about, the common shapes `sk-…` (OpenAI, DeepSeek,
+  Anthropic and most OpenAI-compatible hosts) and `Bearer …`. A fallback only: it cannot know
+  every vendor's format, so configured values are what the guarantee rests on.
+
+Log records of the whole process are redacted too, once a secret is registered
+(`install_log_redaction`).
+
+Values shorter than `MIN_SECRET` characters are not registered: replacing every "a" or "1234"
+in stored text would destroy it and protect nothing a guess would not find.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import traceback
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+MASK = "***"
+MIN_SECRET = 6
+
+_SENSITIVE_NAME = re.compile(r"key|token|secret|passw|pwd|auth|credential|signature|sig$", re.IGNORECASE)
+"""Query parameters and headers whose value is a credential (`api-key`, `access_token`, `X-Amz-Signature`...)."""
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>(){}]+")
+_TRAILING = ".,;:!?"
+"""Punctuation that ends a sentence after a URL rather than belonging to it."""
+_SHAPES = re.compile(r"\bsk-[A-Za-z0-9_-]{16,}|(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}")
+"""Key shapes recognised without being registered (see the module docstring)."""
+
+_lock = threading.Lock()
+_values: set[str] = set()
+_pattern: re.Pattern[str] | None = None
+_logging_installed = False
+
+
+def register(*values: str | None) -> None:
+    """Remember secret values so that `redact_text` replaces them from now on (in this process)."""
+    global _pattern
+    fresh = {v for v in values if v and len(v) >= MIN_SECRET} - _values
+    if not fresh:
+        return
+    with _lock:
+        _values.update(fresh)
+        # longest first, so that a secret containing another is replaced whole
+        ordered = sorted(_values, key=len, reverse=True)
+        _pattern = re.compile("|".join(re.escape(v) for v in ordered))
+    install_log_redaction()
+
+
+def install_log_redaction() -> None:
+    """Redact every log record of this process (any logger: Plait's, uvicorn's, httpx's), its
+    traceback included, before a handler formats it. Idempotent; `register` calls it."""
+    global _logging_installed
+    with _lock:
+        if _logging_installed:
+            return
+        _logging_installed = True
+        make = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        message = record.getMessage()
+        clean = redact_text(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and record.exc_info[1] is not None:
+            trace = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            record.exc_text = redact_text(trace)
+        return record
+
+    logging.setLogRecordFactory(factory)
+
+
+def registered() -> frozenset[str]:
+    """The values registered so far (for tests and diagnostics: never print them)."""
+    return frozenset(_values)
+
+
+def redact_text(text: str) -> str:
+    """`text` with every known secret, URL credential and key-shaped token replaced by `***`."""
+    pattern = _pattern
+    if pattern is not None:
+        text = pattern.sub(MASK, text)
+    if "://" in text:
+        text = _URL.sub(_redacted_match, text)
+    if "sk-" in text or "Bearer " in text:
+        text = _SHAPES.sub(MASK, text)
+    return text
+
+
+def redact(value: Any) -> Any:
+    """`value` (text, or JSON-like lists and dicts of it) with every string redacted; keys too."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: redact(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    return value
+
+
+def redact_url(url: str) -> str:
+    """A URL as it may be shown: userinfo and credential-like query values replaced by `***`
+    (and any registered secret elsewhere in it, e.g. in the path)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return MASK  # not a URL one can parse: show nothing rather than a credential
+    netloc = parts.netloc
+    if "@" in netloc:
+        shown = f"[{host}]" if host and ":" in host else (host or "")
+        netloc = f"{MASK}@{shown}" + (f":{port}" if port is not None else "")
+    query = "&".join(_redacted_pair(pair) for pair in parts.query.split("&")) if parts.query else ""
+    shown_url = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    pattern = _pattern
+    return pattern.sub(MASK, shown_url) if pattern is not None else shown_url
+
+
+def _redacted_match(match: re.Match[str]) -> str:
+    url = match.group(0).rstrip(_TRAILING)
+    return redact_url(url) + match.group(0)[len(url) :]
+
+
+def _redacted_pair(pair: str) -> str:
+    """`name=value` of a query, the value masked when the name says it is a credential (the
+    text is kept as written otherwise: re-encoding it would change what the user sees)."""
+    name, equals, _ = pair.partition("=")
+    return f"{name}={MASK}" if equals and _SENSITIVE_NAME.search(unquote(name)) else pair

@@ -40,3 +40,59 @@ def test_a_port_in_use_is_named_with_the_fix(tmp_path: Path) -> None:
     assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
     assert "--port" in result.stderr
     assert "serving" not in result.stderr
+
+
+SPINNING = """
+plait: 1
+id: spin
+nodes:
+  - {id: a, type: TRANSFORM, transform_expr: "(() => { for (;;) {} })()", timeout_s: 25}
+  - {id: b, type: TRANSFORM, transform_expr: "(() => { for (;;) {} })()", timeout_s: 25}
+  - {id: c, type: TRANSFORM, transform_expr: "(() => { for (;;) {} })()", timeout_s: 25}
+  - {id: d, type: MERGE}
+edges:
+  - {source: a, target: d}
+  - {source: b, target: d}
+  - {source: c, target: d}
+"""
+
+
+def test_sigterm_stops_a_server_whose_runs_spin_in_the_sandbox_promptly(tmp_path: Path) -> None:
+    """Evaluations that would spin for 25 s do not hold a stopping server: their sandbox
+    processes are killed, the runs are given back, and the process exits."""
+    import signal
+    import time
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    db = f"sqlite:///{tmp_path / 'plait.db'}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "plait", "serve", "--db", db, "--port", str(port)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        assert httpx.post(f"{url}/api/graphs", json={"source": SPINNING}, timeout=30).status_code == 201
+        for _ in range(2):
+            assert httpx.post(f"{url}/api/runs", json={"graph": "spin", "input": {}}, timeout=30).status_code == 202
+        time.sleep(2)  # the evaluations are spinning now
+        stopped = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=20)
+        assert time.monotonic() - stopped < 12  # not the 25 s the expressions asked for
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

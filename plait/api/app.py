@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi_offline import FastAPIOffline
 
 from plait import __version__
 from plait.api import errors
@@ -22,11 +22,12 @@ from plait.api.auth import caller
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
 from plait.api.limits import BodyLimit
+from plait.api.openapi import ERROR_RESPONSES, describe
 from plait.api.routes import corrections, events, graphs, inspection, runs, seed, system
-from plait.api.schemas import ErrorResponse
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
 from plait.engine.events import EventBus
+from plait.engine.model_choice import describe as describe_llm
 from plait.llm.config import PlaitConfig, config_path, load_config
 from plait.llm.provider import Provider
 from plait.llm.select import provider_from_spec
@@ -35,18 +36,8 @@ from plait.store import Store
 
 log = logging.getLogger("plait.api")
 
-ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
-    status: {"model": ErrorResponse, "description": text}
-    for status, text in (
-        (401, "A bearer token is needed, or the one sent is not valid."),
-        (403, "Refused: e.g. changing a system graph."),
-        (404, "Something the request names does not exist."),
-        (409, "The current state forbids it (busy, ended, exists, conflicts)."),
-        (413, "The request body is over the limit."),
-        (422, "The request is not valid (fields, graph, value vs schema)."),
-        (503, "The database, or the model provider of a replay, is not answering."),
-    )
-}
+DOCS_ASSETS = "/docs/assets"
+"""Where the files of the /docs page (Swagger UI's script, style sheet, icon) are served."""
 
 
 class ServerConfigError(Exception):
@@ -77,14 +68,17 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
         if own_store:
             store.close()
         raise
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs with Swagger UI's own files, served from here: no CDN, works offline
+        docs_url="/docs",
+        redoc_url=None,  # ReDoc's bundle still loads its logo from a CDN; Swagger UI is the one UI
+        static_url=DOCS_ASSETS,
         title="Plait",
         version=__version__,
         description="Prompt graphs with typed edge contracts, recorded runs and human corrections.",
         lifespan=_lifespan(settings, store, provider, config, own_store),
         responses=ERROR_RESPONSES,
     )
-    errors.install(app)
+    errors.install(app, hidden=_database_texts(store))
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
@@ -98,29 +92,17 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
     for module in (inspection, graphs, runs, corrections, events):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # seed 000 §9 routes, at their exact paths
-    _describe_this_server(app, settings)
+    describe(app, auth=settings.auth_required)
     return app
 
 
-def _describe_this_server(app: FastAPI, settings: ServerSettings) -> None:
-    """Make /openapi.json say what this server does: without `auth_required` it asks for no
-    token, so its operations declare no security and no 401 (a client generated from the
-    document, or a fuzzer, would otherwise expect 401s that never come)."""
-    if settings.auth_required:
-        return
-    generate = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            document = generate()
-            for operations in document.get("paths", {}).values():
-                for operation in operations.values():
-                    operation.pop("security", None)
-                    operation.get("responses", {}).pop("401", None)
-            document.get("components", {}).pop("securitySchemes", None)
-        return app.openapi_schema or {}
-
-    app.openapi = openapi  # type: ignore[method-assign]
+def _database_texts(store: Store) -> tuple[str, ...]:
+    """How the database's location could appear in an error (its URL, redacted or not, and a
+    SQLite file's path): an HTTP client is never told where the data lives."""
+    texts = [store.url, store.display_url]
+    if store.url.startswith("sqlite") and ":///" in store.url:
+        texts.append(store.url.split(":///", 1)[1].split("?", 1)[0])
+    return tuple(sorted({t for t in texts if t}, key=len, reverse=True))
 
 
 def _lifespan(
@@ -137,6 +119,7 @@ def _lifespan(
             events=events,
             mcp_servers=config.mcp_servers if config is not None else (),
             cache=settings.cache,
+            llm=describe_llm(settings.llm, settings.config),  # stored on its runs: they go on with this model
         )
         app.state.plait = ServerState(settings, store, provider, config, executor, events)
         try:

@@ -28,7 +28,7 @@ from plait.api.state import server_state
 from plait.store.tokens import TokenRepository
 
 _bearer = HTTPBearer(auto_error=False, description="A token from `plait token create --name NAME`.")
-HOW = "send `Authorization: Bearer TOKEN` with a token from `plait token create --name NAME`"
+HOW = "send `Authorization: Bearer TOKEN` with a token issued by this server's operator"
 
 
 REVOKE_POLL_S = 0.25

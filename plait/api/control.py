@@ -1,4 +1,4 @@
-"""Run control over HTTP: pause, resume and cancel (SPEC §3 "Run control").
+"""Run control over HTTP: pause, resume and cancel.
 
 Built on `RunExecutor` (stopping a run's task makes the engine give the run up: the nodes it
 was executing go back to `pending`, the lease is released) and the store's conditional status
@@ -50,6 +50,7 @@ async def resume(executor: RunExecutor, run_id: str) -> RunRecord:
         raise ControlError(f"run {run_id} is executing already", "watch it: GET /api/runs/{id}/events")
     _refuse_elsewhere(executor, record, "resume")
     executor.launch(run_id)
+    executor.events.emit("run:resumed", run_id, None, reason="requested")
     return record
 
 

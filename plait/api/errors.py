@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -20,6 +21,7 @@ from sqlalchemy.exc import DataError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from plait.api.schemas import VALUE_LIMIT
+from plait.api.wording import for_http
 from plait.api_surface import GraphInvalid
 from plait.engine.outcome import EngineError
 from plait.errors import PlaitError, Refusal
@@ -59,8 +61,28 @@ class ApiError(Exception):
         self.details = details or []
 
 
-def error_body(code: str, message: str, details: list[Any] | None = None, hint: str | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "details": details or [], "hint": hint}}
+def error_body(
+    code: str, message: str, details: list[Any] | None = None, hint: str | None = None, hidden: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The body of an error, in HTTP terms (see wording.py), without any of `hidden`."""
+    hidden = tuple(hidden)
+    return {
+        "error": {
+            "code": code,
+            "message": for_http(message, hidden),
+            "details": [_worded(d, hidden) for d in details or []],
+            "hint": for_http(hint, hidden) if hint is not None else None,
+        }
+    }
+
+
+def _worded(detail: Any, hidden: tuple[str, ...]) -> Any:
+    """A `details` entry with its texts (a diagnostic's message and hint) in HTTP terms."""
+    if isinstance(detail, str):
+        return for_http(detail, hidden)
+    if isinstance(detail, dict):
+        return {k: for_http(v, hidden) if isinstance(v, str) and k != "where" else v for k, v in detail.items()}
+    return detail
 
 
 def error_response(
@@ -70,42 +92,45 @@ def error_response(
     details: list[Any] | None = None,
     hint: str | None = None,
     headers: Mapping[str, str] | None = None,
+    hidden: Iterable[str] = (),
 ) -> JSONResponse:
     sent = dict(headers or {})
     if status == 401:
         sent["WWW-Authenticate"] = "Bearer"
-    return JSONResponse(error_body(code, message, details, hint), status_code=status, headers=sent or None)
+    return JSONResponse(error_body(code, message, details, hint, hidden), status_code=status, headers=sent or None)
 
 
-def translate(exc: Exception) -> JSONResponse:
-    """The response for an exception a route let through (see the table in the module doc)."""
+def translate(exc: Exception, hidden: Iterable[str] = ()) -> JSONResponse:
+    """The response for an exception a route let through (see the table in the module doc);
+    nothing of `hidden` (the database's URL) is in it."""
+    respond = partial(error_response, hidden=tuple(hidden))
     if isinstance(exc, ApiError):
-        return error_response(exc.status, exc.code, exc.message, exc.details, exc.hint)
+        return respond(exc.status, exc.code, exc.message, exc.details, exc.hint)
     if isinstance(exc, GraphInvalid):
-        return error_response(
+        return respond(
             422,
             "graph_invalid",
             f"the graph is not valid ({len(exc.diagnostics)} errors); nothing was stored",
             [d.to_json() for d in exc.diagnostics],
-            "fix every listed problem (`plait validate FILE` reports the same ones)",
+            "fix every listed problem (POST /api/graphs/validate reports the same ones)",
         )
     if isinstance(exc, PlaitError):
-        return error_response(_REFUSAL_STATUS[exc.kind], str(exc.kind), exc.message, list(exc.details), exc.hint)
+        return respond(_REFUSAL_STATUS[exc.kind], str(exc.kind), exc.message, list(exc.details), exc.hint)
     if isinstance(exc, MigrationError):
-        return error_response(409, "migration_failed", exc.message, [], exc.hint + " (?raw=true shows the originals)")
+        return respond(409, "migration_failed", exc.message, [], exc.hint + " (?raw=true shows the originals)")
     if isinstance(exc, NotFoundError):
-        return error_response(404, "not_found", str(exc))
+        return respond(404, "not_found", str(exc))
     if isinstance(exc, ReadOnlyGraph):
-        return error_response(403, "read_only", str(exc))
+        return respond(403, "read_only", str(exc))
     if isinstance(exc, StoreError):
-        return error_response(409, "conflict", str(exc))
+        return respond(409, "conflict", str(exc))
     if isinstance(exc, EngineError):
-        return error_response(409, "engine_refused", str(exc))
+        return respond(409, "engine_refused", str(exc))
     if isinstance(exc, DataError):
         # A value of the request the database cannot hold or compare (PostgreSQL: a NUL
         # character in a text, an integer out of range): the client's value, not a failure.
         log.info("the database refused a value: %s", exc.orig)
-        return error_response(
+        return respond(
             422,
             "invalid",
             "a value in the request cannot be stored or looked up by the database",
@@ -114,9 +139,9 @@ def translate(exc: Exception) -> JSONResponse:
         )
     if isinstance(exc, OperationalError):
         log.warning("store unavailable: %s", exc)
-        return error_response(503, "store_unavailable", "the database did not answer; try again shortly")
+        return respond(503, "store_unavailable", "the database did not answer; try again shortly")
     log.exception("internal error", exc_info=exc)
-    return error_response(500, "internal_error", f"internal error ({type(exc).__name__}); see the server log")
+    return respond(500, "internal_error", f"internal error ({type(exc).__name__}); see the server log")
 
 
 def _detail(err: Mapping[str, Any]) -> dict[str, Any]:
@@ -136,11 +161,13 @@ def _unparsable(cause: BaseException) -> str:
     return str(cause)
 
 
-def install(app: FastAPI) -> None:
-    """Route every error through `translate` and reshape FastAPI's own errors."""
+def install(app: FastAPI, hidden: Iterable[str] = ()) -> None:
+    """Route every error through `translate` and reshape FastAPI's own errors; `hidden`: texts
+    no error body may contain (the database's URL and file)."""
+    hidden = tuple(h for h in hidden if h)
 
     async def on_exception(_request: Request, exc: Exception) -> JSONResponse:
-        return translate(exc)
+        return translate(exc, hidden)
 
     methods_by_path: list[tuple[re.Pattern[str], str]] = []
 

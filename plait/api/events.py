@@ -26,6 +26,9 @@ ENDING_KINDS = frozenset({"workflow:complete", "workflow:error", "run:cancelled"
 the client then reconnects with its Last-Event-ID)."""
 GAP = "stream:gap"
 """Sent instead of events that fell out of the buffer: data {"from", "to"} (the lost ids)."""
+OUTPUT_CAP_BYTES = 4096
+"""The largest `output` an event carries (as JSON); a larger one is left out with
+`output_truncated: true`, and `output_url` says where the full value is read."""
 RESET = "stream:reset"
 """Sent when Last-Event-ID is unknown here (an earlier server numbered differently): the run's
 whole buffer follows; data {"last_event_id", "last_id"}."""
@@ -131,6 +134,8 @@ class EventLog:
     ) -> None:
         if kind.endswith(":error"):  # errors quote what providers and tools echo (see plait/redact.py)
             data = redact(data)
+        if "output" in data:
+            data = _capped(run_id, data)
         numbered = RunEvent(log.next_id, kind, run_id, node_id, at, data)
         log.next_id += 1
         log.touched = time.monotonic()
@@ -144,3 +149,15 @@ class EventLog:
             if idle is None:
                 return  # every run has a listener: keep them all rather than cut a stream
             del self._runs[idle]
+
+
+def _capped(run_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with its `output` linked to where the full value is read (the node run, else the
+    run) and left out when it is over `OUTPUT_CAP_BYTES` of JSON: an event stream stays light
+    however large the values a graph makes."""
+    node_run_id = data.get("node_run_id")
+    url = f"/api/node-runs/{node_run_id}" if node_run_id else f"/api/runs/{run_id}"
+    size = len(json.dumps(data["output"], default=str, ensure_ascii=False).encode())
+    if size <= OUTPUT_CAP_BYTES:
+        return {**data, "output_url": url}
+    return {**data, "output": None, "output_truncated": True, "output_bytes": size, "output_url": url}

@@ -4,7 +4,9 @@ The engine does the work (`Engine.run`, the same call `plait run` and `plait res
 this module decides *when*: a started run at once, a corrected run when the correction left
 work, a paused run on resume, and at start-up every run a stopped or crashed process left
 `running` or `pending` without a live lease (the engine's lease/claim design makes taking
-those over safe: completed nodes are never executed again).
+those over safe: completed nodes are never executed again). A run executes on its own model
+(the one it was started or last continued on, `plait.engine.model_choice`), which need not be
+this server's.
 
 Pause and cancel stop the run's task: the engine gives the run up (`RunRepository.give_up`),
 so a node that was executing goes back to `pending` and runs again when the run is resumed.
@@ -13,19 +15,24 @@ so a node that was executing goes back to `pending` and runs again when the run 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
+import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from plait.api.events import EventLog
 from plait.api.history import history
 from plait.engine.events import EventBus
+from plait.engine.model_choice import Selection, label, provider_for
 from plait.engine.outcome import EngineError
 from plait.engine.runner import Engine
 from plait.engine.start import StartError
 from plait.errors import Refusal
 from plait.llm.provider import Provider
+from plait.llm.select import LlmConfigError
 from plait.store import RunRecord, RunStatus, Store, StoredGraph
 from plait.store.records import TERMINAL_RUN_STATUSES
 from plait.tools.mcp_config import McpServerConfig
@@ -50,19 +57,24 @@ class RunExecutor:
         mcp_servers: Sequence[McpServerConfig] = (),
         cache: bool = True,
         lease_ttl_s: float = 30.0,
+        llm: Selection = None,
     ) -> None:
+        """`llm`: the model selection `provider` stands for (stored on the runs started here)."""
         self.store = store
         self.bus = bus
         self.events = events
-        self.engine = Engine(
-            store,
-            provider,
-            events=bus,
-            cache=cache,
-            mcp_servers=mcp_servers,
-            lease_ttl_s=lease_ttl_s,
-            local_files=False,  # a graph sent to the server must not make it read its own files
-        )
+        self.llm = llm
+        self._engine_options: dict[str, Any] = {
+            "events": bus,
+            "cache": cache,
+            "mcp_servers": mcp_servers,
+            "lease_ttl_s": lease_ttl_s,
+            "local_files": False,  # a graph sent to the server must not make it read its own files
+        }
+        self.engine = Engine(store, provider, llm=llm, **self._engine_options)
+        self._engines: dict[str, Engine] = {}
+        """Engines for runs recorded on another model than this server's, by selection."""
+        self._engines_lock = threading.Lock()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._stopping = False
 
@@ -142,7 +154,8 @@ class RunExecutor:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
-        await self.engine.aclose()  # closes the provider too
+        for engine in [self.engine, *self._engines.values()]:
+            await engine.aclose()  # closes its provider too
 
     # -- driving ---------------------------------------------------------------------------------
 
@@ -157,18 +170,40 @@ class RunExecutor:
         try:
             if not self.events.has(run_id):
                 self.events.open(run_id, await asyncio.to_thread(history, self.store, run_id))
-            await self.engine.run(run_id)
-        except EngineError as exc:
+            engine = await asyncio.to_thread(self._engine_for, run_id)
+            await engine.run(run_id)
+        except (EngineError, LlmConfigError) as exc:
             await self._refused(run_id, str(exc))
         except Exception:
             log.exception("run %s: the engine failed", run_id)
 
+    def _engine_for(self, run_id: str) -> Engine:
+        """The engine for the model the run executes on: a run started (or last continued) on
+        another model than this server's goes on with that model, never silently with ours."""
+        selection = self.store.runs.get(run_id).llm
+        if selection is None or selection == self.llm:
+            return self.engine
+        key = json.dumps(selection, sort_keys=True)
+        with self._engines_lock:
+            if key not in self._engines:
+                try:
+                    provider = provider_for(selection)
+                except LlmConfigError as exc:
+                    raise LlmConfigError(
+                        f"run {run_id} executes on {label(selection)}, which this server cannot use: {exc}"
+                    ) from None
+                self._engines[key] = Engine(self.store, provider, llm=selection, **self._engine_options)
+            return self._engines[key]
+
     async def _refused(self, run_id: str, message: str) -> None:
         """The engine would not drive the run: a run that never started fails with the reason
-        (else it would wait forever); one held by another process is left to it."""
+        (else it would wait forever), one a correction reopened is paused with it (resumable on
+        another model); one held by another process is left to it."""
         error = {"kind": "engine", "message": message}
+        record = await asyncio.to_thread(self.store.runs.get, run_id)
+        status = RunStatus.FAILED if record.started_at is None else RunStatus.PAUSED
         failed = await asyncio.to_thread(
-            self.store.runs.set_status, run_id, RunStatus.FAILED, expected=[RunStatus.PENDING], error=error
+            self.store.runs.set_status, run_id, status, expected=[RunStatus.PENDING], error=error
         )
         if failed:
             self.events.emit("workflow:error", run_id, None, error=error)

@@ -56,8 +56,9 @@ def _node_events(rec: NodeRunRecord) -> list[Past]:
     if kind == "node:error":
         events.append(Past(kind, rec.node_id, ended, {"error": rec.error}))
     elif kind is not None:
+        output = rec.override if rec.override is not None else rec.output
         usage = {"tokens_input": rec.tokens_input, "tokens_output": rec.tokens_output, "cost_usd": rec.cost_usd}
-        events.append(Past(kind, rec.node_id, ended, usage))
+        events.append(Past(kind, rec.node_id, ended, {**usage, "node_run_id": rec.id, "output": output}))
         if rec.status == NodeStatus.STALE:
             events.append(Past("node:stale", rec.node_id, ended))
     elif rec.status == NodeStatus.PENDING and rec.input_snapshot is not None:

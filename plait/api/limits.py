@@ -18,7 +18,7 @@ class BodyLimit:
             413,
             "payload_too_large",
             f"the request body is over the server's limit of {self.max_bytes} bytes",
-            hint="send less (graphs hold definitions, not data), or start the server with a larger --max-body",
+            hint="send less (graphs hold definitions, not data), or ask the server's operator for a larger body limit",
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

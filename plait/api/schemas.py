@@ -270,6 +270,12 @@ class RunOut(BaseModel):
     tokens_input: int
     tokens_output: int
     cost_usd: float
+    execution_s: float = Field(0.0, description="Seconds engines spent executing it (people's time excluded).")
+    corrections: int = Field(0, description="Corrections made to it so far.")
+    llm: dict[str, Any] | None = Field(None, description="The model it executes on (never a secret).")
+    llm_history: list[dict[str, Any]] = Field(
+        default_factory=list, description="Each change of its model: at, by, from, to."
+    )
     executing_here: bool = Field(description="This server is executing the run right now.")
 
 

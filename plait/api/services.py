@@ -1,5 +1,5 @@
 """The service calls an HTTP route makes, in one place, so that every surface over HTTP (the
-REST routes under /api and the seed 000 §9 routes) does a thing the same way.
+REST routes under /api and the seed document's routes) does a thing the same way.
 
 Each helper is the whole of one operation as the server performs it: the service function
 the CLI calls too (`plait.engine`, `plait.evolve`, `plait.store`) plus what only a server
@@ -10,7 +10,7 @@ only parse their request and shape the result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -31,22 +31,51 @@ async def start_and_launch(state: ServerState, ref: str, run_input: dict[str, An
     """Create a run of a stored graph's latest version (404 unknown graph, 422 bad input or a
     graph this server cannot execute) and execute it in the background; its id."""
     run_id = await run_in_threadpool(
-        start_run, state.store, ref, run_input, files=False, check=state.executor.preflight
+        start_run, state.store, ref, run_input, files=False, check=state.executor.preflight, llm=state.executor.llm
     )
     state.executor.launch(run_id, fresh=True)
     return run_id
 
 
-async def apply_correction(state: ServerState, by: str, change: Callable[[Corrections], Correction]) -> Correction:
-    """Make one correction as `by`; announce the nodes it marked stale and drive the run when
-    the correction left work to execute (a RERUN policy, a rerun, an answered review)."""
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    """The event that tells a run's watchers what a person corrected (`node:overridden`,
+    `node:rerun`, `node:reviewed`, `run:rolled_back`): sent once the correction is written."""
+
+    kind: str
+    node_id: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+async def apply_correction(
+    state: ServerState, by: str, change: Callable[[Corrections], Correction], announce: Announcement
+) -> Correction:
+    """Make one correction as `by` and tell the run's event stream what it did: the correction
+    itself, then the nodes it marked stale and queued, and that the run resumes when it does;
+    drive the run when the correction left work to execute (a RERUN policy, a rerun, an
+    answered review)."""
     corrections = Corrections(state.store, by=by, wait_s=CORRECTION_WAIT_S)
     result = await run_in_threadpool(change, corrections)
+    data = {**announce.data, "by": by}
+    if announce.node_id is not None:
+        current = await run_in_threadpool(_current_id, state.store, result.run_id, announce.node_id)
+        data["node_run_id"] = current
+    state.events.emit(announce.kind, result.run_id, announce.node_id, **data)
     for node_id in result.stale:
         state.events.emit("node:stale", result.run_id, node_id)
+    for node_id in result.queued:
+        state.events.emit("node:queued", result.run_id, node_id)
+    if result.resume:
+        state.events.emit("run:resumed", result.run_id, None, reason="review", by=by)
     if result.needs_run:
         state.executor.launch(result.run_id)
     return result
+
+
+def _current_id(store: Store, run_id: str, node_id: str) -> str | None:
+    """The id of the node's newest activation (where its full value is read)."""
+    current = current_activations(store.runs.node_runs(run_id)).get(node_id)
+    return current.id if current is not None else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,14 @@ import typer
 from plait import __version__
 from plait.cli import config, graphs, runs
 from plait.cli.corrections import override_command, rerun_command, review_command, rollback_command
+from plait.cli.help import PlaitTyper
 from plait.cli.replay import replay_command
 from plait.cli.run import resume_command, run_command
 from plait.cli.serve import serve_command, token_app
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
 
-app = typer.Typer(
+app = PlaitTyper(
     name="plait",
     help="Prompt graphs with typed edge contracts, recorded runs and human corrections.",
     no_args_is_help=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -30,12 +31,25 @@ ConfigOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 
 
-def fail(message: str, hint: str | None = None, code: int = EXIT_INVALID) -> NoReturn:
-    """Print an error (and how to fix it) on stderr and exit."""
+def fail(message: str, hint: str | None = None, code: int = EXIT_INVALID, kind: str | None = None) -> NoReturn:
+    """Print an error (and how to fix it) on stderr and exit; with --json, also as a JSON object on stdout
+    (`kind` its code; by default `usage` for exit 2, `failed` otherwise)."""
     sys.stderr.write(f"plait: {message}\n")
     if hint:
         sys.stderr.write(f"  hint: {hint}\n")
+    if json_requested():
+        print_error_json(kind or ("usage" if code == EXIT_INVALID else "failed"), message, hint)
     raise typer.Exit(code)
+
+
+def json_requested() -> bool:
+    """Whether the command line asks for JSON (a script then reads every answer, errors too, on stdout)."""
+    args = sys.argv[1:]
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def print_error_json(code: str, message: str, hint: str | None, **extra: Any) -> None:
+    print_json({"error": {"code": code, "message": message, "hint": hint, **extra}})
 
 
 def refuse(exc: Any) -> NoReturn:
@@ -46,10 +60,53 @@ def refuse(exc: Any) -> NoReturn:
 
 
 def console() -> Any:
-    """Rich console for tables on stdout; when piped (no terminal to size), wide enough not to collapse."""
+    """Rich console for tables on stdout. Piped, it is as wide as $COLUMNS says (160 when unset), and
+    `print_table` widens it rather than cut an id: a script that greps an id must find it whole."""
     from rich.console import Console
 
-    return Console() if sys.stdout.isatty() else Console(width=160)
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=piped_width(), soft_wrap=True)  # lines whole (ids, commands); tables fit $COLUMNS
+
+
+def piped_width() -> int:
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else 160
+
+
+def print_table(table: Any, out: Any = None) -> None:
+    """Print a table; when piped, widened past $COLUMNS rather than cut a `no_wrap` column (ids, names,
+    statuses, headers). A column with a `max_width` (a long value, cut with an ellipsis) gives way first."""
+    out = out or console()
+    if not out.is_terminal:
+        kept, flexible = _widths(out, table)
+        room = out.width - kept - sum(width + pad for width, pad in flexible.values())
+        needed = kept
+        for index, (least, pad) in flexible.items():  # share what is left between the long-value columns
+            column = table.columns[index]
+            column.max_width = max(least, min(column.max_width, least + room // len(flexible)))
+            needed += column.max_width + pad
+        if needed > out.width:
+            out = type(out)(width=needed, soft_wrap=True)
+    out.print(table)
+
+
+def _widths(out: Any, table: Any) -> tuple[int, dict[int, tuple[int, int]]]:
+    """The width the table needs for its columns kept whole (borders and padding included), and for each
+    column that may be cut (`no_wrap` with a `max_width`) its least width and its padding."""
+    from rich.measure import Measurement
+
+    kept, flexible = len(table.columns) + 1 if table.box else 0, {}
+    for index, column in enumerate(table.columns):
+        measured = [Measurement.get(out, out.options, cell) for cell in (column.header, *column.cells)]
+        padding = table._get_padding_width(index)
+        if column.no_wrap and column.max_width is None:
+            kept += max((m.maximum for m in measured), default=0) + padding
+        elif column.no_wrap:
+            flexible[index] = (len(str(column.header)), padding)
+        else:
+            kept += max((m.minimum for m in measured), default=0) + padding
+    return int(kept), flexible
 
 
 def print_json(value: Any) -> None:
@@ -99,3 +156,33 @@ def open_store(db: str | None) -> Any:
         return open_synced(db)
     except StoreError as exc:
         fail(str(exc), "check --db or $PLAIT_DB")
+
+
+def resolve_run(store: Any, ref: str) -> str:
+    """The full id of the run `ref` names (an id or a unique prefix of one); exit 2 when none or several."""
+    return _resolve(lambda: store.runs.resolve(ref))
+
+
+def resolve_node_run(store: Any, ref: str) -> str:
+    """The full id of the node run `ref` names (an id or a unique prefix of one); exit 2 when none or several."""
+    return _resolve(lambda: store.runs.resolve_node_run(ref))
+
+
+def _resolve(lookup: Any) -> str:
+    from plait.store import StoreError
+    from plait.store.prefix import MIN_PREFIX, AmbiguousIdError
+
+    try:
+        return str(lookup())
+    except AmbiguousIdError as exc:
+        sys.stderr.write(f"plait: {exc}\n")
+        for candidate in exc.candidates:
+            sys.stderr.write("  " + "  ".join(candidate) + "\n")
+        if exc.more:
+            sys.stderr.write("  …\n")
+        if json_requested():
+            ids = [c[0] for c in exc.candidates]
+            print_error_json("ambiguous", str(exc), "give more characters of the id", candidates=ids)
+        raise typer.Exit(EXIT_INVALID) from None
+    except StoreError as exc:
+        fail(str(exc), f"give a whole id, or a unique prefix of at least {MIN_PREFIX} characters", kind="not_found")

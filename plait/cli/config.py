@@ -8,8 +8,9 @@ from typing import Any
 import typer
 
 from plait.cli.common import ConfigOption, JsonOption, console, fail, print_json
+from plait.cli.help import PlaitTyper
 
-app = typer.Typer(help="Model provider configuration (plait.toml).", no_args_is_help=True)
+app = PlaitTyper(help="Model provider configuration (plait.toml).", no_args_is_help=True)
 
 
 @app.command("check")

@@ -8,13 +8,14 @@ and exits with the run's code (0 done, 1 failed, 3 paused again).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, fail, open_store, print_json, refuse
+from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, fail, open_store, refuse, resolve_run
+from plait.cli.run import CacheOption
+from plait.cli.told import downstream_report, overridden, rolled_back, tell
 
 FileOption = Annotated[Path | None, typer.Option("--file", help="The corrected value: a JSON or YAML file.")]
 ValueOption = Annotated[str | None, typer.Option("--value", help="The corrected value as inline JSON.")]
@@ -22,7 +23,7 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on
 
 
 def override_command(
-    run_id: Annotated[str, typer.Argument(help="The run.")],
+    run_id: Annotated[str, typer.Argument(help="The run (its id, or a unique prefix of it).")],
     node_id: Annotated[str, typer.Argument(help="The node whose output to correct.")],
     file: FileOption = None,
     value: ValueOption = None,
@@ -33,6 +34,7 @@ def override_command(
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,
+    cache: CacheOption = None,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -45,27 +47,41 @@ def override_command(
     corrected = _value(file, value)
     _correct(
         db,
-        lambda c: c.override(run_id, node_id, corrected, policy=DownstreamPolicy(chosen), note=note),
+        run_id,
+        lambda c, run: c.override(run, node_id, corrected, policy=DownstreamPolicy(chosen), note=note),
         (llm, config, json_output, quiet),
+        cache=cache,
+        by="override",
+        said=lambda store, result: overridden(store, result, node_id, chosen),
     )
 
 
 def rerun_command(
-    run_id: Annotated[str, typer.Argument(help="The run.")],
+    run_id: Annotated[str, typer.Argument(help="The run (its id, or a unique prefix of it).")],
     node_id: Annotated[str, typer.Argument(help="The node to run again (a new activation; the old one is kept).")],
     downstream: Annotated[bool, typer.Option("--downstream", help="Rerun everything after it too.")] = False,
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,
+    cache: CacheOption = None,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Run a node again (e.g. a stale one); without --downstream its direct downstream becomes stale."""
-    _correct(db, lambda c: c.rerun(run_id, node_id, downstream=downstream), (llm, config, json_output, quiet))
+    """Run a node again (e.g. a stale one); without --downstream its direct downstream becomes stale.
+    The node is asked afresh, not answered from the response cache (--cache allows it); the nodes
+    after it still use the cache whenever their input is unchanged (--no-cache: nothing does)."""
+    _correct(
+        db,
+        run_id,
+        lambda c, run: c.rerun(run, node_id, downstream=downstream, fresh=cache is not True),
+        (llm, config, json_output, quiet),
+        cache=cache,
+        by="rerun",
+    )
 
 
 def review_command(
-    run_id: Annotated[str, typer.Argument(help="The paused run.")],
+    run_id: Annotated[str, typer.Argument(help="The paused run (its id, or a unique prefix of it).")],
     node_id: Annotated[str, typer.Argument(help="The HUMAN_REVIEW node waiting for you.")],
     approve: Annotated[bool, typer.Option("--approve", help="Accept the value under review as it is.")] = False,
     file: FileOption = None,
@@ -74,6 +90,7 @@ def review_command(
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,
+    cache: CacheOption = None,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -83,13 +100,16 @@ def review_command(
     corrected = None if approve else _value(file, value)
     _correct(
         db,
-        lambda c: c.review(run_id, node_id, corrected, approve=approve, note=note),
+        run_id,
+        lambda c, run: c.review(run, node_id, corrected, approve=approve, note=note),
         (llm, config, json_output, quiet),
+        cache=cache,
+        by="review",
     )
 
 
 def rollback_command(
-    run_id: Annotated[str, typer.Argument(help="The run.")],
+    run_id: Annotated[str, typer.Argument(help="The run (its id, or a unique prefix of it).")],
     target: Annotated[str, typer.Argument(help="NODE_ID, NODE_ID.FIELD, input or input.FIELD.")],
     to_version: Annotated[int, typer.Option("--to-version", help="The ledger version to restore.")],
     db: DbOption = None,
@@ -97,7 +117,13 @@ def rollback_command(
 ) -> None:
     """Restore a value (or one field) and its frozen state to an earlier version; its newer readers become stale."""
     owner, _, field_name = target.partition(".")
-    _correct(db, lambda c: c.rollback(run_id, owner, field_name or None, to_version), (None, None, json_output, True))
+    _correct(
+        db,
+        run_id,
+        lambda c, run: c.rollback(run, owner, field_name or None, to_version),
+        (None, None, json_output, False),
+        said=lambda store, result: rolled_back(store, result, target, to_version),
+    )
 
 
 def _value(file: Path | None, value: str | None) -> Any:
@@ -119,33 +145,42 @@ def _value(file: Path | None, value: str | None) -> Any:
         fail(exc.message, exc.hint)
 
 
-def _correct(db: str | None, apply: Any, run_options: tuple[Any, ...]) -> None:
-    from plait.cli.run import _execute, _provider
+def _correct(
+    db: str | None,
+    run_ref: str,
+    apply: Any,
+    run_options: tuple[Any, ...],
+    *,
+    cache: bool | None = None,
+    by: str = "correction",
+    said: Any = None,
+) -> None:
+    """Make the correction; when it left work, execute the run on its own model (or the one
+    --llm/--config names, recorded on the run as `by`), the response cache off with --no-cache."""
+    from plait.cli.run import _execute, run_provider
     from plait.engine.corrections import CorrectionError, Corrections
 
     llm, config, json_output, quiet = run_options
     store = open_store(db)
     try:
         try:
-            result = apply(Corrections(store))
+            result = apply(Corrections(store), resolve_run(store, run_ref))
         except CorrectionError as exc:
             refuse(exc)
-        _report(result, quiet)
+        facts = said(store, result) if said is not None else {}
+        tell(facts, result, json_output and not result.needs_run, quiet)
         if result.needs_run:
-            _execute(store, _provider(llm, config), result.run_id, json_output, quiet, cache=True, config=config)
-        if json_output:
-            print_json({"run_id": result.run_id, "stale": result.stale, "queued": result.queued})
+            provider = run_provider(store, result.run_id, llm, config, by=by)
+            with downstream_report(store, result, quiet):
+                _execute(
+                    store,
+                    provider,
+                    result.run_id,
+                    json_output,
+                    quiet,
+                    cache=cache is not False,
+                    config=config,
+                    show_output=not facts,
+                )
     finally:
         store.close()
-
-
-def _report(result: Any, quiet: bool) -> None:
-    if quiet:
-        return
-    if result.stale:
-        sys.stderr.write(
-            f"stale now: {', '.join(result.stale)} (they read the old value)\n"
-            f"  hint: `plait rerun {result.run_id} {result.stale[0]}` reruns one; --downstream reruns what follows it\n"
-        )
-    if result.queued:
-        sys.stderr.write(f"rerunning: {', '.join(result.queued)}\n")

@@ -13,13 +13,21 @@ from plait.cli.common import EXIT_INVALID, console, fail, open_store, print_json
 
 
 def dry_run_command(
-    ref: str, run_input: dict[str, Any], provider: Any, db: str | None, json_output: bool, upstream: Path | None
+    ref: str,
+    run_input: dict[str, Any],
+    provider: Any,
+    db: str | None,
+    json_output: bool,
+    upstream: Path | None,
+    config: str | None = None,
 ) -> None:
     from plait.engine.dry_run import dry_run
     from plait.engine.runtime import Runtime
     from plait.engine.start import input_violations
 
     graph = _graph(ref, db)
+    _warn_unexecutable(graph)
+    missing = _unconfigured_mcp(graph, config)
     problems = input_violations(graph.input_schema, run_input, graph.schemas)
     if problems:
         for line in problems:
@@ -39,9 +47,43 @@ def dry_run_command(
         print_json(result.as_json())
     else:
         _print(result)
-    for problem in result.problems:
+    for problem in [*result.problems, *missing]:
         sys.stderr.write(f"plait: {problem}\n")
-    raise typer.Exit(EXIT_INVALID if result.problems else 0)
+    raise typer.Exit(EXIT_INVALID if result.problems or missing else 0)
+
+
+def _warn_unexecutable(graph: Any) -> None:
+    """What `plait validate` warns about too: node types a run of this release refuses."""
+    from plait.compile.checks.executable import HINT, message, unexecutable
+
+    for node in unexecutable(graph.nodes):
+        sys.stderr.write(f"warning: node '{node.id}': {message(node)}\n  hint: {HINT}\n")
+
+
+def _unconfigured_mcp(graph: Any, config: str | None) -> list[str]:
+    """The MCP servers the graph's nodes name that the configuration does not register (read
+    from the config file only: no server is started or connected to)."""
+    from plait.llm.config import ConfigError
+    from plait.model.nodes import node_field
+    from plait.tools.mcp_config import configured_servers
+
+    try:
+        known = {server.id for server in configured_servers(config)}
+    except ConfigError as exc:
+        fail(str(exc))
+    problems = []
+    for node in graph.nodes:
+        prompt = node_field(node, "mcp_prompt", None)
+        refs = [*node_field(node, "mcp_servers", ()), *node_field(node, "mcp_resources", ())]
+        refs += [prompt] if prompt is not None else []
+        for server_id in dict.fromkeys(ref.server_id for ref in refs if ref.server_id not in known):
+            problems.append(
+                f"node '{node.id}' uses the MCP server '{server_id}', which is not configured "
+                f"(configured: {', '.join(sorted(known)) or 'none'}): pass the config file that registers it with "
+                f"--config FILE (the examples' is --config examples/mcp.toml), or add it under [[mcp_servers]] "
+                "in plait.toml (docs/tools.md)"
+            )
+    return problems
 
 
 def _upstream(path: Path | None) -> dict[str, Any] | None:

@@ -14,14 +14,20 @@ from plait.cli.graph_store import GraphRef, _report_saved
 
 def fork_command(
     ref: GraphRef,
-    name: Annotated[str | None, typer.Option("--name", help="The fork's id (default: <parent>_fork).")] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help='The fork\'s display name (free text, e.g. "My fork").')
+    ] = None,
+    fork_id: Annotated[
+        str | None,
+        typer.Option("--id", help="The fork's id (default: derived from --name, else <parent>_fork; made unique)."),
+    ] = None,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Copy a graph (a system graph too) into an editable fork that remembers its parent."""
     from plait.evolve.fork import fork_graph
 
-    _run(db, lambda store: _report_saved(fork_graph(store, ref, name), json_output))
+    _run(db, lambda store: _report_saved(fork_graph(store, ref, fork_id, display_name=name), json_output))
 
 
 def diff_command(

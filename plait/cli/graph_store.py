@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
+from plait.cli.common import DbOption, JsonOption, fail, open_store, print_json, print_table
 
 GraphRef = Annotated[str, typer.Argument(help="A stored graph's id or slug.")]
 
@@ -48,7 +48,7 @@ def versions_command(ref: GraphRef, db: DbOption = None, json_output: JsonOption
     for v in rows:
         latest = " (latest)" if v.version == stored.latest_version else ""
         table.add_row(f"{v.version}{latest}", v.schema_version, _when(v.created_at), str(v.runs))
-    console().print(table)
+    print_table(table)
 
 
 def import_command(
@@ -87,6 +87,7 @@ def _report_saved(stored: Any, json_output: bool, change: Any = None) -> None:
     facts: dict[str, Any] = {
         "id": stored.def_id,
         "slug": stored.slug,
+        "name": stored.graph.name,
         "version": stored.version,
         "schema_version": stored.schema_version,
         "created": stored.created,
@@ -107,7 +108,8 @@ def _report_saved(stored: Any, json_output: bool, change: Any = None) -> None:
     if json_output:
         print_json(facts)
     elif stored.created:
-        sys.stderr.write(f"stored {stored.slug} version {stored.version} (schema {stored.schema_version})\n")
+        named = f" ({stored.graph.name})" if stored.graph.name and stored.graph.name != stored.slug else ""
+        sys.stderr.write(f"stored {stored.slug}{named} version {stored.version} (schema {stored.schema_version})\n")
     else:
         sys.stderr.write(f"{stored.slug} is unchanged: still version {stored.version}\n")
 

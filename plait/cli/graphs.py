@@ -8,11 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
+from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json, print_table
 from plait.cli.forks import diff_command, fork_command, merge_command
 from plait.cli.graph_store import delete_command, export_command, import_command, versions_command
+from plait.cli.help import PlaitTyper
 
-app = typer.Typer(help="Stored graphs: versions, import/export, forks.", no_args_is_help=True)
+app = PlaitTyper(help="Stored graphs: versions, import/export, forks.", no_args_is_help=True)
 app.command("versions")(versions_command)
 app.command("import")(import_command)
 app.command("export")(export_command)
@@ -35,11 +36,28 @@ def show(
 
     if looks_like_file(graph) and not Path(graph).is_file():
         fail(f"no such graph file: {graph}", "give the path of a .yaml/.yml/.json file, or a stored graph id")
-    graph_def, topology = _from_file(graph) if Path(graph).is_file() else _from_store(graph, version, db)
-    if json_output:
-        print_json(graph_json(graph_def, topology))
+    facts: dict[str, Any] | None = None
+    if Path(graph).is_file():
+        graph_def, topology = _from_file(graph)
     else:
-        render_graph(graph_def, topology)
+        graph_def, topology, facts = _from_store(graph, version, db)
+    if json_output:
+        print_json(graph_json(graph_def, topology) | ({"stored": facts} if facts else {}))
+        return
+    if facts is not None:
+        console().print(_stored_line(facts), markup=False, highlight=False, soft_wrap=True)
+    render_graph(graph_def, topology)
+
+
+def _stored_line(facts: dict[str, Any]) -> str:
+    line = (
+        f"stored graph {facts['slug']} ({facts['id']}): version {facts['version']} of {facts['latest_version']}, "
+        f"schema_version {facts['schema_version']}, source {facts['source_type']}"
+    )
+    parent = facts["parent"]
+    if parent is not None:
+        line += f", parent {parent['slug'] or parent['id']} (forked at its version {parent['version_at_fork']})"
+    return line
 
 
 def _from_file(graph: str) -> tuple[Any, Any]:
@@ -53,7 +71,7 @@ def _from_file(graph: str) -> tuple[Any, Any]:
     return result.expanded, result.topology
 
 
-def _from_store(ref: str, version: int | None, db: str | None) -> tuple[Any, Any]:
+def _from_store(ref: str, version: int | None, db: str | None) -> tuple[Any, Any, dict[str, Any]]:
     from plait.engine.state import CompiledRun
     from plait.store import StoreError
 
@@ -65,10 +83,41 @@ def _from_store(ref: str, version: int | None, db: str | None) -> tuple[Any, Any
             f"no graph file or stored graph named '{ref}'" + (f" (version {version})" if version else ""),
             "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)",
         )
+    else:
+        facts = _stored_facts(store, stored)
     finally:
         store.close()
     compiled = CompiledRun.from_graph(stored.graph)
-    return stored.graph, compiled.topology
+    return stored.graph, compiled.topology, facts
+
+
+def _stored_facts(store: Any, stored: Any) -> dict[str, Any]:
+    """What the store knows of a graph beyond its file: version, schema version, source, parent."""
+    from plait.store import StoreError
+
+    graph = stored.graph
+    parent = None
+    if graph.parent_def_id is not None:
+        try:
+            parent_slug: str | None = store.graphs.get(graph.parent_def_id).slug
+        except StoreError:  # the parent was deleted: its id is all there is
+            parent_slug = None
+        parent = {
+            "id": graph.parent_def_id,
+            "slug": parent_slug,
+            "version_at_fork": graph.parent_def_ver_at_fork,
+            "schema_version_at_fork": graph.parent_schema_ver_at_fork,
+        }
+    return {
+        "id": stored.def_id,
+        "slug": stored.slug,
+        "name": graph.name,
+        "version": stored.version,
+        "latest_version": stored.latest_version,
+        "schema_version": stored.schema_version,
+        "source_type": stored.source_type,
+        "parent": parent,
+    }
 
 
 @app.command("list")
@@ -118,4 +167,4 @@ def list_graphs(
         table.add_row(
             r["slug"], r["id"], str(r["version"]), r["schema_version"], r["source_type"], str(r["nodes"]), note
         )
-    console().print(table)
+    print_table(table)

@@ -8,11 +8,23 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, console, fail, open_store, print_json
+from plait.cli.common import (
+    ConfigOption,
+    DbOption,
+    JsonOption,
+    LlmOption,
+    console,
+    fail,
+    open_store,
+    print_json,
+    resolve_node_run,
+)
 
 
 def replay_command(
-    node_run_id: Annotated[str, typer.Argument(help="A node run id (`plait runs show RUN_ID --json` lists them).")],
+    node_run_id: Annotated[
+        str, typer.Argument(help="A node run id, or a unique prefix of one (`plait runs show RUN_ID` lists them).")
+    ],
     model: Annotated[
         str | None, typer.Option("--model", help="Send it to this role (of plait.toml) or model instead.")
     ] = None,
@@ -26,14 +38,10 @@ def replay_command(
     from plait.engine import eventloop
     from plait.engine.replay import ReplayError, replay
     from plait.llm.types import ProviderError
-    from plait.store import StoreError
 
     store = open_store(db)
     try:
-        try:
-            record = store.runs.node_run(node_run_id)
-        except StoreError as exc:
-            fail(str(exc))
+        record = store.runs.node_run(resolve_node_run(store, node_run_id))
     finally:
         store.close()
     provider = _provider(llm, config)

@@ -23,8 +23,8 @@ from plait.cli.common import (
     fail,
     open_store,
     parse_inputs,
-    print_json,
     refuse,
+    resolve_run,
 )
 
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
@@ -38,6 +38,14 @@ UpstreamOption = Annotated[
 ]
 NoCacheOption = Annotated[
     bool, typer.Option("--no-cache", help="Call the model even when an identical request was answered before.")
+]
+CacheOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--cache/--no-cache",
+        help="Answer model calls from the response cache when an identical request was answered before "
+        "(default: yes; a node `rerun` names is always asked afresh unless --cache).",
+    ),
 ]
 
 
@@ -61,41 +69,43 @@ def run_command(
     if dry_run:
         from plait.cli.dry_run import dry_run_command
 
-        dry_run_command(graph, run_input, _provider(llm, config), db, json_output, upstream)
+        dry_run_command(graph, run_input, _provider(llm, config), db, json_output, upstream, config)
         return
     if upstream is not None:
         fail("--upstream only applies with --dry-run")
+    from plait.engine.outcome import EngineError
+
     store = open_store(db)
     try:
-        provider = _provider(llm, config)
+        provider, selection = _chosen(llm, config)
         try:
-            run_id = start_run(store, graph, run_input)
+            check = _executable(store, provider, config)
+            run_id = start_run(store, graph, run_input, llm=selection, check=check)
         except StartError as exc:
             refuse(exc)
+        except EngineError as exc:  # refused before the run exists: nothing is left behind
+            fail(str(exc))
         _execute(store, provider, run_id, json_output, quiet, cache=not no_cache, config=config)
     finally:
         store.close()
 
 
 def resume_command(
-    run_id: Annotated[str, typer.Argument(help="The run to continue.")],
+    run_id: Annotated[str, typer.Argument(help="The run to continue (its id, or a unique prefix of it).")],
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,
-    no_cache: NoCacheOption = False,
+    cache: CacheOption = None,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Continue a run after a crash, a kill or a pause: completed nodes are never executed again."""
-    from plait.store import StoreError
-
+    """Continue a run after a crash, a kill or a pause: completed nodes are never executed again.
+    It executes on the run's own model unless --llm or --config names another (recorded on the run)."""
     store = open_store(db)
     try:
-        try:
-            store.runs.get(run_id)
-        except StoreError as exc:
-            fail(str(exc), "list runs with `plait runs list`")
-        _execute(store, _provider(llm, config), run_id, json_output, quiet, cache=not no_cache, config=config)
+        run_id = resolve_run(store, run_id)
+        provider = run_provider(store, run_id, llm, config, by="resume")
+        _execute(store, provider, run_id, json_output, quiet, cache=cache is not False, config=config)
     finally:
         store.close()
 
@@ -109,6 +119,36 @@ def _provider(spec: str | None, config: str | None) -> Any:
         fail(str(exc))
 
 
+def _chosen(spec: str | None, config: str | None) -> tuple[Any, Any]:
+    """The provider for a new run, and the model selection to store with it."""
+    from plait.engine.model_choice import chosen
+    from plait.llm.select import LlmConfigError
+
+    try:
+        return chosen(spec, config)
+    except LlmConfigError as exc:
+        fail(str(exc))
+
+
+def run_provider(store: Any, run_id: str, spec: str | None, config: str | None, *, by: str) -> Any:
+    """The provider to execute an existing run with: the run's own model unless --llm/--config
+    names another (then the change is recorded on the run, `by` the command)."""
+    from plait.engine.model_choice import for_run
+    from plait.llm.select import LlmConfigError
+
+    try:
+        return for_run(store, run_id, spec, config, by=by)
+    except LlmConfigError as exc:
+        fail(str(exc))
+
+
+def _executable(store: Any, provider: Any, config: str | None) -> Any:
+    """The engine's refusal check (node types, provider, MCP servers), run before the run row exists."""
+    from plait.engine.runner import Engine
+
+    return Engine(store, provider, mcp_servers=_mcp_servers(config)).check_executable
+
+
 def _mcp_servers(config: str | None) -> Any:
     from plait.llm.config import ConfigError
     from plait.tools.mcp_config import configured_servers
@@ -120,10 +160,21 @@ def _mcp_servers(config: str | None) -> Any:
 
 
 def _execute(
-    store: Any, provider: Any, run_id: str, json_output: bool, quiet: bool, *, cache: bool, config: str | None
+    store: Any,
+    provider: Any,
+    run_id: str,
+    json_output: bool,
+    quiet: bool,
+    *,
+    cache: bool,
+    config: str | None,
+    show_output: bool = True,
 ) -> None:
+    """Drive the run and report how it ended; `show_output=False` keeps the run output off stdout
+    (a correction prints the corrected value there instead)."""
+    from plait.cli import interrupt
     from plait.cli.live import LiveView
-    from plait.engine import eventloop
+    from plait.cli.outcome import report_outcome
     from plait.engine.runner import Engine, EngineError
     from plait.store import RunStatus
 
@@ -132,45 +183,17 @@ def _execute(
     if view is not None:
         engine.events.subscribe(view.on_event)
 
-    async def go() -> Any:
-        try:
-            return await engine.run(run_id)
-        finally:
-            await engine.aclose()
-
     try:
         if view is not None:
             with view:
-                outcome = eventloop.run(go())
+                outcome = interrupt.run(engine.run(run_id), cleanup=engine.aclose)
         else:
-            outcome = eventloop.run(go())
+            outcome = interrupt.run(engine.run(run_id), cleanup=engine.aclose)
     except EngineError as exc:
         fail(str(exc))
-    if json_output:
-        print_json(
-            {"run_id": outcome.run_id, "status": str(outcome.status), "output": outcome.output, "error": outcome.error}
-        )
-    elif outcome.status == RunStatus.COMPLETED:
-        print_json(outcome.output)
-    _summary(store, outcome, quiet)
+    except interrupt.Interrupted:
+        sys.stderr.write(f"interrupted: resume with plait resume {run_id}\n")
+        raise typer.Exit(interrupt.EXIT_INTERRUPTED) from None
+    report_outcome(store, outcome, json_output, quiet, show_output=show_output)
     codes = {RunStatus.COMPLETED: EXIT_OK, RunStatus.PAUSED: EXIT_PAUSED}
     raise typer.Exit(codes.get(outcome.status, EXIT_FAILED))
-
-
-def _summary(store: Any, outcome: Any, quiet: bool) -> None:
-    from plait.store import RunStatus
-
-    if outcome.status == RunStatus.PAUSED:
-        waiting = [r.node_id for r in store.runs.node_runs(outcome.run_id) if r.status == "pending"]
-        sys.stderr.write(
-            f"run {outcome.run_id} paused: waiting for a person at {', '.join(waiting)}\n"
-            f"  hint: see it with `plait runs show {outcome.run_id}`\n"
-        )
-    elif outcome.status == RunStatus.FAILED:
-        error = outcome.error or {}
-        sys.stderr.write(
-            f"run {outcome.run_id} failed: {error.get('message', 'a node failed')}\n"
-            f"  hint: `plait runs show {outcome.run_id}` shows the node's attempts and errors\n"
-        )
-    elif not quiet:
-        sys.stderr.write(f"run {outcome.run_id} completed\n")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json
+from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json, print_table, resolve_run
 
 if TYPE_CHECKING:
     from plait.engine.run_diff import Change, NodeDiff, NodeSide, RunDiff, RunFacts
@@ -35,8 +35,8 @@ _VERDICT_TEXT = {"only_a": "only in A", "only_b": "only in B", "status": "status
 
 
 def diff_command(
-    run_a: Annotated[str, typer.Argument(help="The first run id (A).")],
-    run_b: Annotated[str, typer.Argument(help="The second run id (B).")],
+    run_a: Annotated[str, typer.Argument(help="The first run id (A), or a unique prefix of it.")],
+    run_b: Annotated[str, typer.Argument(help="The second run id (B), or a unique prefix of it.")],
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -47,7 +47,7 @@ def diff_command(
     store = open_store(db)
     try:
         try:
-            diff = diff_runs(store, run_a, run_b)
+            diff = diff_runs(store, resolve_run(store, run_a), resolve_run(store, run_b))
         except StoreError as exc:
             fail(str(exc), "both runs must be in the one database that --db (or $PLAIT_DB) names")
     finally:
@@ -73,6 +73,8 @@ def render(diff: RunDiff) -> None:
         out.print(f"[yellow]graph versions differ: v{diff.a.graph_version} and v{diff.b.graph_version}[/]")
     if diff.a.status != diff.b.status:
         out.print(f"run status: {diff.a.status} → {diff.b.status}")
+    if not diff.same_model:
+        _print_models(out, diff)
     out.print("run outputs: " + ("[green]equal[/]" if diff.outputs_equal else "[yellow]differ[/]"))
     table = Table()
     for column in ("node", "A status", "B status", "verdict"):
@@ -81,12 +83,27 @@ def render(diff: RunDiff) -> None:
         style = _VERDICT_STYLE[node.verdict.value]
         verdict = _VERDICT_TEXT.get(node.verdict.value, node.verdict.value)
         table.add_row(escape(node.node_id), _status(node.a), _status(node.b), f"[{style}]{verdict}[/]")
-    out.print(table)
+    print_table(table, out)
     for node in diff.nodes:
         if node.changes:
             _print_changes(out, node)
     counts = ", ".join(f"{n} {_VERDICT_TEXT.get(v, v)}" for v, n in diff.counts().items() if n)
     out.print(counts or "no nodes")
+
+
+def _print_models(out: Any, diff: RunDiff) -> None:
+    """Which model each run executed on, and the changes of model made on it (`--llm` later)."""
+    from rich.markup import escape
+
+    from plait.engine.model_choice import label
+
+    for name, facts in (("A", diff.a), ("B", diff.b)):
+        out.print(f"[yellow]model {name}:[/] {escape(label(facts.llm))}")
+        for change in facts.llm_history:
+            out.print(
+                f"  changed by {escape(str(change.get('by')))}: "
+                f"{escape(label(change.get('from')))} -> {escape(label(change.get('to')))}"
+            )
 
 
 def _facts_line(label: str, facts: RunFacts) -> str:

@@ -10,12 +10,13 @@ from typing import Annotated
 import typer
 
 from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, console, fail, open_store, print_json
+from plait.cli.help import PlaitTyper
 from plait.redact import install_log_redaction
 
 EXIT_STARTUP = 3
 """The server failed while starting (its lifespan, e.g. resuming runs), as uvicorn exits then."""
 
-token_app = typer.Typer(help="Bearer tokens for the HTTP API (stored hashed).", no_args_is_help=True)
+token_app = PlaitTyper(help="Bearer tokens for the HTTP API (stored hashed).", no_args_is_help=True)
 
 
 def serve_command(

@@ -59,8 +59,14 @@ def _print_text(results: list[CompileResult]) -> None:
             sys.stderr.write(diag.format() + "\n")
         if result.valid:
             graph = result.expanded or result.graph
-            size = f"{len(graph.nodes)} nodes, {len(graph.edges)} edges" if graph is not None else ""
-            note = f", {len(result.warnings)} warnings" if result.warnings else ""
+            size = (
+                f"{_count(len(graph.nodes), 'node')}, {_count(len(graph.edges), 'edge')}" if graph is not None else ""
+            )
+            note = f", {_count(len(result.warnings), 'warning')}" if result.warnings else ""
             sys.stdout.write(f"ok  {result.file}  ({size}{note})\n")
         else:
-            sys.stdout.write(f"invalid  {result.file}  ({len(result.errors)} errors)\n")
+            sys.stdout.write(f"invalid  {result.file}  ({_count(len(result.errors), 'error')})\n")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plait.compile.checks import executable, structure, templates
 from plait.compile.checks import nodes as node_checks
 from plait.compile.checks import schemas as schema_checks
-from plait.compile.checks import structure, templates
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Diagnostic, GraphLoadError
 from plait.compile.load import LoadedGraph, load_graph
@@ -73,6 +73,7 @@ PASSES = (
     node_checks.check_tools,
     node_checks.check_context_include,
     templates.check_templates,
+    executable.check_executable,
 )
 
 

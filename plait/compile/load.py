@@ -247,6 +247,9 @@ def _describe(err: Any, rel: Path_, node_type: Any, base: Path_, item: Any) -> t
             f"tool '{name if isinstance(name, str) else where.removesuffix('.handler')}' has no handler",
             "add `handler:` CONTEXT_WRITE, TRANSFORM_EXPR or WORKFLOW_TASK",
         )
+    if kind == "missing" and base[:1] == ("edges",) and field_name in ("source_node_id", "target_node_id"):
+        end = field_name.removesuffix("_node_id")
+        return "missing_field", f"edge {where.rsplit('.', 1)[0]} has no '{end}'", f"add `{end}:`; {_EDGE_ENDS}"
     if kind == "missing":
         suffix = f" for {type_label}" if is_node_field else ""
         return "missing_field", f"missing required field '{where}'{suffix}", f"add `{field_name}:`"
@@ -317,7 +320,30 @@ def _allowed_fields(base: Path_, rel: Path_) -> list[str]:
     return []
 
 
+_ALIASES = {
+    **dict.fromkeys(
+        ("prompt", "user_prompt", "template", "prompt_template", "user_template", "message"), "user_prompt_tpl"
+    ),
+    **dict.fromkeys(("system", "system_message", "instructions", "system_template"), "system_prompt"),
+    **dict.fromkeys(("from", "src", "source_node", "start"), "source"),
+    **dict.fromkeys(("to", "dst", "dest", "destination", "target_node", "end"), "target"),
+    **dict.fromkeys(("condition", "when", "if"), "condition_expr"),
+    **dict.fromkeys(("expression", "expr", "transform"), "transform_expr"),
+    **dict.fromkeys(("retries", "retry"), "max_retries"),
+    **dict.fromkeys(("timeout",), "timeout_s"),
+    **dict.fromkeys(("model", "llm"), "model_role"),
+    **dict.fromkeys(("temperature",), "temperature_override"),
+    **dict.fromkeys(("max_tokens",), "max_tokens_override"),
+}
+"""What other prompt tools call a field, and its name here: a spelling match would pick the wrong one
+(`prompt` is closest to `spj_prompt`, but a prompt template is `user_prompt_tpl`)."""
+_EDGE_ENDS = "edges are written `source:` and `target:` (or source_node_id / target_node_id)"
+
+
 def _suggest(given: str, options: list[str], fallback: str) -> str:
+    alias = _ALIASES.get(given.lower())
+    if alias in options or (alias in ("source", "target") and "source_node_id" in options):
+        return f"did you mean '{alias}'?" + (f" {_EDGE_ENDS}" if alias in ("source", "target") else "")
     close = difflib.get_close_matches(given, options, n=1, cutoff=0.5)
     close = close or [o for o in options if given and o.upper().startswith(given.upper())][:1]
     return f"did you mean '{close[0]}'?" if close else fallback

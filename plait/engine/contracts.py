@@ -76,14 +76,15 @@ class OutputContract:
         return value, self.violations(value)
 
     def violations(self, value: Any) -> list[str]:
-        """Every way `value` breaks a schema, as `schema_id: path: message` lines (empty when valid)."""
+        """Every way `value` breaks a schema, as `path: message (schema 'id')` lines (empty when valid)."""
         data = strip_meta(value)
         if self._validators is None:
             built = tuple(cached_validator(schema_key(b.schema), self.registry) for b in self.schemas)
             object.__setattr__(self, "_validators", built)
         problems: list[str] = []
         for bound, validator in zip(self.schemas, self._validators or (), strict=True):
-            problems.extend(f"{bound.id}: {p}" for p in messages(validator, data))
+            # the schema id goes last: in front it read as a repeated path ("summary: summary: 5 is ...")
+            problems.extend(f"{p} (schema '{bound.id}')" for p in messages(validator, data))
         return problems
 
     def annotate(self, value: Any) -> Any:

@@ -211,14 +211,17 @@ class Corrections:
             self._writer.apply(run_id, owner, changes)
             return result
 
-    def rerun(self, run_id: str, node_id: str, *, downstream: bool = False) -> Correction:
+    def rerun(self, run_id: str, node_id: str, *, downstream: bool = False, fresh: bool = True) -> Correction:
         """Run a node again as a new activation (the old one stays as history); with `downstream`
-        its whole downstream too, else its direct downstream is marked stale."""
+        its whole downstream too, else its direct downstream is marked stale.
+
+        `fresh`: the node's model call is not answered from the response cache (the person asked
+        for a new answer); the nodes after it still are, whenever their input is unchanged."""
         with self._held(run_id) as (owner, run):
             self._known(run, node_id)
             self._refuse_frozen(run, node_id, None, "rerun")
             result = Correction(run_id)
-            changes: list[Change] = [*self._queue(run, [node_id], result)]
+            changes: list[Change] = [*self._queue(run, [node_id], result, no_cache=fresh)]
             policy = DownstreamPolicy.RERUN_ALL if downstream else DownstreamPolicy.INVALIDATE
             changes.extend(self._apply_policy(run, node_id, policy, result))
             changes.append(Reopen())
@@ -345,15 +348,16 @@ class Corrections:
         result.stale.extend(r.node_id for r in recs)
         return [MarkStale([r.id for r in recs])] if recs else []
 
-    def _queue(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:
+    def _queue(self, run: _Run, node_ids: list[str], result: Correction, *, no_cache: bool = False) -> list[Change]:
         """A new activation of every node that has run (one that never ran simply runs; one
-        running or waiting is left to the engine executing the run)."""
+        running or waiting is left to the engine executing the run); `no_cache`: not answered
+        from the response cache."""
         changes: list[Change] = []
         for node_id in node_ids:
             rec = run.newest.get(node_id)
             if rec is None or rec.status not in _ENDED:
                 continue
-            changes.append(Queue(node_id, rec.activation + 1))
+            changes.append(Queue(node_id, rec.activation + 1, no_cache))
             result.queued.append(node_id)
         return changes
 

@@ -1,4 +1,4 @@
-"""The engine's in-process event bus (event kinds of seed 001 §5.3); the HTTP SSE stream builds on it."""
+"""The engine's in-process event bus; the HTTP SSE stream builds on it (docs/http.md lists the kinds)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any
 @dataclass(frozen=True, slots=True)
 class Event:
     kind: str
-    """execution.started, node:start, node:complete, node:error, node:skipped, run:paused,
-    workflow:complete, workflow:error."""
+    """What the engine emits: execution.started, node:start, node:complete (with `node_run_id` and
+    the full `output`: a listener decides how much of it to pass on), node:error, node:skipped,
+    node:stale, run:paused, workflow:complete, workflow:error. The server adds what it does
+    itself (corrections, pause, resume, cancel)."""
     run_id: str
     node_id: str | None = None
     data: dict[str, Any] = field(default_factory=dict)

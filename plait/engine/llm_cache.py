@@ -1,5 +1,6 @@
 """The response cache around an LLM_CALL (SPEC §6.4): answer from it, or say what to remember.
 
+A node an explicit rerun queued (`plait rerun`, unless `--cache`) is never answered from it.
 A hit is validated like a fresh answer (so a cached answer never bypasses the contract), costs
 nothing, and records the node run whose call produced it. A fresh answer is remembered only
 once it is valid, and only under the key of the provider and model that really served it (after
@@ -13,6 +14,7 @@ from typing import Any
 
 from plait.engine.contracts import OutputContract
 from plait.engine.runtime import CacheEntry, NodeResult, Runtime
+from plait.engine.state import RunState
 from plait.llm.cache import cache_key, identity_of, stored_answer
 from plait.llm.types import ChatRequest, ChatResponse
 from plait.model.nodes import LlmCallNode
@@ -26,8 +28,8 @@ class CacheSlot:
         self.identity = identity
 
     @classmethod
-    def of(cls, node: LlmCallNode, request: ChatRequest, rt: Runtime) -> CacheSlot | None:
-        if rt.cache is None or not node.cache:
+    def of(cls, node: LlmCallNode, request: ChatRequest, rt: Runtime, state: RunState) -> CacheSlot | None:
+        if rt.cache is None or not node.cache or _asked_fresh(node, state):
             return None
         identity = identity_of(rt.provider, request)
         return cls(cache_key(identity, request), identity) if identity else None
@@ -62,3 +64,10 @@ class CacheSlot:
         if not self.identity.startswith(served):
             return None
         return CacheEntry(self.key, response.provider, response.model, stored_answer(response))
+
+
+def _asked_fresh(node: LlmCallNode, state: RunState) -> bool:
+    """A person reran this node explicitly: they want a new answer, not the one they saw (the
+    nodes after it are not concerned; their requests change when its answer does)."""
+    queued = state.fresh.get(node.id)
+    return queued is not None and node.id in state.nodes and state.nodes[node.id].activation == queued

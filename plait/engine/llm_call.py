@@ -143,7 +143,7 @@ async def _attempts(
         return NodeResult.failed(
             snapshot, [], kind="provider", message="no LLM provider configured; pass --llm scripted:FILE"
         )
-    slot = CacheSlot.of(node, request, rt)
+    slot = CacheSlot.of(node, request, rt, state)
     cached = slot.answer(rt, contract, snapshot) if slot is not None else None
     if cached is not None:
         return cached

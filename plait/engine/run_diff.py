@@ -55,6 +55,10 @@ class RunFacts:
     tokens_input: int
     tokens_output: int
     cost_usd: float
+    llm: dict[str, Any] | None = None
+    """The model selection the run executes on (see `plait.engine.model_choice`)."""
+    llm_history: tuple[dict[str, Any], ...] = ()
+    """Each explicit change of it."""
 
     @classmethod
     def of(cls, run: RunRecord) -> RunFacts:
@@ -68,6 +72,8 @@ class RunFacts:
             tokens_input=run.tokens_input,
             tokens_output=run.tokens_output,
             cost_usd=run.cost_usd,
+            llm=run.llm,
+            llm_history=run.llm_history,
         )
 
 
@@ -121,6 +127,11 @@ class RunDiff:
         return self.a.graph_id == self.b.graph_id
 
     @property
+    def same_model(self) -> bool:
+        """Both runs executed on one model selection (and neither changed it)."""
+        return self.a.llm == self.b.llm and not self.a.llm_history and not self.b.llm_history
+
+    @property
     def same_version(self) -> bool:
         return self.same_graph and self.a.graph_version == self.b.graph_version
 
@@ -135,6 +146,7 @@ class RunDiff:
             "b": _facts_json(self.b),
             "same_graph": self.same_graph,
             "same_version": self.same_version,
+            "same_model": self.same_model,
             "outputs_equal": self.outputs_equal,
             "counts": self.counts(),
             "nodes": [
@@ -163,6 +175,8 @@ def _facts_json(facts: RunFacts) -> dict[str, Any]:
         "tokens_input": facts.tokens_input,
         "tokens_output": facts.tokens_output,
         "cost_usd": facts.cost_usd,
+        "llm": facts.llm,
+        "llm_history": list(facts.llm_history),
     }
 
 

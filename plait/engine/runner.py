@@ -16,6 +16,7 @@ import contextlib
 import gc
 import os
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -91,9 +92,13 @@ class Engine:
         cache: bool = True,
         mcp_servers: Sequence[McpServerConfig] = (),
         local_files: bool = True,
+        llm: dict[str, Any] | None = None,
     ):
         """`local_files`: WORKFLOW_TASK tools may name graph files on this machine (the CLI); a
-        server passes False, so that a graph sent to it cannot make it read its own files."""
+        server passes False, so that a graph sent to it cannot make it read its own files.
+        `llm`: the model selection `provider` stands for, stored on the runs this engine creates
+        (see `plait.engine.model_choice`)."""
+        self.llm = llm
         _tune_collector()
         self.local_files = local_files
         self.store = store
@@ -156,6 +161,7 @@ class Engine:
                 schema_version=graph.schema_version,
                 input=run_input,
                 lease=(self.owner, self.lease_ttl_s),
+                llm=self.llm,
             )
             state = RunState(compiled, run_input, run_id=run_id, def_id=graph.def_id)
             return await self._drive(run_id, state, (graph.slug, graph.version), set_up)
@@ -183,6 +189,7 @@ class Engine:
     ) -> RunOutcome:
         """Execute a run this engine has begun (it holds the lease) until it ends or pauses;
         `graph` is (slug, version) for the events."""
+        began = time.monotonic()
         renew = asyncio.create_task(self._renew(run_id))
         scheduler: Scheduler | None = None
         try:
@@ -192,7 +199,7 @@ class Engine:
         finally:
             renew.cancel()
             if scheduler is None or not scheduler.ended:  # stopped mid-way (cancelled, lease lost, error)
-                self.store.runs.give_up(run_id, self.owner)
+                self.store.runs.give_up(run_id, self.owner, active_s=time.monotonic() - began)
             await self.runtime.end_run(run_id)
 
     async def _sub_run(self, ref: str, run_input: dict[str, Any]) -> Any:
@@ -210,17 +217,23 @@ class Engine:
     def _begin(self, run_id: str) -> tuple[RunRecord, bool]:
         """Take the run over (lease + `running`); False for a finished run. Raises when it is busy."""
         runs = self.store.runs
-        record, acquired = runs.begin(run_id, self.owner, self.lease_ttl_s, check=self._check_record)
+        record, acquired = self._try_begin(run_id)
         if acquired or record.status in TERMINAL_RUN_STATUSES:
             return record, acquired
         holder = record.lease_owner
         if holder and _owner_dead(holder) and runs.steal_lease(run_id, holder, self.owner, self.lease_ttl_s):
             # killed on this machine: no need to wait for its lease to expire
-            record, acquired = runs.begin(run_id, self.owner, self.lease_ttl_s, check=self._check_record)
+            record, acquired = self._try_begin(run_id)
             if acquired or record.status in TERMINAL_RUN_STATUSES:
                 return record, acquired
         raise EngineError(
             f"run {run_id} is being executed by another process ({record.lease_owner}); wait for it or try again later"
+        )
+
+    def _try_begin(self, run_id: str) -> tuple[RunRecord, bool]:
+        """`RunRepository.begin` with this engine's checks: a pending run it refuses is not left pending."""
+        return self.store.runs.begin(
+            run_id, self.owner, self.lease_ttl_s, check=self._check_record, refused=(EngineError,)
         )
 
     def _check_record(self, record: RunRecord) -> None:
@@ -255,8 +268,9 @@ class Engine:
             if ref.server_id not in known:
                 raise EngineError(
                     f"node '{node.id}' uses the MCP server '{ref.server_id}', which is not configured "
-                    f"(configured: {', '.join(sorted(known)) or 'none'}); register it under [[mcp_servers]] "
-                    "in plait.toml (see docs/tools.md)"
+                    f"(configured: {', '.join(sorted(known)) or 'none'}); give the config file that registers it "
+                    "with --config FILE (the examples': --config examples/mcp.toml), or register it under "
+                    "[[mcp_servers]] in plait.toml (see docs/tools.md)"
                 )
 
     def _check_provider(self, node: NodeBase) -> None:
@@ -293,6 +307,8 @@ class Engine:
                 state.set_phase(node_id, Phase.FAILED)
             elif rec.status == NodeStatus.PENDING and rec.input_snapshot is not None:
                 state.set_phase(node_id, Phase.WAITING)  # a HUMAN_REVIEW parked for a person
+            elif rec.status == NodeStatus.PENDING and rec.no_cache:
+                state.fresh[node_id] = rec.activation  # an explicit rerun: a fresh answer, not the cache's
             # `running` rows belong to a dead process, `pending` ones without a snapshot were
             # queued by a rerun: the node is claimed (again) and executed
 

@@ -8,6 +8,7 @@ the group commit, `commits.py`), and records the run's outcome.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,8 @@ class Scheduler:
         """Set when a node was stopped by the run's max_cost_usd: the run fails for that reason."""
         self.ended = False
         """The run's outcome is committed and its lease given up."""
+        self.began = time.monotonic()
+        """When this execution began: the run's execution time adds up its executions only."""
         self._busy = 1  # the node tasks in flight, plus `execute` until its first claims are made
         self._idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -210,7 +213,7 @@ class Scheduler:
             follow, results = await self._commit_failure(claimed, result)
         failpoint("after_commit", node_id)
         await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
-        self._announce(node_id, result)
+        self._announce(node_id, claimed.id, result)
         if results[0] == NodeStatus.STALE:
             self.engine.events.emit("node:stale", self.run_id, node_id)
         later = self._take_up(results[-1])
@@ -281,13 +284,15 @@ class Scheduler:
                 self.budget_stop = self.budget_stop or str(result.error.get("message"))
         return []
 
-    def _announce(self, node_id: str, result: NodeResult) -> None:
+    def _announce(self, node_id: str, node_run_id: str, result: NodeResult) -> None:
         events = self.engine.events
         if result.phase == Phase.COMPLETED:
             events.emit(
                 "node:complete",
                 self.run_id,
                 node_id,
+                node_run_id=node_run_id,
+                output=result.output,
                 tokens_input=result.tokens_input,
                 tokens_output=result.tokens_output,
                 cost_usd=result.cost_usd,
@@ -336,7 +341,8 @@ class Scheduler:
     async def _end(self, status: RunStatus, output: Any = None, error: dict[str, Any] | None = None) -> bool:
         """Commit the outcome unless a correction arrived since the last commit: then take it up
         (False: the run goes on if it left work to do; `_conclude` is asked again when idle)."""
-        end = EndRun(self.run_id, self.engine.owner, status, output, error, seen=self.seen)
+        active = time.monotonic() - self.began
+        end = EndRun(self.run_id, self.engine.owner, status, output, error, seen=self.seen, active_s=active)
         if (await self.engine.commits.submit([end]))[0]:
             self.ended = True
             return True

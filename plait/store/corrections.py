@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from plait.store.db import writer
@@ -31,7 +31,11 @@ class CorrectionConflict(StoreError):
 
 @dataclass(frozen=True, slots=True)
 class SetOverride:
-    """Put `value` on the override layer of a node run (`output_json` is never touched)."""
+    """Put `value` on the override layer of a node run (`output_json` is never touched).
+
+    The correction's time is `override_at`; the node's execution times stay as they were (a
+    review answers a node that parked without finishing: it ends when it parked, at its start,
+    so that its duration is never the time a person took)."""
 
     node_run_id: str
     value: Any
@@ -54,6 +58,8 @@ class Queue:
 
     node_id: str
     activation: int
+    no_cache: bool = False
+    """An explicit rerun: the person asked for a fresh answer, not the response cache's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +123,7 @@ def _statement(run_id: str, change: Change, now: float) -> tuple[Any, ...]:
                 override_note=change.note,
                 downstream_policy=change.policy,
                 status=change.status.value,
-                completed_at=now,
+                completed_at=func.coalesce(NODE_RUN.c.completed_at, NODE_RUN.c.started_at, now),
             ),
         )
     if isinstance(change, MarkStale):
@@ -136,6 +142,7 @@ def _statement(run_id: str, change: Change, now: float) -> tuple[Any, ...]:
                 status=NodeStatus.PENDING.value,
                 claims=0,
                 created_at=now,
+                no_cache=change.no_cache,
             ),
         )
     if isinstance(change, Reopen):

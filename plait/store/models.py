@@ -20,6 +20,7 @@ from typing import Any, cast
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Double,
     ForeignKey,
     ForeignKeyConstraint,
@@ -29,6 +30,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -126,6 +128,14 @@ class GraphRunRow(Base):
     updated_at: Mapped[float] = mapped_column(Double)
     corrections: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     """Corrections made so far: an engine executing the run compares it at every commit."""
+    llm_json: Mapped[Any] = mapped_column(Json, nullable=True)
+    """The model selection the run executes with (an `--llm` spec, or a plait.toml path and its
+    roles; never a secret): later executions of the run reuse it."""
+    llm_history_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'[]'"))
+    """Each explicit change of the run's model: {"at", "by", "from", "to"}."""
+    active_s: Mapped[float] = mapped_column(Double, server_default=text("0"))
+    """Seconds engines spent executing the run, summed over its executions: the time a person
+    took between them (a review, a correction) is not in it, unlike `completed_at - started_at`."""
 
     __table_args__ = (
         ForeignKeyConstraint(
@@ -169,6 +179,8 @@ class NodeRunRow(Base):
     completed_at: Mapped[float | None] = mapped_column(Double)
     consumed_json: Mapped[Any] = mapped_column(Json, nullable=True)
     """Ledger versions this activation read: {"input": 1, "<node id>": 3} (see FieldVersionRow)."""
+    no_cache: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    """Queued by an explicit rerun: its model call must not be answered from the response cache."""
 
     __table_args__ = (
         UniqueConstraint("prompt_graph_run_id", "node_def_id", "activation", name="uq_pnr_run_node_activation"),

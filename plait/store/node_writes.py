@@ -116,6 +116,8 @@ class EndRun:
     output: Any = None
     error: dict[str, Any] | None = None
     seen: int | None = None
+    active_s: float = 0.0
+    """Seconds this engine executed the run, added to the run's execution time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +369,7 @@ def _apply(
         "b_error": redact(write.error),
         "b_now": now,
         "b_completed": now if write.status in TERMINAL_RUN_STATUSES else None,
+        "b_active": write.active_s,
     }
     if write.seen is not None:
         return run("end_run_seen", {**params, "b_seen": write.seen}).rowcount == 1
@@ -476,6 +479,7 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
             updated_at=bindparam("b_now"),
             lease_owner=None,
             lease_expires_at=None,
+            active_s=GRAPH_RUN.c.active_s + bindparam("b_active"),
         )
     )
     end_run_seen = end_run.where(GRAPH_RUN.c.corrections == bindparam("b_seen"))

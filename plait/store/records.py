@@ -87,6 +87,12 @@ class RunRecord:
     cost_usd: float
     corrections: int = 0
     """How many corrections the run has had (see `plait.store.corrections`)."""
+    llm: dict[str, Any] | None = None
+    """The model selection the run executes with (see `plait.engine.model_choice`); None: not recorded."""
+    llm_history: tuple[dict[str, Any], ...] = ()
+    """Each explicit change of that selection: {"at", "by", "from", "to"}."""
+    active_s: float = 0.0
+    """Seconds engines spent executing the run (the time people took between executions excluded)."""
 
     def summary(self) -> dict[str, Any]:
         """The run as `plait runs list --json` and `GET /api/runs` present it."""
@@ -102,6 +108,10 @@ class RunRecord:
             "tokens_input": self.tokens_input,
             "tokens_output": self.tokens_output,
             "cost_usd": self.cost_usd,
+            "execution_s": self.active_s,
+            "corrections": self.corrections,
+            "llm": self.llm,
+            "llm_history": list(self.llm_history),
         }
 
 
@@ -133,6 +143,8 @@ class NodeRunRecord:
     completed_at: float | None
     consumed: dict[str, int] | None = None
     """Ledger versions this activation read, by owner (`input` or a node id)."""
+    no_cache: bool = False
+    """Queued by an explicit rerun: not answered from the response cache."""
 
     @property
     def effective_output(self) -> Any:
@@ -160,6 +172,7 @@ class NodeRunRecord:
             "override": self.override,
             "override_by": self.override_by,
             "override_note": self.override_note,
+            "override_at": self.override_at,
             "consumed": self.consumed,
             "error": self.error,
         }
@@ -200,6 +213,9 @@ def run_from_row(row: Any) -> RunRecord:
         tokens_output=row.tokens_output,
         cost_usd=row.cost_usd,
         corrections=row.corrections,
+        llm=row.llm_json,
+        llm_history=tuple(row.llm_history_json or ()),
+        active_s=row.active_s or 0.0,
     )
 
 
@@ -228,6 +244,7 @@ def node_run_from_row(row: Any) -> NodeRunRecord:
         started_at=row.started_at,
         completed_at=row.completed_at,
         consumed=row.consumed_json,
+        no_cache=bool(row.no_cache),
     )
 
 

@@ -31,6 +31,7 @@ from plait.store.errors import NotFoundError, StoreError
 from plait.store.fastpath import Statements
 from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN
 from plait.store.node_writes import Claim, Finish, NodeWriter, Skip
+from plait.store.prefix import resolve_node_run_id, resolve_run_id
 from plait.store.records import (
     TERMINAL_RUN_STATUSES,
     NodeRunRecord,
@@ -60,9 +61,23 @@ _INSERT_RUN = insert(GRAPH_RUN).values(
             "updated_at",
             "lease_owner",
             "lease_expires_at",
+            "llm_json",
         )
     }
 )
+_REFUSE_RUN = (
+    update(GRAPH_RUN)
+    .where(GRAPH_RUN.c.id == bindparam("run_id"), GRAPH_RUN.c.status == RunStatus.PENDING.value)
+    .values(
+        status=bindparam("status"),
+        error_json=bindparam("error_json"),
+        completed_at=bindparam("completed"),
+        updated_at=bindparam("now"),
+    )
+)
+"""A `pending` run the engine refuses: one that never started fails with the reason, one a
+correction reopened is paused with it (resumable with another --llm or --config). Left
+`pending`, every `plait serve` start would try it again."""
 _RUN_FOR_UPDATE = (
     select(*_RUN_COLS).select_from(_RUNS).where(GRAPH_RUN.c.id == bindparam("run_id")).with_for_update(of=GRAPH_RUN)
 )
@@ -88,8 +103,13 @@ class RunRepository:
         """Batched node-run writes (the engine's group commit goes through it)."""
         self._statements = Statements(
             engine,
-            {"insert_run": _INSERT_RUN, "run_for_update": _RUN_FOR_UPDATE, "begin_run": _BEGIN_RUN},
-            frozenset({"input_json", "context_json"}),
+            {
+                "insert_run": _INSERT_RUN,
+                "run_for_update": _RUN_FOR_UPDATE,
+                "begin_run": _BEGIN_RUN,
+                "refuse_run": _REFUSE_RUN,
+            },
+            frozenset({"input_json", "context_json", "llm_json", "error_json"}),
             json_dumps,
         )
 
@@ -114,12 +134,14 @@ class RunRepository:
         schema_version: str,
         input: dict[str, Any],
         lease: tuple[str, float] | None = None,
+        llm: dict[str, Any] | None = None,
     ) -> str:
         """`create` without reading the run back: its id (starting runs in bulk needs no more).
 
         With `lease=(owner, ttl_s)` the run is created already begun (`running`, leased to
         `owner`), as `begin` would leave it: one transaction instead of two for a run that its
-        creator executes at once.
+        creator executes at once. `llm`: the model selection its executions use (see
+        `plait.engine.model_choice`; never a secret).
         """
         run_id, now = str(uuid.uuid4()), time.time()
         owner, expires = (lease[0], now + lease[1]) if lease else (None, None)
@@ -136,6 +158,7 @@ class RunRepository:
             "updated_at": now,
             "lease_owner": owner,
             "lease_expires_at": expires,
+            "llm_json": llm,
         }
         try:
             with self._statements.transaction() as session:
@@ -204,7 +227,12 @@ class RunRepository:
     # ---------------------------------------------------------------- leases
 
     def begin(
-        self, run_id: str, owner: str, ttl_s: float, check: Callable[[RunRecord], None] | None = None
+        self,
+        run_id: str,
+        owner: str,
+        ttl_s: float,
+        check: Callable[[RunRecord], None] | None = None,
+        refused: tuple[type[Exception], ...] = (),
     ) -> tuple[RunRecord, bool]:
         """Start driving a run: take its lease and mark it `running`, in one transaction.
 
@@ -212,9 +240,13 @@ class RunRepository:
         started) and True when `owner` now holds the lease (free, its own, or expired: see
         `acquire_lease`); False when the run is terminal or another engine's live lease holds it.
         `check(record)` runs first, inside the transaction: what it raises propagates and nothing
-        is changed (the engine refuses a graph it cannot execute before the run looks started).
+        is changed (the engine refuses a graph it cannot execute before the run looks started),
+        except that a `pending` run refused with one of `refused` fails (never started) or is
+        paused (reopened by a correction) with the reason, in the same transaction: a refused
+        run is never left `pending`.
         """
         now = time.time()
+        refusal: Exception | None = None
         with self._statements.transaction() as session:
             rows = session.rows("run_for_update", {"run_id": run_id})
             if not rows:
@@ -223,12 +255,40 @@ class RunRepository:
             held = record.lease_owner not in (None, owner) and (record.lease_expires_at or 0.0) >= now
             if record.status in TERMINAL_RUN_STATUSES or held:
                 return record, False
-            if check is not None:
-                check(record)
-            started = record.started_at if record.started_at is not None else now
-            params = {"run_id": run_id, "started": started, "now": now, "owner": owner, "expires": now + ttl_s}
-            session.execute("begin_run", params)
+            refusal = self._refusal(record, check, refused)
+            if refusal is None:
+                started = record.started_at if record.started_at is not None else now
+                params = {"run_id": run_id, "started": started, "now": now, "owner": owner, "expires": now + ttl_s}
+                session.execute("begin_run", params)
+            elif record.status != RunStatus.PENDING:
+                raise refusal  # a paused or interrupted run stays as it is, resumable
+            else:
+                fail = record.started_at is None
+                error = redact({"kind": "refused", "message": str(refusal)})
+                params = {
+                    "run_id": run_id,
+                    "error_json": error,
+                    "now": now,
+                    "status": (RunStatus.FAILED if fail else RunStatus.PAUSED).value,
+                    "completed": now if fail else None,
+                }
+                session.execute("refuse_run", params)
+        if refusal is not None:
+            raise refusal  # once its failure is committed
         return record, True
+
+    @staticmethod
+    def _refusal(
+        record: RunRecord, check: Callable[[RunRecord], None] | None, refused: tuple[type[Exception], ...]
+    ) -> Exception | None:
+        """What `check` refused the run with (one of `refused`); anything else propagates."""
+        if check is None:
+            return None
+        try:
+            check(record)
+        except refused as exc:
+            return exc
+        return None
 
     def acquire_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
         """Become the one engine driving this run, for `ttl_s` seconds (renew before it runs out).
@@ -273,10 +333,11 @@ class RunRepository:
         )
         self._update_run(run_id, stmt)
 
-    def give_up(self, run_id: str, owner: str) -> None:
+    def give_up(self, run_id: str, owner: str, *, active_s: float = 0.0) -> None:
         """An engine stops driving a run mid-way (a pause, a cancel, a lost lease, a shutdown): the
         nodes `owner` was executing go back to `pending` (whoever drives the run next, this engine
-        included, executes them again; their results were never committed) and the lease is given up."""
+        included, executes them again; their results were never committed) and the lease is given up.
+        `active_s`: how long it executed the run (added to the run's execution time)."""
         with self._writer.begin() as conn:
             conn.execute(
                 update(NODE_RUN)
@@ -290,7 +351,7 @@ class RunRepository:
             conn.execute(
                 update(GRAPH_RUN)
                 .where(GRAPH_RUN.c.id == run_id, GRAPH_RUN.c.lease_owner == owner)
-                .values(lease_owner=None, lease_expires_at=None)
+                .values(lease_owner=None, lease_expires_at=None, active_s=GRAPH_RUN.c.active_s + active_s)
             )
 
     def _update_run(self, run_id: str, stmt: Any) -> bool:
@@ -303,6 +364,14 @@ class RunRepository:
 
     def _no_run(self, run_id: str) -> NotFoundError:
         return NotFoundError(f"no run '{run_id}' in this database: `plait runs list` shows the run ids it has")
+
+    def resolve(self, ref: str) -> str:
+        """The full run id of `ref`: an id, or a unique prefix of at least four characters of one."""
+        return resolve_run_id(self._engine, ref)
+
+    def resolve_node_run(self, ref: str) -> str:
+        """The full node run id of `ref`: an id, or a unique prefix of at least four characters of one."""
+        return resolve_node_run_id(self._engine, ref)
 
     # ------------------------------------------------------------- node runs
 

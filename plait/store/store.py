@@ -16,6 +16,7 @@ from plait.store.errors import StoreError
 from plait.store.graph_admin import GraphAdmin
 from plait.store.graphs import GraphRepository
 from plait.store.ledger import LedgerRepository
+from plait.store.run_admin import RunAdmin
 from plait.store.runs import RunRepository
 from plait.store.settings import SettingsRepository
 from plait.store.tokens import TokenRepository
@@ -41,6 +42,7 @@ class Store:
     graphs: GraphRepository
     graph_admin: GraphAdmin
     runs: RunRepository
+    run_admin: RunAdmin
     cache: CacheRepository
     ledger: LedgerRepository
     settings: SettingsRepository
@@ -71,6 +73,7 @@ class Store:
         self.graphs = GraphRepository(self.engine)
         self.graph_admin = GraphAdmin(self.engine)
         self.runs = RunRepository(self.engine)
+        self.run_admin = RunAdmin(self.engine)
         self.cache = CacheRepository(self.engine)
         self.ledger = LedgerRepository(self.engine)
         self.settings = SettingsRepository(self.engine)

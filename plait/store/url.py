@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -17,16 +18,35 @@ _PG_ALIASES = ("postgresql://", "postgres://", "postgresql+psycopg3://")
 
 
 def database_url(explicit: str | None = None) -> str:
-    """`--db` beats `PLAIT_DB` beats the default file; bare PostgreSQL URLs select psycopg 3.
+    """`--db` beats `PLAIT_DB` beats the default file; a plain file path is an SQLite file; bare
+    PostgreSQL URLs select psycopg 3.
 
     `postgresql://` would otherwise make SQLAlchemy look for psycopg2, which is not a dependency.
     """
     url = explicit or os.environ.get(ENV_VAR) or DEFAULT_URL
     url = url.strip()
+    if looks_like_file(url):
+        return sqlite_url(url)
     for alias in _PG_ALIASES:
         if url.startswith(alias):
             return "postgresql+psycopg://" + url[len(alias) :]
     return url
+
+
+_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".db3")
+
+
+def looks_like_file(url: str) -> bool:
+    """A plain path, not a URL: no scheme, and a file's shape (a folder in it, an SQLite suffix) or an
+    existing file. Anything else stays a (bad) URL, so a typo is refused rather than created as a file."""
+    if not url or "://" in url:
+        return False
+    return "/" in url or os.sep in url or url.lower().endswith(_SQLITE_SUFFIXES) or Path(url).is_file()
+
+
+def sqlite_url(path: str) -> str:
+    """A plain file path is an SQLite file: `--db runs.db` means `sqlite:///runs.db` (`~` expanded)."""
+    return "sqlite:///" + str(Path(path).expanduser())
 
 
 def parse_url(url: str) -> URL:
@@ -34,7 +54,7 @@ def parse_url(url: str) -> URL:
         return make_url(url)
     except ArgumentError as exc:
         raise StoreError(
-            f"'{url}' is not a database URL: write sqlite:///path/to/plait.db or "
+            f"'{url}' is not a database URL: write sqlite:///path/to/plait.db (or a file path such as runs.db) or "
             "postgresql://user@host:5432/dbname, and pass it with --db or the PLAIT_DB environment variable"
         ) from exc
 

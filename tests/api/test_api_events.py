@@ -58,7 +58,7 @@ def test_corrections_and_control_are_events_too(api: Api) -> None:
     _, before = read_events(api.client, run_id)
     api.client.post(f"/api/runs/{run_id}/nodes/draft/override", json={"value": {"text": "x"}})
     _, stale = read_events(api.client, run_id, last_id=before[-1]["id"])
-    assert kinds(stale) == [("node:stale", "polish")]
+    assert kinds(stale) == [("node:overridden", "draft"), ("node:stale", "polish")]
     slow = api.start("slow")
     _, started = read_events(api.client, slow, until=lambda e: e["event"] == "node:start" and e["node_id"] == "crawl")
     assert api.client.post(f"/api/runs/{slow}/cancel").status_code == 200

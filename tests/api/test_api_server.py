@@ -57,7 +57,7 @@ def test_a_token_is_needed_when_auth_is_required(guarded: tuple[httpx.Client, st
     missing = client.get("/api/graphs")
     assert missing.status_code == 401
     assert missing.headers["www-authenticate"] == "Bearer"
-    assert "plait token create" in missing.json()["error"]["hint"]
+    assert "Authorization: Bearer" in missing.json()["error"]["hint"]
     assert client.get("/api/graphs", headers={"Authorization": "Bearer plait_wrong"}).status_code == 401
     assert client.get("/api/providers").status_code == 401
     assert client.get("/api/health").status_code == 200  # open: no data
@@ -168,9 +168,10 @@ def test_a_restarted_server_resumes_the_runs_it_left(store: Store, tmp_path: Pat
         )
     left = store.runs.get(run_id)
     assert (left.status, left.lease_owner) == ("running", None)  # stopped, resumable
-    quick = tmp_path / "quick.yaml"
-    quick.write_text("responses:\n  - {node: crawl, output: {text: b}}\n")
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{quick}")
+    hanging.write_text("responses:\n  - {node: crawl, output: {text: b}}\n")  # the run's own model, fixed
+    other = tmp_path / "other.yaml"
+    other.write_text("responses:\n  - {node: crawl, output: {text: not the run's model}}\n")
+    settings = ServerSettings(port=free_port(), llm=f"scripted:{other}")
     with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
         done = wait_for(
             lambda: (r := client.get(f"/api/runs/{run_id}").json())["status"] == "completed" and r, what="resumed run"

@@ -261,7 +261,7 @@ def test_graph_definitions_create_update_fork_delete(seed: SeedClient) -> None:
     old = seed.ok(seed.get("PromptGraphDefGetRoute", id=created["id"], version=1))
     assert (old["version"], old["latest_version"]) == (1, 3)
 
-    # fork: a system graph becomes an editable system_fork; the same slug twice conflicts
+    # fork: a system graph becomes an editable system_fork; a slug asked for twice conflicts
     system = seed.ok(seed.get("PromptGraphDefGetRoute", id=VIDEO))
     fork = seed.ok(seed.post("PromptGraphDefForkRoute", {"id": system["id"]}))
     assert (fork["source_type"], fork["parent_def_id"], fork["version"]) == ("system_fork", system["id"], 1)
@@ -269,8 +269,11 @@ def test_graph_definitions_create_update_fork_delete(seed: SeedClient) -> None:
         system["version"], system["schema_version"],
     )  # fmt: skip
     assert {s["id"] for s in fork["schema_registry"]} == {s["id"] for s in system["schema_registry"]}
-    taken = error(seed.post("PromptGraphDefForkRoute", {"id": system["id"]}), 409, "conflict")
+    taken = error(seed.post("PromptGraphDefForkRoute", {"id": system["id"], "slug": fork["slug"]}), 409, "conflict")
     assert "slug" in taken["hint"]
+    second = seed.ok(seed.post("PromptGraphDefForkRoute", {"id": system["id"]}))  # no slug asked: a free one
+    assert second["slug"] != fork["slug"]
+    seed.ok(seed.post("PromptGraphDefDeleteRoute", {"id": second["id"]}))
     edited = seed.ok(seed.post("PromptGraphDefUpdateRoute", {"id": fork["id"], "description": "mine"}))
     assert (edited["version"], edited["source_type"], edited["parent_def_id"]) == (2, "system_fork", system["id"])
     listed = seed.ok(seed.get("PromptGraphDefListRoute", source_type="system_fork"))["items"]

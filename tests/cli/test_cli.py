@@ -156,7 +156,7 @@ def test_validate_a_folder_checks_every_graph_file_in_it(tmp_path: Path) -> None
     assert result.stdout.splitlines() == [
         f"ok  {tmp_path / 'a.yaml'}  (7 nodes, 9 edges)",
         f"ok  {tmp_path / 'b.yml'}  (3 nodes, 3 edges)",
-        f"ok  {tmp_path / 'c.json'}  (1 nodes, 0 edges, 1 warnings)",
+        f"ok  {tmp_path / 'c.json'}  (1 node, 0 edges, 1 warning)",
         f"invalid  {tmp_path / 'd.yaml'}  (3 errors)",
     ]
     # warnings go to stderr with the errors, and do not make a graph invalid

@@ -63,7 +63,7 @@ def test_json_document_shape(store: Store, db_url: str, tmp_path: Path) -> None:
     result = plait("runs", "diff", first, second, "--db", db_url, "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert set(doc) == {"a", "b", "same_graph", "same_version", "outputs_equal", "counts", "nodes"}
+    assert set(doc) == {"a", "b", "same_graph", "same_version", "same_model", "outputs_equal", "counts", "nodes"}
     assert doc["a"]["id"] == first
     assert doc["b"]["id"] == second
     assert (doc["a"]["graph"], doc["a"]["graph_version"], doc["b"]["graph_version"]) == ("g", 1, 2)

@@ -18,7 +18,7 @@ def test_a_raw_newline_inside_a_string_is_read_as_a_newline() -> None:
     assert (value, problems) == ({"title": "line one\nline two"}, [])
     value, problems = contract().parse('{"name": "a\tb"}')
     assert value == {"name": "a\tb"}
-    assert problems == ["bug: (root): 'title' is a required property"]
+    assert problems == ["(root): 'title' is a required property (schema 'bug')"]
 
 
 def test_text_that_is_not_json_is_a_problem_naming_where() -> None:
@@ -48,7 +48,7 @@ def test_an_out_edge_schema_may_refer_to_the_graph_registry() -> None:
     )
     bound = contract_for(graph, graph.edges)
     assert bound.violations({"title": "ok"}) == []
-    assert bound.violations({"title": "x"}) == ["bug: title: 'x' is too short"]
+    assert bound.violations({"title": "x"}) == ["title: 'x' is too short (schema 'bug')"]
 
 
 def test_a_reference_outside_the_graph_is_a_violation_and_is_never_fetched() -> None:
@@ -61,8 +61,8 @@ def test_a_reference_outside_the_graph_is_a_violation_and_is_never_fetched() -> 
     assert value == {"title": "x"}
     assert server.requests == []
     assert problems == [
-        f"bug: (schema): the schema's reference '{url}' cannot be resolved: only references inside the graph "
-        "('#/...' and the ids of the graph's `schemas:`) are followed, nothing is fetched"
+        f"(schema): the schema's reference '{url}' cannot be resolved: only references inside the graph "
+        "('#/...' and the ids of the graph's `schemas:`) are followed, nothing is fetched (schema 'bug')"
     ]
 
 
@@ -110,5 +110,5 @@ def test_the_model_is_shown_the_schemas_with_their_references_written_out() -> N
     assert schema["properties"]["tree"] == {"type": "object", "properties": {"kids": {"type": "array", "items": {}}}}
     assert list(schema["properties"]) == ["title", "tree", "z", "a"]
     assert bound.violations({"title": "ok", "tree": {"kids": [{"kids": [{"kids": 1}]}]}, "z": 1}) == [
-        "bug: tree/kids/0/kids/0/kids: 1 is not of type 'array'"
+        "tree/kids/0/kids/0/kids: 1 is not of type 'array' (schema 'bug')"
     ]

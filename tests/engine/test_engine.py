@@ -240,7 +240,9 @@ def test_llm_graph_without_provider_is_refused(store: Store, tmp_path: Path) -> 
     with pytest.raises(EngineError, match="no provider"):
         execute(store, graph)
     (run,) = store.runs.list()
-    assert (run.status, run.lease_owner, run.started_at) == ("pending", None, None), "refused before it started"
+    assert (run.status, run.lease_owner, run.started_at) == ("failed", None, None), "refused before it started"
+    assert run.error is not None
+    assert "no provider" in run.error["message"]  # never left pending: `plait serve` would retry it forever
     assert store.runs.node_runs(run.id) == []
 
 

@@ -77,4 +77,4 @@ def test_node_outputs_are_checked_against_registry_references(store: Store, tmp_
     assert outcome.status == RunStatus.COMPLETED
     assert outcome.output == {"title": "fixed"}
     node = nodes_of(store, outcome.run_id)["a"]
-    assert node.attempts[0]["violations"] == ["titled: title: 'x' is too short"]
+    assert node.attempts[0]["violations"] == ["title: 'x' is too short (schema 'titled')"]

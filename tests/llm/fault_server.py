@@ -9,7 +9,13 @@ then answer normally):
 - `notjson`: an answer that is not JSON; `badschema`: JSON that breaks the label schema;
 - `truncate`: with `stream: true`, a stream that stops in the middle of the answer;
 - `echo401`: HTTP 401 quoting the API key it was sent (as OpenAI's "Incorrect API key provided");
-  `echo500`: HTTP 500 whose message repeats the request's Authorization header.
+  `echo500`: HTTP 500 whose message repeats the request's Authorization header;
+- `noschema`: HTTP 500 naming `response_format` to the json_schema form (as llama.cpp's server),
+  an answer to the others; `objectonly`: HTTP 400 to any form carrying a schema, an answer to
+  plain `{type: json_object}`; `noformat`: HTTP 500 naming `response_format` to every form.
+
+Each request also counts under `MODEL|FORM`, FORM being the structured-output form it was sent
+(`json_schema`, `json_object_schema`, `json_object` or `none`).
 
 A request with `stream: true` is answered as a server-sent event stream, usage in the last chunk.
 """
@@ -55,6 +61,15 @@ def make_app(calls: Counter[str]) -> FastAPI:
         behaviour, _, times = model.partition("*")
         if times and calls[model] > int(times):
             behaviour = "ok"
+        form = _form(body.get("response_format"))
+        calls[f"{model}|{form}"] += 1
+        refused = {"noschema": form == "json_schema", "objectonly": form in ("json_schema", "json_object_schema"),
+                   "noformat": form != "none"}.get(behaviour, False)  # fmt: skip
+        if refused and behaviour == "objectonly":
+            return JSONResponse({"error": {"message": "Unrecognized request argument: schema"}}, status_code=400)
+        if refused:
+            message = f"response_format type {form} is not supported"
+            return JSONResponse({"error": {"message": message}}, status_code=500)
         if behaviour == "429":
             return JSONResponse({"error": {"message": "slow down"}}, status_code=429, headers={"Retry-After": "1"})
         if behaviour == "500":
@@ -77,6 +92,14 @@ def make_app(calls: Counter[str]) -> FastAPI:
         return JSONResponse(_answer(model, content))
 
     return app
+
+
+def _form(response_format: Any) -> str:
+    if not isinstance(response_format, dict):
+        return "none"
+    if response_format.get("type") == "json_schema":
+        return "json_schema"
+    return "json_object_schema" if "schema" in response_format else "json_object"
 
 
 async def _chunks(model: str, content: str, *, cut: bool) -> AsyncIterator[str]:

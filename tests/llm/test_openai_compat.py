@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 from llm_helpers import LABEL, complete_once, free_port, needs_local, serve_llama
 
+from plait.llm import openai_compat
 from plait.llm.config import JsonMode, ProviderConfig
 from plait.llm.openai_compat import OpenAIProvider
 from plait.llm.types import ChatRequest, ProviderError
@@ -60,12 +61,30 @@ def test_json_object_with_schema_gets_a_schema_valid_answer(llama_server: str) -
     assert (response.provider, response.model) == ("llamacpp", "smollm2")
 
 
-def test_the_json_schema_form_is_refused_by_this_server_as_a_retryable_server_error(llama_server: str) -> None:
-    """Why `json_mode` exists: llama.cpp's server answers HTTP 500 to response_format json_schema."""
-    with pytest.raises(ProviderError) as caught:
-        ask(provider(llama_server, JsonMode.JSON_SCHEMA))
-    assert (caught.value.kind, caught.value.retryable) == ("server", True)
-    assert "HTTP 500" in str(caught.value)
+def test_the_json_schema_form_refused_by_this_server_is_asked_again_in_the_next_weaker_form(
+    llama_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama.cpp's server answers HTTP 500 (naming `response_format`) to the json_schema form: the
+    provider asks once more with `{type: json_object, schema}`, records the step, and the next
+    request (another provider object, same process) starts at the form that worked."""
+    monkeypatch.setattr(openai_compat, "_learned", {})
+    response = ask(provider(llama_server, JsonMode.JSON_SCHEMA))
+    jsonschema.validate(json.loads(response.content), LABEL)
+    (step,) = response.decisions
+    assert (step["event"], step["from"], step["to"]) == ("json_mode_downgraded", "json_schema", "json_object_schema")
+    assert "HTTP 500" in step["error"]
+    assert ask(provider(llama_server, JsonMode.JSON_SCHEMA)).decisions == []
+
+
+def test_a_model_without_the_json_schema_capability_is_never_sent_that_form(
+    llama_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(openai_compat, "_learned", {})
+    config = ProviderConfig(id="llamacpp", kind="openai", base_url=llama_server,
+                            models=[{"name": "smollm2", "capabilities": []}])  # fmt: skip
+    response = ask(OpenAIProvider(config))
+    assert response.decisions == []  # nothing refused: json_object (the schema in the prompt) went first
+    assert response.content
 
 
 def test_a_closed_port_is_a_retryable_connection_error() -> None:

@@ -254,4 +254,7 @@ def test_a_model_without_the_mcp_capability_is_refused_before_the_run(
     monkeypatch.setenv("PLAIT_TEST_NO_KEY", "x")
     with pytest.raises(EngineError, match=r"node 'ask'.*plain/m1.*lacks the capability mcp"):
         execute(store, city_graph(tmp_path), ProviderPool(load_config(str(config))))
-    assert [r.status for r in store.runs.list()] == [RunStatus.PENDING]  # refused before it started
+    (run,) = store.runs.list()
+    assert (run.status, run.started_at) == (RunStatus.FAILED, None)  # refused before it started, never left pending
+    assert run.error is not None
+    assert "lacks the capability mcp" in run.error["message"]

@@ -263,7 +263,8 @@ def test_a_model_without_the_tools_capability_is_refused_before_the_run(
 
     with pytest.raises(EngineError, match=r"node 'plan'.*plain/m1.*lacks the capability tools"):
         asyncio.run(go())
-    assert store.runs.get(run_id).status == RunStatus.PENDING  # refused before it started
+    refused = store.runs.get(run_id)
+    assert (refused.status, refused.started_at) == (RunStatus.FAILED, None)  # refused before it started, not pending
 
 
 def test_a_node_naming_an_unconfigured_mcp_server_is_refused_up_front(store: Store, tmp_path: Path) -> None:

@@ -1,11 +1,13 @@
-"""/api/runs/{id}/nodes/{node}/…: a person's corrections (SPEC §4, `plait override|rerun|review|
-rollback`). The checks and writes are `plait.engine.corrections.Corrections`, as for the CLI;
-what a correction leaves to execute is driven in the background by this server."""
+"""/api/runs/{id}/nodes/{node}/…: a person's corrections (`plait override|rerun|review|rollback`).
+
+The checks and writes are `plait.engine.corrections.Corrections`, as for the CLI; what a
+correction leaves to execute is driven in the background by this server, and what it did is
+announced on the run's event stream."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
@@ -20,7 +22,7 @@ from plait.api.schemas import (
     RollbackIn,
     correction_out,
 )
-from plait.api.services import apply_correction
+from plait.api.services import Announcement, apply_correction
 from plait.api.state import ServerState, get_state
 from plait.engine.corrections import Correction, Corrections
 
@@ -28,8 +30,10 @@ router = APIRouter(prefix="/runs/{run_id}", tags=["corrections"])
 State = Annotated[ServerState, Depends(get_state)]
 
 
-async def _apply(state: ServerState, by: str, change: Callable[[Corrections], Correction]) -> CorrectionOut:
-    result = await apply_correction(state, by, change)
+async def _apply(
+    state: ServerState, by: str, change: Callable[[Corrections], Correction], announce: Announcement
+) -> CorrectionOut:
+    result = await apply_correction(state, by, change, announce)
     return correction_out(result, state.executor.driving(result.run_id))
 
 
@@ -37,8 +41,14 @@ async def _apply(state: ServerState, by: str, change: Callable[[Corrections], Co
 async def override(state: State, caller: CallerDep, run_id: str, node_id: str, body: OverrideIn) -> CorrectionOut:
     """Correct a node's output (the original is kept); `policy` decides what happens downstream.
     422 with the schema errors when the value breaks the node's out-edge schemas."""
+    announce = Announcement(
+        "node:overridden", node_id, {"output": body.value, "policy": str(body.policy), "note": body.note}
+    )
     return await _apply(
-        state, caller.by, lambda c: c.override(run_id, node_id, body.value, policy=body.policy, note=body.note)
+        state,
+        caller.by,
+        lambda c: c.override(run_id, node_id, body.value, policy=body.policy, note=body.note),
+        announce,
     )
 
 
@@ -48,7 +58,8 @@ async def rerun(
 ) -> CorrectionOut:
     """Run a node again (a new activation); without `downstream` its direct downstream becomes stale."""
     downstream = body.downstream if body is not None else False
-    return await _apply(state, caller.by, lambda c: c.rerun(run_id, node_id, downstream=downstream))
+    announce = Announcement("node:rerun", node_id, {"downstream": downstream})
+    return await _apply(state, caller.by, lambda c: c.rerun(run_id, node_id, downstream=downstream), announce)
 
 
 @router.post("/nodes/{node_id}/review", response_model=CorrectionOut)
@@ -56,7 +67,13 @@ async def review(state: State, caller: CallerDep, run_id: str, node_id: str, bod
     """Answer a HUMAN_REVIEW the run is paused at (approve, or a corrected value); the run continues."""
     value = body.value if isinstance(body, ReviewValue) else None
     approve = isinstance(body, ReviewApprove)
-    return await _apply(state, caller.by, lambda c: c.review(run_id, node_id, value, approve=approve, note=body.note))
+    answer: dict[str, Any] = {"approved": approve, "note": body.note}
+    if not approve:
+        answer["output"] = value
+    announce = Announcement("node:reviewed", node_id, answer)
+    return await _apply(
+        state, caller.by, lambda c: c.review(run_id, node_id, value, approve=approve, note=body.note), announce
+    )
 
 
 @router.post("/rollback", response_model=CorrectionOut)
@@ -64,4 +81,8 @@ async def rollback(state: State, caller: CallerDep, run_id: str, body: RollbackI
     """Restore a value (or one field) and its frozen state to an earlier ledger version; the
     nodes that read a newer version become stale."""
     owner, _, field_name = body.target.partition(".")
-    return await _apply(state, caller.by, lambda c: c.rollback(run_id, owner, field_name or None, body.to_version))
+    node_id = None if owner == "input" else owner
+    announce = Announcement("run:rolled_back", node_id, {"target": body.target, "to_version": body.to_version})
+    return await _apply(
+        state, caller.by, lambda c: c.rollback(run_id, owner, field_name or None, body.to_version), announce
+    )

@@ -71,7 +71,12 @@ async def replay_node_run(state: State, node_run_id: str, body: ReplayIn | None 
     record = state.store.runs.node_run(node_run_id)
     provider = state.provider
     if provider is None:
-        raise ApiError(422, "invalid", "this server has no model provider to replay with", hint="start it with --llm")
+        raise ApiError(
+            422,
+            "invalid",
+            "this server has no model provider to replay with",
+            hint="ask the server's operator to configure a model provider",
+        )
     roles = getattr(getattr(provider, "config", None), "roles", {})
     try:
         result = await replay(record, provider, body.model if body is not None else None, roles)

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
 from plait.api import control
+from plait.api.control import ControlError
 from plait.api.schemas import (
     MAX_INT,
     NodeRunDetailOut,
@@ -26,6 +30,7 @@ from plait.api.services import read_run, start_and_launch
 from plait.api.state import ServerState, get_state
 from plait.engine.run_diff import diff_runs
 from plait.store import current_activations
+from plait.store.run_admin import RunEnded, RunInUse
 
 router = APIRouter(tags=["runs"])
 State = Annotated[ServerState, Depends(get_state)]
@@ -105,6 +110,39 @@ async def cancel(state: State, run_id: str) -> RunOut:
     return RunOut(**run_fields(record, state.executor.driving(run_id)))
 
 
+class RunDeletedOut(BaseModel):
+    run_id: str
+    deleted: bool
+    status: str = Field(description="The run's status when it was deleted.")
+    node_runs: int = Field(description="Node runs deleted with it.")
+    ledger_versions: int = Field(description="Field ledger versions deleted with it.")
+    cache_entries: int = Field(description="Cached model answers its calls had produced, deleted with it.")
+
+
+@router.delete("/runs/{run_id}", response_model=RunDeletedOut)
+async def delete_run(
+    state: State,
+    run_id: str,
+    force: Annotated[bool, Query(description="Delete a run that has ended (completed, failed, cancelled).")] = False,
+) -> RunDeletedOut:
+    """Delete a run with its node runs, ledger versions and the cached answers it produced, in one
+    transaction. 409 for a run being executed (cancel it first) and, without `force`, for a run
+    that has ended."""
+    if state.executor.driving(run_id):
+        raise ControlError(
+            f"cannot delete run {run_id}: this server is executing it",
+            "cancel it first (POST /api/runs/{id}/cancel), then delete it",
+        )
+    try:
+        gone = await run_in_threadpool(state.store.run_admin.delete, run_id, force=force)
+    except RunEnded as exc:
+        message = str(exc).replace("needs force", "needs ?force=true")
+        raise ControlError(message, "DELETE /api/runs/{id}?force=true") from None
+    except RunInUse as exc:
+        raise ControlError(str(exc), "stop it where it executes, or wait for it to end; then delete it") from None
+    return RunDeletedOut(deleted=True, **asdict(gone))
+
+
 @router.get("/runs/{run_a}/diff/{run_b}", response_model=RunDiffOut)
 def diff(state: State, run_a: str, run_b: str) -> RunDiffOut:
     """Two runs node by node (same or different graph versions), like `plait runs diff --json`."""
@@ -121,7 +159,6 @@ def get_node_run(state: State, node_run_id: str) -> NodeRunDetailOut:
     return NodeRunDetailOut(
         **node_fields(record, current=newest[record.node_id].id == record.id, effective=record.effective_output),
         run_id=record.run_id,
-        override_at=record.override_at,
         downstream_policy=record.downstream_policy,
         input_snapshot=record.input_snapshot,
     )

@@ -39,7 +39,7 @@ from plait.api.seed_schemas import (
     node_run_out,
     run_detail_out,
 )
-from plait.api.services import apply_correction, delete_graph, get_graph, read_run, start_and_launch
+from plait.api.services import Announcement, apply_correction, delete_graph, get_graph, read_run, start_and_launch
 from plait.api.state import ServerState, get_state
 from plait.compile.dump import graph_to_data
 from plait.engine.contracts import strip_meta
@@ -117,12 +117,13 @@ def def_delete(state: State, body: PromptGraphDefDeleteIn) -> PromptGraphDefDele
 @router.post("/PromptGraphDefForkRoute", response_model=PromptGraphDef)
 def def_fork(state: State, body: PromptGraphDefForkIn) -> PromptGraphDef:
     """Deep-copy a graph into an editable fork (system_fork for a system graph, version 1) that
-    remembers its parent; 409 when the fork's slug is taken."""
+    remembers its parent; 409 when the `slug` asked for is taken (without one, a free slug is made
+    from the parent's)."""
     try:
         stored = fork_graph(state.store, body.id, body.slug)
     except ForkError as exc:
-        if exc.hint and "--name" in exc.hint:  # the service's hint names the CLI option
-            exc.hint = "choose another slug for the fork with `slug`"
+        if "exists already" in exc.message:  # said in this route's words: the fork's id is its `slug`
+            exc.hint = "choose another slug for the fork with `slug`, or leave it out to get a free one"
         raise
     return def_out(stored, False)
 
@@ -181,13 +182,22 @@ async def node_override(state: State, caller: CallerDep, body: PromptGraphNodeOv
         approve = strip_meta(value) == strip_meta(reviewed)
         answer = None if approve else value
         note = body.override_note
+        answered: dict[str, Any] = {"approved": approve, "note": note}
+        if not approve:
+            answered["output"] = answer
         result = await apply_correction(
-            state, caller.by, lambda c: c.review(run_id, node_id, answer, approve=approve, note=note)
+            state,
+            caller.by,
+            lambda c: c.review(run_id, node_id, answer, approve=approve, note=note),
+            Announcement("node:reviewed", node_id, answered),
         )
     else:
         policy, note = body.downstream_policy, body.override_note
         result = await apply_correction(
-            state, caller.by, lambda c: c.override(run_id, node_id, value, policy=policy, note=note)
+            state,
+            caller.by,
+            lambda c: c.override(run_id, node_id, value, policy=policy, note=note),
+            Announcement("node:overridden", node_id, {"output": value, "policy": str(policy), "note": note}),
         )
     return await _corrected(state, result, node_id, review=waiting)
 
@@ -197,7 +207,12 @@ async def node_rerun(state: State, caller: CallerDep, body: PromptGraphNodeRerun
     """Run a node again (a new activation) and, unless `downstream` is false, everything after it;
     with `downstream: false` its direct downstream becomes stale. 409 while the run is busy."""
     run_id, node_id = body.prompt_graph_run_id, body.node_def_id
-    result = await apply_correction(state, caller.by, lambda c: c.rerun(run_id, node_id, downstream=body.downstream))
+    result = await apply_correction(
+        state,
+        caller.by,
+        lambda c: c.rerun(run_id, node_id, downstream=body.downstream),
+        Announcement("node:rerun", node_id, {"downstream": body.downstream}),
+    )
     return await _corrected(state, result, node_id)
 
 

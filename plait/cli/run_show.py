@@ -1,0 +1,197 @@
+"""`plait runs show RUN`: one run's input, its nodes (with their node run ids, for `plait replay`),
+and below the table what the run needs next: the failing node's error and hint in full, or the
+review waiting for a person and the commands that answer it."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json, print_table, resolve_run
+from plait.cli.outcome import failure_lines, newest, node_failure, review_lines, waiting_reviews, with_cause
+
+_CELL_CHARS = 200
+"""An effective output longer than this is cut in the table (`--json` has it whole)."""
+
+
+def show_command(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run id (or a unique prefix of it).")],
+    db: DbOption = None,
+    json_output: JsonOption = False,
+    ledger: Annotated[
+        bool, typer.Option("--ledger", help="Also the field ledger: every version of every value, who read it.")
+    ] = False,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="Outputs as stored, without migrating older schema versions.")
+    ] = False,
+) -> None:
+    """One run: status, input, output, and per node status, attempts, tokens, cost, timings, effective output
+    (read at the graph's current schema versions, migrating older outputs; --raw: as stored)."""
+    store = open_store(db)
+    try:
+        run_id = resolve_run(store, run_ref)
+        run = store.runs.get(run_id)
+        nodes = store.runs.node_runs(run_id)
+        versions = store.ledger.history(run_id) if ledger else []
+        latest = store.graphs.get(run.def_id).version
+        outputs, migrated = _outputs(store, run, nodes, raw)
+    finally:
+        store.close()
+    if json_output:
+        print_json(_as_json(run, nodes, outputs, migrated, latest, versions if ledger else None))
+        return
+    out = console()
+    _render(out, run, nodes, outputs, latest)
+    for n in nodes:
+        if n.id in migrated:
+            out.print(f"[dim]{n.node_id}: read migrated, {migrated[n.id]['migrated']} (--raw: as stored)[/]")
+    if ledger:
+        _render_ledger(out, versions, nodes)
+
+
+def _as_json(
+    run: Any, nodes: list[Any], outputs: dict[str, Any], migrated: dict[str, Any], latest: int, versions: Any
+) -> dict[str, Any]:
+    shown = {
+        **run.summary(),
+        "graph_latest_version": latest,
+        "input": run.input,
+        "output": run.output,
+        "error": with_cause(run.id, run.error, nodes),
+        "waiting": waiting_reviews(run.id, nodes) if run.status == "paused" else [],
+        "nodes": [
+            {
+                **n.summary(),
+                "effective_output": outputs[n.id],
+                "input_snapshot": n.input_snapshot,
+                **migrated.get(n.id, {}),
+            }
+            for n in nodes
+        ],
+    }
+    if versions is not None:
+        from plait.engine.ledger import ledger_json
+
+        shown["ledger"] = ledger_json(versions, nodes)
+    return shown
+
+
+def _outputs(store: Any, run: Any, nodes: list[Any], raw: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Effective outputs by node run id, migrated to today's schemas unless `raw`; and what was migrated."""
+    from plait.evolve.migrate import MigrationError
+    from plait.evolve.read import read_outputs
+
+    try:
+        outputs = read_outputs(store, run, nodes, raw=raw)
+    except MigrationError as exc:
+        fail(exc.message, exc.hint or "`plait runs show RUN_ID --raw` shows the stored originals")
+    return outputs.values, {rid: {"migrated": steps} for rid, steps in outputs.migrated.items()}
+
+
+def served(attempts: list[dict[str, Any]]) -> str:
+    """Who answered the last attempt, and what the provider pool did on the way (all attempts)."""
+    if not attempts:
+        return ""
+    last = attempts[-1]
+    if last.get("cache_hit"):
+        return "cache"
+    where = "/".join(str(x) for x in (last.get("provider"), last.get("model")) if x)
+    events = [d.get("event") for a in attempts for d in a.get("decisions", [])]
+    notes = [f"{e}×{events.count(e)}" for e in ("queued", "retry", "failover", "degraded") if e in events]
+    return where + (f" ({', '.join(notes)})" if notes else "")
+
+
+def when(ts: float | None) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else ""
+
+
+def _render(out: Any, run: Any, nodes: list[Any], outputs: dict[str, Any], latest: int) -> None:
+    from rich.markup import escape
+
+    based = f"based on v{run.graph_def_ver}" + (f", latest is v{latest}" if latest != run.graph_def_ver else "")
+    header = f"[bold]run {run.id}[/]  graph {escape(run.graph_slug)} ({based})  status [bold]{run.status}[/]"
+    out.print(header, soft_wrap=True)
+    out.print(
+        f"created {when(run.created_at)}  tokens {run.tokens_input}+{run.tokens_output}  cost ${run.cost_usd:.4f}",
+        soft_wrap=True,
+    )
+    from plait.cli.run_admin import model_lines
+
+    for line in model_lines(run, nodes):  # the model, execution time and correction times
+        out.print(escape(line), soft_wrap=True)
+    out.print("input:", escape(json.dumps(run.input, ensure_ascii=False)), soft_wrap=True)
+    print_table(_node_table(nodes, outputs), out)
+    _below_table(out, run, nodes)
+
+
+def _node_table(nodes: list[Any], outputs: dict[str, Any]) -> Any:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from plait.engine.run_diff import clean
+
+    table = Table()
+    for column in ("node", "node run", "status", "attempts", "served by", "tokens", "cost $", "time"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("effective output (full: --json)", no_wrap=True, overflow="ellipsis", max_width=60)
+    current = {n.node_id: n.activation for n in newest(nodes).values()}
+    for n in nodes:
+        took = f"{n.completed_at - n.started_at:.2f}s" if n.completed_at and n.started_at else ""
+        value = clean(outputs[n.id])
+        output = escape(json.dumps(value, ensure_ascii=False)[:_CELL_CHARS]) if value is not None else ""
+        if n.error:
+            output = f"[red]{escape(str(n.error.get('message', '')))[:_CELL_CHARS]}[/]"
+        label = n.node_id if n.activation == 1 else f"{n.node_id} #{n.activation}"
+        status = str(n.status)
+        if current[n.node_id] != n.activation:
+            label, status = f"[dim]{label}[/]", f"[dim]{status} (history)[/]"
+        elif n.status == "stale":
+            status = "[yellow]stale ⚠[/]"
+        row = [label, n.id, status, str(len(n.attempts or [])), served(n.attempts or [])]
+        table.add_row(*row, f"{n.tokens_input}+{n.tokens_output}", f"{n.cost_usd:.4f}", took, output.replace("\n", " "))
+    return table
+
+
+def _below_table(out: Any, run: Any, nodes: list[Any]) -> None:
+    """What the table cannot hold: stale nodes, the failure in full, the waiting review, the output."""
+    from rich.markup import escape
+
+    stale = [n.node_id for n in newest(nodes).values() if n.status == "stale"]
+    if stale:
+        out.print(
+            f"[yellow]stale:[/] {', '.join(stale)} read a value that was corrected since; "
+            f"`plait rerun {run.id} {stale[0]}` reruns one (--downstream: what follows it too)",
+            soft_wrap=True,
+        )
+    if run.error:
+        out.print(f"[red]error:[/] {escape(str(run.error.get('message', run.error)))}", soft_wrap=True)
+        cause = node_failure(run.id, run.error, nodes)
+        for line in failure_lines(cause) if cause else []:
+            out.print(escape(line), soft_wrap=True)
+    if run.status == "paused":
+        for review in waiting_reviews(run.id, nodes):
+            for line in review_lines(review):
+                out.print(escape(line), soft_wrap=True, highlight=False)
+    if run.output is not None:
+        out.print("output:", escape(json.dumps(run.output, ensure_ascii=False, indent=2)), soft_wrap=True)
+
+
+def _render_ledger(out: Any, versions: list[Any], nodes: list[Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="field ledger")
+    for column in ("value", "v", "kind", "frozen fields", "by", "at", "read by", "reason"):
+        table.add_column(column, no_wrap=column != "reason")
+    for v in versions:
+        readers = [
+            n.node_id if n.activation == 1 else f"{n.node_id} #{n.activation}"
+            for n in nodes
+            if (n.consumed or {}).get(v.owner_id) == v.version
+        ]
+        frozen = ", ".join(f"{name} ({entry.get('by')})" for name, entry in v.frozen.items())
+        table.add_row(v.owner_id, str(v.version), v.kind, frozen, v.by, when(v.at), ", ".join(readers), v.reason or "")
+    print_table(table, out)

@@ -1,0 +1,82 @@
+"""What a correction says when it succeeds: the value now in effect, the ledger version it made,
+and what happened downstream (marked stale, queued, then how the rerun nodes ended).
+
+stdout carries the value now in effect (with --json, every fact as one object); stderr the
+account for a person.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+
+from plait.cli.common import print_json
+
+
+def overridden(store: Any, result: Any, node_id: str, policy: str) -> dict[str, Any]:
+    """The facts of an override: the node's effective value and the ledger version recording it."""
+    from plait.cli.outcome import newest
+    from plait.engine.run_diff import clean
+
+    record = newest(store.runs.node_runs(result.run_id))[node_id]
+    value = record.override if record.override is not None else record.output
+    history = store.ledger.history(result.run_id, node_id)
+    version = history[-1].version if history else None
+    line = f"overrode {node_id} of run {result.run_id} (ledger version {version}, policy {policy})"
+    return {"said": line, "node_id": node_id, "version": version, "policy": policy, "effective_output": clean(value)}
+
+
+def rolled_back(store: Any, result: Any, target: str, to_version: int) -> dict[str, Any]:
+    """The facts of a rollback: the version restored, the version that records it, the value now."""
+    from plait.engine.run_diff import clean
+
+    owner = target.partition(".")[0]
+    history = store.ledger.history(result.run_id, owner)
+    now = history[-1] if history else None
+    version = now.version if now is not None else None
+    line = f"rolled back {target} of run {result.run_id} to version {to_version} (recorded as version {version})"
+    value = clean(now.value) if now is not None else None
+    return {"said": line, "target": target, "restored_version": to_version, "version": version, "value": value}
+
+
+def tell(facts: dict[str, Any], result: Any, json_output: bool, quiet: bool) -> None:
+    """Print what the correction did. With --json (and no run to drive after it) one object on stdout."""
+    shown = {k: v for k, v in facts.items() if k != "said"}
+    if json_output:
+        print_json({"run_id": result.run_id, **shown, "stale": result.stale, "queued": result.queued})
+        return
+    value = shown.get("effective_output", shown.get("value"))
+    if facts:
+        print_json(value)
+    if quiet:
+        return
+    if facts:
+        sys.stderr.write(facts["said"] + "\n")
+    if result.stale:
+        sys.stderr.write(
+            f"stale now: {', '.join(result.stale)} (they read the old value)\n"
+            f"  hint: `plait rerun {result.run_id} {result.stale[0]}` reruns one; --downstream reruns what follows it\n"
+        )
+    elif facts and not result.queued:
+        sys.stderr.write("downstream: nothing read the old value; nothing changed\n")
+    if result.queued:
+        sys.stderr.write(f"rerunning: {', '.join(result.queued)}\n")
+
+
+@contextmanager
+def downstream_report(store: Any, result: Any, quiet: bool) -> Iterator[None]:
+    """After the run a correction drove has ended, how each queued node ended."""
+    try:
+        yield
+    except typer.Exit:
+        if result.queued and not quiet:
+            from plait.cli.outcome import newest
+
+            current = newest(store.runs.node_runs(result.run_id))
+            ended = [f"{n} {current[n].status}" for n in result.queued if n in current]
+            sys.stderr.write(f"downstream: {', '.join(ended)}\n")
+        raise

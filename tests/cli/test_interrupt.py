@@ -1,0 +1,164 @@
+"""Ctrl-C and SIGTERM during `plait run`: real `plait` processes, a real SQLite file, real signals.
+
+The model call is slow (a scripted `delay_ms`, or the embedded model writing a long answer), the
+signal arrives while it is in flight: the run is given back and stays resumable, the process
+says how to resume and exits 130, and never crashes; a second Ctrl-C ends it at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
+from llm_helpers import needs_local
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+GRAPH = EXAMPLES / "feedback_triage.yaml"
+INPUT = ["--input-file", str(EXAMPLES / "inputs" / "feedback_triage.yaml")]
+FAST = f"scripted:{EXAMPLES / 'scripted' / 'feedback_triage.yaml'}"
+
+LONG_ANSWER = """plait: 1
+id: long_answer
+name: Long answer
+input_schema: {type: object, properties: {topic: {type: string}}, required: [topic]}
+nodes:
+  - id: write
+    type: LLM_CALL
+    system_prompt: "You are a storyteller who never stops."
+    user_prompt_tpl: "Write a very long story about {{ input.topic }}, with many chapters."
+    token_budget_output: 400
+    cache: false
+edges: []
+"""
+
+
+def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def start(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "plait", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def slow_script(tmp_path: Path) -> str:
+    script = tmp_path / "slow.yaml"
+    script.write_text("responses:\n  - node: classify\n    delay_ms: 60000\n    output: {label: bug}\n")
+    return f"scripted:{script}"
+
+
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen[str], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        if process.poll() is not None:
+            raise AssertionError(f"plait ended before {what}: {process.communicate()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def node_running(db: Path) -> bool:
+    if not db.is_file():
+        return False
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT 1 FROM prompt_node_run WHERE status = 'running'").fetchone() is not None
+    except sqlite3.OperationalError:  # the schema is still being created
+        return False
+
+
+def the_run(tmp_path: Path) -> dict[str, object]:
+    (run,) = json.loads(plait("runs", "list", "--json", cwd=tmp_path).stdout)
+    detail: dict[str, object] = json.loads(plait("runs", "show", str(run["id"]), "--json", cwd=tmp_path).stdout)
+    return detail
+
+
+def assert_given_back(process: subprocess.Popen[str], tmp_path: Path) -> str:
+    """The process exited 130 saying how to resume; no node is left `running` and no lease held."""
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr  # a segfault is -11, a plain SIGTERM death -15
+    detail = the_run(tmp_path)
+    run_id = str(detail["id"])
+    assert f"interrupted: resume with plait resume {run_id}" in stderr
+    assert "Traceback" not in stderr
+    assert detail["status"] not in ("completed", "failed")
+    assert all(node["status"] != "running" for node in detail["nodes"])  # type: ignore[attr-defined]
+    with sqlite3.connect(tmp_path / ".plait" / "plait.db") as conn:
+        (lease,) = conn.execute("SELECT lease_owner FROM prompt_graph_run WHERE id = ?", (run_id,)).fetchone()
+    assert lease is None
+    return run_id
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_a_model_call_gives_the_run_back_and_resume_completes_it(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    process = start("run", str(GRAPH), *INPUT, "--llm", slow_script(tmp_path), cwd=tmp_path,
+                    env={"PLAIT_SCRIPTED_LOG": str(calls)})  # fmt: skip
+    wait_for(calls.is_file, process, "the model call")
+    process.send_signal(signum)
+    run_id = assert_given_back(process, tmp_path)
+
+    resumed = plait("resume", run_id, "--llm", FAST, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["label"] == "bug"
+
+
+def test_a_second_ctrl_c_quits_at_once(tmp_path: Path) -> None:
+    """The first Ctrl-C waits for the give-up, which here waits for the database (another process
+    holds its write lock); a second Ctrl-C ends the process there and then, and the run is
+    resumed like one whose process was killed."""
+    calls = tmp_path / "calls.jsonl"
+    process = start("run", str(GRAPH), *INPUT, "--llm", slow_script(tmp_path), cwd=tmp_path,
+                    env={"PLAIT_SCRIPTED_LOG": str(calls)})  # fmt: skip
+    wait_for(calls.is_file, process, "the model call")
+    blocker = sqlite3.connect(tmp_path / ".plait" / "plait.db", isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # the give-up's write now waits (busy_timeout: 5 s)
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert process.poll() is None, "the first Ctrl-C should still be waiting for the give-up"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=3)  # well before the lock would let the give-up through
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert process.returncode == -signal.SIGINT, stderr  # what a shell reports as 130
+    assert "press Ctrl-C again to quit at once" in stderr
+    run_id = str(the_run(tmp_path)["id"])
+    resumed = plait("resume", run_id, "--llm", FAST, cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+@needs_local
+def test_ctrl_c_during_an_embedded_model_generation_never_crashes(tmp_path: Path) -> None:
+    """llama.cpp generates on a native thread: the first Ctrl-C stops it at its next token and
+    waits for it before the interpreter exits (it used to end in a segfault, exit -11)."""
+    graph = tmp_path / "long_answer.yaml"
+    graph.write_text(LONG_ANSWER)
+    process = start("run", str(graph), "-i", "topic=dragons", "--llm", "local", cwd=tmp_path)
+    wait_for(lambda: node_running(tmp_path / ".plait" / "plait.db"), process, "the model call")
+    time.sleep(1.5)  # the model loads, then generates for far longer than this
+    process.send_signal(signal.SIGINT)
+    run_id = assert_given_back(process, tmp_path)
+
+    resumed = plait("resume", run_id, "--llm", "local", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr

@@ -1,6 +1,7 @@
 """The response cache around an LLM_CALL (SPEC §6.4): answer from it, or say what to remember.
 
-A node an explicit rerun queued (`plait rerun`, unless `--cache`) is never answered from it.
+A node an explicit rerun queued (`plait rerun`, unless `--cache`) is never answered from it; its
+fresh answer replaces the one remembered, so later identical requests get what the person asked for.
 A hit is validated like a fresh answer (so a cached answer never bypasses the contract), costs
 nothing, and records the node run whose call produced it. A fresh answer is remembered only
 once it is valid, and only under the key of the provider and model that really served it (after
@@ -23,20 +24,25 @@ from plait.model.nodes import LlmCallNode
 class CacheSlot:
     """Where a request's answer is (or would be) in the cache; None when it is not cached."""
 
-    def __init__(self, key: str, identity: str):
+    def __init__(self, key: str, identity: str, *, fresh: bool = False):
         self.key = key
         self.identity = identity
+        self.fresh = fresh
+        """Asked afresh (an explicit rerun): never answered from the cache, but its answer is remembered."""
 
     @classmethod
     def of(cls, node: LlmCallNode, request: ChatRequest, rt: Runtime, state: RunState) -> CacheSlot | None:
-        if rt.cache is None or not node.cache or _asked_fresh(node, state):
+        if rt.cache is None or not node.cache:
             return None
         identity = identity_of(rt.provider, request)
-        return cls(cache_key(identity, request), identity) if identity else None
+        return cls(cache_key(identity, request), identity, fresh=_asked_fresh(node, state)) if identity else None
 
     def answer(self, rt: Runtime, contract: OutputContract, snapshot: dict[str, Any]) -> NodeResult | None:
-        """A completed result from the cache, or None (a miss, or a stored answer no longer valid)."""
+        """A completed result from the cache, or None (asked afresh, a miss, or a stored answer no
+        longer valid)."""
         assert rt.cache is not None
+        if self.fresh:
+            return None
         hit = rt.cache.get(self.key)
         if hit is None:
             return None

@@ -139,7 +139,8 @@ class Stale:
 
 @dataclass(frozen=True, slots=True)
 class CachePut:
-    """Remember a validated model answer under its request hash (first writer wins). Result: None."""
+    """Remember a validated model answer under its request hash; a newer one replaces it (a node
+    rerun explicitly was asked afresh, and later identical requests get that answer). Result: None."""
 
     run_id: str
     key: str
@@ -489,17 +490,23 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
         .where(NODE_RUN.c.id == bindparam("b_id"), NODE_RUN.c.status == NodeStatus.COMPLETED.value)
         .values(status=NodeStatus.STALE.value)
     )
-    cache_put = (
-        dialect_insert(LLM_CACHE)
-        .values(
-            key=bindparam("b_key"),
-            provider=bindparam("b_provider"),
-            model=bindparam("b_model"),
-            response_json=bindparam("b_response"),
-            node_run_id=bindparam("b_node_run"),
-            created_at=bindparam("b_now"),
-        )
-        .on_conflict_do_nothing(index_elements=[LLM_CACHE.c.key])
+    cache_put = dialect_insert(LLM_CACHE).values(
+        key=bindparam("b_key"),
+        provider=bindparam("b_provider"),
+        model=bindparam("b_model"),
+        response_json=bindparam("b_response"),
+        node_run_id=bindparam("b_node_run"),
+        created_at=bindparam("b_now"),
+    )
+    cache_put = cache_put.on_conflict_do_update(  # the newest validated answer wins: an explicit rerun asked afresh
+        index_elements=[LLM_CACHE.c.key],
+        set_={
+            "provider": cache_put.excluded.provider,
+            "model": cache_put.excluded.model,
+            "response_json": cache_put.excluded.response_json,
+            "node_run_id": cache_put.excluded.node_run_id,
+            "created_at": cache_put.excluded.created_at,
+        },
     )
     return {
         "insert_node": insert_node,

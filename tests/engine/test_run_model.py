@@ -6,6 +6,7 @@ a run's model and of its changes."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,31 @@ def test_an_explicit_rerun_bypasses_the_cache_and_its_downstream_keeps_it(store:
     assert not nodes["a"].attempts[-1].get("cache_hit")
     assert nodes["b"].attempts[-1].get("cache_hit") is True  # same input: from the cache
     assert len(model.calls) == 3
+
+
+class Numbered(Counting):
+    """Like `Counting`, but each answer says which call it was."""
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self.calls.append(str(request.messages[-1]["content"]))
+        content = json.dumps({"text": f"answer {len(self.calls)}"})
+        return ChatResponse(content=content, usage=Usage(4, 2), provider="counting", model="m1")
+
+
+def test_the_fresh_answer_of_an_explicit_rerun_replaces_the_cached_one(store: Store, tmp_path: Path) -> None:
+    model = Numbered()
+    path = chain(tmp_path)
+    first = start_run(store, path, {"text": "w"})
+    execute(store, first, model)
+    assert newest(store, first)["a"].effective_output["text"] == "answer 1"
+    Corrections(store).rerun(first, "a")
+    execute(store, first, model)
+    fresh = newest(store, first)["a"].effective_output["text"]
+    assert fresh != "answer 1"
+    later = start_run(store, path, {"text": "w"})  # the same request again: answered from the cache
+    execute(store, later, model)
+    assert newest(store, later)["a"].attempts[-1].get("cache_hit") is True
+    assert newest(store, later)["a"].effective_output["text"] == fresh
 
 
 def test_a_rerun_may_use_the_cache_when_asked(store: Store, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from plait.engine.absorb import RERUN_AFTER, STALE_AFTER, absorb
@@ -53,6 +54,17 @@ def _finish(
         result.cost_usd,
         read,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """What committing a node's result decided: its status, the successors' claims and skips
+    (with their results) and the run's count of corrections seen in that transaction."""
+
+    status: NodeStatus
+    follow: list[Write]
+    follow_results: list[Any]
+    corrections: Any
 
 
 _NODE_STATUS = {
@@ -205,28 +217,25 @@ class Scheduler:
             result = internal_failure(exc, during=f"executing node '{node_id}'")
         failpoint("before_commit", node_id)
         try:
-            follow, results = await self._commit_result(claimed, result, read)
+            committed = await self._commit_result(claimed, result, read)
         except EngineError:
             raise
         except Exception as exc:  # the store refused this node's writes: fail the node alone, never the engine
             result = internal_failure(exc, during=f"recording node '{node_id}'")
-            follow, results = await self._commit_failure(claimed, result)
+            committed = await self._commit_failure(claimed, result)
         failpoint("after_commit", node_id)
         await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
         self._announce(node_id, claimed.id, result)
-        if results[0] == NodeStatus.STALE:
+        if committed.status == NodeStatus.STALE:
             self.engine.events.emit("node:stale", self.run_id, node_id)
-        later = self._take_up(results[-1])
-        kept = await self._started(follow, results[1:-1], keep_one=True)
+        later = self._take_up(committed.corrections)
+        kept = await self._started(committed.follow, committed.follow_results, keep_one=True)
         await self._commit(later)
         return kept
 
-    async def _commit_result(
-        self, claimed: NodeRunRecord, result: NodeResult, read: dict[str, int]
-    ) -> tuple[list[Write], list[Any]]:
+    async def _commit_result(self, claimed: NodeRunRecord, result: NodeResult, read: dict[str, int]) -> _Committed:
         """Apply `result` to the run state and commit it with the ledger versions, the cache entry
-        and the successors' claims and skips it decides. Returns those successor writes, and
-        `[status, *their results, corrections seen]`."""
+        and the successors' claims and skips it decides."""
         node_id = claimed.node_id
         status = _NODE_STATUS[result.phase]
         if status == NodeStatus.COMPLETED and self.state.nodes[node_id].after == STALE_AFTER:
@@ -244,9 +253,9 @@ class Scheduler:
                     self.state.set_phase(write.node_id, Phase.PENDING)
             raise
         self._check_lease(node_id, results[0])
-        return follow, [status, *results[1 + len(versions) + len(remember) : -1], results[-1]]
+        return _Committed(status, follow, list(results[1 + len(versions) + len(remember) : -1]), results[-1])
 
-    async def _commit_failure(self, claimed: NodeRunRecord, result: NodeResult) -> tuple[list[Write], list[Any]]:
+    async def _commit_failure(self, claimed: NodeRunRecord, result: NodeResult) -> _Committed:
         """Commit a node's failure alone (no versions, no cache, no successors): what is left when
         its real result could not be stored. Raises what the store raises: then it is the store
         itself that fails, and the engine stops."""
@@ -254,7 +263,7 @@ class Scheduler:
         finish = _finish(self.run_id, claimed.id, self.engine.owner, NodeStatus.FAILED, result, {})
         results = await self.engine.commits.submit([finish, Watch(self.run_id)])
         self._check_lease(claimed.node_id, results[0])
-        return [], [NodeStatus.FAILED, results[-1]]
+        return _Committed(NodeStatus.FAILED, [], [], results[-1])
 
     def _check_lease(self, node_id: str, finished: Any) -> None:
         if not finished:

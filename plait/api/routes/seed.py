@@ -44,6 +44,7 @@ from plait.api.state import ServerState, get_state
 from plait.compile.dump import graph_to_data
 from plait.engine.contracts import strip_meta
 from plait.engine.corrections import Correction
+from plait.errors import Refusal
 from plait.evolve.catalog import list_graphs
 from plait.evolve.fork import ForkError, fork_graph
 from plait.evolve.upload import UploadMode, save_upload
@@ -122,7 +123,7 @@ def def_fork(state: State, body: PromptGraphDefForkIn) -> PromptGraphDef:
     try:
         stored = fork_graph(state.store, body.id, body.slug)
     except ForkError as exc:
-        if "exists already" in exc.message:  # said in this route's words: the fork's id is its `slug`
+        if exc.kind == Refusal.CONFLICT:  # the id is taken; in this route's words, the fork's id is its `slug`
             exc.hint = "choose another slug for the fork with `slug`, or leave it out to get a free one"
         raise
     return def_out(stored, False)

@@ -11,6 +11,7 @@ file in a temporary folder holding one completed run of examples/feedback_triage
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import statistics
 import subprocess
@@ -70,6 +71,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (docs/performance.md)")
     options = parser.parse_args()
+    # As an installed package has it (pip compiles bytecode on install): a checkout run with
+    # PYTHONDONTWRITEBYTECODE=1 would otherwise compile every changed module on every start.
+    compileall.compile_dir(str(ROOT / "plait"), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         run_id = prepare(folder)

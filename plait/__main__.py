@@ -1,3 +1,3 @@
-from plait.cli.app import main
+from plait.cli.startup import main
 
 main()

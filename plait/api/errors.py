@@ -25,7 +25,7 @@ from plait.api.wording import for_http
 from plait.api_surface import GraphInvalid
 from plait.engine.outcome import EngineError
 from plait.errors import PlaitError, Refusal
-from plait.evolve.migrate import MigrationError
+from plait.evolve.migration_errors import MigrationError
 from plait.model.limits import MAX_DEPTH, MAX_INT_DIGITS
 from plait.store import NotFoundError, StoreError
 from plait.store.graph_admin import ReadOnlyGraph

@@ -437,8 +437,19 @@ class ProvidersOut(BaseModel):
 
 
 def summary_out(summary: GraphSummary) -> GraphSummaryOut:
-    g = summary.stored
-    return GraphSummaryOut(**_summary_fields(g), parent_updated=summary.parent_updated)
+    g = summary.listed
+    return GraphSummaryOut(
+        id=g.def_id,
+        slug=g.slug,
+        name=g.name,
+        version=g.version,
+        schema_version=g.schema_version,
+        source_type=g.source_type,
+        nodes=g.nodes,
+        updated_at=g.updated_at,
+        parent_id=g.parent_def_id,
+        parent_updated=summary.parent_updated,
+    )
 
 
 def graph_out(stored: StoredGraph, parent_updated: bool) -> GraphOut:

@@ -18,7 +18,7 @@ from plait.api.schemas import CheckedIn
 from plait.api.services import RunView
 from plait.compile.dump import graph_to_data
 from plait.engine.corrections import Correction, DownstreamPolicy
-from plait.store import NodeRunRecord, StoredGraph
+from plait.store import GraphListing, NodeRunRecord, StoredGraph
 
 PLAIT = "Plait's addition (not in seed 000). "
 READ_ONLY = "Read-only: returned by PromptGraphDefGetRoute, ignored when sent back."
@@ -305,6 +305,26 @@ def def_summary_fields(g: StoredGraph, parent_updated: bool) -> dict[str, Any]:
         "created_at": int(g.created_at),
         "updated_at": int(g.updated_at),
     }
+
+
+def def_listed(g: GraphListing, parent_updated: bool) -> PromptGraphDefSummary:
+    """A list entry, from the graph's row alone (the latest version: `latest_version` is it)."""
+    return PromptGraphDefSummary(
+        id=g.def_id,
+        slug=g.slug,
+        name=g.name,
+        description=g.description,
+        version=g.version,
+        latest_version=g.version,
+        schema_version=g.schema_version,
+        source_type=g.source_type,
+        parent_def_id=g.parent_def_id,
+        parent_def_ver_at_fork=g.parent_def_ver_at_fork,
+        parent_schema_ver_at_fork=g.parent_schema_ver_at_fork,
+        parent_updated=parent_updated,
+        created_at=int(g.created_at),
+        updated_at=int(g.updated_at),
+    )
 
 
 def def_out(g: StoredGraph, parent_updated: bool) -> PromptGraphDef:

@@ -105,7 +105,7 @@ def read_run(store: Store, run_id: str, *, raw: bool = False) -> RunView:
     run = store.runs.get(run_id)
     nodes = store.runs.node_runs(run_id)
     outputs = read_outputs(store, run, nodes, raw=raw)
-    latest = store.graphs.get(run.def_id).version
+    latest = store.graphs.latest_version(run.def_id)
     return RunView(run, nodes, outputs, current_activations(nodes), latest)
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.main import get_command_name
+from typer.models import CommandInfo, TyperInfo
 
 from plait import __version__
 from plait.cli import config, graphs, runs
@@ -71,8 +73,29 @@ def validate(
     raise typer.Exit(run_validate(graph, json_output))
 
 
+def _named_only(argv: list[str]) -> tuple[list[TyperInfo], list[CommandInfo]]:
+    """The registered groups and commands to build for `argv`: only the one it names, when it
+    names one exactly. Typer turns every registered function into a click command on each
+    start (~12 ms for all of them) and one invocation needs one; anything else (no argument,
+    `--help`, a typo) builds them all, so the top-level help and "No such command" list all."""
+    every = app.registered_groups, app.registered_commands
+    if len(argv) < 2:
+        return every
+    groups = [g for g in app.registered_groups if g.name == argv[1]]
+    commands = [c for c in app.registered_commands if _name(c) == argv[1]]
+    return (groups, commands) if groups or commands else every
+
+
+def _name(command: CommandInfo) -> str | None:
+    if command.name:
+        return command.name
+    return get_command_name(command.callback.__name__) if command.callback is not None else None
+
+
 def main() -> None:
     """Entry point: never show a Python traceback for a user's mistake."""
+    every = app.registered_groups, app.registered_commands
+    app.registered_groups, app.registered_commands = _named_only(sys.argv)
     try:
         app()
     except KeyboardInterrupt:
@@ -86,3 +109,5 @@ def main() -> None:
             "  set PLAIT_DEBUG=1 to see the traceback, and please report it\n"
         )
         sys.exit(EXIT_FAILED)
+    finally:
+        app.registered_groups, app.registered_commands = every

@@ -142,14 +142,14 @@ def list_graphs(
         store.close()
     rows: list[dict[str, Any]] = [
         {
-            "id": s.stored.def_id,
-            "slug": s.stored.slug,
-            "version": s.stored.version,
-            "schema_version": s.stored.schema_version,
-            "source_type": s.stored.source_type,
-            "nodes": len(s.stored.graph.nodes),
-            "updated_at": s.stored.updated_at,
-            "parent_id": s.stored.graph.parent_def_id,
+            "id": s.listed.def_id,
+            "slug": s.listed.slug,
+            "version": s.listed.version,
+            "schema_version": s.listed.schema_version,
+            "source_type": s.listed.source_type,
+            "nodes": s.listed.nodes,
+            "updated_at": s.listed.updated_at,
+            "parent_id": s.listed.parent_def_id,
             "parent_updated": s.parent_updated,
         }
         for s in summaries

@@ -64,7 +64,7 @@ def with_cause(run_id: str, error: dict[str, Any] | None, nodes: list[Any]) -> d
 
 def waiting_reviews(run_id: str, nodes: list[Any]) -> list[dict[str, Any]]:
     """The HUMAN_REVIEW nodes waiting for a person: prompt, value under review, the commands that answer."""
-    from plait.engine.run_diff import clean
+    from plait.model.output_meta import strip_meta_deep
 
     out = []
     for n in newest(nodes).values():
@@ -76,7 +76,7 @@ def waiting_reviews(run_id: str, nodes: list[Any]) -> list[dict[str, Any]]:
                 "node_id": n.node_id,
                 "node_run_id": n.id,
                 "review_prompt": snapshot.get("review_prompt"),
-                "value": clean(snapshot.get("value")),
+                "value": strip_meta_deep(snapshot.get("value")),
                 "commands": [
                     f"plait review {run_id} {n.node_id} --approve",
                     f"plait review {run_id} {n.node_id} --file F",

@@ -35,7 +35,7 @@ def show_command(
         run = store.runs.get(run_id)
         nodes = store.runs.node_runs(run_id)
         versions = store.ledger.history(run_id) if ledger else []
-        latest = store.graphs.get(run.def_id).version
+        latest = store.graphs.latest_version(run.def_id)
         outputs, migrated = _outputs(store, run, nodes, raw)
     finally:
         store.close()
@@ -80,7 +80,7 @@ def _as_json(
 
 def _outputs(store: Any, run: Any, nodes: list[Any], raw: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """Effective outputs by node run id, migrated to today's schemas unless `raw`; and what was migrated."""
-    from plait.evolve.migrate import MigrationError
+    from plait.evolve.migration_errors import MigrationError
     from plait.evolve.read import read_outputs
 
     try:
@@ -132,7 +132,7 @@ def _node_table(nodes: list[Any], outputs: dict[str, Any]) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
-    from plait.engine.run_diff import clean
+    from plait.model.output_meta import strip_meta_deep
 
     table = Table()
     for column in ("node", "node run", "status", "attempts", "served by", "tokens", "cost $", "time"):
@@ -141,7 +141,7 @@ def _node_table(nodes: list[Any], outputs: dict[str, Any]) -> Any:
     current = {n.node_id: n.activation for n in newest(nodes).values()}
     for n in nodes:
         took = f"{n.completed_at - n.started_at:.2f}s" if n.completed_at and n.started_at else ""
-        value = clean(outputs[n.id])
+        value = strip_meta_deep(outputs[n.id])
         output = escape(json.dumps(value, ensure_ascii=False)[:_CELL_CHARS]) if value is not None else ""
         if n.error:
             output = f"[red]{escape(str(n.error.get('message', '')))[:_CELL_CHARS]}[/]"

@@ -20,26 +20,32 @@ from plait.cli.common import print_json
 def overridden(store: Any, result: Any, node_id: str, policy: str) -> dict[str, Any]:
     """The facts of an override: the node's effective value and the ledger version recording it."""
     from plait.cli.outcome import newest
-    from plait.engine.run_diff import clean
+    from plait.model.output_meta import strip_meta_deep
 
     record = newest(store.runs.node_runs(result.run_id))[node_id]
     value = record.override if record.override is not None else record.output
     history = store.ledger.history(result.run_id, node_id)
     version = history[-1].version if history else None
     line = f"overrode {node_id} of run {result.run_id} (ledger version {version}, policy {policy})"
-    return {"said": line, "node_id": node_id, "version": version, "policy": policy, "effective_output": clean(value)}
+    return {
+        "said": line,
+        "node_id": node_id,
+        "version": version,
+        "policy": policy,
+        "effective_output": strip_meta_deep(value),
+    }
 
 
 def rolled_back(store: Any, result: Any, target: str, to_version: int) -> dict[str, Any]:
     """The facts of a rollback: the version restored, the version that records it, the value now."""
-    from plait.engine.run_diff import clean
+    from plait.model.output_meta import strip_meta_deep
 
     owner = target.partition(".")[0]
     history = store.ledger.history(result.run_id, owner)
     now = history[-1] if history else None
     version = now.version if now is not None else None
     line = f"rolled back {target} of run {result.run_id} to version {to_version} (recorded as version {version})"
-    value = clean(now.value) if now is not None else None
+    value = strip_meta_deep(now.value) if now is not None else None
     return {"said": line, "target": target, "restored_version": to_version, "version": version, "value": value}
 
 

@@ -16,12 +16,9 @@ from typing import Any
 from plait.compile.schema_inline import inline_refs
 from plait.compile.schema_validator import NO_REGISTRY, cached_validator, messages, registry_key, schema_key
 from plait.model.graph import EdgeDef, GraphDef, SchemaEntry
+from plait.model.output_meta import SCHEMA_ID, SCHEMA_VERSION, strip_meta
 
-SCHEMA_ID, SCHEMA_VERSION = "_schema_id", "_schema_version"
-ROUTED = "_routed"
-"""On an LLM_CALL output: {out-edge id: tool result} for edges its tools' results go down."""
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
-META_KEYS = (SCHEMA_ID, SCHEMA_VERSION, ROUTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +100,6 @@ def contract_for(graph: GraphDef, out_edges: list[EdgeDef]) -> OutputContract:
             if entry is not None:
                 seen[edge.schema_id] = BoundSchema(entry.id, entry.version, entry.schema_)
     return OutputContract(tuple(seen.values()), registry_key(graph.schemas) if seen else NO_REGISTRY)
-
-
-def strip_meta(value: Any) -> Any:
-    if isinstance(value, dict) and (SCHEMA_ID in value or SCHEMA_VERSION in value or ROUTED in value):
-        return {k: v for k, v in value.items() if k not in META_KEYS}
-    return value
 
 
 def combine_schemas(schemas: list[dict[str, Any]]) -> dict[str, Any]:

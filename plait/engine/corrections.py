@@ -20,12 +20,12 @@ from enum import StrEnum
 from typing import Any
 
 from plait.engine.compiled import load_compiled
-from plait.engine.contracts import strip_meta
 from plait.engine.ledger import frozen_by_policy
 from plait.engine.state import CompiledRun
 from plait.errors import PlaitError, Refusal
-from plait.model.common import FreezePolicy
+from plait.model.enums import FreezePolicy
 from plait.model.nodes import NodeType
+from plait.model.output_meta import strip_meta
 from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoreError, current_activations
 from plait.store.corrections import (
     Change,

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from plait.engine.contracts import strip_meta
 from plait.model.nodes import FewshotSelection, LlmCallNode
+from plait.model.output_meta import strip_meta
 from plait.store import NodeRunRecord, Store
 
 CANDIDATES = 200

@@ -14,7 +14,7 @@ from typing import Any
 
 from plait.compile.templates import TemplateError, parse_template
 from plait.engine.state import RunState
-from plait.model.common import FreezePolicy
+from plait.model.enums import FreezePolicy
 from plait.model.nodes import FreezeSpec, NodeBase, NodeType, node_field
 from plait.store import NodeRunRecord
 from plait.store.ledger import INPUT, WHOLE, FieldVersion

@@ -14,7 +14,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from plait.engine.contracts import ROUTED, OutputContract
+from plait.engine.contracts import OutputContract
 from plait.engine.fewshot import FewshotLookup, render_examples
 from plait.engine.llm_cache import CacheSlot
 from plait.engine.mcp_inputs import McpInputs, uses_mcp_inputs
@@ -27,6 +27,7 @@ from plait.llm.slots import hand_over
 from plait.llm.tokens import ESTIMATE, TokenCounter
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
+from plait.model.output_meta import ROUTED
 from plait.tools.inline import ToolContext
 from plait.tools.loop import RoutedResultInvalid, offers_tools, tool_rounds
 from plait.tools.mcp import McpFailure

@@ -13,9 +13,10 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from plait.engine.contracts import schema_violations, strip_meta
+from plait.engine.contracts import schema_violations
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, response_schema
+from plait.model.output_meta import strip_meta
 from plait.store import NodeRunRecord
 
 

@@ -21,8 +21,8 @@ from enum import StrEnum
 from typing import Any
 
 from plait.compile.topology import Topology
-from plait.engine.contracts import strip_meta
 from plait.model import GraphDef
+from plait.model.output_meta import strip_meta_deep
 from plait.store import NodeRunRecord, RunRecord, Store, current_activations
 
 TEXT_DIFF_MIN_CHARS = 80
@@ -216,7 +216,7 @@ def diff_runs(store: Store, run_a: str, run_b: str) -> RunDiff:
         )
         for node_id in order
     ]
-    run_changes, _, _ = compare_values(clean(record_a.output), clean(record_b.output))
+    run_changes, _, _ = compare_values(strip_meta_deep(record_a.output), strip_meta_deep(record_b.output))
     return RunDiff(RunFacts.of(record_a), RunFacts.of(record_b), nodes, outputs_equal=not run_changes)
 
 
@@ -240,7 +240,7 @@ def _side(record: NodeRunRecord | None) -> NodeSide:
     return NodeSide(
         status=str(record.status),
         activation=record.activation,
-        output=clean(record.effective_output),
+        output=strip_meta_deep(record.effective_output),
         overridden=record.override is not None,
         node_run_id=record.id,
     )
@@ -259,16 +259,6 @@ def diff_node(node_id: str, a: NodeSide | None, b: NodeSide | None) -> NodeDiff:
     else:
         verdict = Verdict.SAME
     return NodeDiff(node_id, verdict, a, b, changes, text_diffs, notes)
-
-
-def clean(value: Any) -> Any:
-    """`value` without schema annotations at any depth (a MERGE output nests annotated outputs)."""
-    value = strip_meta(value)
-    if isinstance(value, dict):
-        return {k: clean(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean(v) for v in value]
-    return value
 
 
 def compare_values(old: Any, new: Any) -> tuple[list[Change], dict[str, str], list[str]]:

@@ -14,9 +14,10 @@ from enum import StrEnum
 from typing import Any
 
 from plait.compile.topology import Topology
-from plait.engine.contracts import ROUTED, OutputContract, contract_for, strip_meta
+from plait.engine.contracts import OutputContract, contract_for
 from plait.model.graph import END, EdgeDef, GraphDef
 from plait.model.nodes import NodeBase, NodeType, SkillScope, node_field
+from plait.model.output_meta import ROUTED, strip_meta
 
 
 class Phase(StrEnum):

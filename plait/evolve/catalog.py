@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from plait.store import NotFoundError, Store, StoredGraph
+from plait.store import GraphListing, NotFoundError, Store, StoredGraph
 
 
 @dataclass(frozen=True, slots=True)
 class GraphSummary:
-    stored: StoredGraph
+    listed: GraphListing
     parent_updated: bool
     """A fork whose parent has a version newer than the one it was forked from."""
 
@@ -20,7 +20,7 @@ def list_graphs(store: Store, *, source_type: str | None = None) -> list[GraphSu
     graphs = store.graphs.list(source_type=source_type)
     everything = graphs if source_type is None else store.graphs.list()
     latest = {g.def_id: g.version for g in everything}
-    return [GraphSummary(g, _parent_updated(g, latest)) for g in graphs]
+    return [GraphSummary(g, _parent_updated(g.parent_def_id, g.parent_def_ver_at_fork, latest)) for g in graphs]
 
 
 def parent_updated(store: Store, graph: StoredGraph) -> bool:
@@ -34,9 +34,8 @@ def parent_updated(store: Store, graph: StoredGraph) -> bool:
     except NotFoundError:
         return False
     latest = {} if now.deleted_at is not None else {now.def_id: now.version}
-    return _parent_updated(graph, latest)
+    return _parent_updated(parent, graph.graph.parent_def_ver_at_fork, latest)
 
 
-def _parent_updated(graph: StoredGraph, latest: dict[str, int]) -> bool:
-    parent, at_fork = graph.graph.parent_def_id, graph.graph.parent_def_ver_at_fork
+def _parent_updated(parent: str | None, at_fork: int | None, latest: dict[str, int]) -> bool:
     return parent is not None and at_fork is not None and latest.get(parent, at_fork) > at_fork

@@ -21,8 +21,8 @@ from enum import StrEnum
 from typing import Any
 
 from plait.evolve.schema_diff import Finding, Kind, Level, diff_schemas, same
-from plait.model.common import SEMVER_RE
 from plait.model.graph import SchemaEntry
+from plait.model.semver import SEMVER_RE
 
 DEFAULT_SCHEMA_VERSION = "1.0.0"
 

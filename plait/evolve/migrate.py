@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from plait.engine.contracts import SCHEMA_ID, SCHEMA_VERSION, schema_violations, strip_meta
-from plait.model.common import SEMVER_RE, VERSION_PATTERN_RE
+from plait.engine.contracts import schema_violations
+from plait.evolve.migration_errors import MigrationFailed, MigrationMissing
 from plait.model.graph import GraphDef, SchemaEntry, SchemaMigration
 from plait.model.limits import value_problem
+from plait.model.output_meta import SCHEMA_ID, SCHEMA_VERSION, is_current, strip_meta
+from plait.model.semver import SEMVER_RE, VERSION_PATTERN_RE
 from plait.sandbox.errors import JsMemoryError, JsSyntaxError, JsTimeoutError, SandboxError
 
 _Version = tuple[int, int, int]
@@ -33,47 +35,6 @@ class CallSandbox(Protocol):
     """What migrations need from a sandbox: `JsSandbox` and `ProcessSandbox` both fit."""
 
     def call(self, function_expression: str, *args: Any, timeout_s: float | None = None) -> Any: ...
-
-
-class MigrationError(Exception):
-    """A stored output could not be read at the current schema version; `hint` says how to fix it."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        hint: str,
-        schema_id: str,
-        from_version: str,
-        to_version: str,
-        run_id: str | None = None,
-        node_id: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.schema_id = schema_id
-        self.from_version = from_version
-        """The version the failure starts from (the stored one, or the failing step's)."""
-        self.to_version = to_version
-        """The version it was heading for (the registry's, or the failing step's)."""
-        self.run_id = run_id
-        self.node_id = node_id
-
-
-class MigrationMissing(MigrationError):
-    """No chain of migrations leads from the stored major to the registry's."""
-
-
-class MigrationFailed(MigrationError):
-    """A `migrate_expr` threw, timed out, ran out of memory, returned a non-object, or the chain's
-    result does not match the current schema."""
-
-    def __init__(self, message: str, *, cause: str, problems: Sequence[str] = (), **context: Any) -> None:
-        super().__init__(message, **context)
-        self.cause = cause
-        self.problems = list(problems)
-        """Every validation problem (`path: message`), when the result failed the schema."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,13 +209,10 @@ def _migrate(
     ctx: _Context,
     timeout_s: float | None,
 ) -> MigrationResult:
-    if not isinstance(value, dict) or value.get(SCHEMA_ID) != schema.id or SCHEMA_VERSION not in value:
+    if not isinstance(value, dict) or is_current(value, schema.id, schema.version):
         return MigrationResult(value)
     stored = value[SCHEMA_VERSION]
     stored_text = stored if isinstance(stored, str) else repr(stored)
-    parsed = _parse(stored_text)
-    if parsed is not None and parsed[0] == _major(schema.version):
-        return MigrationResult(value)
     where = ctx.where()
     chain = _plan(schema.id, stored_text, schema.version, migrations, ctx)
     data: Any = strip_meta(value)

@@ -1,56 +1,18 @@
-"""Reading a run's outputs at the graph's current schema versions (SPEC §5 lazy migration).
+"""Reading a run's outputs at the graph's current schema versions (lazy migration).
 
-`runs show` (and anything else that presents stored outputs) reads each node's effective
-output through `RunReader`: an output whose `_schema_version` major is older than the one in
-the graph's latest version is migrated on the fly by the graph's `migrations`; the stored
-original is never written back (`runs show --raw` shows it). Migrations run in the process's
-shared sandbox (`plait.sandbox.shared`), started only when one is needed and reused by every
-reader, so reading runs never spawns a sandbox process per request.
+`runs show`, `GET /api/runs/{id}` and anything else that presents stored outputs read them
+here. Most reads need no migration, and finding that out costs one query on the graph's row:
+the migration machinery (the graph's models, JSON Schema validation, the sandbox) is loaded
+only when some output is older than its schema (`plait.evolve.reader`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from plait.evolve.migrate import MigrationStep, migrate_output, schemas_by_id
-from plait.model.graph import SchemaEntry, SchemaMigration
-from plait.sandbox.shared import shared_sandbox
+from plait.model.output_meta import outdated
 from plait.store import NodeRunRecord, RunRecord, Store
-
-
-@dataclass
-class RunReader:
-    """Migrated effective outputs of one run's node runs; `steps` says what was migrated."""
-
-    store: Store
-    run: RunRecord
-    steps: dict[str, tuple[MigrationStep, ...]] = field(default_factory=dict)
-    _today: tuple[dict[str, SchemaEntry], tuple[SchemaMigration, ...]] | None = None
-
-    def output(self, record: NodeRunRecord) -> Any:
-        if self._today is None:  # the graph's latest version: today's schemas, read once
-            graph = self.store.graphs.get(self.run.def_id).graph
-            self._today = schemas_by_id(graph), tuple(graph.migrations)
-        schemas, migrations = self._today
-        result = migrate_output(
-            record.effective_output,
-            schemas,
-            migrations,
-            self,
-            run_id=self.run.id,
-            node_id=record.node_id,
-        )
-        if result.steps:
-            self.steps[record.id] = result.steps
-        return result.value
-
-    def call(self, function_expression: str, *args: Any, timeout_s: float | None = None) -> Any:
-        """The sandbox side of a migration step, in the shared sandbox (owner: this run)."""
-        return shared_sandbox().call(function_expression, *args, timeout_s=timeout_s, owner=self.run.id)
-
-    def close(self) -> None:
-        """Nothing to free: the shared sandbox outlives readers (kept for callers that close)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +27,14 @@ class Outputs:
 def read_outputs(store: Store, run: RunRecord, nodes: list[NodeRunRecord], *, raw: bool = False) -> Outputs:
     """What `plait runs show` and `GET /api/runs/{id}` present: each node run's effective output at
     the graph's current schema versions (`raw`: as stored). Raises MigrationError."""
+    as_stored = {n.id: n.effective_output for n in nodes}
     if raw:
-        return Outputs({n.id: n.effective_output for n in nodes}, {})
+        return Outputs(as_stored, {})
+    today = store.graphs.schema_versions(run.def_id)
+    if not any(outdated(value, today) for value in as_stored.values()):
+        return Outputs(as_stored, {})
+    from plait.evolve.reader import RunReader  # only now: it loads the graph models and the sandbox
+
     reader = RunReader(store, run)
     try:
         values = {n.id: reader.output(n) for n in nodes}

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import re
-from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-SEMVER_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
-VERSION_PATTERN_RE = re.compile(r"^(\d+|x)\.(\d+|x)\.(\d+|x)$")
 IDENT_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Identifier = Annotated[str, StringConstraints(pattern=IDENT_RE, max_length=128)]
@@ -23,20 +19,6 @@ class PlaitModel(BaseModel):
     """Base of every file-format type: unknown fields are errors, never silently kept."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_default=False)
-
-
-class SourceType(StrEnum):
-    SYSTEM = "system"
-    USER = "user"
-    SYSTEM_FORK = "system_fork"
-
-
-class FreezePolicy(StrEnum):
-    """When a field stops accepting writes (seed 003 §2.2); applied at node commit time."""
-
-    ON_CREATE = "on_create"
-    ON_CONSUME = "on_consume"
-    NONE = "none"
 
 
 class Position(PlaitModel):

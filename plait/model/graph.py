@@ -12,17 +12,15 @@ from pydantic import AliasChoices, Field, StringConstraints, field_validator
 
 from plait.model.common import (
     IDENT_RE,
-    SEMVER_RE,
-    VERSION_PATTERN_RE,
     ConditionKey,
-    FreezePolicy,
     Identifier,
     JsonObject,
     NonEmptyStr,
     PlaitModel,
-    SourceType,
 )
+from plait.model.enums import FreezePolicy, SourceType
 from plait.model.nodes import FreezeSpec, NodeDef
+from plait.model.semver import SEMVER_RE, VERSION_PATTERN_RE
 
 GraphSlug = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=128)]
 FORMAT_VERSION: Literal[1] = 1

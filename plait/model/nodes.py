@@ -14,13 +14,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, Field, model_validator
 
 from plait.model.common import (
-    FreezePolicy,
     Identifier,
     NonEmptyStr,
     PlaitModel,
     Position,
     Priority,
 )
+from plait.model.enums import FreezePolicy
 from plait.model.tools import McpPromptRef, McpResourceRef, McpServerRef, ToolChoice, ToolDef
 
 

@@ -14,13 +14,22 @@ from __future__ import annotations
 
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.graphs import GraphRepository
-from plait.store.records import NodeRunRecord, NodeStatus, RunRecord, RunStatus, StoredGraph, current_activations
+from plait.store.records import (
+    GraphListing,
+    NodeRunRecord,
+    NodeStatus,
+    RunRecord,
+    RunStatus,
+    StoredGraph,
+    current_activations,
+)
 from plait.store.runs import RunRepository
 from plait.store.store import Store
 from plait.store.url import DEFAULT_URL, database_url, redact
 
 __all__ = [
     "DEFAULT_URL",
+    "GraphListing",
     "GraphRepository",
     "NodeRunRecord",
     "NodeStatus",

@@ -57,6 +57,18 @@ def is_sqlite(engine: Engine | Connection) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+def conflict_insert(engine: Engine) -> Any:
+    """The engine's dialect's `insert()`, which has `on_conflict_do_nothing/do_update`. Imported
+    here, not at the top: the PostgreSQL dialect module costs every SQLite command ~20 ms."""
+    if is_sqlite(engine):
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    return pg_insert
+
+
 def create_store_engine(url: URL) -> Engine:
     """An engine for `url`; for a SQLite file, its directory is created first."""
     if url.get_backend_name() != "sqlite":

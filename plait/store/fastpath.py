@@ -107,7 +107,7 @@ class Session:
 
 class Statements:
     """Named Core statements, run the fastest way the database allows: prepared on the raw
-    SQLite connection, through SQLAlchemy elsewhere. Build one per repository, at start."""
+    SQLite connection, through SQLAlchemy elsewhere. Build one per repository."""
 
     def __init__(
         self,
@@ -121,19 +121,17 @@ class Statements:
         self._lock = threading.Lock()
         self._held: Any = None
         """The pool's connection this instance keeps checked out (SQLite only, opened on first use)."""
-        self._prepared: dict[str, Prepared] | None = None
-        if engine.dialect.name == "sqlite":
-            self._prepared = {
-                name: PreparedQuery(stmt, engine, dumps)
-                if isinstance(stmt, Select)
-                else Prepared(stmt, engine, json_params, dumps)
-                for name, stmt in statements.items()
-            }
+        self._dumps = dumps
+        self._json_params = json_params
+        self._sqlite = engine.dialect.name == "sqlite"
+        self._prepared: dict[str, Prepared] = {}
+        """SQLite only: each statement compiled on its first use (a CLI command that reads one
+        row must not compile the dozens a run writes with)."""
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         """A write transaction (`BEGIN IMMEDIATE` on SQLite), committed on success."""
-        if self._prepared is not None:
+        if self._sqlite:
             with self._lock, _immediate(self._connection()) as raw:
                 yield self._raw_session(raw)
         else:
@@ -143,7 +141,7 @@ class Statements:
     @contextmanager
     def reading(self) -> Iterator[Session]:
         """A connection for reads (each statement sees the latest commit)."""
-        if self._prepared is not None:
+        if self._sqlite:
             with self._lock:
                 yield self._raw_session(self._connection())
         else:
@@ -165,12 +163,22 @@ class Statements:
         return raw
 
     def _raw_session(self, raw: sqlite3.Connection) -> Session:
-        prepared = self._prepared
-        assert prepared is not None
         return Session(
-            lambda name, params: prepared[name].execute(raw, params),
-            lambda name, params: prepared[name].rows(raw, params),
+            lambda name, params: self._compiled(name).execute(raw, params),
+            lambda name, params: self._compiled(name).rows(raw, params),
         )
+
+    def _compiled(self, name: str) -> Prepared:
+        prepared = self._prepared.get(name)
+        if prepared is None:
+            stmt = self._statements[name]
+            prepared = (
+                PreparedQuery(stmt, self._engine, self._dumps)
+                if isinstance(stmt, Select)
+                else Prepared(stmt, self._engine, self._json_params, self._dumps)
+            )
+            self._prepared[name] = prepared
+        return prepared
 
     def _sqlalchemy_session(self, conn: Connection) -> Session:
         statements = self._statements

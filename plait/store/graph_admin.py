@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, func, select, update
 
-from plait.model import SourceType
+from plait.model.enums import SourceType
 from plait.store.db import writer
 from plait.store.errors import StoreError
 from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION, GRAPH_RUN

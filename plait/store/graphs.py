@@ -6,18 +6,21 @@ import hashlib
 import json
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, and_, bindparam, insert, select, update
+from sqlalchemy import Engine, and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from plait.model import GraphDef, SourceType
+from plait.model.enums import SourceType
 from plait.store.db import json_dumps, writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.fastpath import Statements
 from plait.store.graph_admin import ReadOnlyGraph
 from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION
-from plait.store.records import StoredGraph
+from plait.store.records import GraphListing, StoredGraph
+
+if TYPE_CHECKING:
+    from plait.model import GraphDef
 
 MANAGED_FIELDS = frozenset({"version", "schema_version", "created_at", "updated_at"})
 """Fields of `GraphDef` the store assigns; they are not part of a version's content, so
@@ -55,6 +58,20 @@ _META_COLS = (
     GRAPH_DEF.c.deleted_at,
 )
 _VERSION_COLS = (*_META_COLS, GRAPH_DEF_VERSION.c.content_json)
+_LISTED_COLS = (
+    GRAPH_DEF.c.id,
+    GRAPH_DEF.c.slug,
+    GRAPH_DEF.c.name,
+    GRAPH_DEF.c.description,
+    GRAPH_DEF.c.version,
+    GRAPH_DEF.c.schema_version,
+    GRAPH_DEF.c.source_type,
+    GRAPH_DEF.c.created_at,
+    GRAPH_DEF.c.parent_def_id,
+    GRAPH_DEF.c.parent_def_ver_at_fork,
+    GRAPH_DEF.c.parent_schema_ver_at_fork,
+)
+"""The graph row's copy of its latest version: what a list shows."""
 
 
 def _lookup(version: Any) -> Any:
@@ -260,10 +277,14 @@ class GraphRepository:
                 graph = self._remember(row, content)
         return self._stored(row, created=False, graph=graph)
 
-    def list(self, *, source_type: str | None = None) -> list[StoredGraph]:
-        """The latest version of every live graph, by slug."""
+    def list(self, *, source_type: str | None = None) -> list[GraphListing]:
+        """Every live graph by slug, as of its latest version (optionally of one source type)."""
         query = (
-            select(*_VERSION_COLS)
+            select(
+                *_LISTED_COLS,
+                func.json_array_length(GRAPH_DEF.c.nodes_json).label("nodes"),
+                GRAPH_DEF_VERSION.c.created_at.label("version_created_at"),
+            )
             .select_from(
                 GRAPH_DEF.join(
                     GRAPH_DEF_VERSION,
@@ -279,12 +300,39 @@ class GraphRepository:
             query = query.where(GRAPH_DEF.c.source_type == str(_source_type(source_type)))
         with self._engine.connect() as conn:
             rows = conn.execute(query).all()
-        return [self._stored(row, created=False) for row in rows]
+        return [
+            GraphListing(
+                **{c.name: getattr(row, c.name) for c in _LISTED_COLS if c.name != "id"},
+                def_id=row.id,
+                nodes=int(row.nodes or 0),
+                updated_at=row.version_created_at,
+            )
+            for row in rows
+        ]
+
+    def latest_version(self, def_id: str) -> int:
+        """The newest version of graph `def_id` (deleted or not), without reading the graph."""
+        return int(self._row_value(def_id, GRAPH_DEF.c.version))
+
+    def schema_versions(self, def_id: str) -> dict[str, str]:
+        """{schema id: version} of the latest version of graph `def_id` (its row's copy of the
+        schema registry, no graph parsed): what a reader checks stored outputs against."""
+        registry = self._row_value(def_id, GRAPH_DEF.c.schema_registry_json)
+        return {str(entry["id"]): str(entry["version"]) for entry in registry}  # defaults are stored resolved
+
+    def _row_value(self, def_id: str, column: Any) -> Any:
+        with self._engine.connect() as conn:
+            value = conn.execute(select(column).where(GRAPH_DEF.c.id == def_id)).scalar_one_or_none()
+        if value is None:
+            raise NotFoundError(f"no graph with id '{def_id}' in this database")
+        return value
 
     def _remember(self, row: Any, content: Any) -> GraphDef:
         """Parse a version's content once; the cached graph carries the store-managed fields."""
         if len(self._parsed) >= _PARSED_CACHE_SIZE:
             self._parsed.pop(next(iter(self._parsed)))  # oldest first
+        from plait.model import GraphDef  # the graph models load only when a graph is read
+
         graph = GraphDef.model_validate(content)
         graph = _with_managed(graph, row.version, row.schema_version, row.created_at, row.version_created_at)
         self._parsed[(row.id, row.version)] = graph

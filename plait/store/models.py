@@ -1,8 +1,11 @@
-"""SQLAlchemy 2 declarative models of the store's tables (seed 000 §8, SPEC §9).
+"""The store's tables, as SQLAlchemy Core `Table`s on one `METADATA`.
 
-The models are the typed description the repositories query through; the tables themselves
+The repositories query and write these directly with `select()/insert()/update()` (one
+statement each, no unit-of-work bookkeeping: the engine writes once per node). They are Core
+tables rather than ORM classes because nothing here needs identity maps or relationships,
+and loading the ORM would cost every CLI command ~50 ms of start-up. The tables themselves
 are created only by the Alembic migrations in `plait/store/migrations/versions/` (a test
-checks that the two agree). Change a model → add a migration.
+checks that the two agree). Change a table → add a migration.
 
 Conventions:
 - ids are UUID4 strings (`TEXT`), so a graph can be referred to by id or slug in one column type;
@@ -15,17 +18,19 @@ Conventions:
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Column,
     Double,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
     Integer,
+    MetaData,
     String,
     Table,
     Text,
@@ -33,7 +38,6 @@ from sqlalchemy import (
     false,
     text,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeEngine
 
 Json: TypeEngine[Any] = JSON(none_as_null=True)
@@ -45,226 +49,213 @@ SQLite and PostgreSQL would behave differently. (An expression index on `col::js
 still serve queries later.)"""
 Id = String(36)
 
+METADATA = MetaData()
+"""Every table of the store; `full_metadata()` adds the indexes with dialect options."""
 
-class Base(DeclarativeBase):
-    pass
+
+def _required(name: str, kind: Any, *args: Any, **kwargs: Any) -> Column[Any]:
+    return Column(name, kind, *args, nullable=False, **kwargs)
 
 
-class GraphDefRow(Base):
-    """A graph (one slug) and a denormalised copy of its latest version, as seed 000 §8 lays it out."""
+def _optional(name: str, kind: Any, *args: Any, **kwargs: Any) -> Column[Any]:
+    return Column(name, kind, *args, nullable=True, **kwargs)
 
-    __tablename__ = "prompt_graph_def"
 
-    id: Mapped[str] = mapped_column(Id, primary_key=True)
-    slug: Mapped[str] = mapped_column(String(128))
-    name: Mapped[str] = mapped_column(Text)
-    description: Mapped[str | None] = mapped_column(Text)
-    nodes_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'[]'"))
-    edges_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'[]'"))
-    schema_registry_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'[]'"))
-    migrations_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'[]'"))
-    version: Mapped[int] = mapped_column(Integer, server_default=text("1"))
-    schema_version: Mapped[str] = mapped_column(String(32), server_default=text("'1.0.0'"))
-    source_type: Mapped[str] = mapped_column(String(16), server_default=text("'user'"))
-    parent_def_id: Mapped[str | None] = mapped_column(Id)
-    parent_def_ver_at_fork: Mapped[int | None] = mapped_column(Integer)
-    parent_schema_ver_at_fork: Mapped[str | None] = mapped_column(String(32))
-    created_at: Mapped[float] = mapped_column(Double)
-    updated_at: Mapped[float] = mapped_column(Double)
-    deleted_at: Mapped[float | None] = mapped_column(Double)
+GRAPH_DEF = Table(
+    "prompt_graph_def",
+    METADATA,
+    Column("id", Id, primary_key=True),
+    _required("slug", String(128)),
+    _required("name", Text),
+    _optional("description", Text),
+    _required("nodes_json", Json, server_default=text("'[]'")),
+    _required("edges_json", Json, server_default=text("'[]'")),
+    _required("schema_registry_json", Json, server_default=text("'[]'")),
+    _required("migrations_json", Json, server_default=text("'[]'")),
+    _required("version", Integer, server_default=text("1")),
+    _required("schema_version", String(32), server_default=text("'1.0.0'")),
+    _required("source_type", String(16), server_default=text("'user'")),
+    _optional("parent_def_id", Id),
+    _optional("parent_def_ver_at_fork", Integer),
+    _optional("parent_schema_ver_at_fork", String(32)),
+    _required("created_at", Double),
+    _required("updated_at", Double),
+    _optional("deleted_at", Double),
+    Index("idx_pgd_source", "source_type"),
+)
+"""A graph (one slug) and a denormalised copy of its latest version. A slug names one live
+graph: see `full_metadata` for its partial unique index."""
 
-    __table_args__ = (
-        Index("idx_pgd_source", "source_type"),
+GRAPH_DEF_VERSION = Table(
+    "prompt_graph_def_version",
+    METADATA,
+    Column("def_id", Id, ForeignKey("prompt_graph_def.id", ondelete="CASCADE"), primary_key=True),
+    Column("version", Integer, primary_key=True),
+    _required("content_json", Json),
+    _required("content_hash", String(64)),
+    _required("schema_version", String(32)),
+    _required("created_at", Double),
+)
+"""One immutable saved version of a graph: old versions stay readable for the runs pinned to them."""
+
+GRAPH_RUN = Table(
+    "prompt_graph_run",
+    METADATA,
+    Column("id", Id, primary_key=True),
+    _required("prompt_graph_def_id", Id),
+    _required("graph_def_ver", Integer),
+    _required("schema_version", String(32)),
+    _optional("workflow_run_id", Text),
+    _optional("workflow_node_run_id", Text),
+    _optional("material_id", Text),
+    _required("status", String(16), server_default=text("'pending'")),
+    _required("input_json", Json),
+    # Kept for compatibility with the original table layout; the engine rebuilds context from node runs.
+    _required("context_json", Json, server_default=text("'{}'")),
+    _optional("output_json", Json),
+    _optional("error_json", Json),
+    _optional("lease_owner", Text),
+    _optional("lease_expires_at", Double),
+    _required("tokens_input", BigInteger, server_default=text("0")),
+    _required("tokens_output", BigInteger, server_default=text("0")),
+    _required("cost_usd", Double, server_default=text("0")),
+    _required("created_at", Double),
+    _optional("started_at", Double),
+    _optional("completed_at", Double),
+    _required("updated_at", Double),
+    # Corrections made so far: an engine executing the run compares it at every commit.
+    _required("corrections", Integer, server_default=text("0")),
+    # The model selection the run executes with (an `--llm` spec, or a plait.toml path and its
+    # roles; never a secret): later executions of the run reuse it.
+    _optional("llm_json", Json),
+    # Each explicit change of the run's model: {"at", "by", "from", "to"}.
+    _required("llm_history_json", Json, server_default=text("'[]'")),
+    # Seconds engines spent executing the run, summed over its executions: the time a person
+    # took between them (a review, a correction) is not in it, unlike `completed_at - started_at`.
+    _required("active_s", Double, server_default=text("0")),
+    ForeignKeyConstraint(
+        ["prompt_graph_def_id", "graph_def_ver"],
+        ["prompt_graph_def_version.def_id", "prompt_graph_def_version.version"],
+        name="fk_pgr_def_version",
+    ),
+    Index("idx_pgr_def", "prompt_graph_def_id"),
+    Index("idx_pgr_wf_run", "workflow_run_id"),
+    Index("idx_pgr_status", "status"),
+    Index("idx_pgr_created", "created_at"),
+)
+"""A run, pinned to the graph version it started with."""
+
+NODE_RUN = Table(
+    "prompt_node_run",
+    METADATA,
+    Column("id", Id, primary_key=True),
+    _required("prompt_graph_run_id", Id, ForeignKey("prompt_graph_run.id", ondelete="CASCADE")),
+    _required("node_def_id", Text),
+    _required("activation", Integer, server_default=text("0")),
+    _required("status", String(16), server_default=text("'pending'")),
+    _optional("input_snapshot_json", Json),
+    _optional("output_json", Json),
+    _optional("override_json", Json),
+    _optional("override_by", Text),
+    _optional("override_at", Double),
+    _optional("override_note", Text),
+    _optional("downstream_policy", String(16), server_default=text("'INVALIDATE'")),
+    _required("attempts_json", Json, server_default=text("'[]'")),
+    _optional("error_json", Json),
+    _required("tokens_input", Integer, server_default=text("0")),
+    _required("tokens_output", Integer, server_default=text("0")),
+    _required("cost_usd", Double, server_default=text("0")),
+    _optional("owner", Text),
+    _required("claims", Integer, server_default=text("0")),
+    _required("created_at", Double),
+    _optional("started_at", Double),
+    _optional("completed_at", Double),
+    # Ledger versions this activation read: {"input": 1, "<node id>": 3} (see FIELD_VERSION).
+    _optional("consumed_json", Json),
+    # Queued by an explicit rerun: its model call must not be answered from the response cache.
+    _required("no_cache", Boolean, server_default=false()),
+    UniqueConstraint("prompt_graph_run_id", "node_def_id", "activation", name="uq_pnr_run_node_activation"),
+    Index("idx_pnr_run", "prompt_graph_run_id"),
+)
+"""One activation of a node in a run; `UNIQUE(run, node, activation)` is the idempotency guard."""
+
+LLM_CACHE = Table(
+    "llm_response_cache",
+    METADATA,
+    Column("key", String(64), primary_key=True),
+    _required("provider", Text),
+    _required("model", Text),
+    _required("response_json", Json),
+    # The node run whose call produced the answer (recorded on every hit).
+    _optional("node_run_id", Id),
+    _required("created_at", Double),
+)
+"""Validated model answers by request hash: an identical later request (same provider and
+model, messages, tools, response_format, temperature, seed) is answered from here at no cost.
+Written with the node run that produced the answer, in its commit."""
+
+FIELD_VERSION = Table(
+    "prompt_field_version",
+    METADATA,
+    Column("prompt_graph_run_id", Id, ForeignKey("prompt_graph_run.id", ondelete="CASCADE"), primary_key=True),
+    Column("owner_id", Text, primary_key=True),
+    Column("version", Integer, primary_key=True),
+    # execute | override | review | rollback | freeze | input
+    _required("kind", String(16)),
+    # The owner's value after this write; NULL for `execute` (it is the node run's output_json).
+    _optional("value_json", Json),
+    # {field: {"by": node id, "node_run_id", "at", "policy"}}; "*" freezes the whole value.
+    _required("frozen_json", Json, server_default=text("'{}'")),
+    _optional("node_run_id", Id),
+    _required("by", Text),
+    _optional("reason", Text),
+    _required("at", Double),
+)
+"""One write to a value of a run (the field ledger).
+
+The unit is a whole *owner*: `input` (the run input) or a node id (that node's effective
+output). Every write (an execution, an override, a review, a rollback, a freeze) appends
+version n + 1 holding the owner's whole value and which of its top-level fields are frozen;
+a field's history is this history read at that field. The key (run, owner, version) makes
+two racing writers take distinct versions or fail, never overwrite each other."""
+
+SETTING = Table(
+    "plait_setting",
+    METADATA,
+    Column("key", String(64), primary_key=True),
+    _required("value", Text),
+)
+"""Store-wide facts worth one indexed read (e.g. which system graphs were last synced)."""
+
+API_TOKEN = Table(
+    "plait_api_token",
+    METADATA,
+    Column("id", Id, primary_key=True),
+    _required("name", String(128)),
+    _required("token_hash", String(64)),
+    _required("created_at", Double),
+    _optional("last_used_at", Double),
+    UniqueConstraint("name", name="uq_plait_api_token_name"),
+    UniqueConstraint("token_hash", name="uq_plait_api_token_hash"),
+)
+"""A bearer token of the HTTP API (`plait token create`): its SHA-256 digest, never the token."""
+
+
+def full_metadata() -> MetaData:
+    """`METADATA` with the indexes that carry dialect options: what Alembic compares with.
+
+    Naming a dialect in an index option (`postgresql_where`) makes SQLAlchemy import that
+    dialect's module, ~20 ms that every command using SQLite would pay at start-up; nothing at
+    run time reads these indexes from the metadata (the migrations create them), so they are
+    added only here.
+    """
+    if "uq_pgd_slug_live" not in {index.name for index in GRAPH_DEF.indexes}:
         # A slug names one live graph; a deleted graph frees its slug but keeps its rows for old runs.
         Index(
             "uq_pgd_slug_live",
-            "slug",
+            GRAPH_DEF.c.slug,
             unique=True,
             sqlite_where=text("deleted_at IS NULL"),
             postgresql_where=text("deleted_at IS NULL"),
-        ),
-    )
-
-
-class GraphDefVersionRow(Base):
-    """One immutable saved version of a graph (SPEC §5: old versions stay readable)."""
-
-    __tablename__ = "prompt_graph_def_version"
-
-    def_id: Mapped[str] = mapped_column(Id, ForeignKey("prompt_graph_def.id", ondelete="CASCADE"), primary_key=True)
-    version: Mapped[int] = mapped_column(Integer, primary_key=True)
-    content_json: Mapped[Any] = mapped_column(Json, nullable=False)
-    content_hash: Mapped[str] = mapped_column(String(64))
-    schema_version: Mapped[str] = mapped_column(String(32))
-    created_at: Mapped[float] = mapped_column(Double)
-
-
-class GraphRunRow(Base):
-    """A run, pinned to the graph version it started with (seed 000 §6.2)."""
-
-    __tablename__ = "prompt_graph_run"
-
-    id: Mapped[str] = mapped_column(Id, primary_key=True)
-    prompt_graph_def_id: Mapped[str] = mapped_column(Id)
-    graph_def_ver: Mapped[int] = mapped_column(Integer)
-    schema_version: Mapped[str] = mapped_column(String(32))
-    workflow_run_id: Mapped[str | None] = mapped_column(Text)
-    workflow_node_run_id: Mapped[str | None] = mapped_column(Text)
-    material_id: Mapped[str | None] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16), server_default=text("'pending'"))
-    input_json: Mapped[Any] = mapped_column(Json, nullable=False)
-    context_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'{}'"))
-    """Kept for seed 000 compatibility; the engine rebuilds context from node runs."""
-    output_json: Mapped[Any] = mapped_column(Json, nullable=True)
-    error_json: Mapped[Any] = mapped_column(Json, nullable=True)
-    lease_owner: Mapped[str | None] = mapped_column(Text)
-    lease_expires_at: Mapped[float | None] = mapped_column(Double)
-    tokens_input: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
-    tokens_output: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
-    cost_usd: Mapped[float] = mapped_column(Double, server_default=text("0"))
-    created_at: Mapped[float] = mapped_column(Double)
-    started_at: Mapped[float | None] = mapped_column(Double)
-    completed_at: Mapped[float | None] = mapped_column(Double)
-    updated_at: Mapped[float] = mapped_column(Double)
-    corrections: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    """Corrections made so far: an engine executing the run compares it at every commit."""
-    llm_json: Mapped[Any] = mapped_column(Json, nullable=True)
-    """The model selection the run executes with (an `--llm` spec, or a plait.toml path and its
-    roles; never a secret): later executions of the run reuse it."""
-    llm_history_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'[]'"))
-    """Each explicit change of the run's model: {"at", "by", "from", "to"}."""
-    active_s: Mapped[float] = mapped_column(Double, server_default=text("0"))
-    """Seconds engines spent executing the run, summed over its executions: the time a person
-    took between them (a review, a correction) is not in it, unlike `completed_at - started_at`."""
-
-    __table_args__ = (
-        ForeignKeyConstraint(
-            ["prompt_graph_def_id", "graph_def_ver"],
-            ["prompt_graph_def_version.def_id", "prompt_graph_def_version.version"],
-            name="fk_pgr_def_version",
-        ),
-        Index("idx_pgr_def", "prompt_graph_def_id"),
-        Index("idx_pgr_wf_run", "workflow_run_id"),
-        Index("idx_pgr_status", "status"),
-        Index("idx_pgr_created", "created_at"),
-    )
-
-
-class NodeRunRow(Base):
-    """One activation of a node in a run; `UNIQUE(run, node, activation)` is the idempotency guard."""
-
-    __tablename__ = "prompt_node_run"
-
-    id: Mapped[str] = mapped_column(Id, primary_key=True)
-    prompt_graph_run_id: Mapped[str] = mapped_column(Id, ForeignKey("prompt_graph_run.id", ondelete="CASCADE"))
-    node_def_id: Mapped[str] = mapped_column(Text)
-    activation: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    status: Mapped[str] = mapped_column(String(16), server_default=text("'pending'"))
-    input_snapshot_json: Mapped[Any] = mapped_column(Json, nullable=True)
-    output_json: Mapped[Any] = mapped_column(Json, nullable=True)
-    override_json: Mapped[Any] = mapped_column(Json, nullable=True)
-    override_by: Mapped[str | None] = mapped_column(Text)
-    override_at: Mapped[float | None] = mapped_column(Double)
-    override_note: Mapped[str | None] = mapped_column(Text)
-    downstream_policy: Mapped[str | None] = mapped_column(String(16), server_default=text("'INVALIDATE'"))
-    attempts_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'[]'"))
-    error_json: Mapped[Any] = mapped_column(Json, nullable=True)
-    tokens_input: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    tokens_output: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    cost_usd: Mapped[float] = mapped_column(Double, server_default=text("0"))
-    owner: Mapped[str | None] = mapped_column(Text)
-    claims: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    created_at: Mapped[float] = mapped_column(Double)
-    started_at: Mapped[float | None] = mapped_column(Double)
-    completed_at: Mapped[float | None] = mapped_column(Double)
-    consumed_json: Mapped[Any] = mapped_column(Json, nullable=True)
-    """Ledger versions this activation read: {"input": 1, "<node id>": 3} (see FieldVersionRow)."""
-    no_cache: Mapped[bool] = mapped_column(Boolean, server_default=false())
-    """Queued by an explicit rerun: its model call must not be answered from the response cache."""
-
-    __table_args__ = (
-        UniqueConstraint("prompt_graph_run_id", "node_def_id", "activation", name="uq_pnr_run_node_activation"),
-        Index("idx_pnr_run", "prompt_graph_run_id"),
-    )
-
-
-class LlmCacheRow(Base):
-    """Validated model answers by request hash (SPEC §6.4): an identical later request (same
-    provider and model, messages, tools, response_format, temperature, seed) is answered from
-    here at no cost. Written with the node run that produced the answer, in its commit."""
-
-    __tablename__ = "llm_response_cache"
-
-    key: Mapped[str] = mapped_column(String(64), primary_key=True)
-    provider: Mapped[str] = mapped_column(Text)
-    model: Mapped[str] = mapped_column(Text)
-    response_json: Mapped[Any] = mapped_column(Json, nullable=False)
-    node_run_id: Mapped[str | None] = mapped_column(Id)
-    """The node run whose call produced the answer (recorded on every hit)."""
-    created_at: Mapped[float] = mapped_column(Double)
-
-
-class FieldVersionRow(Base):
-    """One write to a value of a run (SPEC §4 field ledger, seed 003 §3.1, §4.3).
-
-    The unit is a whole *owner*: `input` (the run input) or a node id (that node's effective
-    output). Every write (an execution, an override, a review, a rollback, a freeze) appends
-    version n + 1 holding the owner's whole value and which of its top-level fields are frozen;
-    a field's history is this history read at that field. The key (run, owner, version) makes
-    two racing writers take distinct versions or fail, never overwrite each other.
-    """
-
-    __tablename__ = "prompt_field_version"
-
-    prompt_graph_run_id: Mapped[str] = mapped_column(
-        Id, ForeignKey("prompt_graph_run.id", ondelete="CASCADE"), primary_key=True
-    )
-    owner_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    version: Mapped[int] = mapped_column(Integer, primary_key=True)
-    kind: Mapped[str] = mapped_column(String(16))
-    """execute | override | review | rollback | freeze | input"""
-    value_json: Mapped[Any] = mapped_column(Json, nullable=True)
-    """The owner's value after this write; NULL for `execute` (it is the node run's output_json)."""
-    frozen_json: Mapped[Any] = mapped_column(Json, nullable=False, server_default=text("'{}'"))
-    """{field: {"by": node id, "node_run_id", "at", "policy"}}; "*" freezes the whole value."""
-    node_run_id: Mapped[str | None] = mapped_column(Id)
-    by: Mapped[str] = mapped_column(Text)
-    reason: Mapped[str | None] = mapped_column(Text)
-    at: Mapped[float] = mapped_column(Double)
-
-
-class SettingRow(Base):
-    """Store-wide facts worth one indexed read (e.g. which system graphs were last synced)."""
-
-    __tablename__ = "plait_setting"
-
-    key: Mapped[str] = mapped_column(String(64), primary_key=True)
-    value: Mapped[str] = mapped_column(Text)
-
-
-class ApiTokenRow(Base):
-    """A bearer token of the HTTP API (`plait token create`): its SHA-256 digest, never the token."""
-
-    __tablename__ = "plait_api_token"
-    __table_args__ = (
-        UniqueConstraint("name", name="uq_plait_api_token_name"),
-        UniqueConstraint("token_hash", name="uq_plait_api_token_hash"),
-    )
-
-    id: Mapped[str] = mapped_column(Id, primary_key=True)
-    name: Mapped[str] = mapped_column(String(128))
-    token_hash: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[float] = mapped_column(Double)
-    last_used_at: Mapped[float | None] = mapped_column(Double)
-
-
-# Core handles on the ORM tables: the repositories write with `insert()/update()` on these
-# (one statement, no unit-of-work bookkeeping) because the engine calls them once per node.
-GRAPH_DEF = cast(Table, GraphDefRow.__table__)
-GRAPH_DEF_VERSION = cast(Table, GraphDefVersionRow.__table__)
-GRAPH_RUN = cast(Table, GraphRunRow.__table__)
-NODE_RUN = cast(Table, NodeRunRow.__table__)
-LLM_CACHE = cast(Table, LlmCacheRow.__table__)
-FIELD_VERSION = cast(Table, FieldVersionRow.__table__)
-SETTING = cast(Table, SettingRow.__table__)
-API_TOKEN = cast(Table, ApiTokenRow.__table__)
+        )
+    return METADATA

@@ -21,13 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, Select, bindparam, exists, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.dml import UpdateBase
 
 from plait.redact import redact
-from plait.store.db import is_sqlite, json_dumps, writer
+from plait.store.db import conflict_insert, json_dumps, writer
 from plait.store.errors import NotFoundError
 from plait.store.fastpath import Statements
 from plait.store.models import FIELD_VERSION, GRAPH_RUN, LLM_CACHE, NODE_RUN
@@ -405,7 +403,7 @@ def new_node_row(
 
 
 def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
-    dialect_insert = sqlite_insert if is_sqlite(engine) else pg_insert
+    dialect_insert = conflict_insert(engine)
     unique = [NODE_RUN.c.prompt_graph_run_id, NODE_RUN.c.node_def_id, NODE_RUN.c.activation]
     # RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT through SQLAlchemy.
     new_row = dialect_insert(NODE_RUN).values(

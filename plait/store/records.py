@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from plait.model import GraphDef
+if TYPE_CHECKING:
+    from plait.model import GraphDef
 
 
 class RunStatus(StrEnum):
@@ -63,6 +64,28 @@ class StoredGraph:
     updated_at: float
     deleted_at: float | None = None
     """Set when the graph was deleted: its runs stay readable, no new run starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphListing:
+    """A live graph as a list shows it: its latest version's facts, read from the graph's row
+    alone (the graph itself is not parsed, so listing many graphs stays cheap)."""
+
+    def_id: str
+    slug: str
+    name: str
+    description: str | None
+    version: int
+    schema_version: str
+    source_type: str
+    nodes: int
+    """How many nodes the latest version has."""
+    created_at: float
+    updated_at: float
+    """When the latest version was saved."""
+    parent_def_id: str | None
+    parent_def_ver_at_fork: int | None
+    parent_schema_ver_at_fork: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from sqlalchemy import Engine, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from plait.store.db import is_sqlite, writer
+from plait.store.db import conflict_insert, writer
 from plait.store.models import SETTING
 
 
@@ -21,7 +19,6 @@ class SettingsRepository:
         return None if value is None else str(value)
 
     def set(self, key: str, value: str) -> None:
-        insert = sqlite_insert if is_sqlite(self._engine) else pg_insert
-        stmt = insert(SETTING).values(key=key, value=value)
+        stmt = conflict_insert(self._engine)(SETTING).values(key=key, value=value)
         with self._writer.begin() as conn:
             conn.execute(stmt.on_conflict_do_update(index_elements=[SETTING.c.key], set_={"value": value}))

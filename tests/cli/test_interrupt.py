@@ -35,8 +35,8 @@ nodes:
   - id: write
     type: LLM_CALL
     system_prompt: "You are a storyteller who never stops."
-    user_prompt_tpl: "Write a very long story about {{ input.topic }}, with many chapters."
-    token_budget_output: 400
+    user_prompt_tpl: "List 300 different {{ input.topic }}, one per line, numbered."
+    token_budget_output: 2000
     cache: false
 edges: []
 """
@@ -154,7 +154,9 @@ def test_ctrl_c_during_an_embedded_model_generation_never_crashes(tmp_path: Path
     waits for it before the interpreter exits (it used to end in a segfault, exit -11)."""
     graph = tmp_path / "long_answer.yaml"
     graph.write_text(LONG_ANSWER)
-    process = start("run", str(graph), "-i", "topic=dragons", "--llm", "local", cwd=tmp_path)
+    # A numbered list is what the small model keeps writing to its budget (~15 s here); a story
+    # prompt got a one-line answer from some llama.cpp builds, and the run ended before the signal.
+    process = start("run", str(graph), "-i", "topic=animals", "--llm", "local", cwd=tmp_path)
     wait_for(lambda: node_running(tmp_path / ".plait" / "plait.db"), process, "the model call")
     time.sleep(1.5)  # the model loads, then generates for far longer than this
     process.send_signal(signal.SIGINT)

@@ -11,11 +11,11 @@ from plait.engine.run_diff import (
     Change,
     NodeSide,
     Verdict,
-    clean,
     compare_values,
     diff_node,
     diff_runs,
 )
+from plait.model.output_meta import strip_meta_deep
 from plait.store import NodeRunRecord, NodeStatus, NotFoundError, RunStatus, Store, current_activations
 from tests.engine.test_engine import TEXT, execute, graph_file, llm, script
 
@@ -194,5 +194,5 @@ def test_a_container_against_a_scalar_is_one_change() -> None:
 
 def test_schema_annotations_are_stripped_at_any_depth() -> None:
     merged = {"a": {"text": "x", "_schema_id": "text", "_schema_version": "1.0.0"}, "_schema_id": "m"}
-    assert clean(merged) == {"a": {"text": "x"}}
-    assert clean([{"_schema_version": "1"}]) == [{}]
+    assert strip_meta_deep(merged) == {"a": {"text": "x"}}
+    assert strip_meta_deep([{"_schema_version": "1"}]) == [{}]

@@ -10,15 +10,13 @@ from typing import Any
 import pytest
 
 from plait.evolve.migrate import (
-    MigrationError,
-    MigrationFailed,
-    MigrationMissing,
     MigrationStep,
     migrate_output,
     migrate_value,
     plan,
     schemas_by_id,
 )
+from plait.evolve.migration_errors import MigrationError, MigrationFailed, MigrationMissing
 from plait.model.graph import GraphDef, SchemaEntry, SchemaMigration
 from plait.sandbox import JsSandbox
 

@@ -19,8 +19,8 @@ import yaml
 from plait.engine.runner import Engine
 from plait.engine.start import start_run
 from plait.evolve.fork import ForkError, diff_fork, fork_graph, merge_from_parent, refork
-from plait.evolve.migrate import MigrationError
-from plait.evolve.read import RunReader
+from plait.evolve.migration_errors import MigrationError
+from plait.evolve.reader import RunReader
 from plait.evolve.system import sync_system_graphs
 from plait.sandbox.shared import SHARED_MAX_WORKERS
 from plait.store import RunStatus, Store, StoreError, current_activations
@@ -161,6 +161,21 @@ def test_the_seed_story_of_forks_and_schema_evolution(store: Store, tmp_path: Pa
     ]
     untouched = current_activations(store.runs.node_runs(old_run))["split"]
     assert untouched.output == stored_split.output  # the stored original is unchanged
+
+    # what `plait runs show` presents: the old run's output migrated, the new run's as stored
+    def shown_split(run_id: str) -> dict[str, Any]:
+        shown = subprocess.run(
+            [sys.executable, "-m", "plait", "runs", "show", run_id, "--json", "--db", store.url],
+            capture_output=True, text=True, timeout=120, check=True,
+        )  # fmt: skip
+        return next(n for n in json.loads(shown.stdout)["nodes"] if n["node_id"] == "split")
+
+    old_split = shown_split(old_run)
+    assert old_split["effective_output"]["chapters"] == ["intro", "body", "outro"]
+    assert "1.0.0" in old_split["migrated"]
+    new_split = shown_split(new_run)
+    assert new_split["effective_output"]["chapters"] == ["a", "b"]
+    assert "migrated" not in new_split
 
     # every read (a GET of the run, say) migrates through one shared sandbox, never a process of its own
     before = set(multiprocessing.active_children())

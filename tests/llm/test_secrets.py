@@ -32,7 +32,7 @@ from plait.engine.start import start_run
 from plait.llm.config import load_config
 from plait.llm.pool import ProviderPool
 from plait.store import Store
-from plait.store.models import Base
+from plait.store.models import full_metadata
 
 KEY_ENV = "PLAIT_TEST_CANARY_KEY"
 CANARY = f"canary-{uuid.uuid4().hex}"
@@ -93,7 +93,7 @@ def database_bytes(tmp_path: Path) -> str:
 
 def all_rows(store: Store) -> str:
     with store.engine.connect() as conn:
-        return "\n".join(repr(row) for table in Base.metadata.sorted_tables for row in conn.execute(select(table)))
+        return "\n".join(repr(row) for table in full_metadata().sorted_tables for row in conn.execute(select(table)))
 
 
 def test_an_echoed_key_is_in_no_stored_row_and_no_log(

@@ -95,7 +95,9 @@ def test_list_returns_the_latest_version_of_each_graph(store: Store) -> None:
     store.graphs.save(graph("sys_graph"), source_type="system")
     listed = store.graphs.list()
     assert [(g.slug, g.version) for g in listed] == [("a_graph", 2), ("b_graph", 1), ("sys_graph", 1)]
-    assert listed[0].graph.description == "newer"
+    assert listed[0].description == "newer"
+    assert listed[0].nodes == len(graph("a_graph").nodes)
+    assert listed[0].name == "Démo graph"
     assert [g.slug for g in store.graphs.list(source_type="system")] == ["sys_graph"]
     assert [g.slug for g in store.graphs.list(source_type="user")] == ["a_graph", "b_graph"]
 
@@ -166,3 +168,13 @@ def test_concurrent_saves_of_one_slug_make_one_graph_and_contiguous_versions(
     assert sorted(results) == list(range(1, 13))
     assert len(store.graphs.list()) == 1
     assert store.graphs.get("raced").version == 12
+
+
+def test_latest_version_and_schema_versions_read_the_graph_row(store: Store) -> None:
+    first = store.graphs.save(graph())
+    bumped = graph(schemas=[{"id": "label", "version": "2.0.0", "schema": {"type": "object"}}])
+    store.graphs.save(bumped)
+    assert store.graphs.latest_version(first.def_id) == 2
+    assert store.graphs.schema_versions(first.def_id) == {"label": "2.0.0"}
+    with pytest.raises(NotFoundError, match="no graph with id 'nope'"):
+        store.graphs.latest_version("nope")

@@ -25,7 +25,6 @@ from plait.api.seed_schemas import (
     PromptGraphDefDeleteIn,
     PromptGraphDefForkIn,
     PromptGraphDefPage,
-    PromptGraphDefSummary,
     PromptGraphDefUpdateIn,
     PromptGraphNodeCorrected,
     PromptGraphNodeOverrideIn,
@@ -34,15 +33,14 @@ from plait.api.seed_schemas import (
     PromptGraphRunStarted,
     PromptGraphRunStartIn,
     corrected_out,
+    def_listed,
     def_out,
-    def_summary_fields,
     node_run_out,
     run_detail_out,
 )
 from plait.api.services import Announcement, apply_correction, delete_graph, get_graph, read_run, start_and_launch
 from plait.api.state import ServerState, get_state
 from plait.compile.dump import graph_to_data
-from plait.engine.contracts import strip_meta
 from plait.engine.corrections import Correction
 from plait.errors import Refusal
 from plait.evolve.catalog import list_graphs
@@ -50,6 +48,7 @@ from plait.evolve.fork import ForkError, fork_graph
 from plait.evolve.upload import UploadMode, save_upload
 from plait.model import SourceType
 from plait.model.nodes import NodeType
+from plait.model.output_meta import strip_meta
 from plait.store import NodeStatus, NotFoundError, Store, current_activations
 from plait.store.graphs import MANAGED_FIELDS
 
@@ -71,7 +70,7 @@ def def_list(
     """Paged list of graph definitions, optionally of one source_type (the latest version of each,
     without nodes and schemas: PromptGraphDefGetRoute has those)."""
     summaries = list_graphs(state.store, source_type=source_type)
-    items = [PromptGraphDefSummary(**def_summary_fields(s.stored, s.parent_updated)) for s in summaries]
+    items = [def_listed(s.listed, s.parent_updated) for s in summaries]
     return PromptGraphDefPage(items=items[offset : offset + limit], total=len(items), offset=offset, limit=limit)
 
 

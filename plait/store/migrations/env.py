@@ -12,10 +12,10 @@ from alembic import context
 from sqlalchemy import Connection
 
 from plait.store.migrations import VERSION_TABLE
-from plait.store.models import Base
+from plait.store.models import full_metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = full_metadata()
 
 
 def _url() -> str:

@@ -192,7 +192,7 @@ class PlaitChain:
         self.start_path_ms: list[float] = []
 
     async def warm_up(self) -> None:
-        from plait.engine.start import start_run
+        from plait.runs.start import start_run
 
         run_id = start_run(self.store, self.path, {"n": 0})
         self.ref = self.store.runs.get(run_id).def_id
@@ -207,7 +207,7 @@ class PlaitChain:
 
     async def once(self) -> tuple[float, float]:
         """(seconds for start_run + Engine.run, seconds for Engine.run alone)."""
-        from plait.engine.start import start_run
+        from plait.runs.start import start_run
 
         # Info only: start_run from the YAML path compiles the file every time.
         t0 = time.perf_counter()
@@ -240,13 +240,13 @@ class PlaitFanout:
         self.max_in_flight = 0
 
     async def warm_up(self) -> None:
-        from plait.engine.start import resolve_graph
+        from plait.runs.start import resolve_graph
 
         self.graph = resolve_graph(self.store, str(self.path))
         await self.engine.start(self.graph, {"topic": "warm-up"})
 
     async def one(self, i: int) -> None:
-        from plait.engine.start import check_input
+        from plait.engine.run_input import check_input
 
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -771,7 +771,7 @@ async def phase_breakdown(chain: PlaitChain, runs: int) -> None:
     end), the node's executor, and the rest (scheduler, event loop). Wraps the store's writer on
     this instance and the engine's executor table, then restores them."""
     from plait.engine import scheduler
-    from plait.engine.start import start_run
+    from plait.runs.start import start_run
 
     store_key, executor_key = "store writes (begin; per node: result + next claim)", "executor (render/eval, validate)"
     spent = {store_key: 0.0, executor_key: 0.0}
@@ -841,7 +841,7 @@ async def profile_plait(what: str, runs: int) -> None:
             await fanout.aclose()
             title = f"{runs} concurrent fan-out runs (start_run + Engine.run), {nodes} nodes: {elapsed:.2f} s wall"
         else:
-            from plait.engine.start import start_run
+            from plait.runs.start import start_run
 
             chain = PlaitChain(store, tmp, what)
             await chain.warm_up()

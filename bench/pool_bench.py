@@ -39,10 +39,10 @@ def pool_toml(tmp: Path, limit: int) -> Path:
 
 
 async def p1(runs: int) -> float:
+    from plait.config import load_config
     from plait.engine.runner import Engine
-    from plait.engine.start import resolve_graph
-    from plait.llm.config import load_config
     from plait.llm.pool import ProviderPool
+    from plait.runs.start import resolve_graph
     from plait.store import Store
 
     with tempfile.TemporaryDirectory(prefix="plait-bench-pool-") as tmp_name:
@@ -68,7 +68,7 @@ async def p1(runs: int) -> float:
 async def p2(trials: int) -> dict[str, list[float]]:
     """Request latency, fresh pool each time: no fault; one fault then a retry on the same target
     (retries = 1); a fault then a failover to the second target (retries = 0)."""
-    from plait.llm.config import load_config
+    from plait.config import load_config
     from plait.llm.pool import ProviderPool
     from plait.llm.types import ChatRequest
 

@@ -16,17 +16,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from plait.api_surface import GraphInvalid, load_graph, validate
-    from plait.compile import CompileResult, Diagnostic
+    from plait.compile import CompileResult, Diagnostic, GraphInvalid, load_graph, validate
     from plait.model import GraphDef
 
 _LAZY = {
     "GraphDef": "plait.model",
     "CompileResult": "plait.compile",
     "Diagnostic": "plait.compile",
-    "GraphInvalid": "plait.api_surface",
-    "load_graph": "plait.api_surface",
-    "validate": "plait.api_surface",
+    "GraphInvalid": "plait.compile",
+    "load_graph": "plait.compile",
+    "validate": "plait.compile",
 }
 
 __all__ = ["CompileResult", "Diagnostic", "GraphDef", "GraphInvalid", "__version__", "load_graph", "validate"]

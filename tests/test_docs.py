@@ -44,16 +44,16 @@ CONFIG_DOC = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md")
 
 
 def test_every_plait_toml_key_is_documented() -> None:
-    from plait.llm.config import (
+    from plait.config import (
         Capability,
         JsonMode,
+        McpServerConfig,
         ModelConfig,
         PlaitConfig,
         ProviderConfig,
         SandboxConfig,
         Tokenizer,
     )
-    from plait.tools.mcp_config import McpServerConfig
 
     keys = [
         *ProviderConfig.model_fields,

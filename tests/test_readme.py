@@ -37,10 +37,10 @@ def test_main_job_runs_a_real_graph(tmp_path: Path) -> None:
     output = json.loads(result.stdout)
     assert output["label"] in ("bug", "praise", "question")  # the model's choice; the schema holds it to these
     assert output["action"].startswith(("bug filed: ", "answered", "thanked"))
-    from plait.llm.local import MODEL_NAME
+    from plait.config import EMBEDDED_MODEL
     from plait.store import Store
 
     with Store(db) as store:
         (run,) = store.runs.list()
         models = {n.attempts[-1].get("model") for n in store.runs.node_runs(run.id) if n.tokens_output}
-    assert models == {MODEL_NAME}, "the main job must run on the embedded model"
+    assert models == {EMBEDDED_MODEL}, "the main job must run on the embedded model"

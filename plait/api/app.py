@@ -26,11 +26,11 @@ from plait.api.openapi import ERROR_RESPONSES, describe
 from plait.api.routes import corrections, events, graphs, inspection, runs, seed, system
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
+from plait.config import PlaitConfig, config_path, load_config
 from plait.engine.events import EventBus
-from plait.engine.model_choice import describe as describe_llm
-from plait.llm.config import PlaitConfig, config_path, load_config
 from plait.llm.provider import Provider
 from plait.llm.select import provider_from_spec
+from plait.runs.model_choice import describe as describe_llm
 from plait.sandbox.shared import close_shared_sandbox
 from plait.store import Store
 

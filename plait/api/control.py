@@ -16,8 +16,8 @@ import asyncio
 
 from plait.api.executor import RunExecutor
 from plait.errors import PlaitError, Refusal
-from plait.store import RunRecord, RunStatus
-from plait.store.records import TERMINAL_RUN_STATUSES
+from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
+from plait.store import RunRecord
 
 _LIVE = (RunStatus.PENDING, RunStatus.RUNNING)
 

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from plait.api.schemas import VALUE_LIMIT
 from plait.api.wording import for_http
-from plait.api_surface import GraphInvalid
+from plait.compile import GraphInvalid
 from plait.engine.outcome import EngineError
 from plait.errors import PlaitError, Refusal
 from plait.evolve.migration_errors import MigrationError

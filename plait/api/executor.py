@@ -5,7 +5,7 @@ this module decides *when*: a started run at once, a corrected run when the corr
 work, a paused run on resume, and at start-up every run a stopped or crashed process left
 `running` or `pending` without a live lease (the engine's lease/claim design makes taking
 those over safe: completed nodes are never executed again). A run executes on its own model
-(the one it was started or last continued on, `plait.engine.model_choice`), which need not be
+(the one it was started or last continued on, `plait.runs.model_choice`), which need not be
 this server's.
 
 Pause and cancel stop the run's task: the engine gives the run up (`RunRepository.give_up`),
@@ -25,17 +25,17 @@ from typing import Any
 
 from plait.api.events import EventLog
 from plait.api.history import history
+from plait.config import McpServerConfig
 from plait.engine.events import EventBus
-from plait.engine.model_choice import Selection, label, provider_for
 from plait.engine.outcome import EngineError
+from plait.engine.run_input import StartError
 from plait.engine.runner import Engine
-from plait.engine.start import StartError
 from plait.errors import Refusal
 from plait.llm.provider import Provider
 from plait.llm.select import LlmConfigError
-from plait.store import RunRecord, RunStatus, Store, StoredGraph
-from plait.store.records import TERMINAL_RUN_STATUSES
-from plait.tools.mcp_config import McpServerConfig
+from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
+from plait.runs.model_choice import Selection, label, provider_for
+from plait.store import RunRecord, Store, StoredGraph
 
 log = logging.getLogger("plait.api")
 
@@ -69,7 +69,7 @@ class RunExecutor:
             "cache": cache,
             "mcp_servers": mcp_servers,
             "lease_ttl_s": lease_ttl_s,
-            "local_files": False,  # a graph sent to the server must not make it read its own files
+            # no `graphs`: sub-runs name stored graphs only, a graph sent here must not make the server read its files
         }
         self.engine = Engine(store, provider, llm=llm, **self._engine_options)
         self._engines: dict[str, Engine] = {}

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store
+from plait.model.enums import NodeStatus, RunStatus
+from plait.store import NodeRunRecord, RunRecord, Store
 
 _NODE_END = {
     NodeStatus.COMPLETED: "node:complete",

@@ -13,11 +13,12 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_val
 from pydantic_core import PydanticCustomError
 
 from plait.compile.dump import graph_to_data
-from plait.engine.corrections import Correction, DownstreamPolicy
 from plait.evolve.catalog import GraphSummary
 from plait.evolve.save import Saved
+from plait.model.enums import DownstreamPolicy
 from plait.model.graph import GraphSlug
 from plait.model.limits import value_problem
+from plait.runs.corrections import Correction
 from plait.store import NodeRunRecord, RunRecord, StoredGraph
 from plait.store.graph_admin import VersionInfo
 

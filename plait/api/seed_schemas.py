@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field, field_validator
 from plait.api.schemas import CheckedIn
 from plait.api.services import RunView
 from plait.compile.dump import graph_to_data
-from plait.engine.corrections import Correction, DownstreamPolicy
+from plait.model.enums import DownstreamPolicy
+from plait.runs.corrections import Correction
 from plait.store import GraphListing, NodeRunRecord, StoredGraph
 
 PLAIT = "Plait's addition (not in seed 000). "

@@ -16,11 +16,12 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from plait.api.state import ServerState
-from plait.engine.corrections import Correction, Corrections
-from plait.engine.start import start_run
 from plait.evolve.catalog import parent_updated
 from plait.evolve.read import Outputs, read_outputs
-from plait.store import NodeRunRecord, NodeStatus, RunRecord, Store, StoredGraph, current_activations
+from plait.model.enums import NodeStatus
+from plait.runs.corrections import Correction, Corrections
+from plait.runs.start import start_run
+from plait.store import NodeRunRecord, RunRecord, Store, StoredGraph, current_activations
 from plait.store.errors import NotFoundError
 
 CORRECTION_WAIT_S = 2.0

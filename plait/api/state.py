@@ -10,7 +10,7 @@ from fastapi import Request
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
 from plait.api.settings import ServerSettings
-from plait.llm.config import PlaitConfig
+from plait.config import PlaitConfig
 from plait.llm.provider import Provider
 from plait.store import Store
 

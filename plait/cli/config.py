@@ -16,8 +16,8 @@ app = PlaitTyper(help="Model provider configuration (plait.toml).", no_args_is_h
 @app.command("check")
 def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
     """Show providers, models and where each role goes; exit 2 when a role cannot be served here."""
+    from plait.config import ConfigError, load_config
     from plait.llm.check import ConfigReport, check_config, report_json
-    from plait.llm.config import ConfigError, load_config
 
     try:
         report: ConfigReport = check_config(load_config(config))

@@ -39,7 +39,7 @@ def override_command(
     quiet: QuietOption = False,
 ) -> None:
     """Correct a node's output: the model's original is kept, the correction is what everything reads."""
-    from plait.engine.corrections import DownstreamPolicy
+    from plait.model.enums import DownstreamPolicy
 
     chosen = policy.upper()
     if chosen not in DownstreamPolicy.__members__:
@@ -158,7 +158,7 @@ def _correct(
     """Make the correction; when it left work, execute the run on its own model (or the one
     --llm/--config names, recorded on the run as `by`), the response cache off with --no-cache."""
     from plait.cli.run import _execute, run_provider
-    from plait.engine.corrections import CorrectionError, Corrections
+    from plait.runs.corrections import CorrectionError, Corrections
 
     llm, config, json_output, quiet = run_options
     store = open_store(db)

@@ -21,9 +21,9 @@ def dry_run_command(
     upstream: Path | None,
     config: str | None = None,
 ) -> None:
-    from plait.engine.dry_run import dry_run
+    from plait.engine.run_input import input_violations
     from plait.engine.runtime import Runtime
-    from plait.engine.start import input_violations
+    from plait.runs.dry_run import dry_run
 
     graph = _graph(ref, db)
     _warn_unexecutable(graph)
@@ -63,9 +63,8 @@ def _warn_unexecutable(graph: Any) -> None:
 def _unconfigured_mcp(graph: Any, config: str | None) -> list[str]:
     """The MCP servers the graph's nodes name that the configuration does not register (read
     from the config file only: no server is started or connected to)."""
-    from plait.llm.config import ConfigError
+    from plait.config import ConfigError, configured_servers
     from plait.model.nodes import node_field
-    from plait.tools.mcp_config import configured_servers
 
     try:
         known = {server.id for server in configured_servers(config)}
@@ -102,7 +101,7 @@ def _upstream(path: Path | None) -> dict[str, Any] | None:
 
 def _graph(ref: str, db: str | None) -> Any:
     """The graph as a run would execute it (SKILLs expanded), without storing anything."""
-    from plait.engine.start import looks_like_file
+    from plait.runs.start import looks_like_file
 
     if Path(ref).is_file():
         from plait.compile import compile_file

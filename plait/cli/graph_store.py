@@ -57,8 +57,8 @@ def import_command(
     json_output: JsonOption = False,
 ) -> None:
     """Store a graph file: a new graph, or a new version of the graph with its id (never a duplicate)."""
-    from plait.api_surface import GraphInvalid
-    from plait.engine.compiled import save_file
+    from plait.compile import GraphInvalid
+    from plait.evolve.files import save_file
     from plait.store import StoreError
 
     if not file.is_file():

@@ -32,7 +32,7 @@ def show(
 ) -> None:
     """Print a graph as levels from its entry nodes to its exits, with schema ids on edges."""
     from plait.cli.render import graph_json, render_graph
-    from plait.engine.start import looks_like_file
+    from plait.runs.start import looks_like_file
 
     if looks_like_file(graph) and not Path(graph).is_file():
         fail(f"no such graph file: {graph}", "give the path of a .yaml/.yml/.json file, or a stored graph id")

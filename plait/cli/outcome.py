@@ -118,7 +118,7 @@ def report_outcome(store: Any, outcome: Any, json_output: bool, quiet: bool, *, 
     """stdout: the run output (or with --json the summary, its failure's cause and waiting reviews);
     stderr: how the run ended and what to do next."""
     from plait.cli.common import print_json
-    from plait.store import RunStatus
+    from plait.model.enums import RunStatus
 
     run_id, status = outcome.run_id, outcome.status
     nodes = store.runs.node_runs(run_id) if status in (RunStatus.FAILED, RunStatus.PAUSED) else []

@@ -36,8 +36,8 @@ def replay_command(
     """Re-send a model call exactly as recorded and diff the new answer against the stored one."""
     from plait.cli.run import _provider
     from plait.engine import eventloop
-    from plait.engine.replay import ReplayError, replay
     from plait.llm.types import ProviderError
+    from plait.runs.replay import ReplayError, replay
 
     store = open_store(db)
     try:

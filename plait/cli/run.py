@@ -63,7 +63,8 @@ def run_command(
     quiet: QuietOption = False,
 ) -> None:
     """Run a graph: store it (a new version only if it changed), start a run, execute it."""
-    from plait.engine.start import StartError, start_run
+    from plait.engine.run_input import StartError
+    from plait.runs.start import start_run
 
     run_input = parse_inputs(inputs, input_file)
     if dry_run:
@@ -121,8 +122,8 @@ def _provider(spec: str | None, config: str | None) -> Any:
 
 def _chosen(spec: str | None, config: str | None) -> tuple[Any, Any]:
     """The provider for a new run, and the model selection to store with it."""
-    from plait.engine.model_choice import chosen
     from plait.llm.select import LlmConfigError
+    from plait.runs.model_choice import chosen
 
     try:
         return chosen(spec, config)
@@ -133,8 +134,8 @@ def _chosen(spec: str | None, config: str | None) -> tuple[Any, Any]:
 def run_provider(store: Any, run_id: str, spec: str | None, config: str | None, *, by: str) -> Any:
     """The provider to execute an existing run with: the run's own model unless --llm/--config
     names another (then the change is recorded on the run, `by` the command)."""
-    from plait.engine.model_choice import for_run
     from plait.llm.select import LlmConfigError
+    from plait.runs.model_choice import for_run
 
     try:
         return for_run(store, run_id, spec, config, by=by)
@@ -150,8 +151,7 @@ def _executable(store: Any, provider: Any, config: str | None) -> Any:
 
 
 def _mcp_servers(config: str | None) -> Any:
-    from plait.llm.config import ConfigError
-    from plait.tools.mcp_config import configured_servers
+    from plait.config import ConfigError, configured_servers
 
     try:
         return configured_servers(config)
@@ -176,9 +176,10 @@ def _execute(
     from plait.cli.live import LiveView
     from plait.cli.outcome import report_outcome
     from plait.engine.runner import Engine, EngineError
-    from plait.store import RunStatus
+    from plait.model.enums import RunStatus
+    from plait.runs.start import local_graphs
 
-    engine = Engine(store, provider, cache=cache, mcp_servers=_mcp_servers(config))
+    engine = Engine(store, provider, cache=cache, mcp_servers=_mcp_servers(config), graphs=local_graphs(store))
     view = None if quiet else LiveView(store, run_id)
     if view is not None:
         engine.events.subscribe(view.on_event)

@@ -88,7 +88,7 @@ def _at(ts: float | None) -> str:
 
 def model_lines(run: Any, nodes: list[Any]) -> list[str]:
     """The run's model (and each change of it), its execution time, and its corrections' times."""
-    from plait.engine.model_choice import label
+    from plait.runs.model_choice import label
 
     lines = [f"model {label(run.llm)}  executed {run.active_s:.2f}s"]
     for change in run.llm_history:

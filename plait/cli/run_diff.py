@@ -26,7 +26,7 @@ import typer
 from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json, print_table, resolve_run
 
 if TYPE_CHECKING:
-    from plait.engine.run_diff import Change, NodeDiff, NodeSide, RunDiff, RunFacts
+    from plait.runs.diff import Change, NodeDiff, NodeSide, RunDiff, RunFacts
 
 _VALUE_CHARS = 200
 """Values longer than this are cut in the readable output (`--json` has them whole)."""
@@ -41,7 +41,7 @@ def diff_command(
     json_output: JsonOption = False,
 ) -> None:
     """Compare two runs node by node: statuses, effective outputs, field-level changes."""
-    from plait.engine.run_diff import diff_runs
+    from plait.runs.diff import diff_runs
     from plait.store import StoreError
 
     store = open_store(db)
@@ -95,7 +95,7 @@ def _print_models(out: Any, diff: RunDiff) -> None:
     """Which model each run executed on, and the changes of model made on it (`--llm` later)."""
     from rich.markup import escape
 
-    from plait.engine.model_choice import label
+    from plait.runs.model_choice import label
 
     for name, facts in (("A", diff.a), ("B", diff.b)):
         out.print(f"[yellow]model {name}:[/] {escape(label(facts.llm))}")

@@ -44,8 +44,8 @@ def serve_command(
     import uvicorn
 
     from plait.api import ServerConfigError, ServerSettings, create_app
+    from plait.config import ConfigError
     from plait.engine import eventloop
-    from plait.llm.config import ConfigError
     from plait.llm.select import LlmConfigError
     from plait.store import StoreError
 

@@ -1,6 +1,18 @@
-"""Load, validate and expand graph files (SPEC §2.3)."""
+"""Load, validate and expand graph files: what `plait validate` checks, and the graph a run executes."""
 
 from plait.compile.compiler import CompileResult, compile_data, compile_doc, compile_file
 from plait.compile.diagnostics import Category, Diagnostic, GraphLoadError
+from plait.compile.files import GraphInvalid, load_graph, validate
 
-__all__ = ["Category", "CompileResult", "Diagnostic", "GraphLoadError", "compile_data", "compile_doc", "compile_file"]
+__all__ = [
+    "Category",
+    "CompileResult",
+    "Diagnostic",
+    "GraphInvalid",
+    "GraphLoadError",
+    "compile_data",
+    "compile_doc",
+    "compile_file",
+    "load_graph",
+    "validate",
+]

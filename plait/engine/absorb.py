@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from plait.engine.state import Phase, RunState
-from plait.store import NodeRunRecord, NodeStatus, Store, current_activations
+from plait.model.enums import DownstreamPolicy, NodeStatus
+from plait.store import NodeRunRecord, Store, current_activations
 from plait.store.node_writes import Stale
 
-INVALIDATE, RERUN_ALL, KEEP = "INVALIDATE", "RERUN_ALL", "KEEP"
 STALE_AFTER, RERUN_AFTER = "stale", "rerun"
 
 
@@ -41,7 +41,14 @@ def absorb(state: RunState, store: Store, run_id: str) -> Absorbed:
             continue
         if state.nodes[owner].phase == Phase.COMPLETED:
             state.complete(owner, rec.effective_output)
-        _apply_policy(state, owner, heads[owner].version, rec.downstream_policy or INVALIDATE, newest, done)
+        _apply_policy(
+            state,
+            owner,
+            heads[owner].version,
+            DownstreamPolicy(rec.downstream_policy or DownstreamPolicy.INVALIDATE),
+            newest,
+            done,
+        )
     for node_id, rec in newest.items():  # activations the correction queued
         node_state = state.nodes.get(node_id)
         queued = rec.status == NodeStatus.PENDING and rec.input_snapshot is None
@@ -55,19 +62,24 @@ def absorb(state: RunState, store: Store, run_id: str) -> Absorbed:
 
 
 def _apply_policy(
-    state: RunState, owner: str, version: int, policy: str, newest: dict[str, NodeRunRecord], done: Absorbed
+    state: RunState,
+    owner: str,
+    version: int,
+    policy: DownstreamPolicy,
+    newest: dict[str, NodeRunRecord],
+    done: Absorbed,
 ) -> None:
     """INVALIDATE: direct readers of the old value end stale. RERUN: they run again, and what
     already ran after them ends stale. RERUN_ALL: everything after `owner` that has run or is
     running runs again. A node claimed but not started yet reads the corrected value."""
-    if policy == KEEP:
+    if policy == DownstreamPolicy.KEEP:
         return
     direct = [t for t in state.successors(owner) if _read_old(state, newest, t, owner, version)]
-    if policy == INVALIDATE:
+    if policy == DownstreamPolicy.INVALIDATE:
         for target in direct:
             _mark(state, newest, target, STALE_AFTER, done)
         return
-    if policy == RERUN_ALL:
+    if policy == DownstreamPolicy.RERUN_ALL:
         direct_ids = set(state.successors(owner))
         after = [t for t in state.compiled.downstream([owner]) if t not in direct_ids]
         for target in [*direct, *after]:

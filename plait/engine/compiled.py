@@ -1,57 +1,9 @@
-"""Graphs as runs execute them: validated, SKILL-expanded, stored as an immutable version."""
+"""A stored graph version as the engine executes it."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-from pathlib import Path
-
-from plait.api_surface import GraphInvalid
-from plait.compile import compile_file
 from plait.engine.state import CompiledRun
-from plait.evolve.classify import RegistryChange
-from plait.evolve.save import save_graph
-from plait.model.nodes import NodeType
-from plait.store import Store, StoredGraph
-
-_FileKey = tuple[str, str, int, int]
-_saved: dict[_FileKey, StoredGraph] = {}
-"""(database, file, mtime, size) -> what that file was stored as: starting many runs of one
-unchanged file (batches, benchmarks) compiles and stores it once per process."""
-
-
-def save_graph_file(store: Store, path: str | os.PathLike[str]) -> StoredGraph:
-    """Validate a graph file and store it (a new version only when its content changed).
-
-    The stored content is the SKILL-expanded graph: a run pins exactly what it executes,
-    even if the skill files change or disappear later.
-    """
-    file = Path(path).resolve()
-    stat = file.stat()
-    key = (store.url, str(file), stat.st_mtime_ns, stat.st_size)
-    if key in _saved:
-        return _saved[key]
-    saved = save_file(store, file)
-    if not saved.skills:  # skill files may change on their own
-        _saved[key] = saved.stored
-    return saved.stored
-
-
-@dataclass(frozen=True, slots=True)
-class SavedFile:
-    stored: StoredGraph
-    change: RegistryChange
-    skills: bool
-    """The file inlines SKILL graphs (read from other files)."""
-
-
-def save_file(store: Store, path: str | os.PathLike[str]) -> SavedFile:
-    """Validate and store a graph file; with how its schema registry changed (`plait graphs import`)."""
-    result = compile_file(path)
-    if not result.valid or result.expanded is None or result.graph is None:
-        raise GraphInvalid(result.errors)
-    saved = save_graph(store, result.expanded)
-    return SavedFile(saved.stored, saved.change, any(n.type == NodeType.SKILL for n in result.graph.nodes))
+from plait.store import Store
 
 
 def load_compiled(store: Store, def_id: str, version: int) -> CompiledRun:

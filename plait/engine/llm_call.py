@@ -16,22 +16,22 @@ from typing import Any
 
 from plait.engine.contracts import OutputContract
 from plait.engine.fewshot import FewshotLookup, render_examples
+from plait.engine.inline_tools import ToolContext
 from plait.engine.llm_cache import CacheSlot
 from plait.engine.mcp_inputs import McpInputs, uses_mcp_inputs
 from plait.engine.mcp_inputs import gather as gather_mcp_inputs
 from plait.engine.render import build_view, prompt_budget, render
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
+from plait.engine.tool_loop import RoutedResultInvalid, offers_tools, tool_rounds
+from plait.engine.toolbox import ToolSetError, toolbox
 from plait.llm.provider import Provider
 from plait.llm.slots import hand_over
 from plait.llm.tokens import ESTIMATE, TokenCounter
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
 from plait.model.output_meta import ROUTED
-from plait.tools.inline import ToolContext
-from plait.tools.loop import RoutedResultInvalid, offers_tools, tool_rounds
 from plait.tools.mcp import McpFailure
-from plait.tools.toolbox import ToolSetError, toolbox
 
 
 async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
@@ -292,7 +292,7 @@ async def _send(
 async def run_with_tools(
     node: LlmCallNode, request: ChatRequest, snapshot: dict[str, Any], rt: Runtime, state: RunState
 ) -> NodeResult:
-    """The tool loop (plait/tools/loop.py), then the final answer without tools, validated as
+    """The tool loop (plait/engine/tool_loop.py), then the final answer without tools, validated as
     any answer; every round is an attempt of the node run, and the rounds are in its snapshot."""
     contract = state.compiled.contracts[node.id]
     attempts: list[dict[str, Any]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from plait.store import RunStatus
+from plait.model.enums import RunStatus
 
 
 class EngineError(Exception):

@@ -21,20 +21,21 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from plait.config import McpServerConfig
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
 from plait.engine.events import EventBus
 from plait.engine.executors import SUPPORTED
 from plait.engine.fewshot import FewshotSource
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.run_input import GraphResolver, check_input, stored_graph
 from plait.engine.runtime import Runtime
 from plait.engine.scheduler import Scheduler
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.provider import Provider
+from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.model.nodes import NodeBase, NodeType, node_field
-from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoredGraph, current_activations
-from plait.store.records import TERMINAL_RUN_STATUSES
-from plait.tools.mcp_config import McpServerConfig
+from plait.store import NodeRunRecord, RunRecord, Store, StoredGraph, current_activations
 
 __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
 
@@ -91,16 +92,17 @@ class Engine:
         start_concurrency: int = 16,
         cache: bool = True,
         mcp_servers: Sequence[McpServerConfig] = (),
-        local_files: bool = True,
+        graphs: GraphResolver | None = None,
         llm: dict[str, Any] | None = None,
     ):
-        """`local_files`: WORKFLOW_TASK tools may name graph files on this machine (the CLI); a
-        server passes False, so that a graph sent to it cannot make it read its own files.
+        """`graphs`: how a WORKFLOW_TASK tool's graph reference is found; by default only stored
+        graphs (the CLI lets it name graph files on this machine too; a server must not, so that
+        a graph sent to it cannot make it read its own files).
         `llm`: the model selection `provider` stands for, stored on the runs this engine creates
-        (see `plait.engine.model_choice`)."""
+        (see `plait.runs.model_choice`)."""
         self.llm = llm
         _tune_collector()
-        self.local_files = local_files
+        self.graphs = graphs or (lambda ref: stored_graph(store, ref))
         self.store = store
         self.runtime = Runtime(
             provider,
@@ -145,7 +147,7 @@ class Engine:
 
     async def start(self, graph: StoredGraph, run_input: dict[str, Any]) -> RunOutcome:
         """Create a run of a stored graph and execute it (the input is checked by the caller,
-        see `plait.engine.start.check_input`).
+        see `plait.engine.run_input.check_input`).
 
         Unlike `start_run` followed by `run`, the run row is written once this engine admits
         the run, already begun (one transaction): of many runs started together, the first
@@ -204,9 +206,7 @@ class Engine:
 
     async def _sub_run(self, ref: str, run_input: dict[str, Any]) -> Any:
         """A WORKFLOW_TASK tool's sub-run: a new run of a stored graph, driven to its end here."""
-        from plait.engine.start import check_input, resolve_graph
-
-        stored = resolve_graph(self.store, ref, files=self.local_files)
+        stored = self.graphs(ref)
         check_input(stored, run_input)
         outcome = await self.start(stored, run_input)
         if outcome.status != RunStatus.COMPLETED:
@@ -299,7 +299,7 @@ class Engine:
                 continue
             node_state = state.nodes[node_id]
             node_state.activation = rec.activation
-            if rec.status in (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE):
+            if rec.status.has_output:
                 state.complete(node_id, rec.effective_output)  # stale data is still the data; rerun on demand
             elif rec.status == NodeStatus.SKIPPED:
                 state.set_phase(node_id, Phase.SKIPPED)

@@ -11,15 +11,15 @@ from plait.engine.state import Phase
 from plait.llm.tokens import ESTIMATE, TokenCounter
 
 if TYPE_CHECKING:
+    from plait.config import McpServerConfig
     from plait.engine.fewshot import FewshotLookup, FewshotSource
+    from plait.engine.inline_tools import SubRun
     from plait.engine.state import RunState
     from plait.llm.provider import Provider
     from plait.llm.types import ChatRequest
     from plait.sandbox import ProcessSandbox
     from plait.store.cache import CacheRepository
-    from plait.tools.inline import SubRun
     from plait.tools.mcp import McpSessions
-    from plait.tools.mcp_config import McpServerConfig
 
 
 @dataclass(frozen=True, slots=True)

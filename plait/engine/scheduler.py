@@ -22,7 +22,8 @@ from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
-from plait.store import NodeRunRecord, NodeStatus, RunStatus
+from plait.model.enums import NodeStatus, RunStatus
+from plait.store import NodeRunRecord
 from plait.store.ledger import INPUT
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Watch, Write
 

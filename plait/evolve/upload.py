@@ -12,8 +12,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from plait.api_surface import GraphInvalid
-from plait.compile import Category, CompileResult, Diagnostic, GraphLoadError, compile_doc
+from plait.compile import Category, CompileResult, Diagnostic, GraphInvalid, GraphLoadError, compile_doc
 from plait.compile.source import SourceDoc, check_values, parse_source
 from plait.errors import PlaitError, Refusal
 from plait.evolve.save import Saved, save_graph

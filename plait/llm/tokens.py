@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import tiktoken
 
-    from plait.llm.config import ProviderConfig
+    from plait.config import ProviderConfig
 
 _log = logging.getLogger(__name__)
 

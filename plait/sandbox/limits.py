@@ -2,35 +2,20 @@
 
 A graph chooses each TRANSFORM/CONDITION node's `timeout_s`; the operator chooses how far any
 graph may go. `plait validate` refuses a node over the cap, and `ProcessSandbox` refuses such a
-request too, so no caller can hold a sandbox child longer. Reading the cap parses only the
-`[sandbox]` table of the configuration file, so validating a graph costs no provider setup.
+request too, so no caller can hold a sandbox child longer. The cap comes from `plait.config`
+(`sandbox_settings`): the file this process loaded, else the file's `[sandbox]` table alone.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-
-DEFAULT_MAX_TIMEOUT_S = 30.0
-"""Without a `[sandbox] max_timeout_s` setting: the longest any expression may run."""
-
-_lock = threading.Lock()
-_configured: float | None = None
-
-
-def configure(max_timeout_s: float | None) -> None:
-    """Set the cap for this process (from a loaded plait.toml); None: read the file again."""
-    global _configured
-    with _lock:
-        _configured = max_timeout_s
 
 
 def max_timeout_s() -> float:
-    """The cap in force: configured, else plait.toml's `[sandbox] max_timeout_s`, else the default."""
-    with _lock:
-        if _configured is not None:
-            return _configured
-    return _from_file()
+    """The cap in force: the loaded plait.toml's `[sandbox] max_timeout_s`, else the file's, else 30 s."""
+    from plait.config import sandbox_settings  # the configuration models load only when asked
+
+    return sandbox_settings().max_timeout_s
 
 
 def timeout_problem(timeout_s: float, cap: float) -> str | None:
@@ -45,21 +30,3 @@ def timeout_problem(timeout_s: float, cap: float) -> str | None:
             "(plait.toml [sandbox] max_timeout_s); lower it, or raise the limit in plait.toml"
         )
     return None
-
-
-def _from_file() -> float:
-    from plait.llm.config import config_path
-
-    path = config_path()
-    if path is None:
-        return DEFAULT_MAX_TIMEOUT_S
-    import tomli
-
-    try:
-        table = tomli.loads(path.read_text(encoding="utf-8")).get("sandbox", {})
-    except (OSError, UnicodeDecodeError, tomli.TOMLDecodeError):
-        return DEFAULT_MAX_TIMEOUT_S  # loading the configuration reports the file's problem
-    value = table.get("max_timeout_s") if isinstance(table, dict) else None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
-        return float(value)
-    return DEFAULT_MAX_TIMEOUT_S

@@ -14,15 +14,7 @@ from __future__ import annotations
 
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.graphs import GraphRepository
-from plait.store.records import (
-    GraphListing,
-    NodeRunRecord,
-    NodeStatus,
-    RunRecord,
-    RunStatus,
-    StoredGraph,
-    current_activations,
-)
+from plait.store.records import GraphListing, NodeRunRecord, RunRecord, StoredGraph, current_activations
 from plait.store.runs import RunRepository
 from plait.store.store import Store
 from plait.store.url import DEFAULT_URL, database_url, redact
@@ -32,11 +24,9 @@ __all__ = [
     "GraphListing",
     "GraphRepository",
     "NodeRunRecord",
-    "NodeStatus",
     "NotFoundError",
     "RunRecord",
     "RunRepository",
-    "RunStatus",
     "Store",
     "StoreError",
     "StoredGraph",

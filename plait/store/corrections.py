@@ -18,11 +18,11 @@ from typing import Any
 from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from plait.model.enums import NodeStatus, RunStatus
 from plait.store.db import writer
 from plait.store.errors import StoreError
 from plait.store.models import FIELD_VERSION, GRAPH_RUN, NODE_RUN
 from plait.store.node_writes import Version
-from plait.store.records import NodeStatus, RunStatus
 
 
 class CorrectionConflict(StoreError):

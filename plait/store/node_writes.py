@@ -24,19 +24,13 @@ from sqlalchemy import Engine, Select, bindparam, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.dml import UpdateBase
 
+from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
 from plait.store.db import conflict_insert, json_dumps, writer
 from plait.store.errors import NotFoundError
 from plait.store.fastpath import Statements
 from plait.store.models import FIELD_VERSION, GRAPH_RUN, LLM_CACHE, NODE_RUN
-from plait.store.records import (
-    TERMINAL_RUN_STATUSES,
-    NodeRunRecord,
-    NodeStatus,
-    RunStatus,
-    fresh_claim,
-    node_run_from_row,
-)
+from plait.store.records import NodeRunRecord, fresh_claim, node_run_from_row
 
 _DONE = (NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.OVERRIDDEN, NodeStatus.STALE)
 

@@ -12,34 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from plait.model.enums import NodeStatus, RunStatus
 
 if TYPE_CHECKING:
     from plait.model import GraphDef
-
-
-class RunStatus(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    PAUSED = "paused"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class NodeStatus(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    OVERRIDDEN = "overridden"
-    STALE = "stale"
-    SKIPPED = "skipped"
-
-
-TERMINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED})
-"""Reaching one of these stamps `completed_at`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +89,7 @@ class RunRecord:
     corrections: int = 0
     """How many corrections the run has had (see `plait.store.corrections`)."""
     llm: dict[str, Any] | None = None
-    """The model selection the run executes with (see `plait.engine.model_choice`); None: not recorded."""
+    """The model selection the run executes with (see `plait.runs.model_choice`); None: not recorded."""
     llm_history: tuple[dict[str, Any], ...] = ()
     """Each explicit change of that selection: {"at", "by", "from", "to"}."""
     active_s: float = 0.0

@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, select, update
 
+from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.store.db import writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.models import FIELD_VERSION, GRAPH_RUN, LLM_CACHE, NODE_RUN
-from plait.store.records import TERMINAL_RUN_STATUSES, RunStatus
 
 
 class RunInUse(StoreError):

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
 from plait.store.db import json_dumps, writer
 from plait.store.errors import NotFoundError, StoreError
@@ -32,15 +33,7 @@ from plait.store.fastpath import Statements
 from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN
 from plait.store.node_writes import Claim, Finish, NodeWriter, Skip
 from plait.store.prefix import resolve_node_run_id, resolve_run_id
-from plait.store.records import (
-    TERMINAL_RUN_STATUSES,
-    NodeRunRecord,
-    NodeStatus,
-    RunRecord,
-    RunStatus,
-    node_run_from_row,
-    run_from_row,
-)
+from plait.store.records import NodeRunRecord, RunRecord, node_run_from_row, run_from_row
 
 _RUN_COLS = (*GRAPH_RUN.c, GRAPH_DEF.c.slug)
 _RUNS = GRAPH_RUN.join(GRAPH_DEF, GRAPH_DEF.c.id == GRAPH_RUN.c.prompt_graph_def_id)
@@ -141,7 +134,7 @@ class RunRepository:
         With `lease=(owner, ttl_s)` the run is created already begun (`running`, leased to
         `owner`), as `begin` would leave it: one transaction instead of two for a run that its
         creator executes at once. `llm`: the model selection its executions use (see
-        `plait.engine.model_choice`; never a secret).
+        `plait.runs.model_choice`; never a secret).
         """
         run_id, now = str(uuid.uuid4()), time.time()
         owner, expires = (lease[0], now + lease[1]) if lease else (None, None)

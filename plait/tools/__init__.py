@@ -1,1 +1,1 @@
-"""Tools an LLM_CALL node offers the model: inline tools and the tool loop (SPEC §7)."""
+"""MCP: the client of the servers plait.toml registers (sessions, tools, resources, prompts)."""

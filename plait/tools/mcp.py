@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any, TypeVar
 
-from plait.tools.mcp_config import McpServerConfig, MissingSecret
+from plait.config import McpServerConfig, MissingSecret
 
 T = TypeVar("T")
 STDERR_TAIL = 600

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from api_helpers import SCRIPT, Api
 
-from plait.engine.model_choice import chosen
 from plait.engine.runner import Engine
-from plait.engine.start import start_run
+from plait.runs.model_choice import chosen
+from plait.runs.start import start_run
 
 
 def test_a_review_answered_through_the_server_uses_the_runs_own_model(api: Api, tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from plait.store import RunStatus, Store
+from plait.model.enums import RunStatus
+from plait.store import Store
 from tests.engine.test_engine import execute, graph_file, llm, script
 
 CHAIN = [{"source": "a", "target": "b", "schema_id": "text"}, {"source": "b", "target": "END", "schema_id": "text"}]

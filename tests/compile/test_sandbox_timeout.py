@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from plait.compile import compile_data
-from plait.sandbox import limits
+from plait.config import forget_loaded
 
 
 @pytest.fixture(autouse=True)
 def default_cap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.chdir(tmp_path)  # no plait.toml here
     monkeypatch.delenv("PLAIT_CONFIG", raising=False)
-    limits.configure(None)
+    forget_loaded()
     yield
-    limits.configure(None)
+    forget_loaded()
 
 
 def graph(node: dict[str, Any]) -> dict[str, Any]:
@@ -57,8 +57,9 @@ def test_the_cap_comes_from_plait_toml(tmp_path: Path) -> None:
 
 
 def test_plait_toml_accepts_the_sandbox_table(tmp_path: Path) -> None:
-    from plait.llm.config import load_config
+    from plait.config import load_config
+    from plait.sandbox.limits import max_timeout_s
 
     (tmp_path / "plait.toml").write_text("[sandbox]\nmax_timeout_s = 12\n")
     assert load_config(str(tmp_path / "plait.toml")).sandbox.max_timeout_s == 12
-    assert limits.max_timeout_s() == 12
+    assert max_timeout_s() == 12

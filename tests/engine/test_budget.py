@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 from plait import load_graph
-from plait.engine.dry_run import dry_run
+from plait.config import load_config
 from plait.engine.runner import Engine
 from plait.engine.runtime import Runtime
-from plait.engine.start import start_run
-from plait.llm.config import load_config
 from plait.llm.pool import ProviderPool
 from plait.llm.tokens import CHARS_PER_TOKEN, count_messages, tiktoken_counter
+from plait.runs.dry_run import dry_run
+from plait.runs.start import start_run
 from plait.store import Store
 
 PRICED = """

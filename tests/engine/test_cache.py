@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from plait.engine.runner import Engine
-from plait.engine.start import start_run
 from plait.llm.types import ChatRequest, ChatResponse, Usage
+from plait.runs.start import start_run
 from plait.store import Store
 
 LABEL = {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}

@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
+from plait.engine.run_input import StartError
 from plait.engine.runner import Engine, EngineError, RunOutcome
-from plait.engine.start import StartError, start_run
 from plait.llm.scripted import ScriptedProvider
-from plait.store import RunStatus, Store
+from plait.model.enums import RunStatus
+from plait.runs.start import start_run
+from plait.store import Store
 
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 

@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from plait.engine.runner import Engine, RunOutcome
-from plait.engine.start import start_run
 from plait.llm.scripted import ScriptedProvider
-from plait.store import RunStatus, Store
+from plait.model.enums import RunStatus
+from plait.runs.start import start_run
+from plait.store import Store
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

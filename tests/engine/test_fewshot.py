@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 
-from plait.engine.corrections import Corrections, DownstreamPolicy
 from plait.engine.fewshot import Example, select
-from plait.engine.start import start_run
 from plait.llm.embedding import NO_EMBEDDINGS, local_embedder, model_dir
+from plait.model.enums import DownstreamPolicy
 from plait.model.nodes import FewshotSelection
+from plait.runs.corrections import Corrections
+from plait.runs.start import start_run
 from plait.store import Store
-from tests.engine.test_corrections import drive_with, newest
 from tests.engine.test_engine import graph_file, llm, script
+from tests.runs.test_corrections import drive_with, newest
 
 
 def labeller(tmp_path: Path, **fewshot: Any) -> str:

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from plait.engine import executors
-from plait.engine.corrections import Corrections
 from plait.engine.runtime import NodeResult
 from plait.llm.scripted import ScriptedProvider, ScriptFile
-from plait.store import NodeStatus, RunStatus, Store
+from plait.model.enums import NodeStatus, RunStatus
+from plait.runs.corrections import Corrections
+from plait.store import Store
 from plait.store.node_writes import Finish, NodeWriter
-from tests.engine.test_corrections import drive, drive_with, newest, tr
 from tests.engine.test_engine import graph_file, start_run
+from tests.runs.test_corrections import drive, drive_with, newest, tr
 
 LONE = "a\ud800b"
 

@@ -16,9 +16,10 @@ import pytest
 
 from plait.engine import commits, eventloop
 from plait.engine.runner import GC_THRESHOLDS, Engine
-from plait.engine.start import start_run
 from plait.llm.slots import DRAIN_TURNS, PER_TURN, paced
-from plait.store import NodeStatus, RunStatus, Store
+from plait.model.enums import NodeStatus, RunStatus
+from plait.runs.start import start_run
+from plait.store import Store
 from plait.store.node_writes import Claim
 from tests.engine.test_engine import graph_file, llm, script
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import yaml
 
 from plait.engine.runner import Engine
-from plait.engine.start import start_run
-from plait.store import RunStatus, Store
+from plait.model.enums import RunStatus
+from plait.runs.start import start_run
+from plait.store import Store
 
 CHAIN = 10_000
 

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from plait.engine.start import StartError, check_input, resolve_graph
-from plait.store import RunStatus, Store
+from plait.engine.run_input import StartError, check_input
+from plait.model.enums import RunStatus
+from plait.runs.start import resolve_graph
+from plait.store import Store
 from tests.compile.counting_server import counting_server
 from tests.engine.test_engine import execute, graph_file, llm, nodes_of, script
 

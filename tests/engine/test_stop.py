@@ -7,8 +7,9 @@ import asyncio
 from pathlib import Path
 
 from plait.engine.runner import Engine, RunOutcome
-from plait.engine.start import start_run
-from plait.store import NodeStatus, RunStatus, Store, current_activations
+from plait.model.enums import NodeStatus, RunStatus
+from plait.runs.start import start_run
+from plait.store import Store, current_activations
 from tests.engine.test_engine import calls, graph_file, llm, script
 
 

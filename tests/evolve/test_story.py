@@ -17,13 +17,14 @@ import pytest
 import yaml
 
 from plait.engine.runner import Engine
-from plait.engine.start import start_run
 from plait.evolve.fork import ForkError, diff_fork, fork_graph, merge_from_parent, refork
 from plait.evolve.migration_errors import MigrationError
 from plait.evolve.reader import RunReader
 from plait.evolve.system import sync_system_graphs
+from plait.model.enums import RunStatus
+from plait.runs.start import start_run
 from plait.sandbox.shared import SHARED_MAX_WORKERS
-from plait.store import RunStatus, Store, StoreError, current_activations
+from plait.store import Store, StoreError, current_activations
 from plait.store.graph_admin import ReadOnlyGraph
 
 LIST_V1 = {

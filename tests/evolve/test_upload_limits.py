@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from plait.api_surface import GraphInvalid
+from plait.compile import GraphInvalid
 from plait.evolve.upload import UploadMode, check_upload, save_upload
 from plait.store import NotFoundError, Store
 

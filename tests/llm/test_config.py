@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from plait.config import CONFIG_ENV, EMBEDDED_MODEL, Capability, ConfigError, JsonMode, Tokenizer, load_config
 from plait.llm import local
 from plait.llm.check import check_config
-from plait.llm.config import CONFIG_ENV, Capability, ConfigError, JsonMode, Tokenizer, load_config
 
 CONTRACT = """
 [[providers]]
@@ -78,7 +78,7 @@ def test_found_by_flag_then_environment_then_working_directory(tmp_path: Path, m
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(CONFIG_ENV, raising=False)
     assert load_config().source is None  # nothing anywhere: the built-in defaults
-    assert load_config().roles["chat"] == (f"local/{local.MODEL_NAME}",)
+    assert load_config().roles["chat"] == (f"local/{EMBEDDED_MODEL}",)
     write(tmp_path, CONTRACT)
     assert load_config().source == "plait.toml"
     other = write(tmp_path, '[[providers]]\nid = "x"\nkind = "local"\n[roles]\nchat = "x/m"\n', "other.toml")

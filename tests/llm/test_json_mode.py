@@ -13,11 +13,11 @@ import pytest
 import yaml
 from fault_server import fault_server
 
+from plait.config import load_config
 from plait.engine.runner import Engine
-from plait.engine.start import start_run
 from plait.llm import openai_compat
-from plait.llm.config import load_config
 from plait.llm.pool import ProviderPool
+from plait.runs.start import start_run
 from plait.store import Store
 
 LABEL = {

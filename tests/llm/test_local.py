@@ -14,10 +14,11 @@ import jsonschema
 import yaml
 from llm_helpers import LABEL, complete_once, needs_local
 
+from plait.config import EMBEDDED_MODEL
 from plait.engine.runner import Engine
-from plait.engine.start import start_run
 from plait.llm import local
 from plait.llm.types import ChatRequest
+from plait.runs.start import start_run
 from plait.store import Store
 
 pytestmark = needs_local
@@ -53,7 +54,7 @@ def test_a_schema_constrained_answer_is_valid_json_for_the_schema() -> None:
     jsonschema.validate(json.loads(response.content), LABEL)
     assert response.usage.input_tokens > 10
     assert 0 < response.usage.output_tokens <= 32
-    assert (response.provider, response.model, response.cost_usd) == ("local", local.MODEL_NAME, 0.0)
+    assert (response.provider, response.model, response.cost_usd) == ("local", EMBEDDED_MODEL, 0.0)
 
 
 def test_generation_is_deterministic_for_a_seed() -> None:
@@ -81,7 +82,7 @@ def test_an_example_graph_runs_end_to_end_on_the_embedded_model(tmp_path: Path) 
     jsonschema.validate(outcome.output, schemas["triage_result"])
     calls = [n for n in store.runs.node_runs(run_id) if n.attempts and "model" in n.attempts[-1]]
     assert calls, "no node run recorded a model call"
-    assert {n.attempts[-1]["model"] for n in calls} == {local.MODEL_NAME}
+    assert {n.attempts[-1]["model"] for n in calls} == {EMBEDDED_MODEL}
     assert all(n.tokens_output > 0 for n in calls)
     store.close()
 

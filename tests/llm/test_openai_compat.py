@@ -15,8 +15,8 @@ import jsonschema
 import pytest
 from llm_helpers import LABEL, complete_once, free_port, needs_local, serve_llama
 
+from plait.config import JsonMode, ProviderConfig
 from plait.llm import openai_compat
-from plait.llm.config import JsonMode, ProviderConfig
 from plait.llm.openai_compat import OpenAIProvider
 from plait.llm.types import ChatRequest, ProviderError
 from plait.store import Store

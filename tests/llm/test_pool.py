@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from llm_helpers import complete_once
 
-from plait.llm.config import load_config
+from plait.config import load_config
 from plait.llm.pool import ProviderPool
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage
 
@@ -238,7 +238,7 @@ def test_when_every_target_fails_the_pool_degrades_to_its_fallback_model(tmp_pat
 
 
 def test_degrade_to_must_name_a_configured_model(tmp_path: Path) -> None:
-    from plait.llm.config import ConfigError
+    from plait.config import ConfigError
 
     pool(tmp_path, '{output: {text: "first"}}')
     (tmp_path / "plait.toml").write_text((tmp_path / "plait.toml").read_text() + '\n[pool]\ndegrade_to = "nope/x"\n')

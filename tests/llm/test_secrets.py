@@ -27,10 +27,10 @@ import yaml
 from fault_server import fault_server
 from sqlalchemy import select
 
+from plait.config import load_config
 from plait.engine.runner import Engine
-from plait.engine.start import start_run
-from plait.llm.config import load_config
 from plait.llm.pool import ProviderPool
+from plait.runs.start import start_run
 from plait.store import Store
 from plait.store.models import full_metadata
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plait.llm.config import load_config
+from plait.config import load_config
 from plait.llm.pool import ProviderPool
 from plait.llm.slots import PrioritySlots
 from plait.llm.types import ChatRequest, ChatResponse

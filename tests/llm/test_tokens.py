@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from plait.config import ProviderConfig, load_config
 from plait.llm import tokens
-from plait.llm.config import ProviderConfig, load_config
 from plait.llm.pool import ProviderPool
 from plait.llm.tokens import (
     ESTIMATE,

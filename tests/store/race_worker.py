@@ -27,7 +27,8 @@ def _wait(gate: Path) -> None:
 
 def main(argv: list[str]) -> None:
     mode, url, gate = argv[0], argv[1], Path(argv[2])
-    from plait.store import NodeStatus, Store
+    from plait.model.enums import NodeStatus
+    from plait.store import Store
     from plait.store.db import current_revision
 
     if mode == "open":

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from store_helpers import new_run
 
-from plait.store import NodeRunRecord, NodeStatus, NotFoundError, RunStatus, Store
+from plait.model.enums import NodeStatus, RunStatus
+from plait.store import NodeRunRecord, NotFoundError, Store
 from plait.store.node_writes import Claim, EndRun, Finish, Skip
 
 

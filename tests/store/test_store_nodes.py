@@ -15,7 +15,8 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import DBAPIError
 from store_helpers import graph, new_run, spawn_workers
 
-from plait.store import NodeRunRecord, NodeStatus, RunStatus, Store
+from plait.model.enums import NodeStatus, RunStatus
+from plait.store import NodeRunRecord, Store
 from plait.store.models import NODE_RUN
 
 

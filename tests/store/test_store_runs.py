@@ -8,7 +8,8 @@ import uuid
 import pytest
 from store_helpers import graph, new_run
 
-from plait.store import NodeStatus, NotFoundError, RunStatus, Store, StoreError
+from plait.model.enums import NodeStatus, RunStatus
+from plait.store import NotFoundError, Store, StoreError
 
 
 def test_create_pins_the_graph_version_and_starts_pending(store: Store) -> None:

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from plait.llm.config import ConfigError, load_config
-from plait.tools.mcp_config import MissingSecret
+from plait.config import ConfigError, MissingSecret, load_config
 
 SERVERS = """
 [[mcp_servers]]

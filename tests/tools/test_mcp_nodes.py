@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
+from plait.config import McpServerConfig
 from plait.engine.runner import Engine, EngineError, RunOutcome
-from plait.engine.start import start_run
-from plait.store import RunStatus, Store, current_activations
-from plait.tools.mcp_config import McpServerConfig
+from plait.model.enums import RunStatus
+from plait.runs.start import start_run
+from plait.store import Store, current_activations
 from tests.engine.test_engine import graph_file
+from tests.engine.test_tool_loop import TEXT, answers
 from tests.tools.test_mcp_sessions import own_server
-from tests.tools.test_tool_loop import TEXT, answers
 
 CITY = {
     "type": "object",
@@ -242,7 +243,7 @@ def test_tools_the_server_does_not_list_or_names_offered_twice_fail_the_node(sto
 def test_a_model_without_the_mcp_capability_is_refused_before_the_run(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from plait.llm.config import load_config
+    from plait.config import load_config
     from plait.llm.pool import ProviderPool
 
     config = tmp_path / "plait.toml"

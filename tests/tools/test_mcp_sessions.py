@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from plait.config import McpServerConfig
 from plait.tools.mcp import McpFailure, McpSessions
-from plait.tools.mcp_config import McpServerConfig
 
 SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
 

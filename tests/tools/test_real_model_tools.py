@@ -16,7 +16,7 @@ request forced the tool" is the point. Skipped, with the reason, only where the 
 not installed.
 
 These tests found that this server refuses an assistant tool-call message whose `content` is null
-(HTTP 500) and breaks without the key: the loop sends `""` (plait/tools/loop.py).
+(HTTP 500) and breaks without the key: the loop sends `""` (plait/engine/tool_loop.py).
 """
 
 from __future__ import annotations
@@ -34,14 +34,15 @@ import httpx
 import jsonschema
 import pytest
 
+from plait.config import load_config
 from plait.engine.runner import RunOutcome
-from plait.engine.start import start_run
-from plait.llm.config import load_config
 from plait.llm.pool import ProviderPool
-from plait.store import NodeRunRecord, RunStatus, Store, current_activations
-from tests.engine.test_corrections import drive_with
+from plait.model.enums import RunStatus
+from plait.runs.start import start_run
+from plait.store import NodeRunRecord, Store, current_activations
 from tests.engine.test_engine import graph_file
 from tests.llm.llm_helpers import needs_local, serve_llama
+from tests.runs.test_corrections import drive_with
 
 pytestmark = needs_local
 

@@ -1,6 +1,6 @@
 """/api/runs/{id}/nodes/{node}/…: a person's corrections (`plait override|rerun|review|rollback`).
 
-The checks and writes are `plait.engine.corrections.Corrections`, as for the CLI; what a
+The checks and writes are `plait.runs.corrections.Corrections`, as for the CLI; what a
 correction leaves to execute is driven in the background by this server, and what it did is
 announced on the run's event stream."""
 
@@ -24,7 +24,7 @@ from plait.api.schemas import (
 )
 from plait.api.services import Announcement, apply_correction
 from plait.api.state import ServerState, get_state
-from plait.engine.corrections import Correction, Corrections
+from plait.runs.corrections import Correction, Corrections
 
 router = APIRouter(prefix="/runs/{run_id}", tags=["corrections"])
 State = Annotated[ServerState, Depends(get_state)]

@@ -22,7 +22,7 @@ from plait.api.errors import ApiError
 from plait.api.events import ENDING_KINDS, EventLog, RunEvent
 from plait.api.history import history
 from plait.api.state import ServerState, get_state
-from plait.store.records import TERMINAL_RUN_STATUSES
+from plait.model.enums import TERMINAL_RUN_STATUSES
 
 router = APIRouter(tags=["events"])
 State = Annotated[ServerState, Depends(get_state)]

@@ -13,13 +13,14 @@ from pydantic import BaseModel, Field
 from plait.api.errors import ApiError
 from plait.api.schemas import GraphSource
 from plait.api.state import ServerState, get_state
-from plait.engine.dry_run import dry_run
 from plait.engine.ledger import ledger_json
-from plait.engine.replay import ReplayError, replay
+from plait.engine.run_input import check_input
 from plait.engine.runtime import Runtime
-from plait.engine.start import check_input, resolve_graph
 from plait.evolve.upload import check_upload
 from plait.llm.types import ProviderError
+from plait.runs.dry_run import dry_run
+from plait.runs.replay import ReplayError, replay
+from plait.runs.start import resolve_graph
 
 router = APIRouter(tags=["inspect"])
 State = Annotated[ServerState, Depends(get_state)]

@@ -28,7 +28,7 @@ from plait.api.schemas import (
 )
 from plait.api.services import read_run, start_and_launch
 from plait.api.state import ServerState, get_state
-from plait.engine.run_diff import diff_runs
+from plait.runs.diff import diff_runs
 from plait.store import current_activations
 from plait.store.run_admin import RunEnded, RunInUse
 

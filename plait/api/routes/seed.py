@@ -41,15 +41,16 @@ from plait.api.seed_schemas import (
 from plait.api.services import Announcement, apply_correction, delete_graph, get_graph, read_run, start_and_launch
 from plait.api.state import ServerState, get_state
 from plait.compile.dump import graph_to_data
-from plait.engine.corrections import Correction
 from plait.errors import Refusal
 from plait.evolve.catalog import list_graphs
 from plait.evolve.fork import ForkError, fork_graph
 from plait.evolve.upload import UploadMode, save_upload
 from plait.model import SourceType
+from plait.model.enums import NodeStatus
 from plait.model.nodes import NodeType
 from plait.model.output_meta import strip_meta
-from plait.store import NodeStatus, NotFoundError, Store, current_activations
+from plait.runs.corrections import Correction
+from plait.store import NotFoundError, Store, current_activations
 from plait.store.graphs import MANAGED_FIELDS
 
 router = APIRouter(tags=["seed 000 §9"])

@@ -1,4 +1,4 @@
-"""`plait.toml`: model providers, their models (prices, context, capabilities) and roles (SPEC §6.1).
+"""Loading `plait.toml`: providers and their models, roles, the pool, MCP servers, the sandbox.
 
 Found at `--config FILE`, else `$PLAIT_CONFIG`, else `./plait.toml`; without one, the embedded
 model serves every role when it is installed. The shape is a contract (keys are added, never
@@ -23,7 +23,7 @@ renamed):
     [roles]                          # a role maps to one "provider/model" or a failover list
     chat = ["deepseek/deepseek-chat", "local/smollm2"]
 
-    [[mcp_servers]]                  # see plait/tools/mcp_config.py
+    [[mcp_servers]]                  # see plait/config/mcp.py
     id = "time"
     transport = "stdio"
     command = "python"
@@ -37,148 +37,43 @@ lines as in the example above.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
-from enum import StrEnum
-from pathlib import Path
-from typing import Annotated, Literal
 
 import tomli
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from plait.config.files import config_path
+from plait.config.mcp import McpServerConfig
+from plait.config.providers import (
+    DEFAULT_ROLE,
+    EMBEDDED_MODEL,
+    Capability,
+    ModelConfig,
+    PoolConfig,
+    ProviderConfig,
+    Strict,
+)
+from plait.config.sandbox import SandboxConfig
 from plait.model.documents import DocumentError, decode_text, read_limited
-from plait.tools.mcp_config import McpServerConfig
-
-CONFIG_ENV = "PLAIT_CONFIG"
-DEFAULT_FILE = "plait.toml"
-DEFAULT_ROLE = "chat"
+from plait.redact import register
 
 
 class ConfigError(ValueError):
     """The configuration cannot be used; the message names the file, the key and the fix."""
 
 
-class Capability(StrEnum):
-    TOOLS = "tools"
-    JSON_SCHEMA = "json_schema"
-    VISION = "vision"
-    MCP = "mcp"
+_in_force: PlaitConfig | None = None
+"""The configuration this process loaded last (None: none loaded yet)."""
 
 
-class JsonMode(StrEnum):
-    """How a provider is asked for structured output (servers differ; answers are validated anyway)."""
-
-    JSON_SCHEMA = "json_schema"
-    """`response_format: {type: json_schema, json_schema: {schema, strict}}` (OpenAI, vLLM, most hosted)."""
-    JSON_OBJECT_SCHEMA = "json_object_schema"
-    """`{type: json_object, schema}` (llama.cpp's server, which answers HTTP 500 to json_schema)."""
-    JSON_OBJECT = "json_object"
-    """`{type: json_object}` plus the schema in the system prompt (models without schema support)."""
-
-
-class Tokenizer(StrEnum):
-    """How a provider's prompt tokens are counted for budgets, limits and estimates (`plait.llm.tokens`)."""
-
-    AUTO = "auto"
-    """openai: the encoding tiktoken maps the model name to; local: the GGUF's own; else the estimate."""
-    O200K_BASE = "o200k_base"
-    CL100K_BASE = "cl100k_base"
-    ESTIMATE = "estimate"
-    """~4 characters per token."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ModelConfig(_Strict):
-    name: Annotated[str, Field(min_length=1)]
-    price_in: Annotated[float, Field(ge=0)] = 0.0
-    """USD per million input tokens."""
-    price_out: Annotated[float, Field(ge=0)] = 0.0
-    """USD per million output tokens."""
-    context: Annotated[int, Field(gt=0)] | None = None
-    """Context window in tokens."""
-    capabilities: tuple[Capability, ...] = ()
-
-    def cost_usd(self, tokens_in: int, tokens_out: int) -> float:
-        return (tokens_in * self.price_in + tokens_out * self.price_out) / 1_000_000
-
-
-class ProviderConfig(_Strict):
-    id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
-    kind: Literal["openai", "local", "scripted"]
-    base_url: str | None = None
-    api_key_env: str | None = None
-    """Name of the environment variable holding the API key (the key itself never goes in the file)."""
-    file: str | None = None
-    """scripted: the responses file."""
-    max_concurrency: Annotated[int, Field(gt=0)] = 4
-    reserve_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
-    """Share of `max_concurrency` kept for critical requests (node priority 8-10); idle slots when
-    none come, so it is off (0) unless set."""
-    rpm: Annotated[int, Field(gt=0)] | None = None
-    tpm: Annotated[int, Field(gt=0)] | None = None
-    enabled: bool = True
-    json_mode: JsonMode | None = None
-    """How to ask for structured output; unset, each model's capabilities decide (`json_mode_for`)."""
-    tokenizer: Tokenizer = Tokenizer.AUTO
-    """How prompt tokens are counted (see `Tokenizer`); the API's own count is recorded after a call."""
-    timeout_s: Annotated[float, Field(gt=0)] = 120.0
-    stream: bool = False
-    """openai: read answers as a stream (a stream cut short is a retryable `truncated` error)."""
-    retries: Annotated[int, Field(ge=0, le=10)] = 2
-    """Retries on this provider of an error that may pass (429, 5xx, timeout, connection) before failing over."""
-    backoff_s: Annotated[float, Field(gt=0)] = 0.5
-    """First retry delay; doubled each retry (with jitter), a longer `Retry-After` wins."""
-    models: tuple[ModelConfig, ...] = ()
-
-    @model_validator(mode="after")
-    def _kind_fields(self) -> ProviderConfig:
-        if self.kind == "openai" and not self.base_url:
-            raise ValueError("an openai provider needs base_url (e.g. https://api.openai.com/v1)")
-        if self.kind == "scripted" and not self.file:
-            raise ValueError("a scripted provider needs file = 'responses.yaml'")
-        names = [m.name for m in self.models]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"model {duplicates[0]!r} is listed twice")
-        return self
-
-    def model(self, name: str) -> ModelConfig | None:
-        return next((m for m in self.models if m.name == name), None)
-
-    def json_mode_for(self, model: str) -> JsonMode:
-        """The form structured output is asked in from `model`: `json_mode` when set, else
-        `json_schema` only for a model that declares that capability, and the form every
-        OpenAI-compatible server accepts (`json_object`, the schema stated in the prompt) for
-        the others: a server must not be sent a form its model was never said to support."""
-        if self.json_mode is not None:
-            return self.json_mode
-        listed = self.model(model)
-        if listed is not None and Capability.JSON_SCHEMA in listed.capabilities:
-            return JsonMode.JSON_SCHEMA
-        return JsonMode.JSON_OBJECT
-
-
-class PoolConfig(_Strict):
-    degrade_to: str | None = None
-    """"provider/model" tried when every target of a role failed (a smaller or local model)."""
-
-
-class SandboxConfig(_Strict):
-    """`[sandbox]`: limits of the JavaScript sandbox (plait/sandbox/limits.py)."""
-
-    max_timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 30.0
-    """The longest time limit any expression may have (a node's `timeout_s` above it is refused)."""
-
-
-class PlaitConfig(_Strict):
+class PlaitConfig(Strict):
     sandbox: SandboxConfig = SandboxConfig()
     providers: tuple[ProviderConfig, ...] = ()
     pool: PoolConfig = PoolConfig()
     mcp_servers: tuple[McpServerConfig, ...] = ()
-    """MCP servers nodes may use (plait/tools/mcp_config.py)."""
+    """MCP servers nodes may use (plait/config/mcp.py)."""
     roles: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     """role → "provider/model" targets in failover order."""
     source: str | None = Field(default=None, exclude=True)
@@ -236,26 +131,13 @@ class PlaitConfig(_Strict):
 
 def builtin_config() -> PlaitConfig:
     """No `plait.toml`: the embedded model serves every role (when it is installed)."""
-    from plait.llm.local import MODEL_NAME
-
     local = ProviderConfig(
         id="local",
         kind="local",
         max_concurrency=1,
-        models=(ModelConfig(name=MODEL_NAME, context=2048, capabilities=(Capability.JSON_SCHEMA,)),),
+        models=(ModelConfig(name=EMBEDDED_MODEL, context=2048, capabilities=(Capability.JSON_SCHEMA,)),),
     )
-    return PlaitConfig(providers=(local,), roles={DEFAULT_ROLE: (f"local/{MODEL_NAME}",)})
-
-
-def config_path(explicit: str | None = None) -> Path | None:
-    """`--config`, else `$PLAIT_CONFIG`, else `./plait.toml` if it exists."""
-    if explicit:
-        return Path(explicit)
-    from_env = os.environ.get(CONFIG_ENV)
-    if from_env:
-        return Path(from_env)
-    default = Path(DEFAULT_FILE)
-    return default if default.is_file() else None
+    return PlaitConfig(providers=(local,), roles={DEFAULT_ROLE: (f"local/{EMBEDDED_MODEL}",)})
 
 
 def load_config(explicit: str | None = None) -> PlaitConfig:
@@ -272,18 +154,46 @@ def load_config(explicit: str | None = None) -> PlaitConfig:
         config = register_secrets(PlaitConfig.model_validate({**data, "source": str(path)}))
     except ValidationError as exc:
         raise ConfigError(f"{path} is invalid:\n" + "\n".join(_problems(exc, data))) from None
-    from plait.sandbox.limits import configure
-
-    configure(config.sandbox.max_timeout_s)  # the sandbox enforces the file's cap in this process
+    global _in_force
+    _in_force = config  # what the sandbox enforces in this process (`sandbox_settings`)
     return config
+
+
+def configured_servers(config: str | None = None) -> tuple[McpServerConfig, ...]:
+    """The `[[mcp_servers]]` of plait.toml (`config`, else `$PLAIT_CONFIG`, else `./plait.toml`);
+    none without a file. They apply whichever provider serves the models (`--llm` included)."""
+    return load_config(config).mcp_servers if config_path(config) is not None else ()
+
+
+def sandbox_settings() -> SandboxConfig:
+    """The `[sandbox]` table in force: the loaded configuration's, else the file's own table
+    read alone (validating a graph must not set up providers), else the defaults."""
+    if _in_force is not None:
+        return _in_force.sandbox
+    path = config_path()
+    if path is None:
+        return SandboxConfig()
+    try:
+        text = decode_text(read_limited(path, f"the config file {path}"), f"the config file {path}")
+        table = tomli.loads(text).get("sandbox", {})
+    except (DocumentError, tomli.TOMLDecodeError):
+        return SandboxConfig()  # loading the configuration reports the file's problem
+    value = table.get("max_timeout_s") if isinstance(table, dict) else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+        return SandboxConfig(max_timeout_s=float(value))
+    return SandboxConfig()
+
+
+def forget_loaded() -> None:
+    """Read `[sandbox]` from the file again (tests that change plait.toml between loads)."""
+    global _in_force
+    _in_force = None
 
 
 def register_secrets(config: PlaitConfig) -> PlaitConfig:
     """Tell the redactor the secret values this configuration refers to (provider keys and MCP
     `%secrets.NAME%` values, read from the environment now), so that no echo of them is stored,
     logged or returned; `config` is returned unchanged."""
-    from plait.redact import register
-
     names = [p.api_key_env for p in config.providers if p.api_key_env]
     names += [name for server in config.mcp_servers for name in server.secrets()]
     register(*(os.environ.get(name) for name in names))

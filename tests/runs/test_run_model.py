@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from plait.engine.corrections import Corrections, DownstreamPolicy
 from plait.engine.outcome import EngineError
 from plait.engine.runner import Engine
-from plait.engine.start import start_run
 from plait.llm.types import ChatRequest, ChatResponse, Usage
+from plait.model.enums import DownstreamPolicy
+from plait.runs.corrections import Corrections
+from plait.runs.start import start_run
 from plait.store import Store
 from plait.store.run_admin import RunEnded
 

@@ -1,4 +1,4 @@
-"""MCP servers registered in `plait.toml` (seed 000 §4.3 `McpServerConfig`; SPEC §7).
+"""`[[mcp_servers]]`: the MCP servers registered in `plait.toml`, which nodes refer to by `id`.
 
     [[mcp_servers]]
     id = "time"
@@ -89,11 +89,3 @@ def resolve(text: str, environ: Mapping[str, str], server_id: str) -> str:
         return environ[name]
 
     return SECRET.sub(value, text)
-
-
-def configured_servers(config: str | None = None) -> tuple[McpServerConfig, ...]:
-    """The `[[mcp_servers]]` of plait.toml (`config`, else `$PLAIT_CONFIG`, else `./plait.toml`);
-    none without a file. They apply whichever provider serves the models (`--llm` included)."""
-    from plait.llm.config import config_path, load_config
-
-    return load_config(config).mcp_servers if config_path(config) is not None else ()

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from plait.engine.runner import Engine, EngineError, RunOutcome
-from plait.engine.start import start_run
 from plait.llm.scripted import ScriptedProvider
 from plait.llm.types import ChatRequest, ChatResponse
-from plait.store import RunStatus, Store, current_activations
-from tests.engine.test_corrections import drive_with
+from plait.model.enums import RunStatus
+from plait.runs.start import local_graphs, start_run
+from plait.store import Store, current_activations
 from tests.engine.test_engine import graph_file, script
+from tests.runs.test_corrections import drive_with
 
 NOTE = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
@@ -206,8 +207,8 @@ def test_a_workflow_task_tool_runs_a_sub_graph(store: Store, tmp_path: Path) -> 
 
 
 def test_a_server_engine_never_starts_a_sub_run_from_a_file_on_its_own_disk(store: Store, tmp_path: Path) -> None:
-    """A graph sent to `plait serve` could name a file of the server's: with `local_files=False`
-    (what the server passes) a WORKFLOW_TASK resolves stored graphs only."""
+    """A graph sent to `plait serve` could name a file of the server's: without `graphs` (what the
+    server passes) a WORKFLOW_TASK resolves stored graphs only; the CLI's `local_graphs` reads files."""
     sub = graph_file(
         tmp_path,
         [{"id": "shout", "type": "TRANSFORM", "transform_expr": "({note: current.note.toUpperCase()})"}],
@@ -217,31 +218,39 @@ def test_a_server_engine_never_starts_a_sub_run_from_a_file_on_its_own_disk(stor
         id="shouter",
     )
     tool = save_note(handler="WORKFLOW_TASK", graph=sub)
-    provider = answers(
-        tmp_path,
-        {"node": "plan", "tool_calls": [{"name": "save_note", "arguments": {"note": "quiet"}}], "times": 1},
-        {"node": "plan", "output": {"text": "done"}},
-    )
-    run_id = start_run(store, tooled_graph(tmp_path, tool), {"topic": "tea"})
 
-    async def go() -> RunOutcome:
-        engine = Engine(store, provider, local_files=False)
-        try:
-            return await engine.run(run_id)
-        finally:
-            await engine.aclose()
+    def attempt(**engine_args: Any) -> tuple[str, dict[str, Any]]:
+        provider = answers(
+            tmp_path,
+            {"node": "plan", "tool_calls": [{"name": "save_note", "arguments": {"note": "quiet"}}], "times": 1},
+            {"node": "plan", "output": {"text": "done"}},
+        )
+        run_id = start_run(store, tooled_graph(tmp_path, tool), {"topic": "tea"})
 
-    outcome = asyncio.run(go())
-    plan = current_activations(store.runs.node_runs(outcome.run_id))["plan"]
-    (result,) = [c["result"] for c in plan.input_snapshot["tool_rounds"][0]["calls"]]
+        async def go() -> RunOutcome:
+            engine = Engine(store, provider, **engine_args)
+            try:
+                return await engine.run(run_id)
+            finally:
+                await engine.aclose()
+
+        outcome = asyncio.run(go())
+        plan = current_activations(store.runs.node_runs(outcome.run_id))["plan"]
+        (result,) = [c["result"] for c in plan.input_snapshot["tool_rounds"][0]["calls"]]
+        return run_id, result
+
+    served, result = attempt()
     assert f"no stored graph named '{sub}'" in result["error"]
-    assert [r.id for r in store.runs.list()] == [run_id]  # no sub-run was started
+    assert [r.id for r in store.runs.list()] == [served]  # no sub-run was started
+    _, result = attempt(graphs=local_graphs(store))
+    assert "error" not in result
+    assert len(store.runs.list()) == 3  # the two runs, and the sub-run of the file
 
 
 def test_a_model_without_the_tools_capability_is_refused_before_the_run(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from plait.llm.config import load_config
+    from plait.config import load_config
     from plait.llm.pool import ProviderPool
 
     config = tmp_path / "plait.toml"

@@ -56,7 +56,7 @@ class RunFacts:
     tokens_output: int
     cost_usd: float
     llm: dict[str, Any] | None = None
-    """The model selection the run executes on (see `plait.engine.model_choice`)."""
+    """The model selection the run executes on (see `plait.runs.model_choice`)."""
     llm_history: tuple[dict[str, Any], ...] = ()
     """Each explicit change of it."""
 

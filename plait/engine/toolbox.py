@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from plait.engine.inline_tools import ToolContext, ToolFailed, run_tool, tool_spec
 from plait.model.nodes import LlmCallNode
 from plait.model.tools import McpServerRef
-from plait.tools.inline import ToolContext, ToolFailed, run_tool, tool_spec
 from plait.tools.mcp import McpFailure, McpSessions
 
 

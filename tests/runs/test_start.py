@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
+from plait.engine.run_input import StartError, check_input
 from plait.engine.runner import Engine, EngineError
-from plait.engine.start import StartError, check_input, resolve_graph
 from plait.llm.provider import ChatRequest, ChatResponse
 from plait.llm.scripted import ScriptedProvider
-from plait.store import RunStatus, Store
+from plait.model.enums import RunStatus
+from plait.runs.start import resolve_graph
+from plait.store import Store
 from tests.engine.test_engine import graph_file, llm, script
 
 

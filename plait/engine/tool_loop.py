@@ -9,7 +9,7 @@ retried as any answer), unless the answer given during the rounds is already val
 `tool_choice` is sent in the first round (`required` or a named function forces a call);
 later rounds let the model decide, so that a forced choice cannot loop. A tool with an
 `output_edge_id` (inline) or an `output_edge_map` entry (MCP) sends its result down that
-out-edge, checked against the edge's schema. The tools come from `plait.tools.toolbox`.
+out-edge, checked against the edge's schema. The tools come from `plait.engine.toolbox`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from plait.engine.contracts import schema_violations
+from plait.engine.inline_tools import ToolFailed
+from plait.engine.toolbox import BoundTool
 from plait.llm.types import ChatRequest, ChatResponse
 from plait.model.nodes import LlmCallNode
-from plait.tools.inline import ToolFailed
-from plait.tools.toolbox import BoundTool
 
 Call = Callable[[ChatRequest], Awaitable[ChatResponse]]
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 
-from plait.compile import CompileResult, Diagnostic, compile_file
-from plait.model import GraphDef
+from plait.compile.compiler import CompileResult, compile_file
+from plait.compile.diagnostics import Diagnostic
+from plait.model.graph import GraphDef
 
 
 class GraphInvalid(ValueError):
-    """A graph file has errors; `diagnostics` lists all of them."""
+    """A graph has errors; `diagnostics` lists all of them (what `plait validate` prints)."""
 
     def __init__(self, diagnostics: list[Diagnostic]):
         self.diagnostics = diagnostics

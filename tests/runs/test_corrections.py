@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from plait.engine.corrections import CorrectionError, Corrections, DownstreamPolicy
 from plait.engine.runner import Engine, RunOutcome
-from plait.engine.start import start_run
-from plait.store import NodeRunRecord, NodeStatus, RunStatus, Store, current_activations
+from plait.model.enums import DownstreamPolicy, NodeStatus, RunStatus
+from plait.runs.corrections import CorrectionError, Corrections
+from plait.runs.start import start_run
+from plait.store import NodeRunRecord, Store, current_activations
 from tests.engine.test_engine import graph_file
 
 

@@ -29,7 +29,7 @@ def describe(spec: str | None, config: str | None) -> Selection:
         if kind == "scripted":
             return {"llm": f"scripted:{Path(arg).resolve()}"}
         return {"llm": kind}  # `local`; any other kind is refused by provider_from_spec
-    from plait.llm.config import config_path, load_config
+    from plait.config import config_path, load_config
 
     path = config_path(config)
     if path is not None:

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from plait.engine.run_diff import (
+from plait.model.enums import NodeStatus, RunStatus
+from plait.model.output_meta import strip_meta_deep
+from plait.runs.diff import (
     Change,
     NodeSide,
     Verdict,
@@ -15,8 +17,7 @@ from plait.engine.run_diff import (
     diff_node,
     diff_runs,
 )
-from plait.model.output_meta import strip_meta_deep
-from plait.store import NodeRunRecord, NodeStatus, NotFoundError, RunStatus, Store, current_activations
+from plait.store import NodeRunRecord, NotFoundError, Store, current_activations
 from tests.engine.test_engine import TEXT, execute, graph_file, llm, script
 
 CHAIN = [{"source": "a", "target": "b", "schema_id": "text"}, {"source": "b", "target": "END", "schema_id": "text"}]

@@ -9,12 +9,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from plait.engine.corrections import Corrections, DownstreamPolicy
 from plait.engine.runner import Engine, RunOutcome
-from plait.engine.start import start_run
-from plait.store import NodeStatus, RunStatus, Store
-from tests.engine.test_corrections import edge, newest, text, tr
+from plait.model.enums import DownstreamPolicy, NodeStatus, RunStatus
+from plait.runs.corrections import Corrections
+from plait.runs.start import start_run
+from plait.store import Store
 from tests.engine.test_engine import graph_file, llm, script
+from tests.runs.test_corrections import edge, newest, text, tr
 
 SLOW_MS = 1500
 

@@ -16,17 +16,16 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from plait.engine.compiled import load_compiled
 from plait.engine.ledger import frozen_by_policy
 from plait.engine.state import CompiledRun
 from plait.errors import PlaitError, Refusal
-from plait.model.enums import FreezePolicy
+from plait.model.enums import DownstreamPolicy, FreezePolicy, NodeStatus, RunStatus
 from plait.model.nodes import NodeType
 from plait.model.output_meta import strip_meta
-from plait.store import NodeRunRecord, NodeStatus, RunRecord, RunStatus, Store, StoreError, current_activations
+from plait.store import NodeRunRecord, RunRecord, Store, StoreError, current_activations
 from plait.store.corrections import (
     Change,
     CorrectionConflict,
@@ -39,15 +38,6 @@ from plait.store.corrections import (
 )
 from plait.store.ledger import INPUT, WHOLE, Head
 from plait.store.node_writes import Version
-
-
-class DownstreamPolicy(StrEnum):
-    """What an override does to the nodes after it (seed 000 §5.3)."""
-
-    KEEP = "KEEP"
-    INVALIDATE = "INVALIDATE"
-    RERUN = "RERUN"
-    RERUN_ALL = "RERUN_ALL"
 
 
 class CorrectionError(PlaitError):
@@ -107,9 +97,6 @@ class _Run:
         return self.heads[owner].frozen if owner in self.heads else {}
 
 
-_ENDED = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE, NodeStatus.SKIPPED, NodeStatus.FAILED)
-
-
 def _owner() -> str:
     return f"correction:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -154,7 +141,7 @@ class Corrections:
     ) -> Correction:
         with self._held(run_id, live_ok=True) as (owner, run):
             rec = run.node(node_id)
-            if rec.status not in (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE):
+            if not rec.status.has_output:
                 raise CorrectionError(
                     f"node '{node_id}' of run {run_id} is {rec.status}, not completed: there is no output to override",
                     "a paused HUMAN_REVIEW takes `plait review`; a failed node takes `plait rerun`",
@@ -355,7 +342,7 @@ class Corrections:
         changes: list[Change] = []
         for node_id in node_ids:
             rec = run.newest.get(node_id)
-            if rec is None or rec.status not in _ENDED:
+            if rec is None or not rec.status.ended:
                 continue
             changes.append(Queue(node_id, rec.activation + 1, no_cache))
             result.queued.append(node_id)
@@ -429,11 +416,10 @@ def _engine_driving(record: RunRecord) -> bool:
 def _run_output(run: _Run, changed: dict[str, Any]) -> Any:
     """The run's output with the newest effective outputs (an exit node's override included)."""
     exits = run.compiled.output_nodes
-    done = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN, NodeStatus.STALE)
     values = {
         e: strip_meta(changed[e] if e in changed else run.newest[e].effective_output)
         for e in exits
-        if e in changed or (e in run.newest and run.newest[e].status in done)
+        if e in changed or (e in run.newest and run.newest[e].status.has_output)
     }
     if len(exits) == 1:
         return values.get(exits[0])

@@ -1,0 +1,55 @@
+"""`plait.toml`: the one configuration file, and the settings it holds for every package.
+
+Providers, roles and the pool (`providers`), MCP servers (`mcp`), the sandbox's limits
+(`sandbox`), found by `files` and loaded and validated by `loader`. Only the model and the
+redactor are below it: every other package reads its settings from here.
+"""
+
+from plait.config.files import CONFIG_ENV, DEFAULT_FILE, config_path
+from plait.config.loader import (
+    ConfigError,
+    PlaitConfig,
+    builtin_config,
+    configured_servers,
+    forget_loaded,
+    load_config,
+    register_secrets,
+    sandbox_settings,
+)
+from plait.config.mcp import McpServerConfig, MissingSecret
+from plait.config.providers import (
+    DEFAULT_ROLE,
+    EMBEDDED_MODEL,
+    Capability,
+    JsonMode,
+    ModelConfig,
+    PoolConfig,
+    ProviderConfig,
+    Tokenizer,
+)
+from plait.config.sandbox import SandboxConfig
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_FILE",
+    "DEFAULT_ROLE",
+    "EMBEDDED_MODEL",
+    "Capability",
+    "ConfigError",
+    "JsonMode",
+    "McpServerConfig",
+    "MissingSecret",
+    "ModelConfig",
+    "PlaitConfig",
+    "PoolConfig",
+    "ProviderConfig",
+    "SandboxConfig",
+    "Tokenizer",
+    "builtin_config",
+    "config_path",
+    "configured_servers",
+    "forget_loaded",
+    "load_config",
+    "register_secrets",
+    "sandbox_settings",
+]

@@ -1,0 +1,77 @@
+"""Starting a run: resolve the graph (file or stored), check the input, create the run row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from plait.compile import GraphInvalid
+from plait.engine.run_input import GraphResolver, StartError, check_input, stored_graph
+from plait.errors import Refusal
+from plait.evolve.files import save_graph_file
+from plait.store import Store, StoredGraph
+
+
+def looks_like_file(ref: str) -> bool:
+    """A graph reference meant as a path (`x.yaml`, `dir/x`) rather than a stored id or slug."""
+    return "/" in ref or Path(ref).suffix.lower() in (".yaml", ".yml", ".json")
+
+
+def resolve_graph(store: Store, ref: str, *, files: bool = True) -> StoredGraph:
+    """The stored graph `ref` names; with `files`, a graph file path is validated and stored first.
+
+    The HTTP API passes `files=False`: a client must never make the server read its own files."""
+    if files and Path(ref).is_file():
+        try:
+            return save_graph_file(store, ref)
+        except GraphInvalid as exc:
+            raise StartError(
+                f"{ref} is not a valid graph ({len(exc.diagnostics)} errors)",
+                f"run `plait validate {ref}`",
+                [d.format() for d in exc.diagnostics],
+                kind=Refusal.INVALID,
+            ) from None
+    if files and looks_like_file(ref):
+        raise StartError(f"no such graph file: {ref}", "check the path", kind=Refusal.NOT_FOUND)
+    if not files:
+        return stored_graph(store, ref, hint="give a stored graph id or slug (GET /api/graphs lists them)")
+    return stored_graph(
+        store,
+        ref,
+        missing="no graph file or stored graph named",
+        hint="give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)",
+    )
+
+
+def local_graphs(store: Store) -> GraphResolver:
+    """How the CLI's WORKFLOW_TASK tools find their graph: a stored graph, or a graph file on this machine."""
+    return lambda ref: resolve_graph(store, ref, files=True)
+
+
+def start_run(
+    store: Store,
+    ref: str,
+    run_input: dict[str, Any],
+    *,
+    files: bool = True,
+    check: Callable[[StoredGraph], None] | None = None,
+    llm: dict[str, Any] | None = None,
+) -> str:
+    """Create a `pending` run of a graph file or stored graph; `Engine.run` executes it.
+
+    `check(stored)` runs after the input check and may refuse before the run row exists (the
+    CLI and the HTTP API ask their engine whether it can execute the graph at all: a refused
+    run is never created). `llm`: the model selection its executions use
+    (`plait.runs.model_choice`)."""
+    stored = resolve_graph(store, ref, files=files)
+    check_input(stored, run_input)
+    if check is not None:
+        check(stored)
+    return store.runs.add(
+        def_id=stored.def_id,
+        graph_def_ver=stored.version,
+        schema_version=stored.schema_version,
+        input=run_input,
+        llm=llm,
+    )

@@ -66,6 +66,7 @@ from typing import Annotated, Any, TypedDict
 import yaml
 
 from plait.engine import eventloop
+from plait.llm.provider import Provider
 
 INSTALL_HINT = (
     "python3 -m venv bench/.venv && bench/.venv/bin/pip install -e . langgraph langgraph-checkpoint-sqlite "
@@ -97,8 +98,8 @@ def calibrate() -> float:
 # Plait side
 
 
-class InstantProvider:
-    """The `plait.llm.provider.Provider` protocol, answering at once with a fixed JSON object."""
+class InstantProvider(Provider):
+    """A `plait.llm.provider.Provider` answering at once with a fixed JSON object."""
 
     name = "bench-instant"
 
@@ -111,9 +112,6 @@ class InstantProvider:
     async def complete(self, request: Any) -> Any:
         self.calls += 1
         return self._response
-
-    async def aclose(self) -> None:
-        return None
 
 
 class SleepyProvider(InstantProvider):

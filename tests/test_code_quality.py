@@ -1,7 +1,9 @@
-"""The codebase stays ruff-clean and mypy-strict-clean: CI fails otherwise, not just a reviewer."""
+"""The codebase stays ruff-clean and mypy-strict-clean and cites no document it does not hold: CI fails
+otherwise, not just a reviewer."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -30,3 +32,17 @@ def test_ruff_clean() -> None:
 def test_mypy_strict_clean() -> None:
     result = subprocess.run([_tool("mypy")], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+OUTSIDE_DOCUMENT = re.compile(r"SPEC ?§|\bseed 0\d\d\b|\bseed §|\b[Ii]ssue \d+\b")
+"""A citation of a document the repository does not hold: its next reader cannot follow it."""
+
+
+def test_code_cites_no_outside_documents() -> None:
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "plait").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if OUTSIDE_DOCUMENT.search(line)
+    ]
+    assert not cited, "say the reason in words, or point to a file under docs/:\n" + "\n".join(cited)

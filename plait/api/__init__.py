@@ -1,4 +1,4 @@
-"""The HTTP service (`plait serve`, SPEC §10): REST under /api, SSE run events, token auth.
+"""The HTTP service (`plait serve`): REST under /api, SSE run events, token auth.
 
     from plait.api import ServerSettings, create_app
     app = create_app(ServerSettings(db="sqlite:///plait.db", llm="scripted:answers.yaml"))

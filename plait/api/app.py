@@ -1,4 +1,4 @@
-"""`create_app(settings)`: the FastAPI application `plait serve` runs (SPEC §10).
+"""`create_app(settings)`: the FastAPI application `plait serve` runs.
 
 The app owns one store and one `RunExecutor` (one engine) for its lifetime: runs started over
 HTTP execute as background tasks in this process. At start-up it continues the runs a
@@ -91,7 +91,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
     app.include_router(system.router, prefix="/api")
     for module in (inspection, graphs, runs, corrections, events):
         app.include_router(module.router, prefix="/api", dependencies=protected)
-    app.include_router(seed.router, dependencies=protected)  # seed 000 §9 routes, at their exact paths
+    app.include_router(seed.router, dependencies=protected)  # the original API's routes, at their exact paths
     describe(app, auth=settings.auth_required)
     return app
 

@@ -1,4 +1,4 @@
-"""Bearer-token authentication (SPEC §10): tokens come from `plait token create` and are checked
+"""Bearer-token authentication: tokens come from `plait token create` and are checked
 against their digests in the store (`plait.store.tokens`).
 
 Bound to loopback, the server asks for no token unless started with `--require-auth`; bound
@@ -38,6 +38,8 @@ log = logging.getLogger("plait.api")
 
 @dataclass(frozen=True, slots=True)
 class Caller:
+    """Who made a request, as far as the server knows: the token it came with, if one is needed."""
+
     token_name: str | None
     """The token's name; None when the server asks for no token."""
     token_id: str | None = None

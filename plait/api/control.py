@@ -27,6 +27,7 @@ class ControlError(PlaitError):
 
 
 async def pause(executor: RunExecutor, run_id: str) -> RunRecord:
+    """Pause the run unless it has ended or another process executes it; pausing twice is no error."""
     record = await _get(executor, run_id)
     if record.status == RunStatus.PAUSED:
         return record  # already: pausing twice is not an error
@@ -44,6 +45,7 @@ async def pause(executor: RunExecutor, run_id: str) -> RunRecord:
 
 
 async def resume(executor: RunExecutor, run_id: str) -> RunRecord:
+    """Drive the run again; refused when it has ended or is executing already, here or elsewhere."""
     record = await _get(executor, run_id)
     _refuse_ended(record, "resume")
     if executor.driving(run_id):
@@ -55,6 +57,7 @@ async def resume(executor: RunExecutor, run_id: str) -> RunRecord:
 
 
 async def cancel(executor: RunExecutor, run_id: str) -> RunRecord:
+    """End the run for good (`cancelled`); refused when it has ended or another process executes it."""
     record = await _get(executor, run_id)
     _refuse_ended(record, "cancel")
     _refuse_elsewhere(executor, record, "cancel")

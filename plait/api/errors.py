@@ -94,6 +94,7 @@ def error_response(
     headers: Mapping[str, str] | None = None,
     hidden: Iterable[str] = (),
 ) -> JSONResponse:
+    """An error in the one shape every route answers with; nothing of `hidden` is in it."""
     sent = dict(headers or {})
     if status == 401:
         sent["WWW-Authenticate"] = "Bearer"

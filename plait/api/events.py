@@ -36,6 +36,8 @@ whole buffer follows; data {"last_event_id", "last_id"}."""
 
 @dataclass(frozen=True, slots=True)
 class RunEvent:
+    """One engine event of a run, with the id it has on this server's streams."""
+
     id: int
     kind: str
     run_id: str
@@ -44,6 +46,7 @@ class RunEvent:
     data: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
+        """The event as clients receive it."""
         return {
             "id": self.id,
             "event": self.kind,
@@ -77,6 +80,7 @@ class EventLog:
         self.unsubscribe_bus = bus.subscribe(self._on_event)
 
     def has(self, run_id: str) -> bool:
+        """Whether this server keeps events of the run."""
         return run_id in self._runs
 
     def open(self, run_id: str, past: Iterable[Past] = ()) -> None:

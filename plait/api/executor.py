@@ -47,6 +47,10 @@ class ServiceStopping(Exception):
 
 
 class RunExecutor:
+    """Drives runs in the background of this server's process. A run is driven by at most one
+    task here, and never while another live engine holds it; each run executes on the model it
+    was started or last continued on. Stopping a run, or the server, leaves it resumable."""
+
     def __init__(
         self,
         store: Store,
@@ -93,10 +97,12 @@ class RunExecutor:
             ) from None
 
     def driving(self, run_id: str) -> bool:
+        """Whether this server is driving the run now."""
         return run_id in self._tasks
 
     @property
     def active(self) -> int:
+        """How many runs this server is driving now."""
         return len(self._tasks)
 
     def launch(self, run_id: str, *, fresh: bool = False) -> bool:
@@ -215,4 +221,5 @@ class RunExecutor:
 
 
 def ended(record: RunRecord) -> bool:
+    """Whether the run has reached a final status: nothing more will execute."""
     return record.status in TERMINAL_RUN_STATUSES

@@ -9,6 +9,8 @@ from plait.api.errors import ApiError, error_response
 
 
 class BodyLimit:
+    """ASGI middleware: no route receives a request body over `max_bytes`; the client gets 413."""
+
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes

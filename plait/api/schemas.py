@@ -64,6 +64,8 @@ _In = CheckedIn
 
 
 class ErrorDetail(BaseModel):
+    """What went wrong, in the same fields for every error of every route."""
+
     code: str = Field(description="Stable machine-readable code, e.g. not_found, conflict, graph_invalid.")
     message: str = Field(description="What is wrong.")
     details: list[Any] = Field(description="Specifics: schema errors, graph diagnostics, invalid fields.")
@@ -71,6 +73,8 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorResponse(BaseModel):
+    """The body of every error response."""
+
     error: ErrorDetail
 
 
@@ -128,6 +132,8 @@ GraphSource = Annotated[
 
 
 class GraphSummaryOut(BaseModel):
+    """A graph as a list shows it: its latest version, without its body."""
+
     id: str
     slug: str
     name: str
@@ -141,6 +147,8 @@ class GraphSummaryOut(BaseModel):
 
 
 class GraphPage(BaseModel):
+    """One page of the graph list; `total` counts every graph that matched."""
+
     items: list[GraphSummaryOut]
     total: int
     offset: int
@@ -148,12 +156,16 @@ class GraphPage(BaseModel):
 
 
 class GraphOut(GraphSummaryOut):
+    """One version of a graph, with its body."""
+
     latest_version: int
     created_at: float
     graph: dict[str, Any] = Field(description="The graph in file-format fields, schema registry included.")
 
 
 class SchemaChangeOut(BaseModel):
+    """How a save changed one schema of the registry, and the version it got."""
+
     schema_id: str
     status: str
     level: str
@@ -163,6 +175,8 @@ class SchemaChangeOut(BaseModel):
 
 
 class SavedOut(BaseModel):
+    """The version a save stored (or found unchanged), and what changed in its schemas."""
+
     id: str
     slug: str
     version: int
@@ -173,6 +187,8 @@ class SavedOut(BaseModel):
 
 
 class VersionOut(BaseModel):
+    """One stored version of a graph."""
+
     version: int
     schema_version: str
     created_at: float
@@ -180,6 +196,8 @@ class VersionOut(BaseModel):
 
 
 class DeletedOut(BaseModel):
+    """A deleted graph; the runs it had stay readable (`runs_kept`)."""
+
     id: str
     slug: str
     deleted: bool
@@ -187,6 +205,8 @@ class DeletedOut(BaseModel):
 
 
 class ForkIn(_In):
+    """How to name a new fork."""
+
     name: GraphSlug | None = Field(default=None, description="The fork's id (default: <parent>_fork).")
 
 
@@ -226,6 +246,8 @@ MergeIn = Annotated[
 
 
 class ForkFieldOut(BaseModel):
+    """One field as the parent at fork time, the parent now and the fork now have it."""
+
     name: str
     base: Any
     parent: Any
@@ -234,6 +256,8 @@ class ForkFieldOut(BaseModel):
 
 
 class ForkItemOut(BaseModel):
+    """One node, edge, schema or migration compared between a fork and its parent."""
+
     key: str
     kind: str
     id: str
@@ -243,6 +267,8 @@ class ForkItemOut(BaseModel):
 
 
 class ForkDiffOut(BaseModel):
+    """A fork compared with its parent: what a merge can take, and what conflicts."""
+
     fork: str
     fork_version: int
     parent_at_fork: int
@@ -255,11 +281,15 @@ class ForkDiffOut(BaseModel):
 
 
 class StartIn(_In):
+    """What to run, and with which input."""
+
     graph: str = Field(description="A stored graph's id or slug (its latest version runs).", min_length=1)
     input: dict[str, Any] = Field(default_factory=dict, description="The run input (checked against input_schema).")
 
 
 class RunOut(BaseModel):
+    """A run without its input, output and node runs."""
+
     id: str
     graph_id: str
     graph: str
@@ -281,6 +311,8 @@ class RunOut(BaseModel):
 
 
 class StartedOut(BaseModel):
+    """A run just started, and where to read and watch it."""
+
     run_id: str
     status: str
     run: str = Field(description="Where to read the run.")
@@ -288,6 +320,8 @@ class StartedOut(BaseModel):
 
 
 class RunPage(BaseModel):
+    """One page of runs, newest first."""
+
     items: list[RunOut]
     offset: int
     limit: int
@@ -295,6 +329,8 @@ class RunPage(BaseModel):
 
 
 class NodeRunOut(BaseModel):
+    """One activation of one node in a run."""
+
     id: str
     node_id: str
     activation: int
@@ -318,6 +354,8 @@ class NodeRunOut(BaseModel):
 
 
 class RunDetailOut(RunOut):
+    """A run with its input, output, stale nodes and every node run."""
+
     graph_latest_version: int
     input: dict[str, Any]
     output: Any
@@ -327,6 +365,8 @@ class RunDetailOut(RunOut):
 
 
 class NodeRunDetailOut(NodeRunOut):
+    """One node run with everything recorded of it, its input snapshot included."""
+
     run_id: str
     override_at: float | None
     downstream_policy: str | None
@@ -336,12 +376,16 @@ class NodeRunDetailOut(NodeRunOut):
 
 
 class OverrideIn(_In):
+    """A corrected output for a node, and what happens downstream."""
+
     value: Any = Field(description="The corrected output; it must pass the node's out-edge schemas.")
     policy: DownstreamPolicy = Field(default=DownstreamPolicy.INVALIDATE, description="What happens downstream.")
     note: str | None = Field(default=None, description="Why (kept with the override).")
 
 
 class RerunIn(_In):
+    """Whether a rerun also reruns what follows the node."""
+
     downstream: bool = Field(default=False, description="Rerun everything after it too (else it becomes stale).")
 
 
@@ -382,11 +426,15 @@ ReviewIn = Annotated[
 
 
 class RollbackIn(_In):
+    """What to roll back, and to which ledger version."""
+
     target: str = Field(description="NODE_ID, NODE_ID.FIELD, input or input.FIELD.", min_length=1)
     to_version: int = Field(ge=1, le=MAX_INT, description="The ledger version to restore.")
 
 
 class CorrectionOut(BaseModel):
+    """What a correction made stale and queued, and whether the run executes now."""
+
     run_id: str
     stale: list[str]
     queued: list[str]
@@ -394,6 +442,8 @@ class CorrectionOut(BaseModel):
 
 
 class RunDiffOut(BaseModel):
+    """Two runs compared node by node, as `plait runs diff --json` prints it."""
+
     a: dict[str, Any]
     b: dict[str, Any]
     same_graph: bool
@@ -407,6 +457,8 @@ class RunDiffOut(BaseModel):
 
 
 class HealthOut(BaseModel):
+    """The server is up; what it serves from, and how many runs it executes."""
+
     status: Literal["ok"]
     version: str
     database: str = Field(description="The store's URL, password hidden.")
@@ -415,6 +467,8 @@ class HealthOut(BaseModel):
 
 
 class ProviderLoad(BaseModel):
+    """One provider's use in this server now, against its limits."""
+
     id: str
     usable: bool = Field(description="Enabled, with its API key set.")
     in_flight: int = Field(description="Model calls being answered now.")
@@ -427,6 +481,8 @@ class ProviderLoad(BaseModel):
 
 
 class ProvidersOut(BaseModel):
+    """Where model calls go, the configuration in use, and each provider's load."""
+
     provider: str | None = Field(description="What model calls go to: pool, scripted, local; null: none.")
     config: dict[str, Any] | None = Field(description="`plait config check --json` of the plait.toml in use.")
     load: list[ProviderLoad] | None = Field(
@@ -438,6 +494,7 @@ class ProvidersOut(BaseModel):
 
 
 def summary_out(summary: GraphSummary) -> GraphSummaryOut:
+    """The list entry of a graph."""
     g = summary.listed
     return GraphSummaryOut(
         id=g.def_id,
@@ -454,6 +511,7 @@ def summary_out(summary: GraphSummary) -> GraphSummaryOut:
 
 
 def graph_out(stored: StoredGraph, parent_updated: bool) -> GraphOut:
+    """A stored graph version as the API returns it."""
     return GraphOut(
         **_summary_fields(stored),
         parent_updated=parent_updated,
@@ -478,6 +536,7 @@ def _summary_fields(g: StoredGraph) -> dict[str, Any]:
 
 
 def saved_out(stored: StoredGraph, saved: Saved | None = None) -> SavedOut:
+    """The answer to a save; without `saved`, no schema changes are reported."""
     changes = [
         SchemaChangeOut(
             schema_id=e.schema_id,
@@ -501,16 +560,20 @@ def saved_out(stored: StoredGraph, saved: Saved | None = None) -> SavedOut:
 
 
 def version_out(v: VersionInfo) -> VersionOut:
+    """One entry of a graph's version list."""
     return VersionOut(version=v.version, schema_version=v.schema_version, created_at=v.created_at, runs=v.runs)
 
 
 def run_fields(r: RunRecord, executing: bool) -> dict[str, Any]:
+    """The fields of `RunOut` for a run; `executing`: this server drives it now."""
     return {**r.summary(), "executing_here": executing}
 
 
 def node_fields(n: NodeRunRecord, *, current: bool, effective: Any, migrated: str | None = None) -> dict[str, Any]:
+    """The fields of `NodeRunOut`, with the effective output as the reader migrated it."""
     return {**n.summary(), "current": current, "effective_output": effective, "migrated": migrated}
 
 
 def correction_out(result: Correction, executing: bool) -> CorrectionOut:
+    """The answer to a correction."""
     return CorrectionOut(run_id=result.run_id, stale=result.stale, queued=result.queued, executing=executing)

@@ -1,10 +1,10 @@
-"""Request and response bodies of the seed 000 §9 routes (`/PromptGraphDefListRoute` …), in the
-seed's own field names so that a client written against that document reads them unchanged.
+"""Request and response bodies of the original PromptGraph API's routes (`/PromptGraphDefListRoute`
+…), in that API's own field names so that a client written against it reads them unchanged.
 
-The names are the seed's data model (§2.2 PromptGraphDef, §3.1 SchemaEntry, §2.4 PromptEdgeDef,
-§5.2 PromptNodeRun, §6.2 PromptGraphRun): snake_case, `*_json` fields are JSON values (the
-seed's `effectiveOutput(): JsonObject? = override_json ?: output_json`), timestamps are Unix
-seconds as integers. Fields the seed does not have are Plait's additions; each says so.
+The names are that API's data model (PromptGraphDef, SchemaEntry, PromptEdgeDef, PromptNodeRun,
+PromptGraphRun): snake_case, `*_json` fields are JSON values (its clients read them as objects:
+`effective output = override_json ?: output_json`), timestamps are Unix seconds as integers.
+Fields the original API does not have are Plait's additions; each says so.
 The `*_out` functions at the bottom build the bodies from the store's records.
 """
 
@@ -21,7 +21,7 @@ from plait.model.enums import DownstreamPolicy
 from plait.runs.corrections import Correction
 from plait.store import GraphListing, NodeRunRecord, StoredGraph
 
-PLAIT = "Plait's addition (not in seed 000). "
+PLAIT = "Plait's addition (not in the original API). "
 READ_ONLY = "Read-only: returned by PromptGraphDefGetRoute, ignored when sent back."
 
 
@@ -49,26 +49,32 @@ class PromptGraphDefSummary(BaseModel):
     parent_def_id: str | None = Field(description="The graph a fork was copied from.")
     parent_def_ver_at_fork: int | None
     parent_schema_ver_at_fork: str | None
-    parent_updated: bool = Field(description=PLAIT + "A fork whose parent has a newer version (seed §6.4 hint).")
+    parent_updated: bool = Field(description=PLAIT + "A fork whose parent has a newer version to merge.")
     created_at: int = Field(description="Unix seconds.")
     updated_at: int = Field(description="Unix seconds: when this version was saved.")
 
 
 class PromptGraphDef(PromptGraphDefSummary):
-    nodes: list[dict[str, Any]] = Field(description="PromptNodeDef list (seed §2.3); defaults left out.")
+    """One version of a graph with its body, in the original API's field names."""
+
+    nodes: list[dict[str, Any]] = Field(description="PromptNodeDef list; defaults left out.")
     edges: list[dict[str, Any]] = Field(
         description="PromptEdgeDef list: id, source_node_id, target_node_id, condition_key, schema_id, label."
     )
     schema_registry: list[dict[str, Any]] = Field(
         description="SchemaEntry list: id, description, schema, version, breaking_change."
     )
-    migrations: list[dict[str, Any]] = Field(description="SchemaMigration list (seed §3.4).")
+    migrations: list[dict[str, Any]] = Field(
+        description="SchemaMigration list: schema_id, from_version, to_version, migrate_expr."
+    )
     input_schema: dict[str, Any] | None = Field(default=None, description=PLAIT + "JSON Schema of the run input.")
     input_freeze: Any = Field(default=None, description=PLAIT + "Freeze policy of run input fields.")
     max_cost_usd: float | None = Field(default=None, description=PLAIT + "A run's cost budget.")
 
 
 class PromptGraphDefPage(BaseModel):
+    """One page of the graph list."""
+
     items: list[PromptGraphDefSummary]
     total: int = Field(description="How many graphs match, over all pages.")
     offset: int
@@ -118,6 +124,8 @@ class PromptGraphDefBody(_In):
 
 
 class PromptGraphDefCreateIn(PromptGraphDefBody):
+    """A new graph; it is stored as version 1 of a user graph."""
+
     id: str | None = Field(
         default=None,
         min_length=1,
@@ -132,11 +140,15 @@ class PromptGraphDefUpdateIn(PromptGraphDefBody):
 
 
 class PromptGraphDefDeleteIn(_In):
+    """The graph to delete; one with runs only with `force`."""
+
     id: str = Field(min_length=1, description="The graph's UUID or slug.")
     force: bool = Field(default=False, description=PLAIT + "Delete a graph that has runs (they stay readable).")
 
 
 class PromptGraphDefDeleted(BaseModel):
+    """A deleted graph; its runs stay readable."""
+
     id: str
     slug: str
     deleted: bool
@@ -144,6 +156,8 @@ class PromptGraphDefDeleted(BaseModel):
 
 
 class PromptGraphDefForkIn(_In):
+    """The graph to fork, and the fork's slug."""
+
     id: str = Field(min_length=1, description="The graph to fork (a system graph, or any other): UUID or slug.")
     slug: str | None = Field(default=None, min_length=1, description=PLAIT + "The fork's slug (default <parent>_fork).")
 
@@ -152,6 +166,8 @@ class PromptGraphDefForkIn(_In):
 
 
 class PromptGraphRunStartIn(_In):
+    """What to run, and with which input."""
+
     prompt_graph_def_id: str = Field(min_length=1, description="The graph to run (UUID or slug); its latest version.")
     initial_context: dict[str, Any] = Field(
         default_factory=dict, description="The run input, checked against the graph's input_schema."
@@ -164,13 +180,14 @@ class PromptGraphRunStartIn(_In):
     def _unsupported(cls, value: Any) -> None:
         if value is not None:
             raise ValueError(
-                "Plait has no materials or workflow runs to link a run to (seed 000 §10 is not part of it); "
-                "put the value into initial_context instead"
+                "Plait has no materials or workflow runs to link a run to; put the value into initial_context instead"
             )
         return None
 
 
 class PromptGraphRunStarted(BaseModel):
+    """A run just created; it executes in the background."""
+
     run_id: str
     prompt_graph_def_id: str
     graph_def_ver: int = Field(description="The version the run is pinned to.")
@@ -179,6 +196,8 @@ class PromptGraphRunStarted(BaseModel):
 
 
 class PromptNodeRun(BaseModel):
+    """The current activation of one node in a run, in the original API's field names."""
+
     id: str
     prompt_graph_run_id: str
     node_def_id: str
@@ -207,6 +226,8 @@ class PromptNodeRun(BaseModel):
 
 
 class PromptGraphRun(BaseModel):
+    """A run in the original API's field names, with Plait's additions marked."""
+
     id: str
     prompt_graph_def_id: str
     graph_def_ver: int
@@ -233,6 +254,8 @@ class PromptGraphRun(BaseModel):
 
 
 class PromptGraphRunDetail(BaseModel):
+    """A run and the current node run of every node that has started."""
+
     run: PromptGraphRun
     node_runs: list[PromptNodeRun] = Field(description="The current PromptNodeRun of every node that has started.")
 
@@ -243,6 +266,8 @@ class _NodeIn(_In):
 
 
 class PromptGraphNodeOverrideIn(_NodeIn):
+    """A corrected output for a node (or the answer to the review the run waits at)."""
+
     override_json: Any = Field(
         description="The corrected output (not null); it must pass the node's out-edge schemas. For a HUMAN_REVIEW "
         "the run waits at, it is the answer (the value under review unchanged: approved) and the run continues.",
@@ -270,12 +295,16 @@ class PromptGraphNodeOverrideIn(_NodeIn):
 
 
 class PromptGraphNodeRerunIn(_NodeIn):
+    """A node to run again, with or without what follows it."""
+
     downstream: bool = Field(
-        default=True, description="Rerun its downstream too (the seed's semantics); false: they become stale."
+        default=True, description="Rerun its downstream too (the original API's semantics); false: they become stale."
     )
 
 
 class PromptGraphNodeCorrected(BaseModel):
+    """What a correction made stale and queued, and the node run it left."""
+
     prompt_graph_run_id: str
     node_def_id: str
     stale: list[str] = Field(description="Nodes the correction marked stale.")
@@ -289,6 +318,7 @@ class PromptGraphNodeCorrected(BaseModel):
 
 
 def def_summary_fields(g: StoredGraph, parent_updated: bool) -> dict[str, Any]:
+    """The `PromptGraphDefSummary` fields of a stored graph version, timestamps in whole seconds."""
     graph = g.graph
     return {
         "id": g.def_id,
@@ -329,6 +359,7 @@ def def_listed(g: GraphListing, parent_updated: bool) -> PromptGraphDefSummary:
 
 
 def def_out(g: StoredGraph, parent_updated: bool) -> PromptGraphDef:
+    """A stored graph version as the original API returns it."""
     graph = g.graph
     data = graph_to_data(graph)
     return PromptGraphDef(
@@ -344,6 +375,7 @@ def def_out(g: StoredGraph, parent_updated: bool) -> PromptGraphDef:
 
 
 def node_run_out(n: NodeRunRecord, effective: Any) -> PromptNodeRun:
+    """A node run as the original API returns it, with `effective` as its effective output."""
     return PromptNodeRun(
         id=n.id,
         prompt_graph_run_id=n.run_id,
@@ -370,6 +402,7 @@ def node_run_out(n: NodeRunRecord, effective: Any) -> PromptNodeRun:
 
 
 def run_detail_out(view: RunView, executing: bool) -> PromptGraphRunDetail:
+    """A run as the original API returns it; `running` while this server executes it."""
     r = view.run
     values = view.outputs.values
     current = list(view.current.values())
@@ -399,6 +432,7 @@ def run_detail_out(view: RunView, executing: bool) -> PromptGraphRunDetail:
 def corrected_out(
     result: Correction, node_id: str, node_run: PromptNodeRun | None, executing: bool, *, review: bool = False
 ) -> PromptGraphNodeCorrected:
+    """The answer to an override or a rerun; `review`: it answered a waiting HUMAN_REVIEW."""
     return PromptGraphNodeCorrected(
         prompt_graph_run_id=result.run_id,
         node_def_id=node_id,

@@ -1,5 +1,5 @@
 """The service calls an HTTP route makes, in one place, so that every surface over HTTP (the
-REST routes under /api and the seed document's routes) does a thing the same way.
+REST routes under /api and the original PromptGraph API's routes) does a thing the same way.
 
 Each helper is the whole of one operation as the server performs it: the service function
 the CLI calls too (`plait.engine`, `plait.evolve`, `plait.store`) plus what only a server

@@ -23,6 +23,9 @@ def is_loopback(host: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
+    """Everything `create_app` needs to know. A server bound beyond loopback always asks for a
+    token (`auth_required`)."""
+
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     db: str | None = None
@@ -43,4 +46,5 @@ class ServerSettings:
 
     @property
     def auth_required(self) -> bool:
+        """Whether requests need a bearer token: asked for, or the server listens beyond loopback."""
         return self.require_auth or not is_loopback(self.host)

@@ -17,6 +17,9 @@ from plait.store import Store
 
 @dataclass
 class ServerState:
+    """The one store, provider, executor and event log of a running server. Every route of one
+    app gets the same instance, for the app's whole lifetime."""
+
     settings: ServerSettings
     store: Store
     provider: Provider | None
@@ -27,6 +30,7 @@ class ServerState:
 
 
 def server_state(request: Request) -> ServerState:
+    """The state of the app serving `request`."""
     return cast(ServerState, request.app.state.plait)
 
 

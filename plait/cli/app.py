@@ -1,4 +1,4 @@
-"""The `plait` command. Exit codes (SPEC §14): 0 done, 1 run failed, 2 invalid usage/graph, 3 paused.
+"""The `plait` command. Exit codes (plait.cli.common): 0 done, 1 run failed, 2 invalid usage/graph, 3 paused.
 
 Results go to stdout, diagnostics and progress to stderr. Commands import
 their machinery lazily so that `plait validate` never loads the store, the
@@ -18,13 +18,12 @@ from typer.models import CommandInfo, TyperInfo
 
 from plait import __version__
 from plait.cli import config, graphs, runs
+from plait.cli.common import EXIT_FAILED
 from plait.cli.corrections import override_command, rerun_command, review_command, rollback_command
 from plait.cli.help import PlaitTyper
 from plait.cli.replay import replay_command
 from plait.cli.run import resume_command, run_command
 from plait.cli.serve import serve_command, token_app
-
-EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
 
 app = PlaitTyper(
     name="plait",
@@ -76,7 +75,7 @@ def validate(
 def _named_only(argv: list[str]) -> tuple[list[TyperInfo], list[CommandInfo]]:
     """The registered groups and commands to build for `argv`: only the one it names, when it
     names one exactly. Typer turns every registered function into a click command on each
-    start (~12 ms for all of them) and one invocation needs one; anything else (no argument,
+    start, a noticeable part of a short command's time, and one invocation needs one; anything else (no argument,
     `--help`, a typo) builds them all, so the top-level help and "No such command" list all."""
     every = app.registered_groups, app.registered_commands
     if len(argv) < 2:

@@ -1,16 +1,27 @@
-"""Helpers shared by the commands that use the store: options, input parsing, JSON output, errors."""
+"""What every command shares: exit codes, options, errors, JSON and table output, reading the
+files and inputs given on the command line, and the store a command opens. Nothing here loads
+the store or a model at import: `plait validate` and `plait runs list` start fast."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+if TYPE_CHECKING:
+    from plait.store import Store
+
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
+"""How a command ended: done, the run failed, invalid usage or graph, the run paused."""
+DB_HINT = "check --db or $PLAIT_DB"
+STORED_GRAPH_HINT = "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)"
 
 DbOption = Annotated[
     str | None,
@@ -29,6 +40,27 @@ ConfigOption = Annotated[
     typer.Option("--config", help="Providers and roles: a plait.toml (default: $PLAIT_CONFIG, else ./plait.toml)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
+CacheOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--cache/--no-cache",
+        help="Answer model calls from the response cache when an identical request was answered before "
+        "(default: yes; a node `rerun` names is always asked afresh unless --cache).",
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Driving:
+    """The options of a command that executes a run: the model (--llm, --config), --json,
+    --quiet, and whether the response cache may answer (not with --no-cache)."""
+
+    llm: str | None
+    config: str | None
+    json_output: bool
+    quiet: bool
+    cache: bool = True
 
 
 def fail(message: str, hint: str | None = None, code: int = EXIT_INVALID, kind: str | None = None) -> NoReturn:
@@ -122,7 +154,10 @@ def parse_inputs(pairs: list[str], input_file: Path | None) -> dict[str, Any]:
 
     values: dict[str, Any] = {}
     if input_file is not None:
-        values.update(_read_input_file(input_file))
+        data = read_file_option(input_file, "--input-file", "input")
+        if not isinstance(data, dict):
+            fail(f"input file {input_file} must hold an object (key: value pairs), not {type(data).__name__}")
+        values.update(data)
     try:
         for pair in pairs:
             key, sep, raw = pair.partition("=")
@@ -135,27 +170,44 @@ def parse_inputs(pairs: list[str], input_file: Path | None) -> dict[str, Any]:
     return values
 
 
-def _read_input_file(path: Path) -> dict[str, Any]:
+def read_file_option(path: Path, flag: str, root: str) -> Any:
+    """The JSON or YAML document in the file `flag` names, under the limits of every stored value
+    (`root` names the value in its errors); exit 2 with the reader's message and hint, which
+    name the flag, so a command line with several files says which one is wrong."""
     from plait.model.documents import DocumentError, read_document
 
     try:
-        data = read_document(path, f"--input-file {path}", "input")
+        return read_document(path, f"{flag} {path}", root)
     except DocumentError as exc:
         fail(exc.message, exc.hint)
-    if not isinstance(data, dict):
-        fail(f"input file {path} must hold an object (key: value pairs), not {type(data).__name__}")
-    return data
 
 
-def open_store(db: str | None) -> Any:
-    """The store, with the system graphs this Plait ships stored (a new version where changed)."""
-    from plait.evolve.system import open_store as open_synced
+@contextmanager
+def store_for(db: str | None, hint: str | None = None, *, kind: str | None = None) -> Iterator[Store]:
+    """The store for one command, with the system graphs this Plait ships stored (a new version
+    where changed), closed however the block ends. A store error the block lets through (an
+    unknown id, a refusal) exits 2 with its message and `hint`: the store's messages are
+    written for users, the hint says what to do on this command line."""
+    from plait.evolve.system import open_store
     from plait.store import StoreError
 
     try:
-        return open_synced(db)
+        store = open_store(db)
     except StoreError as exc:
-        fail(str(exc), "check --db or $PLAIT_DB")
+        fail(str(exc), DB_HINT)
+    try:
+        yield store
+    except StoreError as exc:
+        fail(str(exc), hint, kind=kind)
+    finally:
+        store.close()
+
+
+def when(ts: float | None) -> str:
+    """A timestamp as tables show it (local time, to the second); empty when there is none."""
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else ""
 
 
 def resolve_run(store: Any, ref: str) -> str:

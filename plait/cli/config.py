@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from plait.cli.common import ConfigOption, JsonOption, console, fail, print_json
+from plait.cli.common import EXIT_INVALID, EXIT_OK, ConfigOption, JsonOption, console, fail, print_json
 from plait.cli.help import PlaitTyper
 
 app = PlaitTyper(help="Model provider configuration (plait.toml).", no_args_is_help=True)
@@ -27,7 +27,7 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
         print_json(report_json(report))
     else:
         _print_report(report)
-    raise typer.Exit(0 if report.ok else 2)
+    raise typer.Exit(EXIT_OK if report.ok else EXIT_INVALID)
 
 
 def _print_report(report: Any) -> None:

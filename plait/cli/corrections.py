@@ -1,4 +1,4 @@
-"""`plait override | rerun | review | rollback`: a person's corrections to a run (SPEC §4).
+"""`plait override | rerun | review | rollback`: a person's corrections to a run.
 
 A refused correction (unknown run or node, a value that breaks a schema, a frozen field)
 exits 2 with the reason and changes nothing. A correction that leaves work to execute (a
@@ -8,18 +8,30 @@ and exits with the run's code (0 done, 1 failed, 3 paused again).
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, fail, open_store, refuse, resolve_run
-from plait.cli.run import CacheOption
+from plait.cli.common import (
+    CacheOption,
+    ConfigOption,
+    DbOption,
+    Driving,
+    JsonOption,
+    LlmOption,
+    QuietOption,
+    fail,
+    read_file_option,
+    refuse,
+    resolve_run,
+    store_for,
+)
 from plait.cli.told import downstream_report, overridden, rolled_back, tell
 
 FileOption = Annotated[Path | None, typer.Option("--file", help="The corrected value: a JSON or YAML file.")]
 ValueOption = Annotated[str | None, typer.Option("--value", help="The corrected value as inline JSON.")]
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
 
 
 def override_command(
@@ -45,14 +57,15 @@ def override_command(
     if chosen not in DownstreamPolicy.__members__:
         fail(f"unknown policy '{policy}'", "use KEEP, INVALIDATE, RERUN or RERUN_ALL")
     corrected = _value(file, value)
+    how = Driving(llm, config, json_output, quiet, cache=cache is not False)
+    said = partial(overridden, node_id=node_id, policy=chosen)
     _correct(
         db,
         run_id,
         lambda c, run: c.override(run, node_id, corrected, policy=DownstreamPolicy(chosen), note=note),
-        (llm, config, json_output, quiet),
-        cache=cache,
+        how,
         by="override",
-        said=lambda store, result: overridden(store, result, node_id, chosen),
+        said=said,
     )
 
 
@@ -70,12 +83,12 @@ def rerun_command(
     """Run a node again (e.g. a stale one); without --downstream its direct downstream becomes stale.
     The node is asked afresh, not answered from the response cache (--cache allows it); the nodes
     after it still use the cache whenever their input is unchanged (--no-cache: nothing does)."""
+    how = Driving(llm, config, json_output, quiet, cache=cache is not False)
     _correct(
         db,
         run_id,
         lambda c, run: c.rerun(run, node_id, downstream=downstream, fresh=cache is not True),
-        (llm, config, json_output, quiet),
-        cache=cache,
+        how,
         by="rerun",
     )
 
@@ -98,14 +111,8 @@ def review_command(
     if approve == (file is not None or value is not None):
         fail("give either --approve or a corrected value (--file F or --value JSON)")
     corrected = None if approve else _value(file, value)
-    _correct(
-        db,
-        run_id,
-        lambda c, run: c.review(run, node_id, corrected, approve=approve, note=note),
-        (llm, config, json_output, quiet),
-        cache=cache,
-        by="review",
-    )
+    how = Driving(llm, config, json_output, quiet, cache=cache is not False)
+    _correct(db, run_id, lambda c, run: c.review(run, node_id, corrected, approve=approve, note=note), how, by="review")
 
 
 def rollback_command(
@@ -117,70 +124,47 @@ def rollback_command(
 ) -> None:
     """Restore a value (or one field) and its frozen state to an earlier version; its newer readers become stale."""
     owner, _, field_name = target.partition(".")
-    _correct(
-        db,
-        run_id,
-        lambda c, run: c.rollback(run, owner, field_name or None, to_version),
-        (None, None, json_output, False),
-        said=lambda store, result: rolled_back(store, result, target, to_version),
-    )
+    how = Driving(None, None, json_output, quiet=False)
+    said = partial(rolled_back, target=target, to_version=to_version)
+    _correct(db, run_id, lambda c, run: c.rollback(run, owner, field_name or None, to_version), how, said=said)
 
 
 def _value(file: Path | None, value: str | None) -> Any:
     """The corrected value from --file or --value, under the limits of every stored value."""
-    from plait.model.documents import DocumentError, check_document, parse_json, read_document
+    from plait.model.documents import DocumentError, check_document, parse_json
 
     if (file is None) == (value is None):
         fail("give the corrected value with --file F or --value JSON (one of them)")
+    if file is not None:
+        return read_file_option(file, "--file", "value")
+    assert value is not None
     try:
-        if value is not None:
-            parsed = parse_json(value, "--value")
-            check_document(parsed, "--value", "value")
-            return parsed
-        assert file is not None
-        return read_document(file, f"--file {file}", "value")
+        parsed = parse_json(value, "--value")
+        check_document(parsed, "--value", "value")
     except DocumentError as exc:
-        if exc.code == "syntax" and value is not None:
+        if exc.code == "syntax":
             fail(exc.message, 'quote it for the shell: --value \'{"text": "..."}\'')
         fail(exc.message, exc.hint)
+    return parsed
 
 
 def _correct(
-    db: str | None,
-    run_ref: str,
-    apply: Any,
-    run_options: tuple[Any, ...],
-    *,
-    cache: bool | None = None,
-    by: str = "correction",
-    said: Any = None,
+    db: str | None, run_ref: str, apply: Any, how: Driving, *, by: str = "correction", said: Any = None
 ) -> None:
     """Make the correction; when it left work, execute the run on its own model (or the one
-    --llm/--config names, recorded on the run as `by`), the response cache off with --no-cache."""
-    from plait.cli.run import _execute, run_provider
+    --llm/--config names, recorded on the run as `by`), the response cache off with --no-cache.
+    `said(store, result)`: the facts to print of a correction that changed a value."""
+    from plait.cli.drive import execute, run_provider
     from plait.runs.corrections import CorrectionError, Corrections
 
-    llm, config, json_output, quiet = run_options
-    store = open_store(db)
-    try:
+    with store_for(db) as store:
         try:
             result = apply(Corrections(store), resolve_run(store, run_ref))
         except CorrectionError as exc:
             refuse(exc)
         facts = said(store, result) if said is not None else {}
-        tell(facts, result, json_output and not result.needs_run, quiet)
+        tell(facts, result, how.json_output and not result.needs_run, how.quiet)
         if result.needs_run:
-            provider = run_provider(store, result.run_id, llm, config, by=by)
-            with downstream_report(store, result, quiet):
-                _execute(
-                    store,
-                    provider,
-                    result.run_id,
-                    json_output,
-                    quiet,
-                    cache=cache is not False,
-                    config=config,
-                    show_output=not facts,
-                )
-    finally:
-        store.close()
+            provider = run_provider(store, result.run_id, how.llm, how.config, by=by)
+            with downstream_report(store, result, how.quiet):
+                execute(store, provider, result.run_id, how, show_output=not facts)

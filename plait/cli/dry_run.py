@@ -9,7 +9,16 @@ from typing import Any
 
 import typer
 
-from plait.cli.common import EXIT_INVALID, console, fail, open_store, print_json
+from plait.cli.common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    STORED_GRAPH_HINT,
+    console,
+    fail,
+    print_json,
+    read_file_option,
+    store_for,
+)
 
 
 def dry_run_command(
@@ -49,7 +58,7 @@ def dry_run_command(
         _print(result)
     for problem in [*result.problems, *missing]:
         sys.stderr.write(f"plait: {problem}\n")
-    raise typer.Exit(EXIT_INVALID if result.problems or missing else 0)
+    raise typer.Exit(EXIT_INVALID if result.problems or missing else EXIT_OK)
 
 
 def _warn_unexecutable(graph: Any) -> None:
@@ -88,12 +97,7 @@ def _unconfigured_mcp(graph: Any, config: str | None) -> list[str]:
 def _upstream(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
-    from plait.model.documents import DocumentError, read_document
-
-    try:
-        data = read_document(path, f"--upstream {path}", "upstream")
-    except DocumentError as exc:
-        fail(exc.message, exc.hint)
+    data = read_file_option(path, "--upstream", "upstream")
     if not isinstance(data, dict):
         fail(f"--upstream {path} must map node ids to their outputs, e.g. {{classify: {{label: bug}}}}")
     return data
@@ -114,15 +118,8 @@ def _graph(ref: str, db: str | None) -> Any:
         return compiled.expanded
     if looks_like_file(ref):
         fail(f"no such graph file: {ref}", "check the path")
-    from plait.store import StoreError
-
-    store = open_store(db)
-    try:
+    with store_for(db, STORED_GRAPH_HINT) as store:
         return store.graphs.get(ref).graph
-    except StoreError as exc:
-        fail(str(exc), "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)")
-    finally:
-        store.close()
 
 
 def _print(result: Any) -> None:

@@ -1,4 +1,4 @@
-"""`plait graphs fork | diff | merge`: forks of graphs and the parent's changes (SPEC §5)."""
+"""`plait graphs fork | diff | merge`: forks of graphs, and taking the parent's later changes into them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json, refuse
-from plait.cli.graph_store import GraphRef, _report_saved
+from plait.cli.common import DbOption, JsonOption, console, fail, print_json, refuse, store_for
+from plait.cli.graph_store import GraphRef, report_saved
 
 
 def fork_command(
@@ -27,7 +27,7 @@ def fork_command(
     """Copy a graph (a system graph too) into an editable fork that remembers its parent."""
     from plait.evolve.fork import fork_graph
 
-    _run(db, lambda store: _report_saved(fork_graph(store, ref, fork_id, display_name=name), json_output))
+    _run(db, lambda store: report_saved(fork_graph(store, ref, fork_id, display_name=name), json_output))
 
 
 def diff_command(
@@ -68,24 +68,20 @@ def merge_command(
     if refork and not confirm:
         fail("--refork replaces the fork by its parent and loses the fork's own changes", "add --confirm")
     if refork:
-        _run(db, lambda store: _report_saved(do_refork(store, ref), json_output))
+        _run(db, lambda store: report_saved(do_refork(store, ref), json_output))
     else:
-        _run(db, lambda store: _report_saved(merge_from_parent(store, ref, from_parent), json_output))
+        _run(db, lambda store: report_saved(merge_from_parent(store, ref, from_parent), json_output))
 
 
 def _run(db: str | None, action: Any) -> None:
+    """`action(store)`; a refused fork or merge exits 2 with the reason (and its details)."""
     from plait.evolve.fork import ForkError
-    from plait.store import StoreError
 
-    store = open_store(db)
-    try:
-        action(store)
-    except ForkError as exc:
-        refuse(exc)
-    except StoreError as exc:
-        fail(str(exc))
-    finally:
-        store.close()
+    with store_for(db) as store:
+        try:
+            action(store)
+        except ForkError as exc:
+            refuse(exc)
 
 
 def _show_diff(diff: Any, json_output: bool) -> None:

@@ -8,28 +8,16 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, fail, open_store, print_json, print_table
+from plait.cli.common import DbOption, JsonOption, fail, print_json, print_table, store_for, when
 
 GraphRef = Annotated[str, typer.Argument(help="A stored graph's id or slug.")]
 
 
-def _get(store: Any, ref: str, version: int | None = None) -> Any:
-    from plait.store import StoreError
-
-    try:
-        return store.graphs.get(ref, version)
-    except StoreError as exc:
-        fail(str(exc))
-
-
 def versions_command(ref: GraphRef, db: DbOption = None, json_output: JsonOption = False) -> None:
     """Every version of a graph: number, schema version, when, how many runs pinned it."""
-    store = open_store(db)
-    try:
-        stored = _get(store, ref)
+    with store_for(db) as store:
+        stored = store.graphs.get(ref)
         rows = store.graph_admin.versions(stored.def_id)
-    finally:
-        store.close()
     if json_output:
         print_json(
             [
@@ -40,14 +28,12 @@ def versions_command(ref: GraphRef, db: DbOption = None, json_output: JsonOption
         return
     from rich.table import Table
 
-    from plait.cli.runs import _when
-
     table = Table(title=f"{stored.slug} ({stored.source_type})")
     for column in ("version", "schema", "saved", "runs"):
         table.add_column(column, no_wrap=True)
     for v in rows:
         latest = " (latest)" if v.version == stored.latest_version else ""
-        table.add_row(f"{v.version}{latest}", v.schema_version, _when(v.created_at), str(v.runs))
+        table.add_row(f"{v.version}{latest}", v.schema_version, when(v.created_at), str(v.runs))
     print_table(table)
 
 
@@ -59,31 +45,27 @@ def import_command(
     """Store a graph file: a new graph, or a new version of the graph with its id (never a duplicate)."""
     from plait.compile import GraphInvalid
     from plait.evolve.files import save_file
-    from plait.store import StoreError
 
     if not file.is_file():
         fail(f"no such graph file: {file}")
-    store = open_store(db)
-    try:
+    with store_for(db) as store:
         try:
             saved = save_file(store, file)
         except GraphInvalid as exc:
             for diag in exc.diagnostics:
                 sys.stderr.write(diag.format() + "\n")
             fail(f"{file} is not a valid graph: nothing stored", f"run `plait validate {file}`")
-        except StoreError as exc:
-            fail(str(exc))
-    finally:
-        store.close()
     if saved.stored.created:
         for line in saved.change.report():
             sys.stderr.write(line + "\n")
     for warning in saved.change.warnings:
         sys.stderr.write(f"warning: {warning}\n")
-    _report_saved(saved.stored, json_output, saved.change)
+    report_saved(saved.stored, json_output, saved.change)
 
 
-def _report_saved(stored: Any, json_output: bool, change: Any = None) -> None:
+def report_saved(stored: Any, json_output: bool, change: Any = None) -> None:
+    """What a command that stores a graph version says: its id, slug and versions (with --json,
+    the schema changes and warnings of an import too), or on stderr that nothing changed."""
     facts: dict[str, Any] = {
         "id": stored.def_id,
         "slug": stored.slug,
@@ -126,11 +108,8 @@ def export_command(
 
     from plait.compile.dump import dump_yaml, graph_to_data
 
-    store = open_store(db)
-    try:
-        stored = _get(store, ref, version)
-    finally:
-        store.close()
+    with store_for(db) as store:
+        stored = store.graphs.get(ref, version)
     text = (
         json.dumps(graph_to_data(stored.graph), indent=2, ensure_ascii=False) + "\n"
         if json_output
@@ -150,17 +129,9 @@ def delete_command(
     json_output: JsonOption = False,
 ) -> None:
     """Delete a graph (not a system graph); its runs keep the versions they pinned."""
-    from plait.store import StoreError
-
-    store = open_store(db)
-    try:
-        stored = _get(store, ref)
-        try:
-            kept = store.graph_admin.delete(stored.def_id, stored.slug, stored.source_type, force=force)
-        except StoreError as exc:
-            fail(str(exc))
-    finally:
-        store.close()
+    with store_for(db) as store:
+        stored = store.graphs.get(ref)
+        kept = store.graph_admin.delete(stored.def_id, stored.slug, stored.source_type, force=force)
     if json_output:
         print_json({"id": stored.def_id, "slug": stored.slug, "deleted": True, "runs_kept": kept})
     else:

@@ -8,7 +8,16 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json, print_table
+from plait.cli.common import (
+    STORED_GRAPH_HINT,
+    DbOption,
+    JsonOption,
+    console,
+    fail,
+    print_json,
+    print_table,
+    store_for,
+)
 from plait.cli.forks import diff_command, fork_command, merge_command
 from plait.cli.graph_store import delete_command, export_command, import_command, versions_command
 from plait.cli.help import PlaitTyper
@@ -75,18 +84,13 @@ def _from_store(ref: str, version: int | None, db: str | None) -> tuple[Any, Any
     from plait.engine.state import CompiledRun
     from plait.store import StoreError
 
-    store = open_store(db)
-    try:
-        stored = store.graphs.get(ref, version)
-    except StoreError:
-        fail(
-            f"no graph file or stored graph named '{ref}'" + (f" (version {version})" if version else ""),
-            "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)",
-        )
-    else:
+    with store_for(db) as store:
+        try:
+            stored = store.graphs.get(ref, version)
+        except StoreError:
+            named = f"no graph file or stored graph named '{ref}'" + (f" (version {version})" if version else "")
+            fail(named, STORED_GRAPH_HINT)
         facts = _stored_facts(store, stored)
-    finally:
-        store.close()
     compiled = CompiledRun.from_graph(stored.graph)
     return stored.graph, compiled.topology, facts
 
@@ -130,16 +134,9 @@ def list_graphs(
 ) -> None:
     """Stored graphs, latest version of each; forks whose parent has moved on are flagged."""
     from plait.evolve.catalog import list_graphs
-    from plait.store import StoreError
 
-    store = open_store(db)
-    try:
-        try:
-            summaries = list_graphs(store, source_type=source_type)
-        except StoreError as exc:
-            fail(str(exc))
-    finally:
-        store.close()
+    with store_for(db) as store:
+        summaries = list_graphs(store, source_type=source_type)
     rows: list[dict[str, Any]] = [
         {
             "id": s.listed.def_id,

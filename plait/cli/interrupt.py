@@ -1,7 +1,7 @@
 """Ctrl-C and SIGTERM while a command drives an engine: stop cleanly once, quit at once the second time.
 
 The first signal cancels the work: the engine gives up the run (the nodes it was executing go back
-to `pending`, its lease is released: docs/engine.md, "Stopping mid-way"), the providers are closed,
+to `pending`, its lease is released, so another process may resume it), the providers are closed,
 which waits for the embedded model's native thread to stop at its next token, and the command
 reports `Interrupted`. Only then does the interpreter exit, so llama.cpp is never freed under a
 running generation (which is what made Ctrl-C a segfault). The first signal also gives both

@@ -9,15 +9,16 @@ from typing import Annotated, Any
 import typer
 
 from plait.cli.common import (
+    EXIT_FAILED,
     ConfigOption,
     DbOption,
     JsonOption,
     LlmOption,
     console,
     fail,
-    open_store,
     print_json,
     resolve_node_run,
+    store_for,
 )
 
 
@@ -34,22 +35,20 @@ def replay_command(
     json_output: JsonOption = False,
 ) -> None:
     """Re-send a model call exactly as recorded and diff the new answer against the stored one."""
-    from plait.cli.run import _provider
+    from plait.cli.drive import provider_from_options
     from plait.engine import eventloop
+    from plait.llm.pool import roles_of
     from plait.llm.types import ProviderError
     from plait.runs.replay import ReplayError, replay
 
-    store = open_store(db)
-    try:
+    with store_for(db) as store:
         record = store.runs.node_run(resolve_node_run(store, node_run_id))
-    finally:
-        store.close()
-    provider = _provider(llm, config)
+    provider = provider_from_options(llm, config)
     if provider is None:
         from plait.llm.select import NO_PROVIDER_HINT
 
         fail(f"no model provider to replay with: {NO_PROVIDER_HINT}")
-    roles = getattr(getattr(provider, "config", None), "roles", {})
+    roles = roles_of(provider)
 
     async def go() -> Any:
         try:
@@ -62,7 +61,7 @@ def replay_command(
     except ReplayError as exc:
         fail(str(exc))
     except ProviderError as exc:
-        fail(f"the model call failed: {exc}", code=1)
+        fail(f"the model call failed: {exc}", code=EXIT_FAILED)
     if json_output:
         print_json(asdict(result))
         return

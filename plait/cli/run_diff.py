@@ -1,4 +1,4 @@
-"""`plait runs diff RUN_A RUN_B`: two runs side by side, node by node (SPEC §4, §14).
+"""`plait runs diff RUN_A RUN_B`: two runs side by side, node by node.
 
 Exit 0 whenever the diff was produced, whether or not the runs differ: a difference is the
 answer, not an error (scripts read `counts` or the verdicts in `--json`). Exit 2 for an
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json, print_table, resolve_run
+from plait.cli.common import DbOption, JsonOption, console, print_json, print_table, resolve_run, store_for
 
 if TYPE_CHECKING:
     from plait.runs.diff import Change, NodeDiff, NodeSide, RunDiff, RunFacts
@@ -42,16 +42,9 @@ def diff_command(
 ) -> None:
     """Compare two runs node by node: statuses, effective outputs, field-level changes."""
     from plait.runs.diff import diff_runs
-    from plait.store import StoreError
 
-    store = open_store(db)
-    try:
-        try:
-            diff = diff_runs(store, resolve_run(store, run_a), resolve_run(store, run_b))
-        except StoreError as exc:
-            fail(str(exc), "both runs must be in the one database that --db (or $PLAIT_DB) names")
-    finally:
-        store.close()
+    with store_for(db, "both runs must be in the one database that --db (or $PLAIT_DB) names") as store:
+        diff = diff_runs(store, resolve_run(store, run_a), resolve_run(store, run_b))
     if json_output:
         print_json(diff.to_json())
         return

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, open_store, print_json, print_table, resolve_run
+from plait.cli.common import DbOption, JsonOption, console, fail, print_json, print_table, resolve_run, store_for, when
 from plait.cli.outcome import failure_lines, newest, node_failure, review_lines, waiting_reviews, with_cause
 
 _CELL_CHARS = 200
@@ -29,16 +29,13 @@ def show_command(
 ) -> None:
     """One run: status, input, output, and per node status, attempts, tokens, cost, timings, effective output
     (read at the graph's current schema versions, migrating older outputs; --raw: as stored)."""
-    store = open_store(db)
-    try:
+    with store_for(db) as store:
         run_id = resolve_run(store, run_ref)
         run = store.runs.get(run_id)
         nodes = store.runs.node_runs(run_id)
         versions = store.ledger.history(run_id) if ledger else []
         latest = store.graphs.latest_version(run.def_id)
         outputs, migrated = _outputs(store, run, nodes, raw)
-    finally:
-        store.close()
     if json_output:
         print_json(_as_json(run, nodes, outputs, migrated, latest, versions if ledger else None))
         return
@@ -101,12 +98,6 @@ def served(attempts: list[dict[str, Any]]) -> str:
     events = [d.get("event") for a in attempts for d in a.get("decisions", [])]
     notes = [f"{e}×{events.count(e)}" for e in ("queued", "retry", "failover", "degraded") if e in events]
     return where + (f" ({', '.join(notes)})" if notes else "")
-
-
-def when(ts: float | None) -> str:
-    import datetime as dt
-
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else ""
 
 
 def _render(out: Any, run: Any, nodes: list[Any], outputs: dict[str, Any], latest: int) -> None:

@@ -6,17 +6,13 @@ from typing import Annotated
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, open_store, print_json, print_table
+from plait.cli.common import DbOption, JsonOption, print_json, print_table, store_for, when
 from plait.cli.help import PlaitTyper
 from plait.cli.run_admin import cancel_command, delete_command
 from plait.cli.run_diff import diff_command
-from plait.cli.run_show import show_command, when
+from plait.cli.run_show import show_command
 
 app = PlaitTyper(help="Inspect runs.", no_args_is_help=True)
-
-
-_when = when
-"""Kept under its old name: other commands format their timestamps with it."""
 
 
 @app.command("list")
@@ -28,11 +24,8 @@ def list_runs(
     json_output: JsonOption = False,
 ) -> None:
     """List runs, newest first."""
-    store = open_store(db)
-    try:
+    with store_for(db) as store:
         runs = store.runs.list(graph=graph, status=status, limit=limit)
-    finally:
-        store.close()
     if json_output:
         print_json([r.summary() for r in runs])
         return
@@ -48,7 +41,7 @@ def list_runs(
             r.graph_slug,
             str(r.graph_def_ver),
             r.status,
-            _when(r.created_at),
+            when(r.created_at),
             str(r.tokens_input + r.tokens_output),
             f"{r.cost_usd:.4f}",
         )

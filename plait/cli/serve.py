@@ -1,4 +1,4 @@
-"""`plait serve` and `plait token create|list|revoke`: the HTTP service and its bearer tokens (SPEC §10)."""
+"""`plait serve` and `plait token create|list|revoke`: the HTTP service and its bearer tokens."""
 
 from __future__ import annotations
 
@@ -9,7 +9,18 @@ from typing import Annotated
 
 import typer
 
-from plait.cli.common import ConfigOption, DbOption, JsonOption, LlmOption, console, fail, open_store, print_json
+from plait.cli.common import (
+    DB_HINT,
+    ConfigOption,
+    DbOption,
+    JsonOption,
+    LlmOption,
+    console,
+    fail,
+    print_json,
+    store_for,
+    when,
+)
 from plait.cli.help import PlaitTyper
 from plait.redact import install_log_redaction
 
@@ -67,7 +78,7 @@ def serve_command(
         except (ServerConfigError, LlmConfigError, ConfigError) as exc:
             fail(str(exc))
         except StoreError as exc:
-            fail(str(exc), "check --db or $PLAIT_DB")
+            fail(str(exc), DB_HINT)
         install_log_redaction()
         auth = "token required" if settings.auth_required else "no token needed on loopback"
         sys.stderr.write(f"plait: serving http://{host}:{port}/ ({auth}); API docs at /docs\n")
@@ -112,16 +123,8 @@ def create_token(
     json_output: JsonOption = False,
 ) -> None:
     """Create a token and print it once (only its hash is stored: copy it now)."""
-    from plait.store import StoreError
-
-    store = open_store(db)
-    try:
-        try:
-            info, token = store.tokens.create(name)
-        except StoreError as exc:
-            fail(str(exc))
-    finally:
-        store.close()
+    with store_for(db) as store:
+        info, token = store.tokens.create(name)
     if json_output:
         print_json({"id": info.id, "name": info.name, "created_at": info.created_at, "token": token})
         return
@@ -132,13 +135,8 @@ def create_token(
 @token_app.command("list")
 def list_tokens(db: DbOption = None, json_output: JsonOption = False) -> None:
     """The tokens (names and dates; the tokens themselves are not stored)."""
-    from plait.cli.runs import _when
-
-    store = open_store(db)
-    try:
+    with store_for(db) as store:
         tokens = store.tokens.list()
-    finally:
-        store.close()
     if json_output:
         print_json(
             [{"id": t.id, "name": t.name, "created_at": t.created_at, "last_used_at": t.last_used_at} for t in tokens]
@@ -150,7 +148,7 @@ def list_tokens(db: DbOption = None, json_output: JsonOption = False) -> None:
     for column in ("name", "id", "created", "last used"):
         table.add_column(column, no_wrap=True)
     for t in tokens:
-        table.add_row(t.name, t.id, _when(t.created_at), _when(t.last_used_at))
+        table.add_row(t.name, t.id, when(t.created_at), when(t.last_used_at))
     console().print(table)
 
 
@@ -161,16 +159,8 @@ def revoke_token(
     json_output: JsonOption = False,
 ) -> None:
     """Revoke a token: requests carrying it are refused from now on."""
-    from plait.store import StoreError
-
-    store = open_store(db)
-    try:
-        try:
-            info = store.tokens.revoke(name_or_id)
-        except StoreError as exc:
-            fail(str(exc))
-    finally:
-        store.close()
+    with store_for(db) as store:
+        info = store.tokens.revoke(name_or_id)
     if json_output:
         print_json({"id": info.id, "name": info.name, "revoked": True})
     else:

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from plait.compile.checks import schemas as schema_checks
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Diagnostic, GraphLoadError
 from plait.compile.load import LoadedGraph, load_graph
+from plait.compile.plan import ExecutionPlan, plan_graph
 from plait.compile.skills import expand_skills
 from plait.compile.source import SourceDoc, max_graph_bytes, read_source
 from plait.compile.topology import Topology
@@ -49,6 +51,12 @@ class CompileResult:
     @property
     def valid(self) -> bool:
         return not self.errors
+
+    @cached_property
+    def plan(self) -> ExecutionPlan | None:
+        """What the engine executes this graph by (None for an invalid graph); built when asked,
+        so that `plait validate` does not pay for it."""
+        return plan_graph(self.expanded) if self.valid and self.expanded is not None else None
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,7 +1,7 @@
 """Compiler diagnostics: one shape for every problem a graph can have.
 
 Every error a user sees carries the category (`config`: fix the field,
-`planning`: fix the design — seed 001 §2.2), a stable code that tests and
+`planning`: fix the design), a stable code that tests and
 scripts can match on, where it is (node/edge id, file, line) and a hint.
 """
 

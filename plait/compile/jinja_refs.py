@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from jinja2 import TemplateSyntaxError, nodes
 
-from plait.compile.templates import Segment, TemplateError, TemplateRef, environment
+from plait.compile.template_types import Segment, TemplateError, TemplateRef, environment
 
 
 def jinja_refs(source: str) -> list[TemplateRef]:

@@ -296,7 +296,7 @@ def _value_hint(err: Any) -> str:
     kind = str(err["type"]).removesuffix("_type").removesuffix("_parsing")
     if kind in _TYPE_NAMES:
         return f"write {_TYPE_NAMES[kind]}"
-    return "see the graph file format (SPEC §2) for what this field accepts"
+    return "see docs/graph-format.md for what this field accepts"
 
 
 def _value_at(item: Any, path: Path_) -> Any:

@@ -1,7 +1,7 @@
 """Resolve a template path to what it names: run input, a node's output, `current`, or a param.
 
-Paths (SPEC §2.2): `input.…`, `<node_id>.…` / `nodes.<node_id>.…`, `current.…`,
-`params.…`, or a bare param name (seed 004 `{{ analysis }}`). The compiler uses
+Paths: `input.…`, `<node_id>.…` / `nodes.<node_id>.…`, `current.…`,
+`params.…`, or a bare param name (`{{ analysis }}`). The compiler uses
 this to check references; the renderer will use it to build the same names.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 
-from plait.compile.templates import Segment
+from plait.compile.template_types import Segment
 
 RESERVED_ROOTS = ("input", "nodes", "current", "params")
 

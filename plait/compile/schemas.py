@@ -2,7 +2,7 @@
 
 The conflict check is deliberately conservative (types, enums, required vs.
 closed objects, recursively through properties and items): it reports only
-combinations that no value can satisfy, which is what seed 000 §3.2 asks the
+combinations that no value can satisfy, which is what the
 engine to refuse before a run starts.
 """
 
@@ -16,7 +16,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from plait.compile.schema_validator import NO_REGISTRY, safe_class, schema_registry
-from plait.compile.templates import Segment
+from plait.compile.template_types import Segment
 
 DEFAULT_DRAFT = "http://json-schema.org/draft-07/schema#"
 

@@ -1,4 +1,4 @@
-"""SKILL expansion (seed 001 §2.3): inline a skill graph's nodes under the namespace `__{skill_node}__`.
+"""SKILL expansion: inline a skill graph's nodes under the namespace `__{skill_node}__`.
 
 The skill file is compiled on its own first (its errors point into its own
 file); only a valid skill is inlined. In-edges of the SKILL node are rewired

@@ -1,8 +1,8 @@
-"""Prompt templates: three accepted spellings, one internal form (SPEC §2.2).
+"""Prompt templates: three accepted spellings, one internal form.
 
 * `{{ path }}` — sandboxed Jinja2, the primary spelling;
-* `%path%` — seed 000 spelling, `%%` is a literal `%`;
-* `params:` — seed 004 named variables, referenced as `{{ name }}`/`%name%`.
+* `%path%` — the original format's spelling, `%%` is a literal `%`;
+* `params:` — named variables, referenced as `{{ name }}`/`%name%`.
 
 `parse_template` normalises any mix into Jinja source (the one form the
 renderer executes) and lists every data reference as a `TemplateRef` so that
@@ -15,15 +15,9 @@ pay for a Jinja parse.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import cache, lru_cache
-from typing import TYPE_CHECKING, Literal
+from functools import lru_cache
 
-if TYPE_CHECKING:  # jinja2 costs ~50 ms to import: only templates with real Jinja syntax pay for it
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-Segment = str | int
-Spelling = Literal["jinja", "percent"]
+from plait.compile.template_types import FILTERS, Segment, Template, TemplateError, TemplateRef
 
 _PATH = r"[^\W\d]\w*(?:\.\w+|\[\d+\])*"
 _PERCENT_RE = re.compile(rf"%%|%({_PATH})%")
@@ -31,102 +25,6 @@ _BLOCK_RE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 _SIMPLE_EXPR_RE = re.compile(rf"^\{{\{{-?\s*({_PATH})\s*((?:\|\s*\w+\s*)*)-?\}}\}}$")
 _FILTER_RE = re.compile(r"\|\s*(\w+)")
 _SEGMENT_RE = re.compile(r"\.(\w+)|\[(\d+)\]")
-
-FILTERS = frozenset(
-    {
-        "abs",
-        "attr",
-        "batch",
-        "capitalize",
-        "center",
-        "count",
-        "d",
-        "default",
-        "dictsort",
-        "e",
-        "escape",
-        "filesizeformat",
-        "first",
-        "float",
-        "forceescape",
-        "format",
-        "groupby",
-        "indent",
-        "int",
-        "items",
-        "join",
-        "last",
-        "length",
-        "list",
-        "lower",
-        "map",
-        "max",
-        "min",
-        "pprint",
-        "random",
-        "reject",
-        "rejectattr",
-        "replace",
-        "reverse",
-        "round",
-        "safe",
-        "select",
-        "selectattr",
-        "slice",
-        "sort",
-        "string",
-        "striptags",
-        "sum",
-        "title",
-        "tojson",
-        "trim",
-        "truncate",
-        "unique",
-        "upper",
-        "urlencode",
-        "urlize",
-        "wordcount",
-        "wordwrap",
-        "xmlattr",
-    }
-)
-"""Filter names of `environment()`, known without importing Jinja (a test keeps the two equal)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TemplateRef:
-    """One data reference: `path[0]` is the root name as written (`input`, a node id, `params`...)."""
-
-    path: tuple[Segment, ...]
-    spelling: Spelling
-
-    @property
-    def root(self) -> str:
-        return str(self.path[0])
-
-    def dotted(self) -> str:
-        return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path).lstrip(".")
-
-
-@dataclass(frozen=True, slots=True)
-class Template:
-    source: str
-    """Normalised Jinja source."""
-    refs: tuple[TemplateRef, ...]
-
-
-class TemplateError(ValueError):
-    def __init__(self, message: str, line: int | None = None):
-        super().__init__(message)
-        self.line = line
-
-
-@cache
-def environment() -> ImmutableSandboxedEnvironment:
-    """The one sandboxed Jinja environment the compiler checks against and the renderer uses."""
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    return ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=True)
 
 
 def parse_template(text: str) -> Template:

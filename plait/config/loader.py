@@ -69,6 +69,9 @@ _in_force: PlaitConfig | None = None
 
 
 class PlaitConfig(Strict):
+    """A whole `plait.toml`, validated: every role names providers and models that exist, and no
+    provider or MCP server id is used twice. Frozen: a loaded configuration never changes."""
+
     sandbox: SandboxConfig = SandboxConfig()
     providers: tuple[ProviderConfig, ...] = ()
     pool: PoolConfig = PoolConfig()
@@ -118,6 +121,7 @@ class PlaitConfig(Strict):
             raise ValueError(f"role {role!r}: provider {provider_id!r} has no model {model!r} (models: {known})")
 
     def provider(self, provider_id: str) -> ProviderConfig | None:
+        """The provider with that id, or None."""
         return next((p for p in self.providers if p.id == provider_id), None)
 
     def targets(self, role: str) -> Iterator[tuple[ProviderConfig, str]]:
@@ -141,6 +145,8 @@ def builtin_config() -> PlaitConfig:
 
 
 def load_config(explicit: str | None = None) -> PlaitConfig:
+    """The configuration in force: `explicit`, else `$PLAIT_CONFIG`, else `./plait.toml`, else the
+    built-in one. A file that cannot be used raises ConfigError naming the key and the fix."""
     path = config_path(explicit)
     if path is None:
         return builtin_config()

@@ -33,6 +33,8 @@ class MissingSecret(ValueError):
 
 
 class McpServerConfig(BaseModel):
+    """One `[[mcp_servers]]` entry, with exactly the fields its transport needs."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]

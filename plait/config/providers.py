@@ -23,6 +23,9 @@ class Strict(BaseModel):
 
 
 class Capability(StrEnum):
+    """What a model is declared to support. A run that needs a capability its model does not list
+    is refused before it starts, and `json_schema` output is asked for only where it is listed."""
+
     TOOLS = "tools"
     JSON_SCHEMA = "json_schema"
     VISION = "vision"
@@ -56,6 +59,8 @@ class _Strict(BaseModel):
 
 
 class ModelConfig(Strict):
+    """One model of a provider: its prices, context window and capabilities."""
+
     name: Annotated[str, Field(min_length=1)]
     price_in: Annotated[float, Field(ge=0)] = 0.0
     """USD per million input tokens."""
@@ -66,10 +71,13 @@ class ModelConfig(Strict):
     capabilities: tuple[Capability, ...] = ()
 
     def cost_usd(self, tokens_in: int, tokens_out: int) -> float:
+        """What a call with these token counts costs, in USD."""
         return (tokens_in * self.price_in + tokens_out * self.price_out) / 1_000_000
 
 
 class ProviderConfig(Strict):
+    """One `[[providers]]` entry: where its models are served, and its limits and retries."""
+
     id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
     kind: Literal["openai", "local", "scripted"]
     base_url: str | None = None
@@ -110,6 +118,7 @@ class ProviderConfig(Strict):
         return self
 
     def model(self, name: str) -> ModelConfig | None:
+        """The listed model of that name, or None."""
         return next((m for m in self.models if m.name == name), None)
 
     def json_mode_for(self, model: str) -> JsonMode:
@@ -126,5 +135,7 @@ class ProviderConfig(Strict):
 
 
 class PoolConfig(Strict):
+    """The `[pool]` table: what is tried when no target of a role can serve a request."""
+
     degrade_to: str | None = None
     """"provider/model" tried when every target of a role failed (a smaller or local model)."""

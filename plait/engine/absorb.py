@@ -1,4 +1,4 @@
-"""Taking up a correction made while the engine executes the run (SPEC §4, seed 000 §5.3).
+"""Taking up a correction made while the engine executes the run (docs/corrections.md).
 
 A correction written beside a running engine (`Corrections.override` on a `running` run)
 raises the run's count of corrections; the engine reads that count in every commit (`Watch`)
@@ -23,6 +23,8 @@ STALE_AFTER, RERUN_AFTER = "stale", "rerun"
 
 @dataclass
 class Absorbed:
+    """What taking up corrections left for the scheduler: stale marks to commit, nodes to plan again."""
+
     stale: list[Stale] = field(default_factory=list)
     """Completed node runs that read an old value: marked stale in the next commit."""
     ready: list[str] = field(default_factory=list)
@@ -30,6 +32,10 @@ class Absorbed:
 
 
 def absorb(state: RunState, store: Store, run_id: str) -> Absorbed:
+    """Bring `state` up to the corrections committed for the run: the new ledger heads and
+    corrected outputs replace the ones in memory, and the nodes that read an old value are
+    marked by the correction's policy. Reads the store and writes nothing: the returned stale
+    marks go in the next commit."""
     newest = current_activations(store.runs.node_runs(run_id))
     heads = store.ledger.heads(run_id)
     corrected = [o for o, head in heads.items() if head.version > state.versions.get(o, 0)]

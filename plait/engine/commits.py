@@ -17,11 +17,27 @@ from typing import Any
 from plait.store.node_writes import NodeWriter, Unit
 
 MAX_UNITS = 16
-"""Units per transaction: ~16 x 110 µs on SQLite. Beyond ~16 the BEGIN/COMMIT saved per unit is
-small, and a longer transaction delays the calls whose answers arrive meanwhile."""
+"""Units per transaction. Beyond this the BEGIN/COMMIT saved per unit is small, and a longer
+transaction delays the calls whose answers arrive meanwhile (docs/performance.md, "Run 6")."""
 
 
 class GroupCommit:
+    """The engine's one way to write node transitions: units submitted in the same loop turn
+    share a transaction.
+
+    What a caller can rely on:
+    - `submit(unit)` writes nothing at once. The unit is committed at the end of the current
+      loop turn with the other units submitted in that turn, at most `MAX_UNITS` per
+      transaction; the rest go in the following turns, in the order they were submitted.
+    - The returned future is resolved only after the transaction holding the unit committed:
+      with the unit's results, one per write, in order (None for the writes left out after a
+      `Finish` or `EndRun` that changed nothing), or with the error that this unit alone
+      raised, in which case nothing of it was written and the other units are not affected.
+    - When the database itself fails, every future of that transaction gets the error.
+    - Cancelling a submitter does not withdraw its unit: once submitted, its writes stand.
+    Use it from one event loop (`submit` needs a running loop); it is not thread-safe.
+    """
+
     def __init__(self, writer: NodeWriter) -> None:
         self._writer = writer
         self._pending: list[tuple[Unit, asyncio.Future[list[Any]]]] = []

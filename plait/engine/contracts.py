@@ -1,6 +1,6 @@
 """Output contracts: the JSON Schemas on a node's out-edges, combined for the model and enforced on the result.
 
-A node's output must satisfy every out-edge schema (seed 000 §3.2). For the
+A node's output must satisfy every out-edge schema. For the
 model, the schemas are merged into one `response_format`; for enforcement,
 each is validated separately so that errors name the schema that failed.
 """
@@ -23,6 +23,8 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 @dataclass(frozen=True, slots=True)
 class BoundSchema:
+    """One out-edge schema in a node's contract: the schema entry's id, its version and its JSON Schema."""
+
     id: str
     version: str
     schema: dict[str, Any]
@@ -85,7 +87,7 @@ class OutputContract:
         return problems
 
     def annotate(self, value: Any) -> Any:
-        """The stored form: objects carry `_schema_id` / `_schema_version` of their first contract (seed 000 §3.3)."""
+        """The stored form: objects carry `_schema_id` / `_schema_version` of their first contract."""
         if not self.schemas or not isinstance(value, dict):
             return value
         first = self.schemas[0]
@@ -93,6 +95,8 @@ class OutputContract:
 
 
 def contract_for(graph: GraphDef, out_edges: list[EdgeDef]) -> OutputContract:
+    """The contract of a node with `out_edges`: each distinct schema they name that the graph
+    declares, in edge order; with none, an unstructured contract (any text is valid)."""
     seen: dict[str, BoundSchema] = {}
     for edge in out_edges:
         if edge.schema_id and edge.schema_id not in seen:

@@ -3,8 +3,8 @@
 Two reasons, both measured (docs/performance.md, W2). asyncio's epoll selector rounds every wait
 up to a whole millisecond, so a timer or a socket that becomes ready while the loop is idle is
 seen up to 1 ms late; a model call that ends then holds its concurrency slot that much longer,
-and with 64 slots turning over every 50 ms that alone costs ~2.5 % of the ideal wall time, with
-no engine work at all. uvloop (libuv) wakes within the millisecond and runs callbacks, futures
+which with many short calls costs a measurable share of the wall time with no engine work at
+all (docs/performance.md, "Run 6"). uvloop (libuv) wakes within the millisecond and runs callbacks, futures
 and tasks in C. Everything Plait does also runs on the plain asyncio loop (the tests run there);
 `PLAIT_LOOP=asyncio` chooses it for Plait's commands too, e.g. to debug with asyncio's debug mode.
 """

@@ -1,7 +1,7 @@
 """Node executors: one coroutine per node type, each returning a `NodeResult` the engine commits.
 
 Executors never write to the store: the engine commits a result atomically
-when the executor returns (seed 003 §4.2), so a failed or killed node leaves
+when the executor returns, so a failed or killed node leaves
 nothing half-applied.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.engine.llm_call import run_llm_call
-from plait.engine.render import build_view, js_scope, prompt_budget, render
+from plait.engine.render import build_view, js_scope, prompt_budget
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
 from plait.model.nodes import (
@@ -76,6 +76,7 @@ async def _evaluate(node: NodeBase, state: RunState, rt: Runtime, expression: st
 
 
 async def run_condition(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    """CONDITION: evaluate `condition_expr` in the sandbox; the output is `{"branch": key}` (`branch_key`)."""
     assert isinstance(node, ConditionNode)
     value, result = await _evaluate(node, state, rt, node.condition_expr)
     if result.phase == Phase.FAILED:
@@ -86,6 +87,7 @@ async def run_condition(node: NodeBase, state: RunState, rt: Runtime) -> NodeRes
 
 
 async def run_transform(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    """TRANSFORM: evaluate `transform_expr` in the sandbox; its value is the output if it meets the out-edge schemas."""
     assert isinstance(node, TransformNode)
     value, result = await _evaluate(node, state, rt, node.transform_expr)
     if result.phase == Phase.FAILED:
@@ -94,6 +96,7 @@ async def run_transform(node: NodeBase, state: RunState, rt: Runtime) -> NodeRes
 
 
 async def run_merge(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    """MERGE: the output maps each active predecessor's id to its output, checked against the out-edge schemas."""
     timer = _Timer()
     value = {p: state.nodes[p].data for p in state.active_predecessors(node.id)}
     snapshot = _snapshot(node, state, {"current": value})
@@ -101,15 +104,16 @@ async def run_merge(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
 
 
 async def run_human_review(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
-    """Pause here: the value under review is `current`; a person approves or corrects it (SPEC §3)."""
+    """Pause here: the value under review is `current`; a person approves or corrects it."""
     assert isinstance(node, HumanReviewNode)
     view = build_view(state, node)
-    prompt = render(node.review_prompt, view.names, prompt_budget(node)) if node.review_prompt else None
+    prompt = view.render(node.review_prompt, prompt_budget(node)) if node.review_prompt else None
     snapshot = _snapshot(node, state, view.js_scope, review_prompt=prompt, value=view.names["current"])
     return NodeResult(Phase.WAITING, snapshot=snapshot)
 
 
 async def run_wait(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    """WAIT: sleep `delay_s` (or until `until`), then pass `current` on unchanged as the output."""
     assert isinstance(node, WaitNode)
     timer = _Timer()
     delay = node.delay_s if node.delay_s is not None else max(0.0, node.until.timestamp() - time.time())  # type: ignore[union-attr]
@@ -119,6 +123,7 @@ async def run_wait(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
 
 
 async def run_llm(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+    """LLM_CALL: see `plait.engine.llm_call.run_llm_call`."""
     assert isinstance(node, LlmCallNode)
     return await run_llm_call(node, state, rt)
 
@@ -153,7 +158,7 @@ def _checked(
 
 
 def _snapshot(node: NodeBase, state: RunState, scope: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """input_snapshot_json: what the node saw, including the seed 004 hand-off state."""
+    """input_snapshot_json: what the node saw, including the state handed over from its predecessors."""
     return {
         "node_type": str(node.type),
         "state": {

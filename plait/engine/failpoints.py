@@ -14,5 +14,7 @@ _ARMED = frozenset(p.strip() for p in os.environ.get(ENV, "").split(",") if p.st
 
 
 def failpoint(point: str, node_id: str) -> None:
+    """End the process at once (status 137, like SIGKILL) when `PLAIT_FAILPOINTS` (read at
+    import) names `point:node_id`; otherwise do nothing."""
     if _ARMED and f"{point}:{node_id}" in _ARMED:
         os._exit(137)

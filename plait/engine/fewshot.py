@@ -1,4 +1,4 @@
-"""Few-shot examples from corrections (seed 000 §5.4, SPEC §4): a person's overrides of a node
+"""Few-shot examples from corrections (docs/corrections.md): a person's overrides of a node
 in earlier runs of the same graph become (input, corrected output) pairs in the node's prompt.
 
 With `use_overrides_as_fewshot`, up to `fewshot_max_count` pairs are chosen by
@@ -33,6 +33,9 @@ FewshotLookup = Callable[[LlmCallNode, str], list["Example"]]
 
 @dataclass(frozen=True, slots=True)
 class Example:
+    """One few-shot pair: what a corrected node run was asked (its rendered user prompt, or its
+    context slice as JSON) and the output a person gave it instead."""
+
     input: str
     output: Any
     node_run_id: str
@@ -64,6 +67,8 @@ def _example(record: NodeRunRecord) -> Example:
 
 
 def select(pool: list[Example], how: FewshotSelection, count: int, prompt: str, embed: Embed | None) -> list[Example]:
+    """Up to `count` examples of `pool` (newest first): the newest, a random sample, or the ones
+    most similar to `prompt` (by `embed`'s vectors, else by word counts), as `how` says."""
     if how == FewshotSelection.LATEST:
         return pool[:count]
     if how == FewshotSelection.RANDOM:

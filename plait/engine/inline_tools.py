@@ -1,4 +1,4 @@
-"""Inline tools of an LLM_CALL node (seed 000 §4.2): what the model is offered, and what a call does.
+"""Inline tools of an LLM_CALL node (docs/tools.md): what the model is offered, and what a call does.
 
 - `CONTEXT_WRITE`: the call's arguments are the result (written to the run through the tool's
   out-edge, when it has one);

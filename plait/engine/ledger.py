@@ -1,9 +1,10 @@
-"""The engine's side of the field ledger (SPEC §4, seed 003 §4.2): what a node read, the
+"""The engine's side of the field ledger (docs/corrections.md): what a node read, the
 version its result writes, and the freezes its commit applies.
 
 Freezing is decided at commit time only, from the versions the node read when it started:
-a node that fails writes nothing, so it freezes nothing (seed 003 Case #7's half-applied
-state cannot happen). The writes computed here join the node's result in one transaction.
+a node that fails writes nothing, so it freezes nothing (a half-applied freeze, some fields
+frozen by a node whose result was never stored, cannot happen). The writes computed here join
+the node's result in one transaction.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from plait.compile.templates import TemplateError, parse_template
 from plait.engine.state import RunState
 from plait.model.enums import FreezePolicy
-from plait.model.nodes import FreezeSpec, NodeBase, NodeType, node_field
+from plait.model.nodes import FreezeSpec, NodeBase
 from plait.store import NodeRunRecord
 from plait.store.ledger import INPUT, WHOLE, FieldVersion
 from plait.store.node_writes import Version
@@ -34,42 +34,20 @@ def frozen_by_policy(spec: FreezeSpec | None, policy: FreezePolicy) -> list[str]
 
 
 def freeze_spec(state: RunState, owner_id: str) -> FreezeSpec | None:
+    """What a version of `owner_id` freezes: the graph's `input_freeze` for the run input, else the node's `freeze`."""
     if owner_id == INPUT:
         return state.compiled.graph.input_freeze
     return state.nodes[owner_id].node.freeze
 
 
 def reads(state: RunState, node: NodeBase) -> list[str]:
-    """Owners a node reads: its active predecessors (or the run input, for an entry node), its
-    `context_include`, and what its templates name; JavaScript nodes may read the input too
-    (what the ledger records as consumed, and what `on_consume` freezes)."""
+    """Owners a node reads: its active predecessors (or the run input, for an entry node), and
+    what its definition names (the compiler's plan: `context_include`, its templates' roots,
+    the input for JavaScript nodes): what the ledger records as consumed, what `on_consume` freezes."""
     predecessors = state.active_predecessors(node.id)
     names: list[str] = predecessors if predecessors else [INPUT]
-    static = state.compiled.static_reads.get(node.id)
-    if static is None:  # what the node's definition names never changes: worked out once per graph version
-        static = state.compiled.static_reads[node.id] = tuple(_named_reads(state, node))
-    names.extend(static)
+    names.extend(state.compiled.plan.nodes[node.id].reads)
     return list(dict.fromkeys(names))
-
-
-def _named_reads(state: RunState, node: NodeBase) -> Iterable[str]:
-    if node.type in (NodeType.TRANSFORM, NodeType.CONDITION):
-        yield INPUT
-    yield from (n for n in node.context_include or () if n == INPUT or n in state.nodes)
-    for name in ("system_prompt", "user_prompt_tpl", "review_prompt"):
-        text = node_field(node, name, None)
-        if not isinstance(text, str):
-            continue
-        try:
-            refs = parse_template(text).refs
-        except TemplateError:
-            continue
-        for ref in refs:
-            root = ref.root
-            if root == "nodes" and len(ref.path) > 1:
-                root = str(ref.path[1])
-            if root == INPUT or (root in state.nodes and root != node.id):
-                yield root
 
 
 def consumed(state: RunState, node: NodeBase) -> dict[str, int]:

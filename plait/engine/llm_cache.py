@@ -1,4 +1,4 @@
-"""The response cache around an LLM_CALL (SPEC §6.4): answer from it, or say what to remember.
+"""The response cache around an LLM_CALL: answer from it, or say what to remember.
 
 A node an explicit rerun queued (`plait rerun`, unless `--cache`) is never answered from it; its
 fresh answer replaces the one remembered, so later identical requests get what the person asked for.

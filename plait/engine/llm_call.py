@@ -1,6 +1,6 @@
 """LLM_CALL: render, ask the model for the out-edge schema, validate, retry with the errors fed back.
 
-No invalid data ever flows downstream (SPEC §3): an answer that is not JSON or
+No invalid data ever flows downstream: an answer that is not JSON or
 breaks a schema is shown to the model with what was wrong, up to
 `max_retries` more times, and then the node fails with the last answer and its
 errors recorded.
@@ -20,7 +20,7 @@ from plait.engine.inline_tools import ToolContext
 from plait.engine.llm_cache import CacheSlot
 from plait.engine.mcp_inputs import McpInputs, uses_mcp_inputs
 from plait.engine.mcp_inputs import gather as gather_mcp_inputs
-from plait.engine.render import build_view, prompt_budget, render
+from plait.engine.render import build_view, prompt_budget
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
 from plait.engine.tool_loop import RoutedResultInvalid, offers_tools, tool_rounds
@@ -35,6 +35,10 @@ from plait.tools.mcp import McpFailure
 
 
 async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
+    """Execute an LLM_CALL node: take its MCP inputs, render its request, run its tool rounds if it
+    offers tools, then ask until an answer meets the out-edge schemas, `max_retries` more times
+    at most. Provider faults, timeouts, MCP failures and invalid answers end in a failed result;
+    they are not raised."""
     if node.prompt_script is not None:
         return NodeResult.failed(
             {},
@@ -45,7 +49,7 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
     mcp: McpInputs | None = None
     if uses_mcp_inputs(node):
         try:
-            mcp = await gather_mcp_inputs(node, build_view(state, node).names, rt.mcp(state.run_id))
+            mcp = await gather_mcp_inputs(node, build_view(state, node), rt.mcp(state.run_id))
         except McpFailure as exc:
             return NodeResult.failed({"node_type": "LLM_CALL"}, [], kind="mcp", message=str(exc))
     fewshot = rt.fewshot_lookup(state) if node.use_overrides_as_fewshot else None
@@ -76,8 +80,8 @@ def build_request(
     if mcp is not None and mcp.messages is not None:  # mcp_prompt replaces the node's own prompts
         messages = mcp.messages
     else:
-        system = render(node.system_prompt, view.names, budget) if node.system_prompt else None
-        user = render(node.user_prompt_tpl or "", view.names, budget)
+        system = view.render(node.system_prompt, budget) if node.system_prompt else None
+        user = view.render(node.user_prompt_tpl or "", budget)
         examples = fewshot(node, user) if fewshot is not None else []
         if examples:
             system = f"{system}\n\n{render_examples(examples)}" if system else render_examples(examples)
@@ -200,11 +204,12 @@ async def _attempts(
 
 
 def new_usage() -> dict[str, Any]:
+    """Zero tokens and cost, as the keyword arguments `NodeResult.completed` and `failed` take."""
     return {"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
 
 
 def _over_budget(state: RunState, estimate: float, spent_here: float) -> str | None:
-    """Why a call estimated at `estimate` may not be sent under the run's `max_cost_usd` (SPEC §6.3), or None."""
+    """Why a call estimated at `estimate` may not be sent under the run's `max_cost_usd`, or None."""
     limit = state.compiled.graph.max_cost_usd
     if limit is None:
         return None

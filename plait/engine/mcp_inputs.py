@@ -1,4 +1,4 @@
-"""What an LLM_CALL node takes from MCP servers before its first call (seed 000 §4.4, §4.5 step 2):
+"""What an LLM_CALL node takes from MCP servers before its first call (docs/tools.md):
 resources read (`mcp_resources`, URIs rendered with the node's names) and the prompt got from a
 server (`mcp_prompt`, replacing `system_prompt` / `user_prompt_tpl`).
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plait.engine.render import render
+from plait.engine.render import NodeView
 from plait.model.nodes import LlmCallNode
 from plait.model.tools import InjectAs
 from plait.tools.mcp import McpSessions
@@ -20,6 +20,8 @@ from plait.tools.mcp import McpSessions
 
 @dataclass
 class McpInputs:
+    """What an LLM_CALL node took from MCP servers before its first call, ready for its prompts."""
+
     fields: dict[str, str] = field(default_factory=dict)
     """`context_field` resources by field name."""
     system: list[str] = field(default_factory=list)
@@ -49,16 +51,17 @@ class McpInputs:
 
 
 def uses_mcp_inputs(node: LlmCallNode) -> bool:
+    """Whether the node reads MCP resources or takes its prompt from an MCP server before its first call."""
     return bool(node.mcp_resources) or node.mcp_prompt is not None
 
 
-async def gather(node: LlmCallNode, names: dict[str, Any], sessions: McpSessions) -> McpInputs:
+async def gather(node: LlmCallNode, view: NodeView, sessions: McpSessions) -> McpInputs:
     """Read the node's resources and get its prompt; raises McpFailure (the node fails)."""
     inputs = McpInputs()
-    names = dict(names)
+    names = dict(view.names)
     resources: list[dict[str, Any]] = []
     for ref in node.mcp_resources:
-        uri = render(ref.uri, names)
+        uri = view.render(ref.uri, names=names)
         text = await sessions.read_resource(ref.server_id, uri)
         resources.append({"server_id": ref.server_id, "uri": uri, "inject_as": str(ref.inject_as), "chars": len(text)})
         if ref.inject_as is InjectAs.CONTEXT_FIELD:
@@ -73,7 +76,7 @@ async def gather(node: LlmCallNode, names: dict[str, Any], sessions: McpSessions
         inputs.record["resources"] = resources
     prompt = node.mcp_prompt
     if prompt is not None:
-        arguments = {key: render(value, names) for key, value in prompt.arguments.items()}
+        arguments = {key: view.render(value, names=names) for key, value in prompt.arguments.items()}
         inputs.messages = await sessions.get_prompt(prompt.server_id, prompt.prompt_name, arguments)
         inputs.record["prompt"] = {"server_id": prompt.server_id, "name": prompt.prompt_name, "arguments": arguments}
     return inputs

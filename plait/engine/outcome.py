@@ -14,6 +14,15 @@ class EngineError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class RunOutcome:
+    """How driving a run ended; when an engine returns it, it is already committed to the store.
+
+    `status` is `completed` (`output` is the run's output: the output node's effective output,
+    or a map by node id when there are several), `failed` (`error` holds `kind`, such as
+    `node_failed` or `budget`, with `node_id` and `message`), or `paused` (a HUMAN_REVIEW waits
+    for a person; no output, no error). For a run that had already ended, `Engine.run` returns
+    the stored status, output and error, so `cancelled` is possible too. Immutable.
+    """
+
     run_id: str
     status: RunStatus
     output: Any = None

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
+from plait.compile.plan import NodePlan
 from plait.compile.refs import RefError, RefKind, resolve_ref
-from plait.compile.templates import parse_template, split_path
+from plait.compile.template_types import Template
+from plait.compile.templates import split_path
 from plait.engine.state import RunState
 from plait.llm.tokens import CHARS_PER_TOKEN, ESTIMATE, TokenCounter
 from plait.model.nodes import NodeBase, ParamType, node_field
@@ -112,11 +114,19 @@ def _compiled(source: str) -> Any:
 
 @dataclass
 class NodeView:
-    """The names a node's templates and expressions see."""
+    """The names a node's templates and expressions see, and its templates as the compiler parsed them."""
 
     names: dict[str, Any]
     """Template names: input, nodes, current, params, context and every available node id."""
     context_slice: dict[str, Any]
+    plan: NodePlan
+
+    def render(self, text: str, budget: _Budget | None = None, names: dict[str, Any] | None = None) -> str:
+        """One of the node's templates (`text`, as its definition has it) rendered against its
+        names (or `names`), inserted values counted against `budget`."""
+        if not text:
+            return ""
+        return render(self.plan.template(text), self.names if names is None else names, budget)
 
     @property
     def js_scope(self) -> dict[str, Any]:
@@ -124,12 +134,14 @@ class NodeView:
 
 
 def build_view(state: RunState, node: NodeBase) -> NodeView:
+    """The names `node` sees now (input, nodes, current, params, context; inside an inlined SKILL,
+    its own names and inputs) with its templates as the compiler parsed them."""
     outputs = state.outputs()
     run_input: Any = state.input
     scope = state.compiled.scopes.get(node.id)
     if scope is not None:  # inside an inlined SKILL: its own ids unprefixed, `input` = the SKILL's inputs
         parent = {**outputs, "input": state.input, "nodes": outputs}
-        run_input = render_value(scope.inputs, parent)
+        run_input = render_value(scope.inputs, parent, state.compiled.plan.nodes[node.id])
         inner = {k[len(scope.prefix) :]: v for k, v in outputs.items() if k.startswith(scope.prefix)}
         outputs = {**outputs, **inner}
     names: dict[str, Any] = {**outputs, "input": run_input, "nodes": outputs, "current": state.current_for(node.id)}
@@ -139,7 +151,7 @@ def build_view(state: RunState, node: NodeBase) -> NodeView:
     names.update(names["params"])
     context = _context_slice(state, node, outputs, run_input)
     names["context"] = context
-    return NodeView(names, context)
+    return NodeView(names, context, state.compiled.plan.nodes[node.id])
 
 
 def js_scope(state: RunState, node: NodeBase, expression: str) -> dict[str, Any]:
@@ -192,9 +204,8 @@ def lookup(names: dict[str, Any], path: tuple[str | int, ...]) -> Any:
     return current
 
 
-def render(text: str, names: dict[str, Any], budget: _Budget | None = None) -> str:
-    """Render one template (any of the three spellings) against `names`."""
-    template = parse_template(text)
+def render(template: Template, names: dict[str, Any], budget: _Budget | None = None) -> str:
+    """Render one parsed template (any of the three spellings, normalised) against `names`."""
     if not template.refs and "{" not in template.source:
         return template.source
     token = _budget.set(budget)
@@ -204,17 +215,17 @@ def render(text: str, names: dict[str, Any], budget: _Budget | None = None) -> s
         _budget.reset(token)
 
 
-def render_value(value: Any, names: dict[str, Any]) -> Any:
+def render_value(value: Any, names: dict[str, Any], plan: NodePlan) -> Any:
     """Render templates inside a JSON value; a string that is exactly `{{ path }}` keeps the value's type."""
     if isinstance(value, str):
         single = _SINGLE_REF.match(value.strip())
         if single:
             return lookup(names, split_path(single.group(1)))
-        return render(value, names)
+        return render(plan.template(value), names)
     if isinstance(value, dict):
-        return {k: render_value(v, names) for k, v in value.items()}
+        return {k: render_value(v, names, plan) for k, v in value.items()}
     if isinstance(value, list):
-        return [render_value(v, names) for v in value]
+        return [render_value(v, names, plan) for v in value]
     return value
 
 

@@ -44,6 +44,8 @@ def stored_graph(
 def input_violations(
     schema: dict[str, Any] | None, value: dict[str, Any], registry: Sequence[SchemaEntry] = ()
 ) -> list[str]:
+    """Every way `value` breaks the run input schema `schema` (its `$ref`s resolve in `registry`);
+    none without a schema."""
     return schema_violations(schema, value, registry) if schema else []
 
 

@@ -1,4 +1,4 @@
-"""The engine: durable, concurrent execution of one run at a time per call (SPEC §3).
+"""The engine: durable, concurrent execution of one run at a time per call.
 
 Durability rules:
 - a run is executed by one engine at a time (a lease in the run row, renewed while running);
@@ -28,14 +28,15 @@ from plait.engine.events import EventBus
 from plait.engine.executors import SUPPORTED
 from plait.engine.fewshot import FewshotSource
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.restore import restore, restore_ledger
 from plait.engine.run_input import GraphResolver, check_input, stored_graph
 from plait.engine.runtime import Runtime
-from plait.engine.scheduler import Scheduler
-from plait.engine.state import CompiledRun, Phase, RunState
+from plait.engine.scheduler import Kernel, Scheduler
+from plait.engine.state import CompiledRun, RunState
 from plait.llm.provider import Provider
-from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
+from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.model.nodes import NodeBase, NodeType, node_field
-from plait.store import NodeRunRecord, RunRecord, Store, StoredGraph, current_activations
+from plait.store import RunRecord, Store, StoredGraph
 
 __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
 
@@ -52,13 +53,13 @@ def _tune_collector() -> None:
 
     With hundreds of runs in flight, objects survive the young generations and full
     collections follow; each walks every object in the process and stops the event loop.
-    Two measures (W2, 500 runs in flight; docs/performance.md):
+    Two measures (their effect is measured in docs/performance.md, "Run 6"):
     - everything alive when the first engine is built (modules, models, compiled graphs) moves
-      out of the collector's reach (`gc.freeze`): full collections went from 25-95 ms to ~20;
+      out of the collector's reach (`gc.freeze`), so full collections walk only the runs' state;
     - the thresholds are raised to `GC_THRESHOLDS`: a young collection every 10,000
       allocations instead of 700, so a node's short-lived objects die before they are promoted,
-      and a full one after 100 middle ones instead of 10: two or three 15-50 ms pauses per
-      W2 run (none of which found garbage) became none. Cycles are still collected, later.
+      and a full one after 100 middle ones instead of 10, whose pauses found no garbage.
+      Cycles are still collected, later.
     Frozen objects are still freed by reference counting; cycles among them wait for the exit.
     """
     global _startup_frozen
@@ -77,10 +78,36 @@ def _thaw() -> None:
 
 
 def new_owner() -> str:
+    """A fresh name for an engine's claims and leases, `host:pid:random`: from it, a lease left
+    by a dead process on this machine is recognised and taken over at once."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class Engine:
+    """Executes stored runs durably, many at once on one event loop (docs/engine.md).
+
+    What a caller can rely on:
+    - `run(run_id)` drives a run until it completes, fails or pauses for a person, and returns
+      its `RunOutcome` only once that outcome is committed. A run that already ended is not
+      executed again: its stored outcome is returned. It raises `EngineError` when another live
+      process holds the run, or when this engine cannot execute its graph (a pending run refused
+      so is failed, or paused if a correction reopened it, with the reason: never left
+      `pending`), or when it loses the lease mid-way (it then stops driving the run); it raises
+      `NotFoundError` for an unknown run id.
+    - `start(graph, input)` creates a run and drives it the same way. The run row is written
+      only once the run is admitted, already begun; a graph this engine cannot execute raises
+      `EngineError` before anything is written. The caller checks the input first.
+    - One engine at a time executes a run: it holds a lease on the run row, renewed while it
+      runs. Every node is claimed in the database before it executes, so two engines never
+      execute the same activation, and a node whose result was committed is never executed again.
+    - When the call driving a run is cancelled or raises, the run is given up in one
+      transaction: its running nodes go back to `pending` and the lease is released, so the next
+      `run`, here or elsewhere, continues at once and executes them again.
+    - `aclose()` closes the MCP sessions, the sandbox processes and the provider the engine
+      holds. Call it once, when no run is being driven, and do not use the engine afterwards.
+    Use an engine from one event loop only; it is not thread-safe.
+    """
+
     def __init__(
         self,
         store: Store,
@@ -140,8 +167,8 @@ class Engine:
             compiled = self.compiled_for(record.def_id, record.graph_def_ver)
             state = RunState(compiled, record.input or {}, run_id=run_id, def_id=record.def_id)
             if record.started_at is not None:  # a fresh run has no node runs to restore
-                self._restore(state, self.store.runs.node_runs(run_id))
-                self._restore_ledger(run_id, state)
+                restore(state, self.store.runs.node_runs(run_id))
+                restore_ledger(state, self.store, run_id)
             graph = (record.graph_slug, record.graph_def_ver)
             return await self._drive(run_id, state, graph, set_up, seen=record.corrections)
 
@@ -196,7 +223,8 @@ class Engine:
         scheduler: Scheduler | None = None
         try:
             self.events.emit("execution.started", run_id, graph=graph[0], version=graph[1])
-            scheduler = Scheduler(self, run_id, state, seen)
+            kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store)
+            scheduler = Scheduler(kernel, run_id, state, seen)
             return await scheduler.execute(on_started=set_up)
         finally:
             renew.cancel()
@@ -290,31 +318,6 @@ class Engine:
         while True:
             await asyncio.sleep(self.lease_ttl_s / 3)
             await asyncio.to_thread(self.store.runs.renew_lease, run_id, self.owner, self.lease_ttl_s)
-
-    def _restore(self, state: RunState, records: list[NodeRunRecord]) -> None:
-        """Rebuild node phases from each node's newest activation (older ones are history)."""
-        state.spent_usd += sum(rec.cost_usd for rec in records)  # every activation counts against max_cost_usd
-        for node_id, rec in current_activations(records).items():
-            if node_id not in state.nodes:
-                continue
-            node_state = state.nodes[node_id]
-            node_state.activation = rec.activation
-            if rec.status.has_output:
-                state.complete(node_id, rec.effective_output)  # stale data is still the data; rerun on demand
-            elif rec.status == NodeStatus.SKIPPED:
-                state.set_phase(node_id, Phase.SKIPPED)
-            elif rec.status == NodeStatus.FAILED:
-                state.set_phase(node_id, Phase.FAILED)
-            elif rec.status == NodeStatus.PENDING and rec.input_snapshot is not None:
-                state.set_phase(node_id, Phase.WAITING)  # a HUMAN_REVIEW parked for a person
-            elif rec.status == NodeStatus.PENDING and rec.no_cache:
-                state.fresh[node_id] = rec.activation  # an explicit rerun: a fresh answer, not the cache's
-            # `running` rows belong to a dead process, `pending` ones without a snapshot were
-            # queued by a rerun: the node is claimed (again) and executed
-
-    def _restore_ledger(self, run_id: str, state: RunState) -> None:
-        for owner, head in self.store.ledger.heads(run_id).items():
-            state.versions[owner], state.frozen[owner] = head.version, head.frozen
 
 
 def _owner_dead(owner: str) -> bool:

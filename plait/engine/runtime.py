@@ -34,6 +34,18 @@ class CacheEntry:
 
 @dataclass
 class NodeResult:
+    """What an executor hands back for one node activation; the engine commits it as one unit.
+
+    `phase` is COMPLETED (`output` is the value to store), FAILED (`output` is None; `error`
+    holds `kind` and `message`, and `details` and `last_output` where there are some) or WAITING
+    (a HUMAN_REVIEW parked for a person). `snapshot` becomes the node run's input snapshot and
+    `attempts` its attempts; the token and cost totals cover every attempt. `cache_entry` is
+    written to the response cache only with a COMPLETED result. Executors build it with
+    `completed` or `failed` and never write to the store; before committing, the engine makes
+    it storable (`plait.engine.guard.committable`: an output the store cannot hold becomes a
+    failure naming the field). Mutable, owned by the one node task that made it.
+    """
+
     phase: Phase
     output: Any = None
     snapshot: dict[str, Any] = field(default_factory=dict)
@@ -102,13 +114,11 @@ class Runtime:
             from plait.llm.select import NO_PROVIDER_HINT
 
             return f"it calls a model but no provider is configured: {NO_PROVIDER_HINT}"
-        refusal = getattr(self.provider, "refusal", None)
-        return refusal(role) if refusal is not None else None
+        return self.provider.refusal(role)
 
     def lacks(self, role: str, needs: frozenset[str]) -> str | None:
         """Why the model serving `role` cannot do what a node needs (tools, mcp), or None."""
-        check = getattr(self.provider, "lacks", None)
-        return check(role, needs) if check is not None else None
+        return self.provider.lacks(role, needs) if self.provider is not None else None
 
     def fewshot_lookup(self, state: RunState) -> FewshotLookup | None:
         """Where a node of this run finds its corrected examples (other runs of the same graph)."""
@@ -121,13 +131,16 @@ class Runtime:
     def counter(self, role: str, model: str | None = None) -> TokenCounter:
         """The tokenizer of the model a call for `role` (or `model`) would go to first, as the
         provider knows it; the estimate when it does not."""
-        resolve = getattr(self.provider, "counter_for_role", None)
-        return resolve(role, model) if resolve is not None else ESTIMATE
+        return self.provider.counter_for_role(role, model) if self.provider is not None else ESTIMATE
 
     def estimate_cost(self, request: ChatRequest) -> float:
         """The provider's estimate of a request's cost (0 when it has no prices)."""
-        estimate = getattr(self.provider, "estimate_cost", None)
-        return float(estimate(request)) if estimate is not None else 0.0
+        return self.provider.estimate_cost(request) if self.provider is not None else 0.0
+
+    async def count_tokens(self, messages: list[dict[str, Any]]) -> int | None:
+        """The prompt's tokens as the provider's model counts them (the embedded model counts its
+        own chat template), or None: count them with `counter`."""
+        return await self.provider.count_tokens(messages) if self.provider is not None else None
 
     def mcp(self, run_id: str | None) -> McpSessions:
         """The MCP sessions of a run: opened as its nodes need them, closed by `end_run`."""

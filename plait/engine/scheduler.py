@@ -19,6 +19,7 @@ from plait.engine.failpoints import failpoint
 from plait.engine.guard import committable, internal_failure
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.restore import restore
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
@@ -28,7 +29,22 @@ from plait.store.ledger import INPUT
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Watch, Write
 
 if TYPE_CHECKING:
-    from plait.engine.runner import Engine
+    from plait.engine.commits import GroupCommit
+    from plait.engine.events import EventBus
+    from plait.engine.runtime import Runtime
+    from plait.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """What a scheduler executes with, from the engine that owns it: its name on claims and
+    leases, the runtime that executes nodes, the group commit, the event bus and the store."""
+
+    owner: str
+    runtime: Runtime
+    commits: GroupCommit
+    events: EventBus
+    store: Store
 
 
 def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
@@ -79,11 +95,11 @@ class Scheduler:
     """Event-driven readiness: finishing a node decides its successors (run or skip) at once,
     and its result, their claims and the skips commit together in one unit of the group commit."""
 
-    def __init__(self, engine: Engine, run_id: str, state: RunState, seen: int = 0):
-        self.engine = engine
+    def __init__(self, kernel: Kernel, run_id: str, state: RunState, seen: int = 0):
+        self.kernel = kernel
         self.seen = seen
         """The run's count of corrections as this scheduler last took them up (see absorb.py)."""
-        self.store = engine.store
+        self.store = kernel.store
         self.run_id = run_id
         self.state = state
         self.tasks: set[asyncio.Task[None]] = set()
@@ -138,13 +154,13 @@ class Scheduler:
                     stack.extend(self.state.successors(current))
                 elif decision == Phase.RUNNING and self.failed is None:
                     node_state.phase = Phase.RUNNING
-                    writes.append(Claim(self.run_id, current, node_state.activation, self.engine.owner))
+                    writes.append(Claim(self.run_id, current, node_state.activation, self.kernel.owner))
         return writes
 
     async def _commit(self, writes: list[Write]) -> None:
         """Commit claims and skips, then start the nodes won; adopt the ones finished elsewhere."""
         if writes:
-            results = await self.engine.commits.submit([*writes, Watch(self.run_id)])
+            results = await self.kernel.commits.submit([*writes, Watch(self.run_id)])
             later = self._take_up(results[-1])
             await self._started(writes, results[:-1])
             await self._commit(later)
@@ -167,9 +183,9 @@ class Scheduler:
         kept: NodeRunRecord | None = None
         for write, result in zip(writes, results, strict=True):
             if isinstance(write, Skip):
-                self.engine.events.emit("node:skipped", self.run_id, write.node_id)
+                self.kernel.events.emit("node:skipped", self.run_id, write.node_id)
             elif isinstance(write, Stale):  # a correction taken up while the run executes
-                self.engine.events.emit("node:stale", self.run_id, write.node_id)
+                self.kernel.events.emit("node:stale", self.run_id, write.node_id)
             elif isinstance(write, Claim):
                 if result is None:
                     adopted.append(write.node_id)
@@ -209,11 +225,11 @@ class Scheduler:
         """Execute one claimed node and commit its unit; a successor it claimed, to continue with."""
         node_id = claimed.node_id
         node = self.state.nodes[node_id].node
-        self.engine.events.emit("node:start", self.run_id, node_id, type=str(node.type))
+        self.kernel.events.emit("node:start", self.run_id, node_id, type=str(node.type))
         read = consumed(self.state, node)
         self.state.nodes[node_id].read = read
         try:
-            result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.engine.runtime))
+            result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run
             result = internal_failure(exc, during=f"executing node '{node_id}'")
         failpoint("before_commit", node_id)
@@ -228,7 +244,7 @@ class Scheduler:
         await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
         self._announce(node_id, claimed.id, result)
         if committed.status == NodeStatus.STALE:
-            self.engine.events.emit("node:stale", self.run_id, node_id)
+            self.kernel.events.emit("node:stale", self.run_id, node_id)
         later = self._take_up(committed.corrections)
         kept = await self._started(committed.follow, committed.follow_results, keep_one=True)
         await self._commit(later)
@@ -241,13 +257,13 @@ class Scheduler:
         status = _NODE_STATUS[result.phase]
         if status == NodeStatus.COMPLETED and self.state.nodes[node_id].after == STALE_AFTER:
             status = NodeStatus.STALE  # it read a value corrected while it ran (INVALIDATE)
-        finish = _finish(self.run_id, claimed.id, self.engine.owner, status, result, read)
+        finish = _finish(self.run_id, claimed.id, self.kernel.owner, status, result, read)
         completed = result.phase == Phase.COMPLETED
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
         remember = _cache_put(self.run_id, claimed.id, result)
         try:
-            results = await self.engine.commits.submit([finish, *versions, *remember, *follow, Watch(self.run_id)])
+            results = await self.kernel.commits.submit([finish, *versions, *remember, *follow, Watch(self.run_id)])
         except Exception:
             for write in follow:  # not committed: the successors were never claimed or skipped
                 if isinstance(write, Claim | Skip):
@@ -261,8 +277,8 @@ class Scheduler:
         its real result could not be stored. Raises what the store raises: then it is the store
         itself that fails, and the engine stops."""
         self._record(claimed.node_id, result)
-        finish = _finish(self.run_id, claimed.id, self.engine.owner, NodeStatus.FAILED, result, {})
-        results = await self.engine.commits.submit([finish, Watch(self.run_id)])
+        finish = _finish(self.run_id, claimed.id, self.kernel.owner, NodeStatus.FAILED, result, {})
+        results = await self.kernel.commits.submit([finish, Watch(self.run_id)])
         self._check_lease(claimed.node_id, results[0])
         return _Committed(NodeStatus.FAILED, [], [], results[-1])
 
@@ -295,7 +311,7 @@ class Scheduler:
         return []
 
     def _announce(self, node_id: str, node_run_id: str, result: NodeResult) -> None:
-        events = self.engine.events
+        events = self.kernel.events
         if result.phase == Phase.COMPLETED:
             events.emit(
                 "node:complete",
@@ -316,7 +332,7 @@ class Scheduler:
         """The node was finished elsewhere: take its committed state; the writes for its successors."""
         for rec in self.store.runs.node_runs(self.run_id):
             if rec.node_id == node_id and rec.activation == self.state.nodes[node_id].activation:
-                self.engine._restore(self.state, [rec])
+                restore(self.state, [rec])
         if self.state.nodes[node_id].phase == Phase.RUNNING:  # still running elsewhere: treat as not ours
             self.state.set_phase(node_id, Phase.PENDING)
             raise EngineError(f"node '{node_id}' of run {self.run_id} is being executed by another process")
@@ -336,7 +352,7 @@ class Scheduler:
                 error = {"kind": "budget", "node_id": failed, "message": self.budget_stop}
             if not await self._end(RunStatus.FAILED, error=error):
                 return None
-            self.engine.events.emit("workflow:error", self.run_id, failed, error=error)
+            self.kernel.events.emit("workflow:error", self.run_id, failed, error=error)
             return RunOutcome(self.run_id, RunStatus.FAILED, None, error)
         if Phase.WAITING in phases.values():
             if not await self._end(RunStatus.PAUSED):
@@ -345,19 +361,19 @@ class Scheduler:
         output = self.state.run_output()
         if not await self._end(RunStatus.COMPLETED, output=output):
             return None
-        self.engine.events.emit("workflow:complete", self.run_id, output=output)
+        self.kernel.events.emit("workflow:complete", self.run_id, output=output)
         return RunOutcome(self.run_id, RunStatus.COMPLETED, output)
 
     async def _end(self, status: RunStatus, output: Any = None, error: dict[str, Any] | None = None) -> bool:
         """Commit the outcome unless a correction arrived since the last commit: then take it up
         (False: the run goes on if it left work to do; `_conclude` is asked again when idle)."""
         active = time.monotonic() - self.began
-        end = EndRun(self.run_id, self.engine.owner, status, output, error, seen=self.seen, active_s=active)
-        if (await self.engine.commits.submit([end]))[0]:
+        end = EndRun(self.run_id, self.kernel.owner, status, output, error, seen=self.seen, active_s=active)
+        if (await self.kernel.commits.submit([end]))[0]:
             self.ended = True
             return True
         record = self.store.runs.get(self.run_id)
-        if record.lease_owner != self.engine.owner or record.corrections == self.seen:
+        if record.lease_owner != self.kernel.owner or record.corrections == self.seen:
             raise EngineError(
                 f"run {self.run_id} was taken over by another engine (this one lost its lease) before it "
                 f"could record the outcome '{status}'"

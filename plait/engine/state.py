@@ -1,4 +1,4 @@
-"""Run state (seed 004): the run input, every node's effective output, and edge resolution.
+"""Run state: the run input, every node's effective output, and edge resolution.
 
 The database is the source of truth; `RunState` is rebuilt from the node runs
 on start and on resume, then kept current as nodes finish. Readiness is
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from plait.compile.plan import ExecutionPlan, plan_graph
 from plait.compile.topology import Topology
 from plait.engine.contracts import OutputContract, contract_for
 from plait.model.graph import END, EdgeDef, GraphDef
@@ -36,6 +37,14 @@ DONE = (Phase.COMPLETED, Phase.SKIPPED)
 
 @dataclass
 class NodeState:
+    """One node as this engine sees it in one run: its phase, its effective output, its activation.
+
+    Kept in memory only, owned by the `RunState` that holds it, and changed only by the
+    scheduler and the take-up of corrections, on the event loop. `phase` is the engine's
+    `Phase`, not the stored node status. `output` and `data` keep the last completed value;
+    moving to another phase does not clear them, so read them only while `phase` is COMPLETED.
+    """
+
     node: NodeBase
     phase: Phase = Phase.PENDING
     output: Any = None
@@ -59,28 +68,27 @@ class CompiledRun:
     """What a run executes: the expanded graph plus indexes, built once per graph version."""
 
     graph: GraphDef
-    topology: Topology
+    plan: ExecutionPlan
+    """What the compiler worked out: parsed templates, what each node reads, the topology."""
     scopes: dict[str, SkillScope]
-    aliases: dict[str, list[str]]
     nodes: dict[str, NodeBase] = field(default_factory=dict)
     in_edges: dict[str, list[EdgeDef]] = field(default_factory=dict)
     out_edges: dict[str, list[EdgeDef]] = field(default_factory=dict)
     contracts: dict[str, OutputContract] = field(default_factory=dict)
     routed_edges: frozenset[str] = frozenset()
     """Out-edges that carry a tool's result rather than their node's answer."""
-    static_reads: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Node id -> the owners its definition names (filled by plait.engine.ledger on first use)."""
     output_nodes: list[str] = field(default_factory=list)
     """Whose effective outputs make the run's output: the exit nodes, and nodes with an edge to
-    `END` (seed 004's virtual exit binds a graph output even on a node with successors)."""
+    `END` (the virtual exit binds a graph output even on a node with successors)."""
 
     @classmethod
     def from_graph(cls, graph: GraphDef) -> CompiledRun:
         """Index a validated, SKILL-expanded graph (as stored for runs) for execution."""
         nodes: dict[str, NodeBase] = {n.id: n for n in graph.nodes}
-        topology = Topology.build(list(nodes), [(e.source_node_id, e.target_node_id) for e in graph.edges])
+        plan = plan_graph(graph)
+        topology = plan.topology
         scopes = {n.id: n.skill_scope for n in graph.nodes if n.skill_scope is not None}
-        compiled = cls(graph, topology, scopes, skill_aliases(graph, topology))
+        compiled = cls(graph, plan, scopes)
         compiled.nodes = nodes
         compiled.in_edges = {n: [] for n in compiled.nodes}
         compiled.out_edges = {n: [] for n in compiled.nodes}
@@ -98,6 +106,14 @@ class CompiledRun:
         }
         return compiled
 
+    @property
+    def topology(self) -> Topology:
+        return self.plan.topology
+
+    @property
+    def aliases(self) -> dict[str, list[str]]:
+        return self.plan.aliases
+
     def downstream(self, roots: Iterable[str]) -> list[str]:
         """Every node reachable after `roots`, in topological order (a root only when another
         root leads to it): what a RERUN_ALL or a correction's dirty marking covers."""
@@ -111,19 +127,22 @@ class CompiledRun:
         return [n for n in self.topology.order if n in seen]
 
 
-def skill_aliases(graph: GraphDef, topology: Topology) -> dict[str, list[str]]:
-    """A top-level SKILL's id stands for its exit nodes: those whose successors are all outside it."""
-    aliases: dict[str, list[str]] = {}
-    for node in graph.nodes:
-        scope = node.skill_scope
-        if scope is None or scope.prefix != f"__{scope.skill_node_id}__":
-            continue
-        if not any(s.startswith(scope.prefix) for s in topology.succs[node.id]):
-            aliases.setdefault(scope.skill_node_id, []).append(node.id)
-    return aliases
-
-
 class RunState:
+    """One run as one engine executes it: the input, each node's state, the field-ledger heads
+    and the money spent.
+
+    What a caller can rely on:
+    - The store is the source of truth: this state is rebuilt from the committed node runs on
+      every start and resume (`plait.engine.restore`), so losing it loses nothing committed.
+    - It belongs to one run and one scheduler and is changed on one event loop; it is not
+      thread-safe.
+    - `edge_active`, `decide`, `successors`, `active_predecessors` and the readers below change
+      nothing.
+    - `outputs()`, `outputs_named()`, `current_for()` and `run_output()` give values without the
+      schema meta keys (what templates and expressions see). The dicts they build are new, but
+      the values in them are the stored objects themselves: do not change them.
+    """
+
     def __init__(
         self, compiled: CompiledRun, run_input: dict[str, Any], *, run_id: str = "", def_id: str | None = None
     ):
@@ -203,7 +222,7 @@ class RunState:
                 preds.append(edge.source_node_id)
         return preds
 
-    # -- what a node sees (seed 004: input, nodes, current) ---------------------------------------------------
+    # -- what a node sees (input, nodes, current) ---------------------------------------------------
 
     def current_for(self, node_id: str) -> Any:
         values: dict[str, Any] = {}

@@ -1,4 +1,4 @@
-"""The tool loop of an LLM_CALL node (seed 000 §4.5).
+"""The tool loop of an LLM_CALL node (docs/tools.md).
 
 Up to `max_tool_rounds` rounds of: call the model with the node's tools → carry out the tool
 calls it makes → append them and their results (`role: tool`) to the conversation → call
@@ -38,6 +38,9 @@ class RoutedResultInvalid(Exception):
 
 @dataclass
 class ToolRounds:
+    """What a node's tool rounds leave for its final call: the conversation, the calls made, the
+    results routed to out-edges, and an answer the model gave without calling a tool."""
+
     messages: list[dict[str, Any]]
     """The conversation after the rounds: the final call continues it."""
     rounds: list[dict[str, Any]] = field(default_factory=list)
@@ -49,6 +52,8 @@ class ToolRounds:
 
 
 def offers_tools(node: LlmCallNode) -> bool:
+    """Whether the model is offered tools: the node has inline tools or MCP servers, its
+    `tool_choice` is not `none`, and `max_tool_rounds` allows a round."""
     return bool(node.tools or node.mcp_servers) and node.tool_choice != "none" and node.max_tool_rounds > 0
 
 

@@ -1,5 +1,5 @@
 """The tools an LLM_CALL node offers the model: its inline tools and its MCP servers' tools, merged
-(seed 000 §4.5 step 1), each bound to what carrying out a call means."""
+(docs/tools.md), each bound to what carrying out a call means."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ class ToolSetError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class BoundTool:
+    """One tool as the model is offered it, with what carrying out a call to it means."""
+
     spec: dict[str, Any]
     """The Chat Completions `tools` entry."""
     call: Callable[[dict[str, Any]], Awaitable[Any]]
@@ -31,6 +33,8 @@ class BoundTool:
 
 
 async def toolbox(node: LlmCallNode, context: ToolContext, sessions: McpSessions | None) -> dict[str, BoundTool]:
+    """The node's tools by name: its inline tools, then its MCP servers' tools. Raises ToolSetError
+    when it uses MCP servers and none are available here, or when two tools share a name."""
     tools: dict[str, BoundTool] = {}
     for tool in node.tools:
         tools[tool.name] = BoundTool(tool_spec(tool), _inline(tool, context), tool.output_edge_id, "inline")

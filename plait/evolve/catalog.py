@@ -10,6 +10,8 @@ from plait.store import GraphListing, NotFoundError, Store, StoredGraph
 
 @dataclass(frozen=True, slots=True)
 class GraphSummary:
+    """A listed graph, and whether a newer version of its parent can be merged into it."""
+
     listed: GraphListing
     parent_updated: bool
     """A fork whose parent has a version newer than the one it was forked from."""

@@ -1,4 +1,4 @@
-"""Automatic classification of schema changes and derivation of versions on save (SPEC §5.2, issue 6).
+"""Automatic classification of schema changes and derivation of versions on save.
 
 A save compares the stored registry with the new one: each `SchemaEntry` gets a level (none, patch,
 minor, major) with readable findings, a derived version (its old version bumped by that level,
@@ -53,10 +53,12 @@ def classify(old: dict[str, Any], new: dict[str, Any]) -> SchemaChange:
 
 
 def max_level(levels: Iterable[Level]) -> Level:
+    """The most severe of `levels`; `none` when there are none."""
     return max(levels, default=Level.NONE)
 
 
 def parse_version(version: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a semantic version; ValueError with the expected form otherwise."""
     match = SEMVER_RE.match(version)
     if match is None:
         raise ValueError(f"'{version}' is not a semantic version; write MAJOR.MINOR.PATCH, e.g. 1.0.0")
@@ -84,6 +86,8 @@ def _at_least(declared: str | None, derived: str) -> str:
 
 
 class EntryStatus(StrEnum):
+    """What a save did to one schema id of the registry."""
+
     ADDED = "added"
     REMOVED = "removed"
     CHANGED = "changed"

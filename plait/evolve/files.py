@@ -37,6 +37,8 @@ def save_graph_file(store: Store, path: str | os.PathLike[str]) -> StoredGraph:
 
 @dataclass(frozen=True, slots=True)
 class SavedFile:
+    """A graph file as stored, with how its schema registry changed."""
+
     stored: StoredGraph
     change: RegistryChange
     skills: bool

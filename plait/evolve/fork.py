@@ -1,4 +1,4 @@
-"""Forks (SPEC §5, seed 000 §6.3-§6.4): a deep copy of a graph that remembers where it came
+"""Forks: a deep copy of a graph that remembers where it came
 from, a three-way diff against its parent, and a selective merge of the parent's changes.
 
 The three sides of a diff are the parent as it was when forked (`parent_def_ver_at_fork`),
@@ -37,6 +37,9 @@ class ForkError(PlaitError):
 
 @dataclass(frozen=True, slots=True)
 class FieldChange:
+    """One field of an item as the fork's base, the parent now and the fork now have it. A
+    conflict: parent and fork both changed it, to different values."""
+
     name: str
     base: Any
     parent: Any
@@ -74,6 +77,8 @@ class ItemDiff:
 
 @dataclass
 class ForkDiff:
+    """A fork compared with its parent, item by item: what a merge can take, and what conflicts."""
+
     fork: StoredGraph
     base_version: int
     parent_version: int

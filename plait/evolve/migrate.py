@@ -1,4 +1,4 @@
-"""Lazy migrations: stored outputs of an older schema major are upgraded when read (SPEC §5, issue 6).
+"""Lazy migrations: stored outputs of an older schema major are upgraded when read.
 
 A stored output carries `_schema_id` / `_schema_version` (see `plait.engine.contracts`). When its
 major differs from the registry's, the graph's `migrations` (JS `migrate_expr` functions, run in

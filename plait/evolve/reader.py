@@ -19,7 +19,9 @@ from plait.store import NodeRunRecord, RunRecord, Store
 
 @dataclass
 class RunReader:
-    """Migrated effective outputs of one run's node runs; `steps` says what was migrated."""
+    """Reads one run's node outputs in the shape of the graph's current schemas: each effective
+    output is migrated when its schema major is older, and never written back. `steps` says,
+    per node run id, which migrations were applied."""
 
     store: Store
     run: RunRecord
@@ -27,6 +29,7 @@ class RunReader:
     _today: tuple[dict[str, SchemaEntry], tuple[SchemaMigration, ...]] | None = None
 
     def output(self, record: NodeRunRecord) -> Any:
+        """The node run's effective output, migrated to the current schemas when it is older."""
         if self._today is None:  # the graph's latest version: today's schemas, read once
             graph = self.store.graphs.get(self.run.def_id).graph
             self._today = schemas_by_id(graph), tuple(graph.migrations)

@@ -1,4 +1,4 @@
-"""Saving a graph with its schema versions derived from what changed (SPEC §5, issue 6 item 2).
+"""Saving a graph with its schema versions derived from what changed.
 
 Every path that stores a graph (a run of a file, `plait graphs import`, a fork's merge, the
 system-graph sync) goes through `save_graph`: the new schema registry is compared with the
@@ -18,6 +18,9 @@ from plait.store import Store, StoredGraph, StoreError
 
 @dataclass(frozen=True, slots=True)
 class Saved:
+    """A saved graph version and how its schema registry changed; `warnings` say where the
+    author's declared versions or `breaking_change` flags disagree with the changes found."""
+
     stored: StoredGraph
     change: RegistryChange
     """How the schema registry changed against the previous version (all `added` on a first save)."""

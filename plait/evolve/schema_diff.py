@@ -1,6 +1,6 @@
 """Walks an old and a new JSON Schema side by side and lists each change with its semver level.
 
-The levels follow issue 6: what existing stored data and existing consumers can survive. Removing,
+The levels follow what existing stored data and existing consumers can survive. Removing,
 retyping or renaming a property, narrowing an enum or tightening a constraint can make stored
 data invalid → major. A new required property or a widened enum asks more of producers or
 consumers, but old data keeps its meaning → minor. New optional properties, documentation and
@@ -137,6 +137,7 @@ def _show(value: Any) -> str:
 
 
 def child_path(path: str, name: str) -> str:
+    """The path of property `name` under `path`: `a.b`, or `a["odd name"]` when it is no identifier."""
     return f"{path}.{name}" if _IDENT.match(name) else f"{path}[{json.dumps(name)}]"
 
 

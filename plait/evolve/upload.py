@@ -21,6 +21,8 @@ from plait.store import NotFoundError, Store
 
 
 class UploadMode(StrEnum):
+    """Whether an upload must create a graph, must update one, or may do either."""
+
     CREATE = "create"
     """A new graph: refused when the id is taken."""
     UPDATE = "update"

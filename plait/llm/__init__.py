@@ -1,4 +1,4 @@
-"""LLM access: provider-neutral types, the provider protocol, the scripted provider."""
+"""LLM access: provider-neutral types, the provider interface, the scripted provider."""
 
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage

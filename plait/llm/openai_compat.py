@@ -1,5 +1,5 @@
 """`openai` providers: any OpenAI-compatible Chat Completions endpoint through the official SDK
-(OpenAI, DeepSeek, Qwen/DashScope, Zhipu, Kimi, Ollama, vLLM, llama.cpp's server...; SPEC §6.1).
+(OpenAI, DeepSeek, Qwen/DashScope, Zhipu, Kimi, Ollama, vLLM, llama.cpp's server...).
 
 Servers disagree on structured output, so the provider's `json_mode` says how to ask (unset: the
 model's capabilities decide, `ProviderConfig.json_mode_for`; the answer is validated by the engine
@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from plait.config import JsonMode, ProviderConfig
+from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage, response_schema
 
 SCHEMA_INSTRUCTION = "Answer with one JSON object that validates against this JSON Schema:"
@@ -41,7 +42,7 @@ _learned: dict[tuple[str, str], JsonMode] = {}
 """(base URL, model) → the form that server accepted after refusing a stronger one, for this process."""
 
 
-class OpenAIProvider:
+class OpenAIProvider(Provider):
     def __init__(self, config: ProviderConfig, api_key: str | None = None):
         from openai import AsyncOpenAI
 

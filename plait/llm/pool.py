@@ -1,4 +1,4 @@
-"""The provider pool (SPEC §6.2): roles to providers from `plait.toml`, per-provider limits,
+"""The provider pool: roles to providers from `plait.toml`, per-provider limits,
 retries with backoff, failover, and every decision recorded on the node's attempt.
 
 A request for a role goes to the first of the role's targets with capacity right now (skipping
@@ -9,7 +9,7 @@ sending by the target model's tokenizer, `plait.llm.tokens`, then taken from the
 error that trying again may fix (429, 5xx, a timeout, a refused connection) is retried on the
 same target `retries` times with exponential backoff and jitter (a longer `Retry-After` from the
 server wins), then the request fails over to the next target; any other error fails the attempt
-at once. Limits hold per process; the scale-out issue makes them global.
+at once. Limits hold per process, not across the processes of a deployment.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class _Lane:
     tokens: deque[tuple[float, int]] = field(default_factory=deque)
 
 
-class ProviderPool:
+class ProviderPool(Provider):
     name = "pool"
 
     def __init__(
@@ -106,7 +106,7 @@ class ProviderPool:
 
     def lacks(self, role: str, needs: frozenset[str]) -> str | None:
         """Why the model a `role` request goes to first cannot do what a node needs (`tools`,
-        `mcp`: seed 000 §4.6), or None."""
+        `mcp`), or None."""
         first = self._first_usable(role, None)
         if first is None or not needs:
             return None
@@ -219,9 +219,9 @@ class ProviderPool:
         estimate: int,
         decisions: list[dict[str, Any]],
     ) -> list[tuple[ProviderConfig, str]]:
-        """The first target with capacity right now goes first (seed 001 §3.4: the first provider
-        with a free slot); the ones passed over stay next in line. When all are full, the order
-        stays: the request queues at the first."""
+        """The first target with capacity right now (a free slot, room in its minute) goes first;
+        the ones passed over stay next in line. When all are full, the order stays: the request
+        queues at the first."""
         for index, (provider, _) in enumerate(targets):
             lane = self._lane(provider)
             if lane.slots.has_room(priority) and self._window_wait(provider, lane, estimate)[0] <= 0:
@@ -366,3 +366,8 @@ def _estimate_tokens(request: ChatRequest, counter: TokenCounter) -> int:
     """Before the call (for the tpm minute): the prompt's tokens plus the answer's allowance."""
     answer = request.max_tokens if request.max_tokens is not None else DEFAULT_ANSWER_TOKENS
     return count_messages(counter, request.messages) + answer
+
+
+def roles_of(provider: Provider | None) -> dict[str, tuple[str, ...]]:
+    """The roles a provider routes (a pool's plait.toml roles; none for a single provider)."""
+    return dict(provider.config.roles) if isinstance(provider, ProviderPool) else {}

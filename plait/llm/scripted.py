@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage
 from plait.model.documents import DocumentError, read_document
 
@@ -100,7 +101,9 @@ def load_script(path: str | os.PathLike[str]) -> ScriptFile:
         raise ScriptError(f"scripted responses {file} are invalid: {problems}") from None
 
 
-class ScriptedProvider:
+class ScriptedProvider(Provider):
+    """Answers from a script file (see the module docstring); never cached."""
+
     name = "scripted"
 
     def __init__(self, script: ScriptFile, *, source: Path | None = None):
@@ -128,9 +131,6 @@ class ScriptedProvider:
         if rule.error is not None:
             return await self._fault(rule, request)
         return self._answer(index, request)
-
-    async def aclose(self) -> None:
-        return None
 
     def _pick(self, request: ChatRequest) -> int:
         prompt = request.user_prompt

@@ -1,4 +1,4 @@
-"""Turn `--llm SPEC` into a provider (SPEC §14): `scripted:FILE`, `local`, or a configured default."""
+"""Turn `--llm SPEC` into a provider: `scripted:FILE`, `local`, or a configured default."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A provider's concurrency slots, shared by priority (SPEC §6.2, seed 001 §3.4).
+"""A provider's concurrency slots, shared by priority.
 
 Node priorities run 0-10 (default 5). A share of the slots is reserved for critical requests
 (priority 8-10): the others may only take a slot while more than the reserve is free. Waiting

@@ -2,7 +2,7 @@
 
 The names below are loaded on first use, so that importing one cheap type (an enum, a limit)
 does not build every pydantic model of the graph format: a CLI command that only reads the
-store saves ~35 ms of start-up.
+store never loads them (docs/performance.md, "CLI start-up").
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ class PlaitModel(BaseModel):
 
 
 class Position(PlaitModel):
+    """Where an editor draws a node; it never affects execution."""
+
     x: float = 0
     y: float = 0
 

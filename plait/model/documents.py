@@ -86,6 +86,7 @@ def _read_at_most(fd: int, limit: int) -> bytes:
 
 
 def too_large(what: str, size: int, max_bytes: int) -> DocumentError:
+    """The one error for a document over its size limit, sizes in MiB (code `too_large`)."""
     return DocumentError(
         f"{what} is {size / 1048576:.1f} MiB; the limit is {max_bytes / 1048576:.1f} MiB",
         "documents hold values, not bulk data; send less",

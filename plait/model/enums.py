@@ -1,8 +1,8 @@
 """The closed sets of names the graph format, the store and the engine share.
 
 Plain enums, apart from the pydantic models of the graph format: code that only needs a name
-(the store, a CLI command that lists graphs) does not build any model class, which costs a
-command ~30 ms of start-up the first time one is built.
+(the store, a CLI command that lists graphs) does not build any model class, whose first one
+is a noticeable part of a short command's start-up (docs/performance.md, "CLI start-up").
 """
 
 from __future__ import annotations
@@ -11,13 +11,16 @@ from enum import StrEnum
 
 
 class SourceType(StrEnum):
+    """Where a graph comes from: shipped with Plait (read-only), written by a user, or a fork of a
+    shipped graph."""
+
     SYSTEM = "system"
     USER = "user"
     SYSTEM_FORK = "system_fork"
 
 
 class FreezePolicy(StrEnum):
-    """When a field stops accepting writes (seed 003 §2.2); applied at node commit time."""
+    """When a field stops accepting writes; applied at node commit time."""
 
     ON_CREATE = "on_create"
     ON_CONSUME = "on_consume"
@@ -25,6 +28,8 @@ class FreezePolicy(StrEnum):
 
 
 class RunStatus(StrEnum):
+    """The states of a run; `completed`, `failed` and `cancelled` are final."""
+
     PENDING = "pending"
     RUNNING = "running"
     PAUSED = "paused"
@@ -43,6 +48,8 @@ TERMINAL_RUN_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunSta
 
 
 class NodeStatus(StrEnum):
+    """The states of one node activation."""
+
     PENDING = "pending"
     RUNNING = "running"
     COMPLETED = "completed"

@@ -1,4 +1,4 @@
-"""The graph definition file format (`PromptGraphDef`, seed 000 §2.2–§3.4, SPEC §2).
+"""The graph definition file format (`PromptGraphDef`; described in docs/graph-format.md).
 
 These types describe shape only; meaning (ids resolve, no cycles, templates
 reference upstream nodes, ...) is checked by `plait.compile`.
@@ -25,7 +25,7 @@ from plait.model.semver import SEMVER_RE, VERSION_PATTERN_RE
 GraphSlug = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=128)]
 FORMAT_VERSION: Literal[1] = 1
 END = "END"
-"""Virtual exit (seed 004): an edge `target: END` binds the schema of a graph output without adding a node."""
+"""Virtual exit: an edge `target: END` binds the schema of a graph output without adding a node."""
 
 
 def _check_semver(value: str) -> str:
@@ -35,7 +35,7 @@ def _check_semver(value: str) -> str:
 
 
 class SchemaEntry(PlaitModel):
-    """A named JSON Schema that edges bind to; `version` is semver (seed 000 §3.1)."""
+    """A named JSON Schema that edges bind to; `version` is semver."""
 
     id: Identifier
     description: str = ""
@@ -47,7 +47,7 @@ class SchemaEntry(PlaitModel):
 
 
 class SchemaMigration(PlaitModel):
-    """Upgrades stored outputs of `schema_id` from `from_version` (wildcards) to `to_version` (seed 000 §3.4)."""
+    """Upgrades stored outputs of `schema_id` from `from_version` (wildcards) to `to_version`."""
 
     schema_id: Identifier
     from_version: str
@@ -65,7 +65,7 @@ class SchemaMigration(PlaitModel):
 
 
 class EdgeDef(PlaitModel):
-    """A data channel between two nodes; `schema_id` is its contract (seed 000 §2.4)."""
+    """A data channel between two nodes; `schema_id` is its contract."""
 
     id: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
     """Optional in files; the loader names unnamed edges `{source}__{target}`."""
@@ -77,6 +77,10 @@ class EdgeDef(PlaitModel):
 
 
 class GraphDef(PlaitModel):
+    """A graph as a file or the store holds it: nodes, edges, schema registry, migrations. A
+    valid `GraphDef` has the right shape (an unknown field is an error); that it can run (ids
+    resolve, no cycles, templates name upstream nodes) is checked by `plait.compile`."""
+
     plait: Literal[1] = FORMAT_VERSION
     id: GraphSlug
     name: str | None = None
@@ -84,7 +88,7 @@ class GraphDef(PlaitModel):
     source_type: SourceType = SourceType.USER
     input_schema: JsonObject | None = None
     input_freeze: FreezeSpec | None = None
-    """Freeze policy for run input fields (seed 003: user input is typically frozen on create)."""
+    """Freeze policy for run input fields; user input is typically frozen on create."""
     max_cost_usd: Annotated[float, Field(gt=0)] | None = None
     schemas: list[SchemaEntry] = Field(
         default_factory=list, validation_alias=AliasChoices("schemas", "schema_registry")
@@ -112,12 +116,14 @@ class GraphDef(PlaitModel):
         return self.name or self.id
 
     def node(self, node_id: str) -> Any:
+        """The node with id `node_id`; KeyError when the graph has none."""
         for node in self.nodes:
             if node.id == node_id:
                 return node
         raise KeyError(node_id)
 
     def schema_entry(self, schema_id: str) -> SchemaEntry | None:
+        """The registry entry `schema_id`, or None."""
         return next((s for s in self.schemas if s.id == schema_id), None)
 
 

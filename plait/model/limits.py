@@ -37,6 +37,8 @@ _PATH_ENDS = 4
 
 @dataclass(frozen=True, slots=True)
 class ValueProblem:
+    """One reason a value is refused, and where in the value it is."""
+
     path: tuple[str | int, ...]
     """Keys and indexes from the root to the offending part."""
     message: str

@@ -2,7 +2,7 @@
 
 Each class lists exactly the fields that mean something for its type, so a
 `condition_expr` on an LLM_CALL is a validation error rather than dead config.
-Fields shared by every type live on `NodeBase` (seed 000 §2.3 "通用").
+Fields shared by every type live on `NodeBase`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from plait.model.tools import McpPromptRef, McpResourceRef, McpServerRef, ToolCh
 
 
 class NodeType(StrEnum):
+    """The node types; each has its own class below, chosen by a node's `type`."""
+
     LLM_CALL = "LLM_CALL"
     CONDITION = "CONDITION"
     MERGE = "MERGE"
@@ -40,18 +42,22 @@ class NodeType(StrEnum):
 
 
 class FewshotSelection(StrEnum):
+    """Which earlier corrections an LLM_CALL node takes as few-shot examples (docs/corrections.md)."""
+
     LATEST = "latest"
     RANDOM = "random"
     SIMILAR = "similar"
 
 
 class ParamType(StrEnum):
+    """Whether a template variable holds a static value or a path into upstream output."""
+
     INPUT = "input"
     REFERENCE = "reference"
 
 
 class TemplateParam(PlaitModel):
-    """Seed 004 template variable: a static value (`input`) or a path into upstream output (`reference`)."""
+    """A template variable: a static value (`input`) or a path into upstream output (`reference`)."""
 
     name: Identifier
     type: ParamType = ParamType.INPUT
@@ -68,6 +74,8 @@ class TemplateParam(PlaitModel):
 
 
 class InlineScript(PlaitModel):
+    """Script code written in the graph itself, not named by a template id."""
+
     language: Literal["js"] = "js"
     code: NonEmptyStr
 
@@ -87,6 +95,9 @@ class SkillScope(PlaitModel):
 
 
 class NodeBase(PlaitModel):
+    """The fields every node type accepts. A field that means nothing for a type is not on its
+    class, so writing it is a validation error rather than ignored configuration."""
+
     id: Identifier
     type: NodeType
     label: str | None = None
@@ -103,6 +114,9 @@ class NodeBase(PlaitModel):
 
 
 class LlmCallNode(NodeBase):
+    """Calls a model with a rendered prompt, optionally with tools and MCP servers. It has
+    exactly one prompt source: `user_prompt_tpl`, `prompt_script` or `mcp_prompt`."""
+
     type: Literal[NodeType.LLM_CALL] = NodeType.LLM_CALL
     model_role: NonEmptyStr = "chat"
     model_id_override: str | None = None
@@ -127,9 +141,10 @@ class LlmCallNode(NodeBase):
     token_budget_output: Annotated[int, Field(gt=0)] | None = None
     cache: bool = True
     allow_data_in_system_prompt: bool = False
-    """Opt-in for run data in `system_prompt` (seed 000 §7.1 forbids it by default)."""
+    """Opt-in for run data in `system_prompt`. Off by default: the system prompt is the trusted
+    instruction channel, and run data placed there could carry instructions of its own."""
     spj_prompt: str | None = None
-    """Optional LLM-judge instruction for the post-execution check (seed 001 §4)."""
+    """Optional LLM-judge instruction for the post-execution check."""
 
     @model_validator(mode="after")
     def _one_prompt_source(self) -> LlmCallNode:
@@ -141,21 +156,29 @@ class LlmCallNode(NodeBase):
 
 
 class ConditionNode(NodeBase):
+    """Chooses which out-edges are taken; the others are skipped, and skipping propagates."""
+
     type: Literal[NodeType.CONDITION] = NodeType.CONDITION
     condition_expr: str
     """JS expression over `input`, `nodes`, `current`; its value selects out-edges by `condition_key`."""
 
 
 class MergeNode(NodeBase):
+    """Waits for every incoming edge; its output maps each active input node id to its output."""
+
     type: Literal[NodeType.MERGE] = NodeType.MERGE
 
 
 class TransformNode(NodeBase):
+    """Its output is the value of one JavaScript expression, run in the sandbox."""
+
     type: Literal[NodeType.TRANSFORM] = NodeType.TRANSFORM
     transform_expr: str
 
 
 class HumanReviewNode(NodeBase):
+    """Pauses the run until a person approves or corrects the value under review."""
+
     type: Literal[NodeType.HUMAN_REVIEW] = NodeType.HUMAN_REVIEW
     review_prompt: str | None = None
 
@@ -170,10 +193,12 @@ class ToolNode(NodeBase):
     env: dict[str, str] = Field(default_factory=dict)
     parse: Literal["text", "json"] = "text"
     cleanup: list[str] | None = None
-    """argv run when the node fails, to undo side effects (seed 003 §4.4)."""
+    """argv run when the node fails, to undo side effects."""
 
 
 class CodeNode(NodeBase):
+    """Its output is what a JavaScript function body returns, run in the sandbox."""
+
     type: Literal[NodeType.CODE] = NodeType.CODE
     language: Literal["js"] = "js"
     code: str
@@ -189,10 +214,14 @@ class _SubgraphCall(NodeBase):
 
 
 class SubgraphNode(_SubgraphCall):
+    """Runs another graph once as a sub-run; its output is the sub-run's output."""
+
     type: Literal[NodeType.SUBGRAPH] = NodeType.SUBGRAPH
 
 
 class MapNode(_SubgraphCall):
+    """Runs another graph once per item of a list, at most `max_concurrency` at a time."""
+
     type: Literal[NodeType.MAP] = NodeType.MAP
     items: NonEmptyStr
     """Path to the list to fan out over, e.g. `chapter_split.chapters`."""
@@ -201,6 +230,8 @@ class MapNode(_SubgraphCall):
 
 
 class LoopNode(_SubgraphCall):
+    """Runs another graph repeatedly while `while_expr` holds, at most `max_iterations` times."""
+
     type: Literal[NodeType.LOOP] = NodeType.LOOP
     while_expr: str
     """JS over `input`, `nodes`, `current`, `iteration`, `last`; the loop repeats while it is truthy."""
@@ -208,6 +239,8 @@ class LoopNode(_SubgraphCall):
 
 
 class WaitNode(NodeBase):
+    """Holds its successors back for `delay_s` seconds or until a point in time (exactly one)."""
+
     type: Literal[NodeType.WAIT] = NodeType.WAIT
     delay_s: Annotated[float, Field(ge=0)] | None = None
     until: datetime | None = None
@@ -220,7 +253,7 @@ class WaitNode(NodeBase):
 
 
 class SkillNode(NodeBase):
-    """Expanded at compile time into the skill's own nodes, namespaced `__{id}__…` (seed 001 §2.3)."""
+    """Expanded at compile time into the skill's own nodes, namespaced `__{id}__…`."""
 
     type: Literal[NodeType.SKILL] = NodeType.SKILL
     skill: NonEmptyStr

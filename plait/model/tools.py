@@ -1,4 +1,4 @@
-"""Tool and MCP references of an LLM_CALL node (seed 000 §4.2–§4.4)."""
+"""Tool and MCP references of an LLM_CALL node."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ ToolName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
 class ToolHandler(StrEnum):
+    """What a call of an inline tool does: its arguments are the result, a JavaScript expression
+    over them is, or a sub-run of another graph with them as input."""
+
     CONTEXT_WRITE = "CONTEXT_WRITE"
     WORKFLOW_TASK = "WORKFLOW_TASK"
     TRANSFORM_EXPR = "TRANSFORM_EXPR"
@@ -33,10 +36,14 @@ class ToolDef(PlaitModel):
 
 
 class FunctionChoice(PlaitModel):
+    """The one tool a `tool_choice` forces the model to call."""
+
     name: ToolName
 
 
 class ToolChoiceFunction(PlaitModel):
+    """A `tool_choice` that forces a call of one named tool."""
+
     type: Literal["function"] = "function"
     function: FunctionChoice
 
@@ -45,6 +52,8 @@ ToolChoice = Literal["auto", "none", "required"] | ToolChoiceFunction
 
 
 class McpServerRef(PlaitModel):
+    """The tools of one configured MCP server a node may call, and where their results go."""
+
     server_id: NonEmptyStr
     allowed_tools: list[str] | None = None
     """None exposes every tool the server lists."""
@@ -53,12 +62,17 @@ class McpServerRef(PlaitModel):
 
 
 class InjectAs(StrEnum):
+    """Where an MCP resource's content goes in a node's prompt or context."""
+
     SYSTEM_CONTEXT = "system_context"
     USER_CONTEXT = "user_context"
     CONTEXT_FIELD = "context_field"
 
 
 class McpResourceRef(PlaitModel):
+    """An MCP resource read before the node's first model call; `field_name` exactly when
+    `inject_as` is `context_field`."""
+
     server_id: NonEmptyStr
     uri: NonEmptyStr
     """May contain template references (`%input.doc%`)."""
@@ -75,6 +89,8 @@ class McpResourceRef(PlaitModel):
 
 
 class McpPromptRef(PlaitModel):
+    """An MCP server's prompt used as the node's prompt."""
+
     server_id: NonEmptyStr
     prompt_name: NonEmptyStr
     arguments: dict[str, str] = Field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""A person's corrections to a run (SPEC §4, seed 000 §5, seed 003): override a node's output
+"""A person's corrections to a run (see docs/corrections.md): override a node's output
 with a downstream policy, answer a HUMAN_REVIEW, rerun a node, roll a field back.
 
 Each correction is checked first (the run and node exist, the value passes every out-edge
@@ -102,8 +102,11 @@ def _owner() -> str:
 
 
 class Corrections:
-    """Corrections on one store. `wait_s`: how long to wait for a run another correction (or
-    an engine) holds before refusing."""
+    """Corrections on one store: override, review, rerun, rollback. Each is checked first and
+    refused with nothing written when a check fails; otherwise it commits in one transaction,
+    all of it or nothing. A node's original output is never changed. `by` is recorded as who
+    corrected; `wait_s`: how long to wait for a run another correction (or an engine) holds
+    before refusing."""
 
     def __init__(self, store: Store, *, by: str = "user", wait_s: float = 10.0, lease_ttl_s: float = 30.0):
         self.store = store

@@ -1,4 +1,4 @@
-"""Two runs compared node by node (SPEC §4): what each node's current result is, and what changed.
+"""Two runs compared node by node: what each node's current result is, and what changed.
 
 Runs may be of the same graph version, of two versions of one graph, or of different graphs:
 nodes are matched by id. A node's *current* result is its node run with the highest activation
@@ -33,6 +33,8 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Verdict(StrEnum):
+    """How one node compares between run A and run B."""
+
     SAME = "same"
     CHANGED = "changed"
     """The effective outputs differ (the statuses may differ too)."""
@@ -102,6 +104,8 @@ class Change:
 
 @dataclass(slots=True)
 class NodeDiff:
+    """One node id compared between the two runs: the verdict, and each difference by path."""
+
     node_id: str
     verdict: Verdict
     a: NodeSide | None
@@ -116,6 +120,8 @@ class NodeDiff:
 
 @dataclass(slots=True)
 class RunDiff:
+    """Two runs compared: their facts, every node of either run, and whether the outputs agree."""
+
     a: RunFacts
     b: RunFacts
     nodes: list[NodeDiff]

@@ -1,5 +1,5 @@
-"""`plait run --dry-run` (SPEC §6.4, seed 003 §6): every prompt rendered, budgets and providers
-checked, no model called and nothing stored.
+"""`plait run --dry-run`: every prompt rendered, budgets and providers checked, no model called
+and nothing stored.
 
 Every node is taken as run: its output is the one given for it (`upstream`, e.g. copied from
 an earlier run), else a placeholder derived from its out-edge schemas (`<node.field>` strings,
@@ -29,6 +29,9 @@ from plait.model.nodes import LlmCallNode, NodeType
 
 @dataclass
 class DryNode:
+    """One node as a run would execute it: the request it would send, its estimated tokens and
+    cost, and what would keep it from running (`problems`)."""
+
     node_id: str
     type: str
     messages: list[dict[str, Any]] | None = None
@@ -43,6 +46,9 @@ class DryNode:
 
 @dataclass
 class DryRun:
+    """Every node of a graph as a dry run rendered it, the estimated cost of the whole run, and
+    every problem found (those of the nodes included)."""
+
     nodes: list[DryNode]
     max_cost_usd: float | None
     problems: list[str]
@@ -63,6 +69,8 @@ class DryRun:
 async def dry_run(
     graph: GraphDef, run_input: dict[str, Any], runtime: Runtime, upstream: dict[str, Any] | None = None
 ) -> DryRun:
+    """Render every node of `graph` for `run_input`, with `upstream`'s outputs where given and
+    placeholders elsewhere; no model is called and nothing is stored."""
     compiled = CompiledRun.from_graph(graph)
     state = RunState(compiled, run_input)
     given = upstream or {}
@@ -123,11 +131,8 @@ async def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: Dry
     request, _ = build_request(node, state, counter)
     dry.messages = request.messages
     dry.response_format = request.response_format
-    count = getattr(runtime.provider, "count_tokens", None)  # the embedded model counts its own chat template
-    if count is not None:
-        dry.tokens_in = await count(request.messages)
-    else:
-        dry.tokens_in = count_messages(counter, request.messages)
+    counted = await runtime.count_tokens(request.messages)  # the embedded model counts its own chat template
+    dry.tokens_in = counted if counted is not None else count_messages(counter, request.messages)
     dry.tokens_out = request.max_tokens or DEFAULT_ANSWER_TOKENS
     dry.cost_usd = runtime.estimate_cost(request)
     reason = runtime.unserved(node.model_role or "chat")

@@ -1,4 +1,4 @@
-"""`plait replay NODE_RUN_ID` (SPEC §6.4): send a node run's recorded request again and compare.
+"""`plait replay NODE_RUN_ID`: send a node run's recorded request again and compare.
 
 The request is rebuilt from the node run's input snapshot alone (the rendered prompts,
 `response_format`, role, model, temperature, max_tokens), so what is sent is what the node sent
@@ -26,6 +26,9 @@ class ReplayError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Replay:
+    """A recorded answer and a new answer to the same request, with the new one's cost, its
+    schema violations and a text diff of the two."""
+
     node_run_id: str
     stored: Any
     new: Any
@@ -39,6 +42,8 @@ class Replay:
 
 
 def recorded_request(record: NodeRunRecord) -> ChatRequest:
+    """The request the node run sent, rebuilt from its input snapshot alone; ReplayError when
+    the node run is no recorded model call."""
     snapshot = record.input_snapshot or {}
     if snapshot.get("node_type") != "LLM_CALL" or "rendered_user_prompt" not in snapshot:
         raise ReplayError(f"node run {record.id} ({record.node_id}) is not a recorded model call: nothing to replay")

@@ -1,4 +1,4 @@
-"""The one JavaScript sandbox for every user expression (SPEC §8).
+"""The one JavaScript sandbox for every user expression (its guarantees: docs/security.md).
 
 `JsSandbox` runs V8 in this process; `ProcessSandbox` runs `JsSandbox`es in child processes and
 is what the engine uses, because a few builtins make V8 abort its whole process (see
@@ -22,17 +22,8 @@ results are refused.
 Importing this package does not load V8: `py_mini_racer` is imported when the first context is
 created (by an evaluation or by `check_syntax`).
 
-Measured on the 2-core development machine (mini-racer 0.14.1, V8 14.4; loops of 2,000 calls):
-
-- importing `py_mini_racer` and loading V8 (once per process): ~200-280 ms;
-- creating a context with the lockdown and runner: ~10-15 ms (~40 ms for the first one);
-- one `evaluate`/`call` of a small expression in a reused context: ~0.45-0.6 ms, almost all
-  of it the hops to mini-racer's loop thread and back, not V8; ~0.7 ms when the source
-  contains `async`/`import` and a barrier must wait for its microtasks (see `_host.py`);
-- scope size: ~50 µs per KB of JSON (a 150 KB scope of 2,000 rows: ~8 ms);
-- `aevaluate` adds a thread-pool hop; with 2 workers, 2,000 concurrent small evaluations ran
-  at ~0.7-1 ms each: the pool buys responsiveness for slow expressions, not throughput;
-- `check_syntax` of a new expression: ~1.2 ms (two parses); repeated checks are cached (µs).
+What each step costs (loading V8, a context, an evaluation, a scope) is measured in
+docs/performance.md, "The JavaScript sandbox".
 """
 
 from __future__ import annotations

@@ -39,6 +39,9 @@ class Ticket(Generic[T]):
 
 
 class FairPool(Generic[T]):
+    """Shares `base` to `maximum` items (sandbox children) between owners: no owner holds more
+    than its share while another waits, and a closed pool refuses every request."""
+
     def __init__(self, make: Callable[[], T], *, base: int, maximum: int) -> None:
         if base <= 0 or maximum < base:
             raise ValueError("the pool needs 0 < base <= maximum")

@@ -197,6 +197,10 @@ def _last_words(log: int | None) -> str | None:
 
 
 class ProcessSandbox:
+    """The sandbox the engine uses: `JsSandbox`'s methods, run in child processes. No expression
+    can crash or hang Plait, no result reaches another evaluation, and runs share the children
+    fairly. The guarantees in full are in this module's docstring."""
+
     def __init__(
         self,
         *,
@@ -248,6 +252,8 @@ class ProcessSandbox:
     async def acall(
         self, function_expression: str, *args: Any, timeout_s: float | None = None, owner: str | None = None
     ) -> Any:
+        """`call` without blocking the event loop; cancelling the awaiting task kills the child
+        serving it."""
         return await self._arequest(self._message("call", function_expression, list(args), timeout_s), owner)
 
     def child_pids(self) -> list[int]:

@@ -1,5 +1,5 @@
 """Persistence for graphs, runs and node runs: SQLAlchemy 2 on SQLite (default) or PostgreSQL,
-schema managed by the Alembic migrations shipped in `plait/store/migrations/` (SPEC §9).
+schema managed by the Alembic migrations shipped in `plait/store/migrations/`.
 
     from plait.store import Store
     store = Store()                      # PLAIT_DB, else sqlite:///./.plait/plait.db

@@ -1,4 +1,4 @@
-"""The model response cache's read side (SPEC §6.4); entries are written with the node run that
+"""The model response cache's read side; entries are written with the node run that
 produced them, in its commit (`node_writes.CachePut`), so only validated answers are remembered."""
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from plait.store.models import LLM_CACHE
 
 @dataclass(frozen=True, slots=True)
 class CachedAnswer:
+    """A remembered model answer: what `provider`'s `model` answered to one request, and the
+    node run whose commit stored it."""
+
     provider: str
     model: str
     response: dict[str, Any]
@@ -23,11 +26,15 @@ class CachedAnswer:
 
 
 class CacheRepository:
+    """Looks up remembered model answers by request key. It never writes: an answer is stored
+    only in the commit of the node run that validated it."""
+
     def __init__(self, engine: Engine) -> None:
         lookup = select(LLM_CACHE).where(LLM_CACHE.c.key == bindparam("key"))
         self._statements = Statements(engine, {"get": lookup}, frozenset(), json_dumps)
 
     def get(self, key: str) -> CachedAnswer | None:
+        """The answer remembered under `key`, or None."""
         with self._statements.reading() as session:
             rows = session.rows("get", {"key": key})
         if not rows:

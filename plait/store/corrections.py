@@ -1,4 +1,4 @@
-"""Writing a person's correction (SPEC §4): one transaction under the run's lease.
+"""Writing a person's correction: one transaction under the run's lease.
 
 An override, a review answer, a rerun request or a rollback changes several rows at once
 (the node run's override layer, stale marks on the downstream, activations queued for a
@@ -80,6 +80,9 @@ _CORRECTABLE = (NodeStatus.COMPLETED.value, NodeStatus.OVERRIDDEN.value, NodeSta
 
 
 class CorrectionWriter:
+    """Commits the changes of one correction all together or not at all, and only while the
+    correction may write to the run (see `apply`)."""
+
     def __init__(self, engine: Engine) -> None:
         self._writer = writer(engine)
 

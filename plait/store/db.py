@@ -50,16 +50,18 @@ every value: `json.dumps` with options builds a new one per call."""
 
 
 def json_dumps(value: Any) -> str:
+    """The one JSON encoding of every value the store writes: compact, non-ASCII text kept as is."""
     return _ENCODER.encode(value)
 
 
 def is_sqlite(engine: Engine | Connection) -> bool:
+    """True on SQLite, whose locking and fast path differ from PostgreSQL's."""
     return engine.dialect.name == "sqlite"
 
 
 def conflict_insert(engine: Engine) -> Any:
     """The engine's dialect's `insert()`, which has `on_conflict_do_nothing/do_update`. Imported
-    here, not at the top: the PostgreSQL dialect module costs every SQLite command ~20 ms."""
+    here, not at the top: a SQLite store's commands must not pay for loading the PostgreSQL dialect."""
     if is_sqlite(engine):
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 

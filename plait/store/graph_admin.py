@@ -1,5 +1,5 @@
 """Graph housekeeping beside saving and reading: the list of a graph's versions, deletion, and
-the read-only rule of system graphs (SPEC §5).
+the read-only rule of system graphs.
 
 A deleted graph is only marked (`deleted_at`): its versions stay readable by id, so every run
 keeps the version it pinned; its slug is free for a new graph.
@@ -24,6 +24,8 @@ class ReadOnlyGraph(StoreError):
 
 @dataclass(frozen=True, slots=True)
 class VersionInfo:
+    """One stored version of a graph as a version list shows it."""
+
     version: int
     schema_version: str
     content_hash: str
@@ -33,6 +35,9 @@ class VersionInfo:
 
 
 class GraphAdmin:
+    """Lists a graph's versions and deletes graphs. A deletion keeps every version readable, so
+    no run loses the version it pinned; a system graph is never deleted (`ReadOnlyGraph`)."""
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = writer(engine)
@@ -62,6 +67,7 @@ class GraphAdmin:
         return [VersionInfo(r.version, r.schema_version, r.content_hash, r.created_at, r.runs) for r in rows]
 
     def runs_of(self, def_id: str) -> int:
+        """How many runs, of any version, the graph has."""
         with self._engine.connect() as conn:
             count = conn.execute(
                 select(func.count()).select_from(GRAPH_RUN).where(GRAPH_RUN.c.prompt_graph_def_id == def_id)

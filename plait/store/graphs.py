@@ -1,4 +1,4 @@
-"""Graph definitions: one row per slug plus one immutable row per saved version (SPEC §5)."""
+"""Graph definitions: one row per slug plus one immutable row per saved version."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ def canonical_json(content: Any) -> str:
 
 
 def content_hash(content: Any) -> str:
+    """Equal for equal content whatever its key order: how a save spots an unchanged graph."""
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
@@ -118,6 +119,11 @@ _PARSED_CACHE_SIZE = 256
 
 
 class GraphRepository:
+    """Saves and reads graph definitions. A saved version never changes. A save whose content
+    equals the latest version's returns that version instead of storing a new one; concurrent
+    saves of one graph are serialized, so none is lost. Only Plait's own system-graph sync may
+    save a `system` graph (`ReadOnlyGraph` otherwise). `get` finds a graph by id or slug."""
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = writer(engine)

@@ -1,4 +1,4 @@
-"""Reading the field ledger (SPEC §4, seed 003): the versions of every value in a run.
+"""Reading the field ledger: the versions of every value in a run.
 
 The ledger is written in the same transactions as what it records: the engine appends an
 `execute` version (and any `freeze` versions its consumption triggers) with each node's
@@ -24,7 +24,7 @@ WHOLE = "*"
 
 @dataclass(frozen=True, slots=True)
 class FieldVersion:
-    """One version of an owner's value: `{version, value, frozen, by, at, reason}` of seed 003."""
+    """One version of an owner's value: `{version, value, frozen, by, at, reason}`."""
 
     run_id: str
     owner_id: str
@@ -62,6 +62,9 @@ class Head:
 
 
 class LedgerRepository:
+    """Reads the field ledger of a run. It never writes: versions are appended in the same
+    transactions as the results and corrections they record."""
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 

@@ -3,7 +3,7 @@
 The repositories query and write these directly with `select()/insert()/update()` (one
 statement each, no unit-of-work bookkeeping: the engine writes once per node). They are Core
 tables rather than ORM classes because nothing here needs identity maps or relationships,
-and loading the ORM would cost every CLI command ~50 ms of start-up. The tables themselves
+and loading the ORM would slow every CLI command's start-up (docs/performance.md). The tables themselves
 are created only by the Alembic migrations in `plait/store/migrations/versions/` (a test
 checks that the two agree). Change a table → add a migration.
 
@@ -245,7 +245,7 @@ def full_metadata() -> MetaData:
     """`METADATA` with the indexes that carry dialect options: what Alembic compares with.
 
     Naming a dialect in an index option (`postgresql_where`) makes SQLAlchemy import that
-    dialect's module, ~20 ms that every command using SQLite would pay at start-up; nothing at
+    dialect's module, which every command using SQLite would pay for at start-up; nothing at
     run time reads these indexes from the metadata (the migrations create them), so they are
     added only here.
     """

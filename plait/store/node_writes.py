@@ -149,7 +149,10 @@ Runner = Callable[[str, dict[str, Any]], Any]
 
 
 class NodeWriter:
-    """Executes units of writes; statements are built once (and prepared for SQLite's fast path)."""
+    """Commits units of node-run writes, a batch of them per transaction. A unit's writes run in
+    order and the unit ends at a `Finish` or `EndRun` that changes no row, since the rest depends
+    on it. A unit that raises writes nothing, and never keeps the other units of its batch from
+    being committed."""
 
     def __init__(self, engine: Engine, no_run: Callable[[str], NotFoundError]) -> None:
         self._writer = writer(engine)

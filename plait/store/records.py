@@ -68,6 +68,10 @@ class GraphListing:
 
 @dataclass(frozen=True, slots=True)
 class RunRecord:
+    """One run as the store had it when read: the graph version it is pinned to, which never
+    changes, its status, input and output, its lease, and its token and cost totals. A snapshot:
+    read the run again to see later changes."""
+
     id: str
     def_id: str
     graph_slug: str
@@ -149,7 +153,7 @@ class NodeRunRecord:
 
     @property
     def effective_output(self) -> Any:
-        """`override ?? output`: the only read path for a node's value (SPEC §4)."""
+        """`override ?? output`: the only read path for a node's value."""
         return self.override if self.override is not None else self.output
 
     def summary(self) -> dict[str, Any]:
@@ -194,6 +198,7 @@ def current_activations(records: Iterable[NodeRunRecord]) -> dict[str, NodeRunRe
 
 
 def run_from_row(row: Any) -> RunRecord:
+    """The record of a run row joined with its graph's slug."""
     return RunRecord(
         id=row.id,
         def_id=row.prompt_graph_def_id,
@@ -221,6 +226,7 @@ def run_from_row(row: Any) -> RunRecord:
 
 
 def node_run_from_row(row: Any) -> NodeRunRecord:
+    """The record of a node run row."""
     return NodeRunRecord(
         id=row.id,
         run_id=row.prompt_graph_run_id,

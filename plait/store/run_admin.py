@@ -40,6 +40,9 @@ class Deleted:
 
 
 class RunAdmin:
+    """Changes a run's model, cancels a run, deletes a run. Each refuses (`RunInUse`) rather than
+    interleave with a live engine or correction, and changes all or nothing."""
+
     def __init__(self, engine: Engine) -> None:
         self._writer = writer(engine)
 

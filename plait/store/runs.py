@@ -89,6 +89,11 @@ _BEGIN_RUN = (
 
 
 class RunRepository:
+    """Creates runs and records their execution. At most one engine drives a run at a time (its
+    lease), a node activation is executed by at most one owner, and a node's output, once
+    committed, never changes. Safe to share between threads, processes and machines: each
+    change either wins in the database or reports that it lost."""
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = writer(engine)
@@ -114,7 +119,7 @@ class RunRepository:
     # ----------------------------------------------------------------- runs
 
     def create(self, *, def_id: str, graph_def_ver: int, schema_version: str, input: dict[str, Any]) -> RunRecord:
-        """A `pending` run pinned to one stored graph version (seed 000 §6.2)."""
+        """A `pending` run pinned to one stored graph version."""
         return self.get(
             self.add(def_id=def_id, graph_def_ver=graph_def_ver, schema_version=schema_version, input=input)
         )
@@ -164,6 +169,7 @@ class RunRepository:
         return run_id
 
     def get(self, run_id: str) -> RunRecord:
+        """The run `run_id` (a full id); NotFoundError when there is none."""
         with self._engine.connect() as conn:
             row = conn.execute(select(*_RUN_COLS).select_from(_RUNS).where(GRAPH_RUN.c.id == run_id)).one_or_none()
         if row is None:
@@ -449,7 +455,7 @@ class RunRepository:
         self, def_id: str, node_id: str, *, exclude_run: str | None = None, limit: int = 200
     ) -> builtins.list[NodeRunRecord]:
         """The overridden node runs of one node over every run of a graph, newest correction
-        first (few-shot examples from corrections, seed 000 §5.4)."""
+        first: the few-shot examples an LLM_CALL node can learn from."""
         query = (
             select(NODE_RUN)
             .join(GRAPH_RUN, GRAPH_RUN.c.id == NODE_RUN.c.prompt_graph_run_id)

@@ -9,16 +9,20 @@ from plait.store.models import SETTING
 
 
 class SettingsRepository:
+    """Reads and writes store-wide settings; a write replaces the key's value."""
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = writer(engine)
 
     def get(self, key: str) -> str | None:
+        """The value of `key`, or None when it was never set."""
         with self._engine.connect() as conn:
             value = conn.execute(select(SETTING.c.value).where(SETTING.c.key == key)).scalar_one_or_none()
         return None if value is None else str(value)
 
     def set(self, key: str, value: str) -> None:
+        """Set `key` to `value`, replacing any earlier value."""
         stmt = conflict_insert(self._engine)(SETTING).values(key=key, value=value)
         with self._writer.begin() as conn:
             conn.execute(stmt.on_conflict_do_update(index_elements=[SETTING.c.key], set_={"value": value}))

@@ -30,6 +30,8 @@ request into a write."""
 
 @dataclass(frozen=True, slots=True)
 class TokenInfo:
+    """What the store knows of a token: never the token itself."""
+
     id: str
     name: str
     created_at: float
@@ -37,10 +39,14 @@ class TokenInfo:
 
 
 def digest(token: str) -> str:
+    """The form a token is stored and compared in."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 class TokenRepository:
+    """Creates, lists, revokes and checks API tokens. A token is returned once, when created;
+    the store keeps only its digest, so reading the database does not reveal it."""
+
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = writer(engine)
@@ -64,11 +70,13 @@ class TokenRepository:
         return info, token
 
     def list(self) -> list[TokenInfo]:
+        """Every token, oldest first; never the tokens themselves."""
         with self._engine.connect() as conn:
             rows = conn.execute(select(API_TOKEN).order_by(API_TOKEN.c.created_at, API_TOKEN.c.name)).all()
         return [TokenInfo(r.id, r.name, r.created_at, r.last_used_at) for r in rows]
 
     def count(self) -> int:
+        """How many tokens exist (with none, a server that asks for tokens refuses to start)."""
         with self._engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(API_TOKEN)).scalar_one())
 

@@ -11,7 +11,7 @@ from sqlalchemy.exc import ArgumentError
 from plait.store.errors import StoreError
 
 DEFAULT_URL = "sqlite:///./.plait/plait.db"
-"""Zero set-up default (SPEC §9): a file under the current directory."""
+"""Zero set-up default: a file under the current directory."""
 ENV_VAR = "PLAIT_DB"
 
 _PG_ALIASES = ("postgresql://", "postgres://", "postgresql+psycopg3://")
@@ -50,6 +50,7 @@ def sqlite_url(path: str) -> str:
 
 
 def parse_url(url: str) -> URL:
+    """`url` parsed; a StoreError that shows the accepted forms when it is not a database URL."""
     try:
         return make_url(url)
     except ArgumentError as exc:

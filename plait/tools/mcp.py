@@ -1,4 +1,4 @@
-"""Connections to MCP servers through the official `mcp` SDK (SPEC §7, seed 000 §4.3–§4.5).
+"""Connections to MCP servers through the official `mcp` SDK (see docs/tools.md).
 
 A run opens a server the first time one of its nodes needs it and keeps the session for
 every later node of the run (`McpSessions`, closed by the engine when the run ends or
@@ -42,13 +42,17 @@ class McpFailure(Exception):
 
 @dataclass(frozen=True, slots=True)
 class McpToolResult:
+    """What an MCP tool call returned; `is_error`: the server reported the call as failed."""
+
     value: Any
     """The structured result, else the JSON of the text result, else its text."""
     is_error: bool
 
 
 class McpSessions:
-    """The MCP sessions of one run, keyed by server id."""
+    """The MCP sessions of one run, keyed by server id. Nodes asking for a server at the same time
+    share one start of it; whatever goes wrong with a server raises `McpFailure`; a broken
+    session is dropped, so the next call starts the server again. `aclose` closes them all."""
 
     def __init__(self, servers: Mapping[str, McpServerConfig], environ: Mapping[str, str] | None = None):
         self.servers = servers
@@ -58,6 +62,7 @@ class McpSessions:
         self._lock = asyncio.Lock()
 
     def config(self, server_id: str) -> McpServerConfig:
+        """The server's configuration; McpFailure when plait.toml has no such server."""
         try:
             return self.servers[server_id]
         except KeyError:
@@ -79,6 +84,7 @@ class McpSessions:
         return self._listings[server_id]
 
     async def call_tool(self, server_id: str, name: str, arguments: dict[str, Any]) -> McpToolResult:
+        """Call one tool of the server, within the server's `timeout_s`."""
         result = await self._use(server_id, f"tools/call '{name}'", lambda client: client.call_tool(name, arguments))
         return McpToolResult(_tool_value(result), bool(result.is_error))
 
@@ -93,6 +99,7 @@ class McpSessions:
         return [{"role": m.role, "content": _prompt_text(server_id, name, m.content)} for m in result.messages]
 
     async def aclose(self) -> None:
+        """Close every open session; errors while closing are ignored."""
         sessions, self._open = list(self._open.values()), {}
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
 

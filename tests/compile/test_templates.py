@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plait.compile.templates import FILTERS, TemplateError, environment, parse_template, split_path
+from plait.compile.template_types import FILTERS, TemplateError, environment
+from plait.compile.templates import parse_template, split_path
 
 
 def paths(text: str) -> list[tuple[object, ...]]:

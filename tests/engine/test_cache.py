@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from plait.engine.runner import Engine
+from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, Usage
 from plait.runs.start import start_run
 from plait.store import Store
@@ -20,7 +21,7 @@ from plait.store import Store
 LABEL = {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}
 
 
-class CountingModel:
+class CountingModel(Provider):
     """A cacheable provider (names its model) that counts the calls that reach it."""
 
     name = "counting"
@@ -39,9 +40,6 @@ class CountingModel:
             content='{"label": "bug"}', usage=Usage(40, 6), provider=provider, model=model, cost_usd=0.01
         )
 
-    async def aclose(self) -> None:
-        return None
-
 
 def graph(tmp_path: Path, cache: bool = True) -> str:
     data = {
@@ -55,7 +53,7 @@ def graph(tmp_path: Path, cache: bool = True) -> str:
     return str(path)
 
 
-def run(store: Store, path: str, provider: Any, text: str = "it crashes", **engine: Any) -> Any:
+def run(store: Store, path: str, provider: Provider, text: str = "it crashes", **engine: Any) -> Any:
     run_id = start_run(store, path, {"text": text})
     return asyncio.run(Engine(store, provider, **engine).run(run_id))
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from plait.engine.runner import Engine, EngineError, RunOutcome
+from plait.llm.provider import Provider
 from plait.llm.scripted import ScriptedProvider
 from plait.llm.types import ChatRequest, ChatResponse
 from plait.model.enums import RunStatus
@@ -22,7 +23,7 @@ NOTE = {"type": "object", "properties": {"note": {"type": "string"}}, "required"
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 
 
-class Recorder:
+class Recorder(Provider):
     """The scripted provider, keeping every request it got."""
 
     name = "recorder"
@@ -34,9 +35,6 @@ class Recorder:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         self.requests.append(request)
         return await self.inner.complete(request)
-
-    async def aclose(self) -> None:
-        return None
 
 
 def tooled_graph(tmp_path: Path, tool: dict[str, Any], **node: Any) -> str:
@@ -65,7 +63,7 @@ def save_note(**extra: Any) -> dict[str, Any]:
     return {"name": "save_note", "handler": "CONTEXT_WRITE", "parameters": NOTE, "output_edge_id": "e_note", **extra}
 
 
-def run(store: Store, graph: str, provider: Any, run_input: dict[str, Any] | None = None) -> RunOutcome:
+def run(store: Store, graph: str, provider: Provider, run_input: dict[str, Any] | None = None) -> RunOutcome:
     return drive_with(store, start_run(store, graph, run_input or {"topic": "tea"}), provider)
 
 

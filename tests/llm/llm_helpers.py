@@ -10,12 +10,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 
 from plait.llm import local
+from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse
 
 needs_local = pytest.mark.skipif(
@@ -71,13 +71,12 @@ def serve_llama(*extra_args: str, start_timeout_s: float = 60) -> Iterator[str]:
                 process.wait()
 
 
-def complete_once(provider: Any, request: ChatRequest) -> ChatResponse:
+def complete_once(provider: Provider, request: ChatRequest) -> ChatResponse:
     """One request on a fresh event loop; the provider is closed afterwards."""
 
     async def go() -> ChatResponse:
         try:
-            response: ChatResponse = await provider.complete(request)
-            return response
+            return await provider.complete(request)
         finally:
             await provider.aclose()
 

@@ -13,6 +13,7 @@ from llm_helpers import complete_once
 
 from plait.config import load_config
 from plait.llm.pool import ProviderPool
+from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage
 
 TOML = """
@@ -91,7 +92,7 @@ def test_retryable_errors_back_off_then_fail_over_priced_by_the_serving_model(tm
     assert 0.5 <= second <= 1.0
 
 
-class AskedToWait:
+class AskedToWait(Provider):
     name = "fake"
 
     def __init__(self, retry_after: float | None, retryable: bool = True) -> None:
@@ -102,9 +103,6 @@ class AskedToWait:
         if self.calls == 1:
             raise ProviderError("HTTP 429", kind="rate_limit", retryable=self.retryable, retry_after=self.retry_after)
         return ChatResponse(content="{}", usage=Usage(1, 1))
-
-    async def aclose(self) -> None:
-        return None
 
 
 def test_a_longer_retry_after_from_the_server_wins_over_the_backoff(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import yaml
 
 from plait.engine.outcome import EngineError
 from plait.engine.runner import Engine
+from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, Usage
 from plait.model.enums import DownstreamPolicy
 from plait.runs.corrections import Corrections
@@ -26,7 +27,7 @@ from plait.store.run_admin import RunEnded
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 
 
-class Counting:
+class Counting(Provider):
     """A cacheable provider that always gives the same answer and counts calls per node prompt."""
 
     name = "counting"
@@ -40,9 +41,6 @@ class Counting:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         self.calls.append(str(request.messages[-1]["content"]))
         return ChatResponse(content='{"text": "same"}', usage=Usage(4, 2), provider="counting", model="m1")
-
-    async def aclose(self) -> None:
-        return None
 
 
 def chain(tmp_path: Path) -> str:
@@ -63,7 +61,7 @@ def chain(tmp_path: Path) -> str:
     return str(path)
 
 
-def execute(store: Store, run_id: str, provider: Any, **engine: Any) -> Any:
+def execute(store: Store, run_id: str, provider: Provider | None, **engine: Any) -> Any:
     return asyncio.run(Engine(store, provider, **engine).run(run_id))
 
 

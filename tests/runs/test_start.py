@@ -10,15 +10,16 @@ import pytest
 
 from plait.engine.run_input import StartError, check_input
 from plait.engine.runner import Engine, EngineError
-from plait.llm.provider import ChatRequest, ChatResponse
+from plait.llm.provider import Provider
 from plait.llm.scripted import ScriptedProvider
+from plait.llm.types import ChatRequest, ChatResponse
 from plait.model.enums import RunStatus
 from plait.runs.start import resolve_graph
 from plait.store import Store
 from tests.engine.test_engine import graph_file, llm, script
 
 
-class CountingProvider:
+class CountingProvider(Provider):
     """Answers at once and records how many runs the store held at its first call."""
 
     name = "counting"
@@ -32,9 +33,6 @@ class CountingProvider:
         if self.runs_at_first_call is None:
             self.runs_at_first_call = len(self.store.runs.list(limit=10_000))
         return await self.inner.complete(request)
-
-    async def aclose(self) -> None:
-        return None
 
 
 def fanout(tmp_path: Path) -> str:

@@ -1,4 +1,4 @@
-"""GET /api/runs/{id}/events: a run's events as Server-Sent Events (SPEC §10).
+"""GET /api/runs/{id}/events: a run's events as Server-Sent Events.
 
 Each message has `id` (per run: 1, 2, 3...), `event` (the kind: execution.started, node:start,
 node:complete, node:error, node:skipped, node:stale, run:paused, run:cancelled,
@@ -47,6 +47,8 @@ async def run_events(
         str | None, Header(description=f"Resume after this event id (a whole number, 0 to {MAX_EVENT_ID}).")
     ] = None,
 ) -> Response:
+    """The run's events as Server-Sent Events: every event after `Last-Event-ID`, then live ones
+    until the run ends. 204 when the run has ended and nothing newer is kept."""
     after = _parse_id(last_event_id)
     record = await asyncio.to_thread(state.store.runs.get, run_id)
     log = state.events

@@ -1,4 +1,4 @@
-"""/api/graphs: stored graphs, their versions, import/export, forks (SPEC §5, `plait graphs`)."""
+"""/api/graphs: stored graphs, their versions, import/export, forks (as `plait graphs` does)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from plait.engine.ledger import ledger_json
 from plait.engine.run_input import check_input
 from plait.engine.runtime import Runtime
 from plait.evolve.upload import check_upload
+from plait.llm.pool import roles_of
 from plait.llm.types import ProviderError
 from plait.runs.dry_run import dry_run
 from plait.runs.replay import ReplayError, replay
@@ -27,12 +28,16 @@ State = Annotated[ServerState, Depends(get_state)]
 
 
 class ValidationOut(BaseModel):
+    """What `plait validate` finds in a graph; `valid` when there are no errors."""
+
     valid: bool
     errors: list[dict[str, Any]] = Field(description="As `plait validate --json`: code, message, node, line, hint.")
     warnings: list[dict[str, Any]]
 
 
 class DryRunIn(BaseModel):
+    """The input, and any upstream outputs to assume, for a dry run."""
+
     input: dict[str, Any] = Field(default_factory=dict, description="The run input (checked against input_schema).")
     upstream: dict[str, Any] | None = Field(
         default=None, description="Outputs to assume for nodes, by node id (else placeholders from the schemas)."
@@ -40,6 +45,8 @@ class DryRunIn(BaseModel):
 
 
 class ReplayIn(BaseModel):
+    """Where to send a recorded request again: by default, where it went first."""
+
     model: str | None = Field(default=None, description="Send it to this role (of plait.toml) or model instead.")
 
 
@@ -78,7 +85,7 @@ async def replay_node_run(state: State, node_run_id: str, body: ReplayIn | None 
             "this server has no model provider to replay with",
             hint="ask the server's operator to configure a model provider",
         )
-    roles = getattr(getattr(provider, "config", None), "roles", {})
+    roles = roles_of(provider)
     try:
         result = await replay(record, provider, body.model if body is not None else None, roles)
     except ReplayError as exc:

@@ -1,5 +1,5 @@
-"""/api/runs and /api/node-runs: start, list, inspect, control and compare runs (SPEC §3,
-`plait run|resume|runs`). Runs execute in this server's process (see executor.py)."""
+"""/api/runs and /api/node-runs: start, list, inspect, control and compare runs (as
+`plait run|resume|runs` do). Runs execute in this server's process (see executor.py)."""
 
 from __future__ import annotations
 
@@ -111,6 +111,8 @@ async def cancel(state: State, run_id: str) -> RunOut:
 
 
 class RunDeletedOut(BaseModel):
+    """A deleted run, and how much was deleted with it."""
+
     run_id: str
     deleted: bool
     status: str = Field(description="The run's status when it was deleted.")

@@ -1,10 +1,11 @@
-"""The ten routes of seed 000 §9 at their exact paths (`GET /PromptGraphDefListRoute` … `POST
-/PromptGraphNodeRerunRoute`), so that a client written against that document works (SPEC §10).
+"""The ten routes of the original PromptGraph API at their exact paths (`GET
+/PromptGraphDefListRoute` … `POST /PromptGraphNodeRerunRoute`), so that a client written against
+that API keeps working.
 
-Each route is a thin adapter: it reads the seed's parameters, calls the service the /api
+Each route is a thin adapter: it reads that API's parameters, calls the service the /api
 routes and the CLI call (`plait.api.services`, `plait.evolve`, `plait.engine`), and answers in
-the seed's field names (`plait.api.seed_schemas`). Auth and errors are the /api ones. What
-differs from the seed, and why, is listed in docs/http.md ("Seed 000 §9 routes").
+that API's field names (`plait.api.seed_schemas`). Auth and errors are the /api ones. What
+differs from the original API, and why, is listed in docs/http.md.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from plait.runs.corrections import Correction
 from plait.store import NotFoundError, Store, current_activations
 from plait.store.graphs import MANAGED_FIELDS
 
-router = APIRouter(tags=["seed 000 §9"])
+router = APIRouter(tags=["original API"])
 State = Annotated[ServerState, Depends(get_state)]
 IdQuery = Annotated[str, Query(alias="id", min_length=1, description="A UUID (a graph's slug works too).")]
 
@@ -130,7 +131,7 @@ def def_fork(state: State, body: PromptGraphDefForkIn) -> PromptGraphDef:
 
 
 def _new_slug(store: Store, name: str | None) -> str:
-    """A free graph slug made from the name (the seed's graphs have no readable id)."""
+    """A free graph slug made from the name (the original API's graphs have no readable id)."""
     base = re.sub(r"[^a-z0-9]+", "_", (name or "").lower()).strip("_")[:64] or "graph"
     try:
         store.graphs.get(base)
@@ -175,8 +176,8 @@ def run_get(
 async def node_override(state: State, caller: CallerDep, body: PromptGraphNodeOverrideIn) -> PromptGraphNodeCorrected:
     """Correct a node's output (output_json is kept) and apply downstream_policy: KEEP, INVALIDATE
     (direct downstream stale), RERUN, RERUN_ALL. On a HUMAN_REVIEW the run waits at, this is the
-    answer and the run continues (seed §2.3). 422 with the schema errors for a value that breaks
-    the node's out-edge schemas; 409 for a node with no output yet."""
+    answer and the run continues (the original API has no review route). 422 with the schema
+    errors for a value that breaks the node's out-edge schemas; 409 for a node with no output yet."""
     run_id, node_id, value = body.prompt_graph_run_id, body.node_def_id, body.override_json
     waiting, reviewed = await run_in_threadpool(_under_review, state.store, run_id, node_id)
     if waiting:

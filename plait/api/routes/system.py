@@ -11,6 +11,7 @@ from plait.api.auth import caller
 from plait.api.schemas import HealthOut, ProviderLoad, ProvidersOut
 from plait.api.state import ServerState, get_state
 from plait.llm.check import check_config, report_json
+from plait.llm.pool import ProviderPool
 
 router = APIRouter(tags=["system"])
 State = Annotated[ServerState, Depends(get_state)]
@@ -35,6 +36,5 @@ def providers(state: State) -> ProvidersOut:
     each provider's load now: calls in flight and queued, the current minute against rpm/tpm."""
     provider = state.provider
     report = report_json(check_config(state.config)) if state.config is not None else None
-    load = getattr(provider, "load", None)
-    rows = [ProviderLoad(**row) for row in load()] if load is not None else None
+    rows = [ProviderLoad(**row) for row in provider.load()] if isinstance(provider, ProviderPool) else None
     return ProvidersOut(provider=provider.name if provider is not None else None, config=report, load=rows)

@@ -39,7 +39,7 @@ class _Expression:
 
 
 def check_expressions(ctx: CheckContext) -> None:
-    """Every JavaScript text must be non-empty and parse, as the sandbox will run it (SPEC §8):
+    """Every JavaScript text must be non-empty and parse, as the sandbox will run it:
     `condition_expr`, `transform_expr`, `while_expr` and tool `transform_expr` are expressions,
     CODE `code` is a function body, `migrate_expr` is a function expression."""
     pending: list[_Expression] = []

@@ -1,4 +1,4 @@
-"""Template and reference passes: syntax, names, upstream-ness, fields, system-prompt data (seed 000 §7.1)."""
+"""Template and reference passes: syntax, names, upstream-ness, fields, system-prompt data."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
 from plait.compile.refs import RefError, RefKind, ResolvedRef, resolve_ref
 from plait.compile.schemas import PathStatus, declared_fields, lookup_path
-from plait.compile.templates import Segment, TemplateError, parse_template, split_path
+from plait.compile.template_types import Segment, TemplateError
+from plait.compile.templates import parse_template, split_path
 from plait.model.nodes import (
     HumanReviewNode,
     LlmCallNode,
@@ -124,7 +125,7 @@ def _mcp_context_field(node: NodeBase, path: tuple[Segment, ...]) -> bool:
 
 
 def _param_path(reference: str) -> tuple[Segment, ...]:
-    """`node.field.sub` (seed 004) names a node output; a leading `nodes.`/`input.` is accepted too."""
+    """`node.field.sub` names a node output; a leading `nodes.`/`input.` is accepted too."""
     return split_path(reference)
 
 

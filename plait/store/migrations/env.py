@@ -40,6 +40,7 @@ def run_migrations_offline() -> None:
 
 
 def run_migrations_online() -> None:
+    """Migrate the database: on the connection `Store()` passed, else on one opened from the URL."""
     connection = config.attributes.get("connection")
     if connection is not None:
         _run(connection)

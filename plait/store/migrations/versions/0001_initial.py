@@ -1,4 +1,4 @@
-"""Initial store: graph defs and their immutable versions, runs, node runs (seed 000 §8).
+"""Initial store: graph defs and their immutable versions, runs, node runs.
 
 Revision ID: 0001
 Revises:
@@ -30,6 +30,7 @@ def _ts(name: str, nullable: bool = False) -> sa.Column[float]:
 
 
 def upgrade() -> None:
+    """Create the graph, graph version, run and node run tables, and the output guard."""
     op.create_table(
         "prompt_graph_def",
         sa.Column("id", ID, primary_key=True),
@@ -135,8 +136,9 @@ def upgrade() -> None:
 
 
 def _create_output_guard() -> None:
-    """SPEC §4 "output_json is never modified", enforced by the database itself, not only by the
-    repository's conditional UPDATEs: any later write that changes a non-NULL output aborts."""
+    """The rule "output_json is never modified" (corrections go to override_json), enforced by
+    the database itself, not only by the repository's conditional UPDATEs: any later write that
+    changes a non-NULL output aborts."""
     if op.get_context().dialect.name == "postgresql":
         op.execute(
             f"""
@@ -165,6 +167,7 @@ def _create_output_guard() -> None:
 
 
 def downgrade() -> None:
+    """Drop everything `upgrade` created."""
     op.execute("DROP TRIGGER IF EXISTS trg_pnr_output_immutable" + _on_table())
     if op.get_context().dialect.name == "postgresql":
         op.execute("DROP FUNCTION IF EXISTS plait_pnr_output_immutable()")

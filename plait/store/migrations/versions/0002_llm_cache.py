@@ -1,4 +1,4 @@
-"""The model response cache (SPEC §6.4).
+"""The model response cache.
 
 Revision ID: 0002
 Revises: 0001
@@ -21,6 +21,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    """Create the response cache table."""
     op.create_table(
         "llm_response_cache",
         sa.Column("key", sa.String(64), primary_key=True),
@@ -33,4 +34,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop the response cache table."""
     op.drop_table("llm_response_cache")

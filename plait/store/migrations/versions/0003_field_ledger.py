@@ -1,4 +1,4 @@
-"""The field ledger (SPEC §4, seed 003): versions of every value in a run, and what read them;
+"""The field ledger: versions of every value in a run, and what read them;
 a run's count of corrections (how an engine executing it notices one); store-wide settings.
 
 Revision ID: 0003
@@ -24,6 +24,7 @@ JSON = sa.JSON(none_as_null=True)
 
 
 def upgrade() -> None:
+    """Create the ledger and settings tables; add what a node run read and a run's correction count."""
     op.create_table(
         "prompt_field_version",
         sa.Column(
@@ -54,6 +55,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop everything `upgrade` added."""
     op.drop_table("plait_setting")
     with op.batch_alter_table("prompt_graph_run") as batch:
         batch.drop_column("corrections")

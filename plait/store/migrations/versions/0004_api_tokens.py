@@ -21,6 +21,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    """Create the token table."""
     op.create_table(
         "plait_api_token",
         sa.Column("id", sa.String(36), primary_key=True),
@@ -34,4 +35,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop the token table."""
     op.drop_table("plait_api_token")

@@ -24,6 +24,7 @@ JSON = sa.JSON(none_as_null=True)
 
 
 def upgrade() -> None:
+    """Add a run's model selection, its history and execution time, and a node run's cache bypass."""
     # Plain ADD COLUMN, not a batch: on SQLite a batch may copy the table, which would drop
     # prompt_node_run's trigger that keeps output_json immutable.
     op.add_column("prompt_graph_run", sa.Column("llm_json", JSON, nullable=True))
@@ -35,6 +36,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    """Drop the columns `upgrade` added."""
     with op.batch_alter_table("prompt_node_run") as batch:
         batch.drop_column("no_cache")
     with op.batch_alter_table("prompt_graph_run") as batch:

@@ -1,0 +1,74 @@
+"""Driving a run from a command: the model provider it executes on, the engine with the live
+view, and the exit code that says how it ended. `plait run`, `plait resume` and every
+correction that leaves work to execute share it, so they report and exit alike."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from typing import Any
+
+import typer
+
+from plait.cli.common import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, Driving, fail
+
+
+def provider_from_options(spec: str | None, config: str | None) -> Any:
+    """The provider `--llm` and `--config` name (None when none is available); exit 2 on a bad one."""
+    from plait.llm.select import LlmConfigError, provider_from_spec
+
+    try:
+        return provider_from_spec(spec, config)
+    except LlmConfigError as exc:
+        fail(str(exc))
+
+
+def run_provider(store: Any, run_id: str, spec: str | None, config: str | None, *, by: str) -> Any:
+    """The provider to execute an existing run with: the run's own model unless --llm/--config
+    names another (then the change is recorded on the run, `by` the command)."""
+    from plait.llm.select import LlmConfigError
+    from plait.runs.model_choice import for_run
+
+    try:
+        return for_run(store, run_id, spec, config, by=by)
+    except LlmConfigError as exc:
+        fail(str(exc))
+
+
+def mcp_servers(config: str | None) -> Any:
+    """The MCP servers the configuration registers; exit 2 when it cannot be read."""
+    from plait.config import ConfigError, configured_servers
+
+    try:
+        return configured_servers(config)
+    except ConfigError as exc:
+        fail(str(exc))
+
+
+def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output: bool = True) -> None:
+    """Drive the run and report how it ended; `show_output=False` keeps the run output off stdout
+    (a correction prints the corrected value there instead). Always exits, with the run's code."""
+    from plait.cli import interrupt
+    from plait.cli.live import LiveView
+    from plait.cli.outcome import report_outcome
+    from plait.engine.runner import Engine, EngineError
+    from plait.model.enums import RunStatus
+    from plait.runs.start import local_graphs
+
+    servers = mcp_servers(how.config)
+    engine = Engine(store, provider, cache=how.cache, mcp_servers=servers, graphs=local_graphs(store))
+    view = None if how.quiet else LiveView(store, run_id)
+    if view is not None:
+        engine.events.subscribe(view.on_event)
+
+    try:
+        with view if view is not None else nullcontext():
+            outcome = interrupt.run(engine.run(run_id), cleanup=engine.aclose)
+    except EngineError as exc:
+        fail(str(exc))
+    except interrupt.Interrupted:
+        sys.stderr.write(f"interrupted: resume with plait resume {run_id}\n")
+        raise typer.Exit(interrupt.EXIT_INTERRUPTED) from None
+    report_outcome(store, outcome, how.json_output, how.quiet, show_output=show_output)
+    codes = {RunStatus.COMPLETED: EXIT_OK, RunStatus.PAUSED: EXIT_PAUSED}
+    raise typer.Exit(codes.get(outcome.status, EXIT_FAILED))

@@ -1,0 +1,130 @@
+"""The executable plan of a graph: what the engine needs from the compiler, worked out once.
+
+The compiler parses every template while it checks a graph; the plan keeps those results
+(the parsed templates, which values each node's definition reads, the topology), so that the
+engine executes a graph version without parsing anything again. `plan_graph` is the one place
+they are derived: `plait validate` builds the plan of a valid graph, and the engine builds it
+once per stored graph version it executes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from plait.compile.template_types import Template, TemplateError
+from plait.compile.templates import parse_template
+from plait.compile.topology import Topology
+from plait.model.graph import GraphDef
+from plait.model.nodes import NodeBase, NodeType, node_field
+
+RUN_INPUT = "input"
+"""The name the run input goes by: as a template root, and as the owner of its ledger versions."""
+PROMPT_FIELDS = ("system_prompt", "user_prompt_tpl", "review_prompt")
+
+
+@dataclass(frozen=True, slots=True)
+class NodePlan:
+    """One node's share of the plan."""
+
+    templates: dict[str, Template]
+    """Every template text of the node's definition (prompts, MCP resource URIs and prompt
+    arguments, a SKILL's inputs), parsed, by its text."""
+    reads: tuple[str, ...]
+    """The values its definition names, beside its predecessors: `input` and node ids (what the
+    field ledger records as consumed and `on_consume` freezes)."""
+
+    def template(self, text: str) -> Template:
+        """The parsed form of one of the node's template texts (TemplateError for any other)."""
+        parsed = self.templates.get(text)
+        if parsed is None:
+            raise TemplateError(f"the template {text[:60]!r} is not part of this node's definition, or does not parse")
+        return parsed
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionPlan:
+    """What a run of one graph version executes by: built once per version, never changed."""
+
+    topology: Topology
+    aliases: dict[str, list[str]]
+    """A top-level SKILL's id -> its exit nodes (what the SKILL's id stands for downstream)."""
+    nodes: dict[str, NodePlan]
+
+
+def plan_graph(graph: GraphDef, topology: Topology | None = None) -> ExecutionPlan:
+    """The plan of a valid, SKILL-expanded graph (`topology`: the compiler's, when it has it)."""
+    ids = [n.id for n in graph.nodes]
+    if topology is None:
+        topology = Topology.build(ids, [(e.source_node_id, e.target_node_id) for e in graph.edges])
+    known = set(ids)
+    nodes = {}
+    for node in graph.nodes:
+        templates = _parsed(_template_texts(node))
+        nodes[node.id] = NodePlan(templates, tuple(dict.fromkeys(_reads(node, templates, known))))
+    return ExecutionPlan(topology, skill_aliases(graph, topology), nodes)
+
+
+def _template_texts(node: NodeBase) -> Iterator[str]:
+    for name in PROMPT_FIELDS:
+        text = node_field(node, name, None)
+        if isinstance(text, str):
+            yield text
+    for ref in node_field(node, "mcp_resources", None) or ():
+        yield ref.uri
+    prompt = node_field(node, "mcp_prompt", None)
+    if prompt is not None:
+        yield from prompt.arguments.values()
+    if node.skill_scope is not None:
+        yield from _strings(node.skill_scope.inputs)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _parsed(texts: Iterator[str]) -> dict[str, Template]:
+    parsed: dict[str, Template] = {}
+    for text in texts:
+        try:
+            parsed[text] = parse_template(text)
+        except TemplateError:
+            continue  # a graph stored by an older release: the node fails when it renders it
+    return parsed
+
+
+def _reads(node: NodeBase, templates: dict[str, Template], known: set[str]) -> Iterator[str]:
+    """What the node's definition names: JavaScript nodes may read the input, `context_include`,
+    and the roots of its prompts (`nodes.X` or `X`), never the node itself."""
+    if node.type in (NodeType.TRANSFORM, NodeType.CONDITION):
+        yield RUN_INPUT
+    yield from (n for n in node.context_include or () if n == RUN_INPUT or n in known)
+    for name in PROMPT_FIELDS:
+        text = node_field(node, name, None)
+        template = templates.get(text) if isinstance(text, str) else None
+        for ref in template.refs if template is not None else ():
+            root = ref.root
+            if root == "nodes" and len(ref.path) > 1:
+                root = str(ref.path[1])
+            if root == RUN_INPUT or (root in known and root != node.id):
+                yield root
+
+
+def skill_aliases(graph: GraphDef, topology: Topology) -> dict[str, list[str]]:
+    """A top-level SKILL's id stands for its exit nodes: those whose successors are all outside it."""
+    aliases: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        scope = node.skill_scope
+        if scope is None or scope.prefix != f"__{scope.skill_node_id}__":
+            continue
+        if not any(s.startswith(scope.prefix) for s in topology.succs[node.id]):
+            aliases.setdefault(scope.skill_node_id, []).append(node.id)
+    return aliases

@@ -193,7 +193,7 @@ class PlaitChain:
         from plait.runs.start import start_run
 
         run_id = start_run(self.store, self.path, {"n": 0})
-        self.ref = self.store.runs.get(run_id).def_id
+        self.ref = self.store.runs.get(run_id).graph_id
         await self._run(run_id)
 
     async def _run(self, run_id: str) -> None:

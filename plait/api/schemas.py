@@ -497,7 +497,7 @@ def summary_out(summary: GraphSummary) -> GraphSummaryOut:
     """The list entry of a graph."""
     g = summary.listed
     return GraphSummaryOut(
-        id=g.def_id,
+        id=g.graph_id,
         slug=g.slug,
         name=g.name,
         version=g.version,
@@ -523,7 +523,7 @@ def graph_out(stored: StoredGraph, parent_updated: bool) -> GraphOut:
 
 def _summary_fields(g: StoredGraph) -> dict[str, Any]:
     return {
-        "id": g.def_id,
+        "id": g.graph_id,
         "slug": g.slug,
         "name": g.graph.name or g.slug,
         "version": g.version,
@@ -549,7 +549,7 @@ def saved_out(stored: StoredGraph, saved: Saved | None = None) -> SavedOut:
         for e in (saved.change.changed if saved is not None else [])
     ]
     return SavedOut(
-        id=stored.def_id,
+        id=stored.graph_id,
         slug=stored.slug,
         version=stored.version,
         schema_version=stored.schema_version,

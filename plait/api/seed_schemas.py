@@ -321,7 +321,7 @@ def def_summary_fields(g: StoredGraph, parent_updated: bool) -> dict[str, Any]:
     """The `PromptGraphDefSummary` fields of a stored graph version, timestamps in whole seconds."""
     graph = g.graph
     return {
-        "id": g.def_id,
+        "id": g.graph_id,
         "slug": g.slug,
         "name": graph.name or g.slug,
         "description": graph.description,
@@ -341,7 +341,7 @@ def def_summary_fields(g: StoredGraph, parent_updated: bool) -> dict[str, Any]:
 def def_listed(g: GraphListing, parent_updated: bool) -> PromptGraphDefSummary:
     """A list entry, from the graph's row alone (the latest version: `latest_version` is it)."""
     return PromptGraphDefSummary(
-        id=g.def_id,
+        id=g.graph_id,
         slug=g.slug,
         name=g.name,
         description=g.description,
@@ -408,8 +408,8 @@ def run_detail_out(view: RunView, executing: bool) -> PromptGraphRunDetail:
     current = list(view.current.values())
     run = PromptGraphRun(
         id=r.id,
-        prompt_graph_def_id=r.def_id,
-        graph_def_ver=r.graph_def_ver,
+        prompt_graph_def_id=r.graph_id,
+        graph_def_ver=r.graph_version,
         schema_version=r.schema_version,
         status="running" if executing else str(r.status),
         context_json={n.node_id: values[n.id] for n in current if values[n.id] is not None},

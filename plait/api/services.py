@@ -90,7 +90,7 @@ class RunView:
     current: dict[str, NodeRunRecord]
     """Per node id, its newest activation."""
     latest_version: int
-    """The graph's newest version (the run stays pinned to `run.graph_def_ver`)."""
+    """The graph's newest version (the run stays pinned to `run.graph_version`)."""
 
     @property
     def stale(self) -> list[str]:
@@ -106,7 +106,7 @@ def read_run(store: Store, run_id: str, *, raw: bool = False) -> RunView:
     run = store.runs.get(run_id)
     nodes = store.runs.node_runs(run_id)
     outputs = read_outputs(store, run, nodes, raw=raw)
-    latest = store.graphs.latest_version(run.def_id)
+    latest = store.graphs.latest_version(run.graph_id)
     return RunView(run, nodes, outputs, current_activations(nodes), latest)
 
 
@@ -124,5 +124,5 @@ def delete_graph(store: Store, ref: str, *, force: bool = False) -> tuple[Stored
     """Delete a graph (403 for a system graph; 409 when it has runs, unless `force`): the graph
     as it was, and how many runs keep its pinned versions readable."""
     stored = store.graphs.get(ref)
-    kept = store.graph_admin.delete(stored.def_id, stored.slug, stored.source_type, force=force)
+    kept = store.graph_admin.delete(stored.graph_id, stored.slug, stored.source_type, force=force)
     return stored, kept

@@ -81,6 +81,7 @@ def json_requested() -> bool:
 
 
 def print_error_json(code: str, message: str, hint: str | None, **extra: Any) -> None:
+    """Print `{"error": {code, message, hint, ...extra}}` on stdout: how a `--json` caller reads an error."""
     print_json({"error": {"code": code, "message": message, "hint": hint, **extra}})
 
 
@@ -102,6 +103,7 @@ def console() -> Any:
 
 
 def piped_width() -> int:
+    """The width of output that is not a terminal: `$COLUMNS` when it is a positive number, else 160."""
     columns = os.environ.get("COLUMNS", "")
     return int(columns) if columns.isdigit() and int(columns) > 0 else 160
 
@@ -142,6 +144,7 @@ def _widths(out: Any, table: Any) -> tuple[int, dict[int, tuple[int, int]]]:
 
 
 def print_json(value: Any) -> None:
+    """Print `value` on stdout as indented JSON, non-ASCII kept as is and unknown types as their `str`."""
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 

@@ -30,6 +30,9 @@ def dry_run_command(
     upstream: Path | None,
     config: str | None = None,
 ) -> None:
+    """`plait run GRAPH --dry-run`: print what each node would send, with its estimates, and store
+    nothing. Exits 2 when the input does not match `input_schema` or something would keep the run
+    from running (a problem the dry run found, an MCP server not configured); else 0."""
     from plait.engine.run_input import input_violations
     from plait.engine.runtime import Runtime
     from plait.runs.dry_run import dry_run

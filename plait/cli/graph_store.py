@@ -17,7 +17,7 @@ def versions_command(ref: GraphRef, db: DbOption = None, json_output: JsonOption
     """Every version of a graph: number, schema version, when, how many runs pinned it."""
     with store_for(db) as store:
         stored = store.graphs.get(ref)
-        rows = store.graph_admin.versions(stored.def_id)
+        rows = store.graph_admin.versions(stored.graph_id)
     if json_output:
         print_json(
             [
@@ -67,7 +67,7 @@ def report_saved(stored: Any, json_output: bool, change: Any = None) -> None:
     """What a command that stores a graph version says: its id, slug and versions (with --json,
     the schema changes and warnings of an import too), or on stderr that nothing changed."""
     facts: dict[str, Any] = {
-        "id": stored.def_id,
+        "id": stored.graph_id,
         "slug": stored.slug,
         "name": stored.graph.name,
         "version": stored.version,
@@ -131,8 +131,8 @@ def delete_command(
     """Delete a graph (not a system graph); its runs keep the versions they pinned."""
     with store_for(db) as store:
         stored = store.graphs.get(ref)
-        kept = store.graph_admin.delete(stored.def_id, stored.slug, stored.source_type, force=force)
+        kept = store.graph_admin.delete(stored.graph_id, stored.slug, stored.source_type, force=force)
     if json_output:
-        print_json({"id": stored.def_id, "slug": stored.slug, "deleted": True, "runs_kept": kept})
+        print_json({"id": stored.graph_id, "slug": stored.slug, "deleted": True, "runs_kept": kept})
     else:
         sys.stderr.write(f"deleted {stored.slug}" + (f"; its {kept} runs stay readable\n" if kept else "\n"))

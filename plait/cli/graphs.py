@@ -113,7 +113,7 @@ def _stored_facts(store: Any, stored: Any) -> dict[str, Any]:
             "schema_version_at_fork": graph.parent_schema_ver_at_fork,
         }
     return {
-        "id": stored.def_id,
+        "id": stored.graph_id,
         "slug": stored.slug,
         "name": graph.name,
         "version": stored.version,
@@ -139,7 +139,7 @@ def list_graphs(
         summaries = list_graphs(store, source_type=source_type)
     rows: list[dict[str, Any]] = [
         {
-            "id": s.listed.def_id,
+            "id": s.listed.graph_id,
             "slug": s.listed.slug,
             "version": s.listed.version,
             "schema_version": s.listed.schema_version,

@@ -78,11 +78,15 @@ class _PlaitHelp:
 
 
 class PlaitCommand(_PlaitHelp, TyperCommand):
+    """A command whose help shows plain metavars and whose usage errors are JSON too under `--json`."""
+
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         return _usage(self, ctx)
 
 
 class PlaitGroup(_PlaitHelp, TyperGroup):
+    """A command group like `PlaitCommand`; an unknown subcommand is a usage error reported the same way."""
+
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:
             return super().resolve_command(ctx, args)

@@ -23,6 +23,10 @@ STYLES = {
 
 
 class LiveView:
+    """The node states of one run on stderr while it executes: a live table on a terminal, else
+    one line per node event. Use it as a context manager and subscribe `on_event` to the
+    engine's `EventBus`; `store` is not read."""
+
     def __init__(self, store: Any, run_id: str):
         self.run_id = run_id
         self.console = Console(stderr=True)

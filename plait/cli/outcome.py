@@ -111,6 +111,7 @@ def review_lines(review: dict[str, Any]) -> list[str]:
 
 
 def write_lines(lines: list[str]) -> None:
+    """Write `lines` to stderr, one per line."""
     sys.stderr.write("".join(line + "\n" for line in lines))
 
 

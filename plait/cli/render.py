@@ -21,6 +21,7 @@ TYPE_STYLES = {
 
 
 def graph_json(graph: GraphDef, topo: Topology) -> dict[str, Any]:
+    """The graph as JSON for scripts: its id and name, entries, exits, Kahn levels, nodes and edges."""
     return {
         "id": graph.id,
         "name": graph.display_name,
@@ -43,6 +44,7 @@ def graph_json(graph: GraphDef, topo: Topology) -> dict[str, Any]:
 
 
 def render_graph(graph: GraphDef, topo: Topology, console: Console | None = None) -> None:
+    """Print the graph as a tree, level by level, each node with the edges leaving it."""
     console = console or Console(highlight=False)
     nodes = {n.id: n for n in graph.nodes}
     outs: dict[str, list[EdgeDef]] = {n: [] for n in nodes}

@@ -34,7 +34,7 @@ def show_command(
         run = store.runs.get(run_id)
         nodes = store.runs.node_runs(run_id)
         versions = store.ledger.history(run_id) if ledger else []
-        latest = store.graphs.latest_version(run.def_id)
+        latest = store.graphs.latest_version(run.graph_id)
         outputs, migrated = _outputs(store, run, nodes, raw)
     if json_output:
         print_json(_as_json(run, nodes, outputs, migrated, latest, versions if ledger else None))
@@ -103,7 +103,7 @@ def served(attempts: list[dict[str, Any]]) -> str:
 def _render(out: Any, run: Any, nodes: list[Any], outputs: dict[str, Any], latest: int) -> None:
     from rich.markup import escape
 
-    based = f"based on v{run.graph_def_ver}" + (f", latest is v{latest}" if latest != run.graph_def_ver else "")
+    based = f"based on v{run.graph_version}" + (f", latest is v{latest}" if latest != run.graph_version else "")
     header = f"[bold]run {run.id}[/]  graph {escape(run.graph_slug)} ({based})  status [bold]{run.status}[/]"
     out.print(header, soft_wrap=True)
     out.print(

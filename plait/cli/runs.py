@@ -39,7 +39,7 @@ def list_runs(
         table.add_row(
             r.id,
             r.graph_slug,
-            str(r.graph_def_ver),
+            str(r.graph_version),
             r.status,
             when(r.created_at),
             str(r.tokens_input + r.tokens_output),

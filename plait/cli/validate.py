@@ -20,6 +20,8 @@ def graph_files(target: Path) -> list[Path]:
 
 
 def run_validate(target: Path, json_output: bool) -> int:
+    """Compile `target` (a graph file, or every graph file in a folder) and print the diagnostics,
+    as text or JSON; the exit code: 0 when every file is valid, else 2."""
     if not target.exists():
         diag = Diagnostic(
             Category.CONFIG,

@@ -32,6 +32,18 @@ from plait.model.nodes import SkillScope
 
 @dataclass
 class CompileResult:
+    """What compiling a graph found; `plait validate` reports it.
+
+    - `valid` is True exactly when `errors` is empty; warnings never make a graph invalid.
+    - `errors` holds every problem found, not only the first, each a positioned `Diagnostic`.
+      A file that could not be read or parsed gives a result with only `file` and `errors` set.
+    - `graph` is the graph as written, holding only the parts that validated. `expanded` (SKILL
+      nodes inlined: what a run executes) and `aliases` are set only when the graph is valid.
+    - `topology` is that of `expanded` when it is set, else of the graph as written.
+    - `plan` is built on first access, and is None for an invalid graph.
+    The compiler fills it in; callers read it and do not change it.
+    """
+
     file: str | None
     graph: GraphDef | None = None
     """The graph as written (the parts that validated)."""
@@ -86,6 +98,14 @@ PASSES = (
 
 
 def compile_file(path: str | os.PathLike[str], *, _chain: tuple[str, ...] = ()) -> CompileResult:
+    """Compile the graph file at `path` (YAML, or JSON for a `.json` name) with every pass, and
+    inline its SKILLs.
+
+    Never raises for a bad graph or a file it cannot read: every problem comes back as a
+    diagnostic in the result. The SKILL files it names are compiled the same way, relative to
+    this file. `_chain` is internal: the files being compiled above this one, so that a SKILL
+    that includes itself is reported instead of followed.
+    """
     file = str(path)
     with _javascript_preloaded(path):
         try:
@@ -127,6 +147,10 @@ def compile_data(data: Any, *, file: str | None = None) -> CompileResult:
 
 
 def compile_doc(doc: SourceDoc, *, chain: tuple[str, ...] = ()) -> CompileResult:
+    """Compile already-parsed source: load it into a GraphDef, run every pass over what validated,
+    and, only when no pass found an error, inline its SKILLs (relative to `doc.file`, else to the
+    working directory). `chain`: the files being compiled above this one (see `compile_file`).
+    Never raises for a bad graph."""
     loaded = load_graph(doc)
     result = CompileResult(file=doc.file, graph=loaded.graph, errors=list(loaded.diagnostics))
     if not isinstance(doc.data, dict):

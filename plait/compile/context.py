@@ -17,6 +17,18 @@ from plait.model.nodes import NodeBase
 
 @dataclass
 class CheckContext:
+    """What every compiler pass is given, and where it reports.
+
+    - `build` indexes the loaded graph once, before the passes run. `nodes` holds the nodes that
+      validated (the first of each id); `topo`, `in_edges` and `out_edges` also cover the ids of
+      nodes that failed validation, so one bad node does not make its neighbours look
+      unconnected. Only edges between known nodes are indexed; an edge to `END` is in
+      `out_edges` only. `schemas` holds the first entry of each schema id.
+    - Passes read the indexes and do not change them. They add problems only through `report`,
+      which positions each one (a data path's line first, else the node's or the edge's) and
+      files it under `errors` or `warnings`.
+    """
+
     loaded: LoadedGraph
     topo: Topology
     nodes: dict[str, NodeBase] = field(default_factory=dict)

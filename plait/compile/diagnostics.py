@@ -13,17 +13,29 @@ from typing import Any
 
 
 class Category(StrEnum):
+    """What a diagnostic asks for: `config`, fix a field; `planning`, fix the graph's design."""
+
     CONFIG = "config"
     PLANNING = "planning"
 
 
 class Severity(StrEnum):
+    """Whether a diagnostic makes the graph invalid (`error`) or only warns (`warning`)."""
+
     ERROR = "error"
     WARNING = "warning"
 
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
+    """One problem found in a graph, in the same shape for errors and warnings. Immutable.
+
+    `code` is stable: tests and scripts match on it, with `category`. `node_id`, `edge_id`,
+    `file` and `line` (1-based) say where, when known; `hint` says how to fix it. `format()`
+    gives the compiler-style text `file:line: severity category/code ...`; `to_json()` gives the
+    fields without `severity` (errors and warnings are listed apart).
+    """
+
     category: Category
     code: str
     message: str

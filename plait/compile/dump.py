@@ -46,4 +46,5 @@ def _short_edge(edge: dict[str, Any]) -> dict[str, Any]:
 
 
 def dump_yaml(graph: GraphDef) -> str:
+    """`graph` as graph-file YAML (file field names, defaults left out) that loads back to an equal graph."""
     return yaml.dump(graph_to_data(graph), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -57,6 +57,9 @@ def _node_adapter() -> TypeAdapter[Any]:
 
 
 def load_graph(doc: SourceDoc) -> LoadedGraph:
+    """Validate `doc`'s data into a GraphDef part by part, never raising for bad data: each node,
+    edge, schema and migration that fails is left out and reported as a positioned diagnostic,
+    and the rest is kept so that the passes can check it."""
     data = doc.data
     if not isinstance(data, dict):
         kind = "empty" if data is None else type(data).__name__

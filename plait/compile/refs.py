@@ -17,6 +17,8 @@ RESERVED_ROOTS = ("input", "nodes", "current", "params")
 
 
 class RefKind(StrEnum):
+    """What a template path's root names: the run input, a node's output, `current` or a param."""
+
     INPUT = "input"
     NODE = "node"
     CURRENT = "current"
@@ -25,6 +27,8 @@ class RefKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ResolvedRef:
+    """What a template path names, and the path inside that value."""
+
     kind: RefKind
     path: tuple[Segment, ...]
     """Path inside the named value (after the node id / param name)."""
@@ -41,6 +45,8 @@ class RefError(ValueError):
 
 
 def resolve_ref(path: tuple[Segment, ...], node_ids: Collection[str], params: Collection[str]) -> ResolvedRef:
+    """What `path` names among `node_ids` and `params`; RefError, with suggestions, when its root
+    names nothing. A bare name is a param before it is a node."""
     root, rest = str(path[0]), path[1:]
     if root == "input":
         return ResolvedRef(RefKind.INPUT, rest)

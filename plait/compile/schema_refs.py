@@ -31,6 +31,8 @@ _REF_HINT = (
 
 @dataclass(frozen=True, slots=True)
 class RefProblem:
+    """A reference or pattern in a schema that Plait refuses, with where it is and how to fix it."""
+
     code: str
     """`external_schema_ref`, `unresolved_schema_ref` or `unsupported_regex`."""
     path: Path

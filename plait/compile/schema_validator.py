@@ -37,6 +37,7 @@ def registry_key(entries: Iterable[SchemaEntry]) -> str:
 
 
 def schema_key(schema: Any) -> str:
+    """`schema` as canonical JSON text (keys sorted): equal schemas get the same key, which caches their validator."""
     return json.dumps(schema, sort_keys=True)
 
 

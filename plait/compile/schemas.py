@@ -23,6 +23,8 @@ DEFAULT_DRAFT = "http://json-schema.org/draft-07/schema#"
 
 @dataclass(frozen=True, slots=True)
 class SchemaProblem:
+    """A reason a JSON Schema is invalid, and where inside the schema document it is."""
+
     path: tuple[str | int, ...]
     """Where inside the schema document the problem is."""
     message: str
@@ -144,6 +146,8 @@ def _fmt(value: Any) -> str:
 
 
 class PathStatus(Enum):
+    """Whether a schema declares a field path (`lookup_path`): yes, no, or it does not say."""
+
     OK = "ok"
     MISSING = "missing"
     UNKNOWN = "unknown"
@@ -181,6 +185,7 @@ def _open(schema: dict[str, Any]) -> bool:
 
 
 def declared_fields(schema: Any) -> list[str]:
+    """The property names a schema declares at its top level (none when it declares no `properties`)."""
     if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
         return list(schema["properties"])
     return []

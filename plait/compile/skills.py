@@ -27,6 +27,8 @@ MAX_SKILL_DEPTH = 5
 
 @dataclass
 class Expansion:
+    """A graph with its SKILL nodes inlined, or the errors that prevented it."""
+
     graph: GraphDef
     aliases: dict[str, list[str]] = field(default_factory=dict)
     """SKILL node id -> the prefixed exit node ids whose outputs stand for it."""
@@ -44,6 +46,10 @@ def expand_skills(
     compile_file: CompileFn,
     line_of: Callable[[str], int | None],
 ) -> Expansion:
+    """`graph` with each SKILL node replaced by its skill file's nodes (paths relative to `file`,
+    else to the working directory). Each skill is compiled with `compile_file` first and only a
+    valid one is inlined; a missing, invalid, self-including or too deeply nested skill is an
+    error in the result, and its own errors follow it. Never raises for a bad skill."""
     result = Expansion(graph)
     skills = [n for n in graph.nodes if isinstance(n, SkillNode)]
     if not skills:

@@ -57,6 +57,7 @@ class SourceDoc:
 
 
 def max_graph_bytes() -> int:
+    """The largest graph file read: `PLAIT_MAX_GRAPH_BYTES` when it is a whole number, else 4 MiB."""
     raw = os.environ.get(MAX_BYTES_ENV)
     return int(raw) if raw and raw.isdigit() else DEFAULT_MAX_BYTES
 
@@ -81,6 +82,9 @@ def read_source(path: str | os.PathLike[str]) -> SourceDoc:
 
 
 def parse_source(raw: bytes | str, *, file: str | None = None, as_json: bool = False) -> SourceDoc:
+    """Parse graph-file content (YAML, or JSON with `as_json`) into data and the line of every key
+    and item; GraphLoadError, positioned, for bad bytes or syntax, a duplicate key, excessive
+    nesting or a value that cannot be stored."""
     text = raw if isinstance(raw, str) else _decode(raw, file)
     if not as_json:
         data, lines = _parse_yaml_events(text, file)

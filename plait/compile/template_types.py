@@ -94,12 +94,22 @@ class TemplateRef:
 
 @dataclass(frozen=True, slots=True)
 class Template:
+    """A template as `parse_template` reads it. Immutable, and shared: parsing is cached per text.
+
+    `source` is Jinja source whatever spelling was written (`%path%` becomes `{{ path }}`, `%%`
+    becomes `%`), so one renderer executes every template. `refs` lists each static data
+    reference found, once per occurrence, tagged `percent` when it was written `%path%`; at a
+    dynamic index (`a[i]`) the path stops before it.
+    """
+
     source: str
     """Normalised Jinja source."""
     refs: tuple[TemplateRef, ...]
 
 
 class TemplateError(ValueError):
+    """A template that does not parse or uses an unknown filter; `line` is its line in the template, when known."""
+
     def __init__(self, message: str, line: int | None = None):
         super().__init__(message)
         self.line = line

@@ -13,6 +13,17 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Topology:
+    """The structure of a graph's nodes and edges, worked out once by `build`.
+
+    - `order` is the node ids as given; `preds` and `succs` list each node's neighbours (an edge
+      naming an unknown node is left out; a repeated edge counts as often as it is given).
+    - `levels` are Kahn levels: a node's predecessors are all in earlier levels. Nodes on a
+      cycle or downstream of one are in no level but in `cyclic`.
+    - `is_upstream` reads ancestor sets computed by `build`, so it stays cheap for large graphs;
+      it is False for a node in `cyclic`.
+    Build it with `build` and do not change it: the ancestor sets are not recomputed.
+    """
+
     order: list[str]
     """Node ids in file order."""
     preds: dict[str, list[str]] = field(default_factory=dict)

@@ -6,7 +6,7 @@ from plait.engine.state import CompiledRun
 from plait.store import Store
 
 
-def load_compiled(store: Store, def_id: str, version: int) -> CompiledRun:
-    """Version `version` of the stored graph `def_id`, indexed for execution; raises the
+def load_compiled(store: Store, graph_id: str, version: int) -> CompiledRun:
+    """Version `version` of the stored graph `graph_id`, indexed for execution; raises the
     store's error when that version is not stored."""
-    return CompiledRun.from_graph(store.graphs.get(def_id, version).graph)
+    return CompiledRun.from_graph(store.graphs.get(graph_id, version).graph)

@@ -51,10 +51,10 @@ class FewshotSource:
         self.store = store
         self._embed = embed
 
-    def examples(self, node: LlmCallNode, def_id: str, run_id: str, prompt: str) -> list[Example]:
+    def examples(self, node: LlmCallNode, graph_id: str, run_id: str, prompt: str) -> list[Example]:
         if not node.use_overrides_as_fewshot or node.fewshot_max_count == 0:
             return []
-        records = self.store.runs.corrections_of(def_id, node.id, exclude_run=run_id, limit=CANDIDATES)
+        records = self.store.runs.corrections_of(graph_id, node.id, exclude_run=run_id, limit=CANDIDATES)
         pool = [_example(r) for r in records]
         embed = (self._embed or embedder()) if node.fewshot_selection == FewshotSelection.SIMILAR else None
         return select(pool, node.fewshot_selection, node.fewshot_max_count, prompt, embed)

@@ -99,7 +99,7 @@ class Engine:
       `EngineError` before anything is written. The caller checks the input first.
     - One engine at a time executes a run: it holds a lease on the run row, renewed while it
       runs. Every node is claimed in the database before it executes, so two engines never
-      execute the same activation, and a node whose result was committed is never executed again.
+      execute the same activation, and an activation whose result was committed never runs again.
     - When the call driving a run is cancelled or raises, the run is given up in one
       transaction: its running nodes go back to `pending` and the lease is released, so the next
       `run`, here or elsewhere, continues at once and executes them again.
@@ -152,10 +152,10 @@ class Engine:
     async def aclose(self) -> None:
         await self.runtime.aclose()
 
-    def compiled_for(self, def_id: str, version: int) -> CompiledRun:
-        key = (def_id, version)
+    def compiled_for(self, graph_id: str, version: int) -> CompiledRun:
+        key = (graph_id, version)
         if key not in self._compiled:
-            self._compiled[key] = load_compiled(self.store, def_id, version)
+            self._compiled[key] = load_compiled(self.store, graph_id, version)
         return self._compiled[key]
 
     async def run(self, run_id: str) -> RunOutcome:
@@ -164,12 +164,12 @@ class Engine:
             record, acquired = self._begin(run_id)
             if not acquired:
                 return RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
-            compiled = self.compiled_for(record.def_id, record.graph_def_ver)
-            state = RunState(compiled, record.input or {}, run_id=run_id, def_id=record.def_id)
+            compiled = self.compiled_for(record.graph_id, record.graph_version)
+            state = RunState(compiled, record.input or {}, run_id=run_id, graph_id=record.graph_id)
             if record.started_at is not None:  # a fresh run has no node runs to restore
                 restore(state, self.store.runs.node_runs(run_id))
                 restore_ledger(state, self.store, run_id)
-            graph = (record.graph_slug, record.graph_def_ver)
+            graph = (record.graph_slug, record.graph_version)
             return await self._drive(run_id, state, graph, set_up, seen=record.corrections)
 
     async def start(self, graph: StoredGraph, run_input: dict[str, Any]) -> RunOutcome:
@@ -182,17 +182,17 @@ class Engine:
         created before any model call goes out.
         """
         async with self._admitted() as set_up:
-            compiled = self.compiled_for(graph.def_id, graph.version)
+            compiled = self.compiled_for(graph.graph_id, graph.version)
             self._check_supported(compiled)
             run_id = self.store.runs.add(
-                def_id=graph.def_id,
-                graph_def_ver=graph.version,
+                graph_id=graph.graph_id,
+                graph_version=graph.version,
                 schema_version=graph.schema_version,
                 input=run_input,
                 lease=(self.owner, self.lease_ttl_s),
                 llm=self.llm,
             )
-            state = RunState(compiled, run_input, run_id=run_id, def_id=graph.def_id)
+            state = RunState(compiled, run_input, run_id=run_id, graph_id=graph.graph_id)
             return await self._drive(run_id, state, (graph.slug, graph.version), set_up)
 
     @contextlib.asynccontextmanager
@@ -265,13 +265,13 @@ class Engine:
         )
 
     def _check_record(self, record: RunRecord) -> None:
-        self._check_supported(self.compiled_for(record.def_id, record.graph_def_ver))
+        self._check_supported(self.compiled_for(record.graph_id, record.graph_version))
 
     def check_executable(self, graph: StoredGraph) -> None:
         """Raise EngineError when this engine could not execute a run of `graph` (a node type not
         executed yet, no provider serving a role, a model lacking a capability, an MCP server not
         configured): what `run` and `start` check, for callers that refuse before a run exists."""
-        self._check_supported(self.compiled_for(graph.def_id, graph.version))
+        self._check_supported(self.compiled_for(graph.graph_id, graph.version))
 
     def _check_supported(self, compiled: CompiledRun) -> None:
         for node in compiled.nodes.values():

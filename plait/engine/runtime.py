@@ -123,10 +123,10 @@ class Runtime:
     def fewshot_lookup(self, state: RunState) -> FewshotLookup | None:
         """Where a node of this run finds its corrected examples (other runs of the same graph)."""
         source = self.fewshot
-        if source is None or state.def_id is None:
+        if source is None or state.graph_id is None:
             return None
-        def_id, run_id = state.def_id, state.run_id
-        return lambda node, prompt: source.examples(node, def_id, run_id, prompt)
+        graph_id, run_id = state.graph_id, state.run_id
+        return lambda node, prompt: source.examples(node, graph_id, run_id, prompt)
 
     def counter(self, role: str, model: str | None = None) -> TokenCounter:
         """The tokenizer of the model a call for `role` (or `model`) would go to first, as the

@@ -139,17 +139,17 @@ class RunState:
     - `edge_active`, `decide`, `successors`, `active_predecessors` and the readers below change
       nothing.
     - `outputs()`, `outputs_named()`, `current_for()` and `run_output()` give values without the
-      schema meta keys (what templates and expressions see). The dicts they build are new, but
-      the values in them are the stored objects themselves: do not change them.
+      schema meta keys (what templates and expressions see). What they return shares the values
+      the state holds (it may be one of them): read it, do not change it.
     """
 
     def __init__(
-        self, compiled: CompiledRun, run_input: dict[str, Any], *, run_id: str = "", def_id: str | None = None
+        self, compiled: CompiledRun, run_input: dict[str, Any], *, run_id: str = "", graph_id: str | None = None
     ):
         self.compiled = compiled
         self.input = run_input
         self.run_id = run_id
-        self.def_id = def_id
+        self.graph_id = graph_id
         """The stored graph the run belongs to (None in a dry run of a file)."""
         self.nodes = {node_id: NodeState(node) for node_id, node in compiled.nodes.items()}
         self._outputs: dict[str, Any] = {}

@@ -21,7 +21,7 @@ def list_graphs(store: Store, *, source_type: str | None = None) -> list[GraphSu
     """Live graphs by slug, optionally of one source type (StoreError for an unknown type)."""
     graphs = store.graphs.list(source_type=source_type)
     everything = graphs if source_type is None else store.graphs.list()
-    latest = {g.def_id: g.version for g in everything}
+    latest = {g.graph_id: g.version for g in everything}
     return [GraphSummary(g, _parent_updated(g.parent_def_id, g.parent_def_ver_at_fork, latest)) for g in graphs]
 
 
@@ -35,7 +35,7 @@ def parent_updated(store: Store, graph: StoredGraph) -> bool:
         now = store.graphs.get(parent)
     except NotFoundError:
         return False
-    latest = {} if now.deleted_at is not None else {now.def_id: now.version}
+    latest = {} if now.deleted_at is not None else {now.graph_id: now.version}
     return _parent_updated(parent, graph.graph.parent_def_ver_at_fork, latest)
 
 

@@ -145,7 +145,7 @@ def fork_graph(store: Store, ref: str, name: str | None = None, *, display_name:
             "id": slug,
             "name": display_name or f"{parent.graph.name or parent.slug} (fork)",
             "source_type": kind,
-            "parent_def_id": parent.def_id,
+            "parent_def_id": parent.graph_id,
             "parent_def_ver_at_fork": parent.version,
             "parent_schema_ver_at_fork": parent.schema_version,
         }
@@ -185,7 +185,7 @@ def diff_fork(store: Store, ref: str, against: int | None = None) -> ForkDiff:
     fork = store.graphs.get(ref)
     base, now = parent_of(store, fork)
     if against is not None:
-        base = store.graphs.get(base.def_id, against)
+        base = store.graphs.get(base.graph_id, against)
     return ForkDiff(fork, base.version, now.version, _items(base.graph, now.graph, fork.graph), now.graph)
 
 

@@ -30,7 +30,7 @@ def read_outputs(store: Store, run: RunRecord, nodes: list[NodeRunRecord], *, ra
     as_stored = {n.id: n.effective_output for n in nodes}
     if raw:
         return Outputs(as_stored, {})
-    today = store.graphs.schema_versions(run.def_id)
+    today = store.graphs.schema_versions(run.graph_id)
     if not any(outdated(value, today) for value in as_stored.values()):
         return Outputs(as_stored, {})
     from plait.evolve.reader import RunReader  # only now: it loads the graph models and the sandbox

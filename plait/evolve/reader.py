@@ -31,7 +31,7 @@ class RunReader:
     def output(self, record: NodeRunRecord) -> Any:
         """The node run's effective output, migrated to the current schemas when it is older."""
         if self._today is None:  # the graph's latest version: today's schemas, read once
-            graph = self.store.graphs.get(self.run.def_id).graph
+            graph = self.store.graphs.get(self.run.graph_id).graph
             self._today = schemas_by_id(graph), tuple(graph.migrations)
         schemas, migrations = self._today
         result = migrate_output(

@@ -20,6 +20,8 @@ KEY_VERSION = 1
 
 
 def cache_key(identity: str, request: ChatRequest) -> str:
+    """The response-cache key of `request` served by `identity` ("provider/model"): a SHA-256 of
+    canonical JSON of what determines the answer, so equal requests get equal keys in any process."""
     material = {
         "v": KEY_VERSION,
         "model": identity,
@@ -39,6 +41,7 @@ def identity_of(provider: Provider | None, request: ChatRequest) -> str | None:
 
 
 def stored_answer(response: ChatResponse) -> dict[str, Any]:
+    """What the cache keeps of an answer: its content, tool calls and token usage (not its cost or decisions)."""
     return {
         "content": response.content,
         "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls],

@@ -18,6 +18,8 @@ from plait.redact import redact
 
 @dataclass(frozen=True, slots=True)
 class ProviderStatus:
+    """Whether one configured provider can be used on this machine, and why not."""
+
     provider: ProviderConfig
     problems: tuple[str, ...]
     """Why it cannot be used here (empty: usable)."""
@@ -31,6 +33,8 @@ class ProviderStatus:
 
 @dataclass(frozen=True, slots=True)
 class RoleStatus:
+    """Where one role's requests can go: each of its targets, with the reasons it cannot serve."""
+
     role: str
     targets: tuple[tuple[str, tuple[str, ...]], ...]
     """Each "provider/model" with why it cannot serve (empty: it can)."""
@@ -43,6 +47,8 @@ class RoleStatus:
 
 @dataclass(frozen=True, slots=True)
 class ConfigReport:
+    """Every provider's and role's status, and the problems that keep roles from being served."""
+
     config: PlaitConfig
     providers: tuple[ProviderStatus, ...]
     roles: tuple[RoleStatus, ...]
@@ -55,6 +61,8 @@ class ConfigReport:
 
 
 def check_config(config: PlaitConfig) -> ConfigReport:
+    """Check `config` against this machine (providers enabled, keys set, files and extras present)
+    without calling any provider; a key's value never enters the report, only whether it is set."""
     providers = tuple(_provider_status(p, config.source) for p in config.providers)
     by_id = {s.provider.id: s for s in providers}
     roles: list[RoleStatus] = []

@@ -43,6 +43,22 @@ _learned: dict[tuple[str, str], JsonMode] = {}
 
 
 class OpenAIProvider(Provider):
+    """One `openai` provider of `plait.toml`: an OpenAI-compatible Chat Completions endpoint.
+
+    What a caller can rely on:
+    - `complete` sends one request and never retries on its own: retrying and failing over are
+      the pool's decisions. The one exception: a server that refuses the structured-output form
+      is asked once more in the next weaker form, down to the weakest; each step is recorded as
+      a `json_mode_downgraded` decision and remembered for the process, per server URL and model.
+    - Every failure is a `ProviderError`. 429, 5xx, timeouts, connection errors, malformed and
+      broken-off answers are retryable; other 4xx, and a refusal of the weakest form, are not.
+    - A streamed answer that ends before the model finished is an error (`truncated`), never a
+      short answer.
+    - The answer names the model called and this provider's id, and is priced from the prices
+      configured for that model (0.0 without).
+    `aclose` closes the HTTP client; call nothing on the provider after it.
+    """
+
     def __init__(self, config: ProviderConfig, api_key: str | None = None):
         from openai import AsyncOpenAI
 

@@ -48,6 +48,24 @@ class _Lane:
 
 
 class ProviderPool(Provider):
+    """The provider that routes each request, by its role, to the providers of `plait.toml`.
+
+    What a caller can rely on:
+    - What can be used here is checked once, when the pool is built (`check_config`):
+      `refusal`, `lacks` and `complete` agree on it for the pool's lifetime.
+    - `complete` tries the role's targets in order, a target with capacity now going first. It
+      holds each provider to its `max_concurrency`, `rpm` and `tpm` within this process (not
+      across processes), retries a retryable error on the same target with backoff, then fails
+      over to the next target, and after the last tries `[pool] degrade_to` if that is set.
+    - The answer names the target that served it (provider id and model as in `plait.toml`)
+      and its cost, and its `decisions` record every step (queued, sent, retry, failover...).
+      A `ProviderError` it raises carries the same decisions: at once for an error that trying
+      again cannot fix (kind `config` when no target can serve the role), else once every
+      target has failed.
+    - Providers are built on first use; `aclose` closes them.
+    Concurrent calls are safe on one event loop; the pool is not thread-safe.
+    """
+
     name = "pool"
 
     def __init__(

@@ -38,16 +38,23 @@ class _Strict(BaseModel):
 
 
 class ScriptedToolCall(_Strict):
+    """A tool call a scripted response makes: the tool's name and its arguments."""
+
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
 class ScriptedUsage(_Strict):
+    """The token counts a scripted response reports (estimated from the text when not given)."""
+
     input: int = 0
     output: int = 0
 
 
 class ScriptedResponse(_Strict):
+    """One rule of a scripted responses file (see the module docstring): when it applies and the
+    one answer it gives (`output`, `text`, `tool_calls` or `error`); validated when loaded."""
+
     node: str | None = None
     match: str | None = None
     output: Any = None
@@ -77,6 +84,8 @@ class ScriptedResponse(_Strict):
 
 
 class ScriptFile(_Strict):
+    """A scripted responses file: its rules, first match wins, and where to log the calls."""
+
     responses: list[ScriptedResponse]
     log: str | None = None
 
@@ -86,6 +95,7 @@ class ScriptError(ValueError):
 
 
 def load_script(path: str | os.PathLike[str]) -> ScriptFile:
+    """The scripted responses file at `path`, validated; ScriptError naming every problem when it cannot be used."""
     file = Path(path)
     try:
         data = read_document(file, f"scripted responses {file}", "")

@@ -20,6 +20,20 @@ CRITICAL = 8
 
 
 class PrioritySlots:
+    """One provider's concurrency slots, handed out by priority.
+
+    What a caller can rely on:
+    - At most `capacity` slots are in use. Requests below `CRITICAL` (8) use at most
+      `capacity - reserved` of them, so `reserved` slots stay free for critical ones; the
+      reserve is never every slot.
+    - Waiting requests are granted highest priority first, first come first served within a
+      priority, and a request never takes a slot ahead of a waiter as urgent as it or more
+      (`has_room` and `try_acquire` say no then).
+    - Each successful `acquire` or `try_acquire` needs exactly one `release`. An `acquire`
+      cancelled while it waits holds nothing: a slot granted just as it was cancelled goes back.
+    Use it from one event loop; it is not thread-safe.
+    """
+
     def __init__(self, capacity: int, reserve_share: float = 0.0):
         self.capacity = capacity
         self.reserved = min(capacity - 1, math.ceil(capacity * reserve_share)) if reserve_share > 0 else 0

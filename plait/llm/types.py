@@ -19,6 +19,10 @@ def response_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | 
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """One tool call in a model's answer. Immutable. `id` is the provider's id for the call, which
+    the tool's result refers to; `arguments` is always a dict (the OpenAI provider keeps
+    arguments that are not a JSON object as `{"_raw": text}` or `{"_value": value}`)."""
+
     id: str
     name: str
     arguments: dict[str, Any]
@@ -26,12 +30,23 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """The tokens one call used, as the provider reports them (0 when it does not). Immutable."""
+
     input_tokens: int = 0
     output_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
+    """One chat request, as the engine builds it and every provider takes it.
+
+    Frozen: each layer changes it with `dataclasses.replace` (the pool sets `model`, the tool
+    loop `messages` and `tools`). Its lists are shared, not copied, so a provider must not change
+    `messages` or `tools` in place. `model` None: the model configured for the role's target
+    (or a provider's first listed model). `timeout_s` bounds the whole call, waiting in the
+    pool included (the engine enforces it).
+    """
+
     node_id: str
     messages: list[dict[str, Any]]
     """OpenAI chat messages: `{"role": "system"|"user"|"assistant"|"tool", "content": ...}`."""
@@ -59,6 +74,14 @@ class ChatRequest:
 
 @dataclass(frozen=True, slots=True)
 class ChatResponse:
+    """A provider's answer to one request. Frozen; its lists are shared: do not change them.
+
+    `content` is the answer's text, None when the model only called tools. `provider` and
+    `model` name what really served the request (through the pool: the `plait.toml` provider id
+    and model, which a failover may have changed), and `cost_usd` is that call's price (0.0 when
+    unknown). `decisions` lists, in order, what the pool and the provider did on the way.
+    """
+
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)

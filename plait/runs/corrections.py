@@ -113,7 +113,7 @@ class Corrections:
         self.by = by
         self.wait_s = wait_s
         self.lease_ttl_s = lease_ttl_s
-        self._writer = CorrectionWriter(store.engine)
+        self._writer = CorrectionWriter(store.db)
 
     # -- the corrections ---------------------------------------------------------------------------
 
@@ -358,7 +358,7 @@ class Corrections:
 
     def _load(self, run_id: str) -> _Run:
         record = self.store.runs.get(run_id)
-        compiled = load_compiled(self.store, record.def_id, record.graph_def_ver)
+        compiled = load_compiled(self.store, record.graph_id, record.graph_version)
         newest = current_activations(self.store.runs.node_runs(run_id))
         return _Run(record, compiled, newest, self.store.ledger.heads(run_id))
 

@@ -66,9 +66,9 @@ class RunFacts:
     def of(cls, run: RunRecord) -> RunFacts:
         return cls(
             id=run.id,
-            graph_id=run.def_id,
+            graph_id=run.graph_id,
             graph=run.graph_slug,
-            graph_version=run.graph_def_ver,
+            graph_version=run.graph_version,
             status=str(run.status),
             output=run.output,
             tokens_input=run.tokens_input,
@@ -207,8 +207,8 @@ def diff_runs(store: Store, run_a: str, run_b: str) -> RunDiff:
     Nodes come in the topological order of run A's graph version, then the nodes only in B's.
     """
     record_a, record_b = store.runs.get(run_a), store.runs.get(run_b)
-    graph_a = store.graphs.get(record_a.def_id, record_a.graph_def_ver).graph
-    graph_b = store.graphs.get(record_b.def_id, record_b.graph_def_ver).graph
+    graph_a = store.graphs.get(record_a.graph_id, record_a.graph_version).graph
+    graph_b = store.graphs.get(record_b.graph_id, record_b.graph_version).graph
     current_a = current_activations(store.runs.node_runs(run_a))
     current_b = current_activations(store.runs.node_runs(run_b))
     in_a = set(topological_order(graph_a)) | set(current_a)

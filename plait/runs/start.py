@@ -69,8 +69,8 @@ def start_run(
     if check is not None:
         check(stored)
     return store.runs.add(
-        def_id=stored.def_id,
-        graph_def_ver=stored.version,
+        graph_id=stored.graph_id,
+        graph_version=stored.version,
         schema_version=stored.schema_version,
         input=run_input,
         llm=llm,

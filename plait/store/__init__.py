@@ -4,7 +4,7 @@ schema managed by the Alembic migrations shipped in `plait/store/migrations/`.
     from plait.store import Store
     store = Store()                      # PLAIT_DB, else sqlite:///./.plait/plait.db
     stored = store.graphs.save(graph)    # new version only when the content changed
-    run = store.runs.create(def_id=stored.def_id, graph_def_ver=stored.version,
+    run = store.runs.create(graph_id=stored.graph_id, graph_version=stored.version,
                             schema_version=stored.schema_version, input={"text": "..."})
     claim = store.runs.claim_node(run.id, "classify", 0, owner="engine-1")   # None: do not run
     store.runs.finish_node(claim.id, "engine-1", status=NodeStatus.COMPLETED, output={...})

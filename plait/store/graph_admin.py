@@ -42,11 +42,11 @@ class GraphAdmin:
         self._engine = engine
         self._writer = writer(engine)
 
-    def versions(self, def_id: str) -> list[VersionInfo]:
+    def versions(self, graph_id: str) -> list[VersionInfo]:
         """Every stored version of a graph, oldest first, with how many runs pinned each."""
         pinned = (
             select(GRAPH_RUN.c.graph_def_ver, func.count().label("runs"))
-            .where(GRAPH_RUN.c.prompt_graph_def_id == def_id)
+            .where(GRAPH_RUN.c.prompt_graph_def_id == graph_id)
             .group_by(GRAPH_RUN.c.graph_def_ver)
             .subquery()
         )
@@ -59,22 +59,22 @@ class GraphAdmin:
                 func.coalesce(pinned.c.runs, 0).label("runs"),
             )
             .outerjoin(pinned, pinned.c.graph_def_ver == GRAPH_DEF_VERSION.c.version)
-            .where(GRAPH_DEF_VERSION.c.def_id == def_id)
+            .where(GRAPH_DEF_VERSION.c.def_id == graph_id)
             .order_by(GRAPH_DEF_VERSION.c.version)
         )
         with self._engine.connect() as conn:
             rows = conn.execute(query).all()
         return [VersionInfo(r.version, r.schema_version, r.content_hash, r.created_at, r.runs) for r in rows]
 
-    def runs_of(self, def_id: str) -> int:
+    def runs_of(self, graph_id: str) -> int:
         """How many runs, of any version, the graph has."""
         with self._engine.connect() as conn:
             count = conn.execute(
-                select(func.count()).select_from(GRAPH_RUN).where(GRAPH_RUN.c.prompt_graph_def_id == def_id)
+                select(func.count()).select_from(GRAPH_RUN).where(GRAPH_RUN.c.prompt_graph_def_id == graph_id)
             ).scalar_one()
         return int(count)
 
-    def delete(self, def_id: str, slug: str, source_type: str, *, force: bool = False) -> int:
+    def delete(self, graph_id: str, slug: str, source_type: str, *, force: bool = False) -> int:
         """Mark a graph deleted; refused for a system graph, and without `force` for a graph with
         runs (their pinned versions stay readable either way). Returns the number of runs kept."""
         if source_type == SourceType.SYSTEM:
@@ -82,7 +82,7 @@ class GraphAdmin:
                 f"graph '{slug}' ships with Plait (source_type system) and cannot be deleted; "
                 f"fork it (`plait graphs fork {slug}`) to have a copy of your own"
             )
-        runs = self.runs_of(def_id)
+        runs = self.runs_of(graph_id)
         if runs and not force:
             raise StoreError(
                 f"graph '{slug}' has {runs} runs: deleting it hides it from `plait graphs list` but keeps "
@@ -91,7 +91,7 @@ class GraphAdmin:
         with self._writer.begin() as conn:
             conn.execute(
                 update(GRAPH_DEF)
-                .where(GRAPH_DEF.c.id == def_id, GRAPH_DEF.c.deleted_at.is_(None))
+                .where(GRAPH_DEF.c.id == graph_id, GRAPH_DEF.c.deleted_at.is_(None))
                 .values(deleted_at=time.time())
             )
         return runs

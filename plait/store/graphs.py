@@ -192,11 +192,11 @@ class GraphRepository:
                 "updated_at": now,
             }
             if current is None:
-                def_id, version, created_at = str(uuid.uuid4()), 1, now
+                graph_id, version, created_at = str(uuid.uuid4()), 1, now
                 schema_version = graph.schema_version or DEFAULT_SCHEMA_VERSION
                 conn.execute(
                     insert(GRAPH_DEF).values(
-                        id=def_id,
+                        id=graph_id,
                         slug=graph.id,
                         version=1,
                         schema_version=schema_version,
@@ -210,11 +210,11 @@ class GraphRepository:
                         f"graph '{graph.id}' ships with Plait (source_type system) and is read-only; fork it "
                         f"(`plait graphs fork {graph.id}`) and change the fork"
                     )
-                def_id, created_at = current.id, current.created_at
+                graph_id, created_at = current.id, current.created_at
                 latest = conn.execute(
                     select(*_VERSION_COLS)
                     .select_from(GRAPH_DEF.join(GRAPH_DEF_VERSION, GRAPH_DEF_VERSION.c.def_id == GRAPH_DEF.c.id))
-                    .where(GRAPH_DEF.c.id == def_id, GRAPH_DEF_VERSION.c.version == current.version)
+                    .where(GRAPH_DEF.c.id == graph_id, GRAPH_DEF_VERSION.c.version == current.version)
                 ).one()
                 if latest.content_hash == digest:
                     return self._stored(latest, created=False)
@@ -222,14 +222,14 @@ class GraphRepository:
                 schema_version = graph.schema_version or current.schema_version
                 changed = conn.execute(
                     update(GRAPH_DEF)
-                    .where(GRAPH_DEF.c.id == def_id, GRAPH_DEF.c.version == current.version)
+                    .where(GRAPH_DEF.c.id == graph_id, GRAPH_DEF.c.version == current.version)
                     .values(version=version, schema_version=schema_version, **mirror)
                 ).rowcount
                 if changed != 1:
                     raise _Conflict
             conn.execute(
                 insert(GRAPH_DEF_VERSION).values(
-                    def_id=def_id,
+                    def_id=graph_id,
                     version=version,
                     content_json=content,
                     content_hash=digest,
@@ -238,7 +238,7 @@ class GraphRepository:
                 )
             )
         return StoredGraph(
-            def_id=def_id,
+            graph_id=graph_id,
             slug=graph.id,
             version=version,
             latest_version=version,
@@ -309,28 +309,28 @@ class GraphRepository:
         return [
             GraphListing(
                 **{c.name: getattr(row, c.name) for c in _LISTED_COLS if c.name != "id"},
-                def_id=row.id,
+                graph_id=row.id,
                 nodes=int(row.nodes or 0),
                 updated_at=row.version_created_at,
             )
             for row in rows
         ]
 
-    def latest_version(self, def_id: str) -> int:
-        """The newest version of graph `def_id` (deleted or not), without reading the graph."""
-        return int(self._row_value(def_id, GRAPH_DEF.c.version))
+    def latest_version(self, graph_id: str) -> int:
+        """The newest version of graph `graph_id` (deleted or not), without reading the graph."""
+        return int(self._row_value(graph_id, GRAPH_DEF.c.version))
 
-    def schema_versions(self, def_id: str) -> dict[str, str]:
-        """{schema id: version} of the latest version of graph `def_id` (its row's copy of the
+    def schema_versions(self, graph_id: str) -> dict[str, str]:
+        """{schema id: version} of the latest version of graph `graph_id` (its row's copy of the
         schema registry, no graph parsed): what a reader checks stored outputs against."""
-        registry = self._row_value(def_id, GRAPH_DEF.c.schema_registry_json)
+        registry = self._row_value(graph_id, GRAPH_DEF.c.schema_registry_json)
         return {str(entry["id"]): str(entry["version"]) for entry in registry}  # defaults are stored resolved
 
-    def _row_value(self, def_id: str, column: Any) -> Any:
+    def _row_value(self, graph_id: str, column: Any) -> Any:
         with self._engine.connect() as conn:
-            value = conn.execute(select(column).where(GRAPH_DEF.c.id == def_id)).scalar_one_or_none()
+            value = conn.execute(select(column).where(GRAPH_DEF.c.id == graph_id)).scalar_one_or_none()
         if value is None:
-            raise NotFoundError(f"no graph with id '{def_id}' in this database")
+            raise NotFoundError(f"no graph with id '{graph_id}' in this database")
         return value
 
     def _remember(self, row: Any, content: Any) -> GraphDef:
@@ -349,7 +349,7 @@ class GraphRepository:
         if graph is None:
             graph = self._parsed.get((row.id, row.version)) or self._remember(row, row.content_json)
         return StoredGraph(
-            def_id=row.id,
+            graph_id=row.id,
             slug=row.slug,
             version=row.version,
             latest_version=row.latest_version,

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from plait.deprecation import deprecated_alias
 from plait.model.enums import NodeStatus, RunStatus
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ class StoredGraph:
     the value returned by the `save` call that stored this version.
     """
 
-    def_id: str
+    graph_id: str
     slug: str
     version: int
     latest_version: int
@@ -43,13 +44,18 @@ class StoredGraph:
     deleted_at: float | None = None
     """Set when the graph was deleted: its runs stay readable, no new run starts."""
 
+    @property
+    def def_id(self) -> str:
+        """Deprecated name of `graph_id` (docs/changes.md)."""
+        return deprecated_alias("def_id", "graph_id", self.graph_id)
+
 
 @dataclass(frozen=True, slots=True)
 class GraphListing:
     """A live graph as a list shows it: its latest version's facts, read from the graph's row
     alone (the graph itself is not parsed, so listing many graphs stays cheap)."""
 
-    def_id: str
+    graph_id: str
     slug: str
     name: str
     description: str | None
@@ -65,6 +71,11 @@ class GraphListing:
     parent_def_ver_at_fork: int | None
     parent_schema_ver_at_fork: str | None
 
+    @property
+    def def_id(self) -> str:
+        """Deprecated name of `graph_id` (docs/changes.md)."""
+        return deprecated_alias("def_id", "graph_id", self.graph_id)
+
 
 @dataclass(frozen=True, slots=True)
 class RunRecord:
@@ -73,9 +84,9 @@ class RunRecord:
     read the run again to see later changes."""
 
     id: str
-    def_id: str
+    graph_id: str
     graph_slug: str
-    graph_def_ver: int
+    graph_version: int
     schema_version: str
     status: RunStatus
     input: dict[str, Any]
@@ -103,9 +114,9 @@ class RunRecord:
         """The run as `plait runs list --json` and `GET /api/runs` present it."""
         return {
             "id": self.id,
-            "graph_id": self.def_id,
+            "graph_id": self.graph_id,
             "graph": self.graph_slug,
-            "graph_version": self.graph_def_ver,
+            "graph_version": self.graph_version,
             "status": str(self.status),
             "created_at": self.created_at,
             "started_at": self.started_at,
@@ -118,6 +129,16 @@ class RunRecord:
             "llm": self.llm,
             "llm_history": list(self.llm_history),
         }
+
+    @property
+    def def_id(self) -> str:
+        """Deprecated name of `graph_id` (docs/changes.md)."""
+        return deprecated_alias("def_id", "graph_id", self.graph_id)
+
+    @property
+    def graph_def_ver(self) -> int:
+        """Deprecated name of `graph_version` (docs/changes.md)."""
+        return deprecated_alias("graph_def_ver", "graph_version", self.graph_version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,9 +222,9 @@ def run_from_row(row: Any) -> RunRecord:
     """The record of a run row joined with its graph's slug."""
     return RunRecord(
         id=row.id,
-        def_id=row.prompt_graph_def_id,
+        graph_id=row.prompt_graph_def_id,
         graph_slug=row.slug,
-        graph_def_ver=row.graph_def_ver,
+        graph_version=row.graph_def_ver,
         schema_version=row.schema_version,
         status=RunStatus(row.status),
         input=row.input_json,

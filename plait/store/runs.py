@@ -118,17 +118,17 @@ class RunRepository:
 
     # ----------------------------------------------------------------- runs
 
-    def create(self, *, def_id: str, graph_def_ver: int, schema_version: str, input: dict[str, Any]) -> RunRecord:
+    def create(self, *, graph_id: str, graph_version: int, schema_version: str, input: dict[str, Any]) -> RunRecord:
         """A `pending` run pinned to one stored graph version."""
         return self.get(
-            self.add(def_id=def_id, graph_def_ver=graph_def_ver, schema_version=schema_version, input=input)
+            self.add(graph_id=graph_id, graph_version=graph_version, schema_version=schema_version, input=input)
         )
 
     def add(
         self,
         *,
-        def_id: str,
-        graph_def_ver: int,
+        graph_id: str,
+        graph_version: int,
         schema_version: str,
         input: dict[str, Any],
         lease: tuple[str, float] | None = None,
@@ -145,8 +145,8 @@ class RunRepository:
         owner, expires = (lease[0], now + lease[1]) if lease else (None, None)
         row = {
             "id": run_id,
-            "prompt_graph_def_id": def_id,
-            "graph_def_ver": graph_def_ver,
+            "prompt_graph_def_id": graph_id,
+            "graph_def_ver": graph_version,
             "schema_version": schema_version,
             "status": (RunStatus.RUNNING if lease else RunStatus.PENDING).value,
             "input_json": input,
@@ -163,7 +163,7 @@ class RunRepository:
                 session.execute("insert_run", row)
         except IntegrityError as exc:
             raise NotFoundError(
-                f"cannot start a run of graph {def_id} version {graph_def_ver}: that graph version is not in "
+                f"cannot start a run of graph {graph_id} version {graph_version}: that graph version is not in "
                 "this database; save the graph first (Store.graphs.save) and use the id and version it returns"
             ) from exc
         return run_id
@@ -452,7 +452,7 @@ class RunRepository:
         return node_run_from_row(row)
 
     def corrections_of(
-        self, def_id: str, node_id: str, *, exclude_run: str | None = None, limit: int = 200
+        self, graph_id: str, node_id: str, *, exclude_run: str | None = None, limit: int = 200
     ) -> builtins.list[NodeRunRecord]:
         """The overridden node runs of one node over every run of a graph, newest correction
         first: the few-shot examples an LLM_CALL node can learn from."""
@@ -460,7 +460,7 @@ class RunRepository:
             select(NODE_RUN)
             .join(GRAPH_RUN, GRAPH_RUN.c.id == NODE_RUN.c.prompt_graph_run_id)
             .where(
-                GRAPH_RUN.c.prompt_graph_def_id == def_id,
+                GRAPH_RUN.c.prompt_graph_def_id == graph_id,
                 NODE_RUN.c.node_def_id == node_id,
                 NODE_RUN.c.override_json.is_not(None),
                 NODE_RUN.c.input_snapshot_json.is_not(None),

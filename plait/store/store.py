@@ -8,6 +8,7 @@ from types import TracebackType
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+from plait.deprecation import deprecated_alias
 from plait.redact import register
 from plait.store.cache import CacheRepository
 from plait.store.checkpoint import Checkpointer
@@ -31,14 +32,15 @@ class Store:
 
         with Store("sqlite:///runs.db") as store:
             stored = store.graphs.save(graph)
-            run = store.runs.create(def_id=stored.def_id, graph_def_ver=stored.version,
+            run = store.runs.create(graph_id=stored.graph_id, graph_version=stored.version,
                                     schema_version=stored.schema_version, input={...})
 
     `migrate=False` skips the migration check (for code that knows the database is current).
     The store is safe to share between threads; each process opens its own.
     """
 
-    engine: Engine
+    db: Engine
+    """The SQLAlchemy engine of the database (named apart from Plait's own `Engine`, which executes runs)."""
     graphs: GraphRepository
     graph_admin: GraphAdmin
     runs: RunRepository
@@ -60,27 +62,32 @@ class Store:
                 f"not '{backend}'; pass --db sqlite:///path/plait.db or --db postgresql://user@host/dbname"
             )
         try:
-            self.engine = create_store_engine(parsed)
+            self.db = create_store_engine(parsed)
             if migrate:
-                upgrade(self.engine)
+                upgrade(self.db)
         except (SQLAlchemyError, OSError, ImportError) as exc:
-            if getattr(self, "engine", None) is not None:
-                self.engine.dispose()
+            if getattr(self, "db", None) is not None:
+                self.db.dispose()
             raise StoreError(self._open_error(exc)) from exc
         except Exception as exc:  # Alembic's CommandError: e.g. a database from a newer Plait
-            self.engine.dispose()
+            self.db.dispose()
             raise StoreError(self._open_error(exc)) from exc
-        self.graphs = GraphRepository(self.engine)
-        self.graph_admin = GraphAdmin(self.engine)
-        self.runs = RunRepository(self.engine)
-        self.run_admin = RunAdmin(self.engine)
-        self.cache = CacheRepository(self.engine)
-        self.ledger = LedgerRepository(self.engine)
-        self.settings = SettingsRepository(self.engine)
-        self.tokens = TokenRepository(self.engine)
-        self._checkpointer = Checkpointer(self.engine) if _wal_file(self.engine) else None
+        self.graphs = GraphRepository(self.db)
+        self.graph_admin = GraphAdmin(self.db)
+        self.runs = RunRepository(self.db)
+        self.run_admin = RunAdmin(self.db)
+        self.cache = CacheRepository(self.db)
+        self.ledger = LedgerRepository(self.db)
+        self.settings = SettingsRepository(self.db)
+        self.tokens = TokenRepository(self.db)
+        self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)
+
+    @property
+    def engine(self) -> Engine:
+        """Deprecated name of `db` (docs/changes.md)."""
+        return deprecated_alias("Store.engine", "Store.db", self.db)
 
     def _open_error(self, exc: BaseException) -> str:
         reason = str(exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc)
@@ -105,7 +112,7 @@ class Store:
         self.graphs.close()
         self.cache.close()
         self.runs.close()
-        self.engine.dispose()
+        self.db.dispose()
 
     def __enter__(self) -> Store:
         return self

@@ -56,7 +56,7 @@ def test_the_engine_parses_no_template_once_the_plan_is_built(
     async def go() -> RunOutcome:
         engine = Engine(store, provider)
         record = store.runs.get(run_id)
-        engine.compiled_for(record.def_id, record.graph_def_ver)  # the plan, built once per version
+        engine.compiled_for(record.graph_id, record.graph_version)  # the plan, built once per version
         template_parsing._parse.cache_clear()
         monkeypatch.setattr(template_parsing, "_parse", no_parsing)
         try:

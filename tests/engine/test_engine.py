@@ -273,7 +273,7 @@ def test_runs_started_together_execute_nodes_before_all_are_set_up(store: Store,
 def test_same_graph_file_reuses_its_stored_version(store: Store, tmp_path: Path) -> None:
     graph = graph_file(tmp_path, [{"id": "t", "type": "TRANSFORM", "transform_expr": "({text: 'x'})"}], [])
     first, second = execute(store, graph), execute(store, graph)
-    assert store.runs.get(first.run_id).graph_def_ver == store.runs.get(second.run_id).graph_def_ver == 1
+    assert store.runs.get(first.run_id).graph_version == store.runs.get(second.run_id).graph_version == 1
 
 
 def test_a_finished_run_is_not_executed_again(store: Store, tmp_path: Path) -> None:

@@ -189,7 +189,7 @@ def test_a_workflow_task_tool_runs_a_sub_graph(store: Store, tmp_path: Path) -> 
         id="shouter",
     )
     stored_sub = start_run(store, sub, {"note": "warm-up"})  # stores the sub graph
-    sub_id = store.runs.get(stored_sub).def_id
+    sub_id = store.runs.get(stored_sub).graph_id
     tool = save_note(handler="WORKFLOW_TASK", graph=sub_id)
     provider = answers(
         tmp_path,

@@ -108,11 +108,11 @@ def test_the_seed_story_of_forks_and_schema_evolution(store: Store, tmp_path: Pa
     with pytest.raises(ReadOnlyGraph, match="read-only"):
         store.graphs.save(system_v1.graph.model_copy(update={"description": "mine"}), source_type="user")
     with pytest.raises(ReadOnlyGraph, match="cannot be deleted"):
-        store.graph_admin.delete(system_v1.def_id, system_v1.slug, system_v1.source_type)
+        store.graph_admin.delete(system_v1.graph_id, system_v1.slug, system_v1.source_type)
 
     fork = fork_graph(store, "plait.story", "my_story")
     assert (fork.version, fork.source_type) == (1, "system_fork")
-    assert (fork.graph.parent_def_id, fork.graph.parent_def_ver_at_fork) == (system_v1.def_id, 1)
+    assert (fork.graph.parent_def_id, fork.graph.parent_def_ver_at_fork) == (system_v1.graph_id, 1)
     old_run = execute(store, "my_story", {"text": "intro body outro"})
     stored_split = current_activations(store.runs.node_runs(old_run))["split"]
     assert stored_split.output == {
@@ -183,7 +183,7 @@ def test_the_seed_story_of_forks_and_schema_evolution(store: Store, tmp_path: Pa
     for _ in range(20):
         assert RunReader(store, store.runs.get(old_run)).output(stored_split)["chapters"] == ["intro", "body", "outro"]
     assert len(set(multiprocessing.active_children()) - before) <= SHARED_MAX_WORKERS
-    assert store.runs.get(old_run).graph_def_ver == 1  # the run still pins the version it ran
+    assert store.runs.get(old_run).graph_version == 1  # the run still pins the version it ran
 
 
 def test_an_unchanged_system_graph_set_is_not_compiled_again_by_another_process(
@@ -192,7 +192,7 @@ def test_an_unchanged_system_graph_set_is_not_compiled_again_by_another_process(
     folder = ship(tmp_path / "v1", 1)
     assert len(sync_system_graphs(store, folder)) == 1
     assert sync_system_graphs(open_store(), folder) == []  # the database remembers the synced files
-    assert [v.version for v in store.graph_admin.versions(store.graphs.get("plait.story").def_id)] == [1]
+    assert [v.version for v in store.graph_admin.versions(store.graphs.get("plait.story").graph_id)] == [1]
 
 
 def test_merge_refuses_a_field_both_sides_changed(store: Store, tmp_path: Path) -> None:

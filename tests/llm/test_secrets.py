@@ -92,7 +92,7 @@ def database_bytes(tmp_path: Path) -> str:
 
 
 def all_rows(store: Store) -> str:
-    with store.engine.connect() as conn:
+    with store.db.connect() as conn:
         return "\n".join(repr(row) for table in full_metadata().sorted_tables for row in conn.execute(select(table)))
 
 
@@ -120,8 +120,8 @@ def test_an_echoed_key_is_in_no_stored_row_and_no_log(
     assert "HTTP 500" in stored
     assert "cannot connect to http://***@127.0.0.1" in stored
     assert_clean(stored, "the node run's attempts, error or snapshot")
-    assert_clean(all_rows(store), f"the rows of {store.engine.dialect.name}")
-    if store.engine.dialect.name == "sqlite":
+    assert_clean(all_rows(store), f"the rows of {store.db.dialect.name}")
+    if store.db.dialect.name == "sqlite":
         store.close()
         assert_clean(database_bytes(tmp_path), "the SQLite file")
     logged = "\n".join(f"{r.getMessage()}\n{r.exc_text or ''}" for r in caplog.records)

@@ -66,7 +66,7 @@ def test_start_creates_executes_and_records_the_run(store: Store, tmp_path: Path
     record = store.runs.get(outcome.run_id)
     assert record.status == RunStatus.COMPLETED
     assert record.input == {"topic": "t"}
-    assert (record.def_id, record.graph_def_ver) == (stored.def_id, stored.version)
+    assert (record.graph_id, record.graph_version) == (stored.graph_id, stored.version)
     assert record.started_at is not None
     assert record.completed_at is not None
     assert record.lease_owner is None

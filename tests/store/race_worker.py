@@ -34,7 +34,7 @@ def main(argv: list[str]) -> None:
     if mode == "open":
         _wait(gate)
         store = Store(url)
-        print(json.dumps({"revision": current_revision(store.engine)}))
+        print(json.dumps({"revision": current_revision(store.db)}))
         store.close()
         return
     run_id, owner, count = argv[3], argv[4], int(argv[5])

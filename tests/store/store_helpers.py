@@ -38,8 +38,8 @@ def graph(slug: str = "demo", **changes: Any) -> GraphDef:
 def new_run(store: Store, slug: str = "demo", run_input: dict[str, Any] | None = None) -> RunRecord:
     stored: StoredGraph = store.graphs.save(graph(slug))
     return store.runs.create(
-        def_id=stored.def_id,
-        graph_def_ver=stored.version,
+        graph_id=stored.graph_id,
+        graph_version=stored.version,
         schema_version=stored.schema_version,
         input=run_input if run_input is not None else {"text": "hello"},
     )

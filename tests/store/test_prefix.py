@@ -24,11 +24,11 @@ def test_a_full_id_or_a_unique_prefix_names_a_run(store: Store) -> None:
 
 def test_a_prefix_of_several_runs_is_ambiguous_and_lists_them(store: Store) -> None:
     runs = [new_run(store).id for _ in range(3)]
-    with store.engine.begin() as conn:  # pending runs without node runs: their ids can be chosen
+    with store.db.begin() as conn:  # pending runs without node runs: their ids can be chosen
         for n, run_id in enumerate(runs):
             conn.exec_driver_sql(
                 "UPDATE prompt_graph_run SET id = %(new)s WHERE id = %(old)s"
-                if store.engine.dialect.name == "postgresql"
+                if store.db.dialect.name == "postgresql"
                 else "UPDATE prompt_graph_run SET id = :new WHERE id = :old",
                 {"new": f"beef{n}000-0000-4000-8000-00000000000{n}", "old": run_id},
             )

@@ -128,7 +128,7 @@ def test_close_gives_back_the_connections_the_repositories_keep(store: Store) ->
     store.graphs.get("demo")
     store.runs.nodes.write([[Claim(run.id, "a", 1, "eng")]])
     store.close()
-    assert store.engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    assert store.db.pool.checkedout() == 0  # type: ignore[attr-defined]
 
 
 def test_the_wal_is_checkpointed_in_the_background_not_by_the_engines_commits(tmp_path: Path) -> None:

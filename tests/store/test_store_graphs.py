@@ -22,7 +22,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 def test_a_new_slug_is_version_one_under_a_uuid(store: Store) -> None:
     stored = store.graphs.save(graph())
-    assert uuid.UUID(stored.def_id).version == 4
+    assert uuid.UUID(stored.graph_id).version == 4
     assert (stored.slug, stored.version, stored.latest_version, stored.created) == ("demo", 1, 1, True)
     assert stored.schema_version == "1.0.0"
     assert stored.source_type == "user"
@@ -35,8 +35,8 @@ def test_saving_the_same_content_returns_the_stored_version(store: Store) -> Non
     first = store.graphs.save(graph())
     again = store.graphs.save(graph())
     assert again.created is False
-    assert (again.def_id, again.version, again.created_at) == (first.def_id, 1, first.created_at)
-    with store.engine.connect() as conn:
+    assert (again.graph_id, again.version, again.created_at) == (first.graph_id, 1, first.created_at)
+    with store.db.connect() as conn:
         assert conn.execute(select(func.count()).select_from(GRAPH_DEF_VERSION)).scalar() == 1
 
 
@@ -56,13 +56,13 @@ def test_changed_content_stores_the_next_version_and_old_ones_stay_readable(stor
     v1 = store.graphs.save(graph(description="first"))
     v2 = store.graphs.save(graph(description="second"))
     v3 = store.graphs.save(graph(description="third"))
-    assert (v2.version, v3.version, v3.def_id, v3.created) == (2, 3, v1.def_id, True)
+    assert (v2.version, v3.version, v3.graph_id, v3.created) == (2, 3, v1.graph_id, True)
     assert v3.created_at == v1.created_at
     assert store.graphs.get("demo").version == 3
     old = store.graphs.get("demo", 1)
     assert (old.version, old.latest_version, old.graph.description) == (1, 3, "first")
     assert old.updated_at == v1.updated_at
-    assert store.graphs.get(v1.def_id, 2).graph.description == "second"
+    assert store.graphs.get(v1.graph_id, 2).graph.description == "second"
     # Going back to an earlier content is a new version too: versions only move forward.
     assert store.graphs.save(graph(description="first")).version == 4
 
@@ -70,8 +70,8 @@ def test_changed_content_stores_the_next_version_and_old_ones_stay_readable(stor
 def test_get_by_slug_and_by_uuid(store: Store) -> None:
     stored = store.graphs.save(graph("by_ref"))
     by_slug = store.graphs.get("by_ref")
-    by_id = store.graphs.get(stored.def_id)
-    assert by_slug.def_id == by_id.def_id == stored.def_id
+    by_id = store.graphs.get(stored.graph_id)
+    assert by_slug.graph_id == by_id.graph_id == stored.graph_id
     assert by_slug.graph == by_id.graph == stored.graph
     assert by_id.created is False
 
@@ -121,7 +121,7 @@ def test_every_example_graph_round_trips_through_the_store(store: Store) -> None
     for path in sorted(EXAMPLES.glob("*.yaml")):
         original = plait.load_graph(path)
         stored = store.graphs.save(original)
-        loaded = store.graphs.get(stored.def_id).graph
+        loaded = store.graphs.get(stored.graph_id).graph
         managed = {"version", "schema_version", "created_at", "updated_at"}
         assert loaded.model_dump(exclude=managed) == original.model_dump(exclude=managed), path.name
 
@@ -129,14 +129,14 @@ def test_every_example_graph_round_trips_through_the_store(store: Store) -> None
 def test_unicode_content_round_trips(store: Store) -> None:
     text = 'Résumé 测试 🚀 \u2028 "quoted" \\ back'
     stored = store.graphs.save(graph(name=text, description=text))
-    got = store.graphs.get(stored.def_id).graph
+    got = store.graphs.get(stored.graph_id).graph
     assert (got.name, got.description) == (text, text)
 
 
 def test_seed_columns_mirror_the_latest_version(store: Store) -> None:
     store.graphs.save(graph(description="one"))
     store.graphs.save(graph(description="two", name="Renamed"))
-    with store.engine.connect() as conn:
+    with store.db.connect() as conn:
         row = conn.execute(select(GRAPH_DEF).where(GRAPH_DEF.c.slug == "demo")).one()
     assert (row.name, row.description, row.version) == ("Renamed", "two", 2)
     assert [n["id"] for n in row.nodes_json] == ["classify", "shout"]
@@ -174,7 +174,7 @@ def test_latest_version_and_schema_versions_read_the_graph_row(store: Store) -> 
     first = store.graphs.save(graph())
     bumped = graph(schemas=[{"id": "label", "version": "2.0.0", "schema": {"type": "object"}}])
     store.graphs.save(bumped)
-    assert store.graphs.latest_version(first.def_id) == 2
-    assert store.graphs.schema_versions(first.def_id) == {"label": "2.0.0"}
+    assert store.graphs.latest_version(first.graph_id) == 2
+    assert store.graphs.schema_versions(first.graph_id) == {"label": "2.0.0"}
     with pytest.raises(NotFoundError, match="no graph with id 'nope'"):
         store.graphs.latest_version("nope")

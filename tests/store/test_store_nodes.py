@@ -115,9 +115,9 @@ def test_the_database_refuses_to_modify_a_written_output(store: Store) -> None:
     assert claim is not None
     store.runs.finish_node(claim.id, "engine-a", status=NodeStatus.COMPLETED, output={"label": "bug"})
     for value in ({"label": "praise"}, None):
-        with pytest.raises(DBAPIError, match="output_json is immutable"), store.engine.begin() as conn:
+        with pytest.raises(DBAPIError, match="output_json is immutable"), store.db.begin() as conn:
             conn.execute(update(NODE_RUN).where(NODE_RUN.c.id == claim.id).values(output_json=value))
-    with store.engine.begin() as conn:  # rewriting the same value, or other columns, is allowed
+    with store.db.begin() as conn:  # rewriting the same value, or other columns, is allowed
         conn.execute(update(NODE_RUN).where(NODE_RUN.c.id == claim.id).values(output_json={"label": "bug"}))
         conn.execute(
             update(NODE_RUN)
@@ -241,7 +241,7 @@ def test_object_key_order_survives_the_store(store: Store) -> None:
     assert list(store.runs.get(run.id).input) == ["z", "yy", "a"]
     schema = {"type": "object", "properties": {"reasoning": {"type": "string"}, "answer": {"type": "string"}}}
     stored = store.graphs.save(graph("ordered", schemas=[{"id": "label", "schema": schema}]))
-    assert list(store.graphs.get(stored.def_id).graph.schemas[0].schema_["properties"]) == ["reasoning", "answer"]
+    assert list(store.graphs.get(stored.graph_id).graph.schemas[0].schema_["properties"]) == ["reasoning", "answer"]
 
 
 def test_null_json_values_are_sql_null(store: Store) -> None:
@@ -249,7 +249,7 @@ def test_null_json_values_are_sql_null(store: Store) -> None:
     claim = store.runs.claim_node(run.id, "classify", 0, "engine-a")
     assert claim is not None
     store.runs.finish_node(claim.id, "engine-a", status=NodeStatus.FAILED, output=None)
-    with store.engine.connect() as conn:
+    with store.db.connect() as conn:
         is_null = conn.execute(select(NODE_RUN.c.output_json.is_(None), NODE_RUN.c.override_json.is_(None))).one()
     assert tuple(is_null) == (True, True)
 

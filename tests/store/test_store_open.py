@@ -118,7 +118,7 @@ def test_in_memory_sqlite_is_one_database_for_every_thread() -> None:
 
 def test_sqlite_pragmas_are_set_on_every_connection(tmp_path: Path) -> None:
     with Store(f"sqlite:///{tmp_path / 'p.db'}") as store:
-        connections = [store.engine.connect() for _ in range(3)]  # three different pooled connections
+        connections = [store.db.connect() for _ in range(3)]  # three different pooled connections
         try:
             for conn in connections:
                 pragma = {
@@ -139,9 +139,9 @@ def test_head_revision_constant_names_alembics_head() -> None:
 
 
 def test_migrations_create_the_schema_on_a_fresh_database(store: Store) -> None:
-    assert set(inspect(store.engine).get_table_names()) >= TABLES
-    assert current_revision(store.engine) == HEAD_REVISION
-    unique = inspect(store.engine).get_unique_constraints("prompt_node_run")
+    assert set(inspect(store.db).get_table_names()) >= TABLES
+    assert current_revision(store.db) == HEAD_REVISION
+    unique = inspect(store.db).get_unique_constraints("prompt_node_run")
     assert any(u["column_names"] == ["prompt_graph_run_id", "node_def_id", "activation"] for u in unique)
 
 
@@ -150,41 +150,41 @@ def test_migrations_are_idempotent(db_url: str) -> None:
         run = new_run(first)
     with Store(db_url) as again:  # the fast "already at head" path
         assert again.runs.get(run.id).id == run.id
-    with Store(db_url, migrate=False) as store, migration_connection(store.engine) as conn:
+    with Store(db_url, migrate=False) as store, migration_connection(store.db) as conn:
         config = alembic_config()
         config.attributes["connection"] = conn
         command.upgrade(config, "head")  # the full Alembic path, at head already: nothing to do
     with Store(db_url) as store:
         assert store.runs.get(run.id).input == {"text": "hello"}
-        assert current_revision(store.engine) == HEAD_REVISION
+        assert current_revision(store.db) == HEAD_REVISION
 
 
 def test_migrations_downgrade_and_upgrade_again(db_url: str) -> None:
     with Store(db_url) as store:
         config = alembic_config()
-        with migration_connection(store.engine) as conn:
+        with migration_connection(store.db) as conn:
             config.attributes["connection"] = conn
             command.downgrade(config, "base")
-        assert set(inspect(store.engine).get_table_names()) <= {VERSION_TABLE}
+        assert set(inspect(store.db).get_table_names()) <= {VERSION_TABLE}
     with Store(db_url) as store:
-        assert set(inspect(store.engine).get_table_names()) >= TABLES
+        assert set(inspect(store.db).get_table_names()) >= TABLES
         new_run(store)
 
 
 def test_models_match_the_migrations(store: Store) -> None:
     """The tables of `plait.store.models` and the hand-written migrations describe the same schema."""
-    with store.engine.connect() as conn:
+    with store.db.connect() as conn:
         context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE, "compare_type": True})
         assert compare_metadata(context, full_metadata()) == []
 
 
 def test_migrate_false_leaves_a_new_database_alone(db_url: str) -> None:
     with Store(db_url, migrate=False) as store:
-        assert not TABLES & set(inspect(store.engine).get_table_names())
+        assert not TABLES & set(inspect(store.db).get_table_names())
 
 
 def test_a_database_from_a_newer_release_is_refused_clearly(db_url: str) -> None:
-    with Store(db_url) as store, store.engine.begin() as conn:
+    with Store(db_url) as store, store.db.begin() as conn:
         conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = 'ffff9999'"))
     with pytest.raises(StoreError, match="newer Plait release"):
         Store(db_url)
@@ -218,7 +218,7 @@ def test_concurrent_first_start_from_threads(db_url: str, open_store: Callable[[
 def test_context_manager_closes_the_pool(db_url: str) -> None:
     with Store(db_url) as store:
         new_run(store)
-    assert store.engine.pool.checkedout() == 0
+    assert store.db.pool.checkedout() == 0
 
 
 def test_not_found_is_both_a_store_error_and_a_key_error(store: Store) -> None:

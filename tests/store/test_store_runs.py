@@ -15,9 +15,9 @@ from plait.store import NotFoundError, Store, StoreError
 def test_create_pins_the_graph_version_and_starts_pending(store: Store) -> None:
     v1 = store.graphs.save(graph())
     store.graphs.save(graph(description="v2"))
-    run = store.runs.create(def_id=v1.def_id, graph_def_ver=1, schema_version="1.0.0", input={"text": "hi"})
+    run = store.runs.create(graph_id=v1.graph_id, graph_version=1, schema_version="1.0.0", input={"text": "hi"})
     assert uuid.UUID(run.id).version == 4
-    assert (run.def_id, run.graph_slug, run.graph_def_ver, run.schema_version) == (v1.def_id, "demo", 1, "1.0.0")
+    assert (run.graph_id, run.graph_slug, run.graph_version, run.schema_version) == (v1.graph_id, "demo", 1, "1.0.0")
     assert run.status is RunStatus.PENDING
     assert run.input == {"text": "hi"}
     assert (run.output, run.error, run.started_at, run.completed_at) == (None, None, None, None)
@@ -30,9 +30,9 @@ def test_create_pins_the_graph_version_and_starts_pending(store: Store) -> None:
 def test_create_for_a_graph_version_not_in_the_store_is_refused(store: Store) -> None:
     stored = store.graphs.save(graph())
     with pytest.raises(NotFoundError, match=r"graph \S+ version 7: that graph version is not in"):
-        store.runs.create(def_id=stored.def_id, graph_def_ver=7, schema_version="1.0.0", input={})
+        store.runs.create(graph_id=stored.graph_id, graph_version=7, schema_version="1.0.0", input={})
     with pytest.raises(NotFoundError, match="save the graph first"):
-        store.runs.create(def_id=str(uuid.uuid4()), graph_def_ver=1, schema_version="1.0.0", input={})
+        store.runs.create(graph_id=str(uuid.uuid4()), graph_version=1, schema_version="1.0.0", input={})
 
 
 def test_unknown_run_id_says_how_to_find_one(store: Store) -> None:
@@ -57,7 +57,7 @@ def test_list_filters_by_graph_and_status_newest_first(store: Store) -> None:
     store.runs.set_status(a2.id, RunStatus.COMPLETED)
     assert [r.id for r in store.runs.list()] == [b1.id, a2.id, a1.id]
     assert [r.id for r in store.runs.list(graph="graph_a")] == [a2.id, a1.id]
-    assert [r.id for r in store.runs.list(graph=b1.def_id)] == [b1.id]
+    assert [r.id for r in store.runs.list(graph=b1.graph_id)] == [b1.id]
     assert [r.id for r in store.runs.list(status="completed")] == [a2.id]
     assert [r.id for r in store.runs.list(graph="graph_a", status=RunStatus.PENDING)] == [a1.id]
     assert [r.id for r in store.runs.list(limit=2)] == [b1.id, a2.id]

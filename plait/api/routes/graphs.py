@@ -89,14 +89,14 @@ def delete(
 ) -> DeletedOut:
     """Delete a graph (not a system graph: 403); 409 when it has runs and `force` is not set."""
     stored, kept = delete_graph(state.store, ref, force=force)
-    return DeletedOut(id=stored.def_id, slug=stored.slug, deleted=True, runs_kept=kept)
+    return DeletedOut(id=stored.graph_id, slug=stored.slug, deleted=True, runs_kept=kept)
 
 
 @router.get("/{ref}/versions", response_model=list[VersionOut])
 def versions(state: State, ref: str) -> list[VersionOut]:
     """Every version, oldest first, with how many runs pinned each."""
     stored = state.store.graphs.get(ref)
-    return [version_out(v) for v in state.store.graph_admin.versions(stored.def_id)]
+    return [version_out(v) for v in state.store.graph_admin.versions(stored.graph_id)]
 
 
 @router.get(

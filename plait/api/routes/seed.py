@@ -104,8 +104,8 @@ def def_update(state: State, body: PromptGraphDefUpdateIn) -> PromptGraphDef:
     if content.get("source_type") == SourceType.SYSTEM:
         del content["source_type"]  # the store then refuses it as a system graph, with how to fork it
     content.update(body.content())
-    saved = save_upload(state.store, content, mode=UploadMode.UPDATE, ref=current.def_id)
-    _, parent_updated = get_graph(state.store, saved.stored.def_id)
+    saved = save_upload(state.store, content, mode=UploadMode.UPDATE, ref=current.graph_id)
+    _, parent_updated = get_graph(state.store, saved.stored.graph_id)
     return def_out(saved.stored, parent_updated)
 
 
@@ -113,7 +113,7 @@ def def_update(state: State, body: PromptGraphDefUpdateIn) -> PromptGraphDef:
 def def_delete(state: State, body: PromptGraphDefDeleteIn) -> PromptGraphDefDeleted:
     """Delete a graph: 403 for a system graph, 409 for a graph with runs unless `force`."""
     stored, kept = delete_graph(state.store, body.id, force=body.force)
-    return PromptGraphDefDeleted(id=stored.def_id, slug=stored.slug, deleted=True, runs_kept=kept)
+    return PromptGraphDefDeleted(id=stored.graph_id, slug=stored.slug, deleted=True, runs_kept=kept)
 
 
 @router.post("/PromptGraphDefForkRoute", response_model=PromptGraphDef)
@@ -151,8 +151,8 @@ async def run_start(state: State, body: PromptGraphRunStartIn) -> PromptGraphRun
     record = await run_in_threadpool(state.store.runs.get, run_id)
     return PromptGraphRunStarted(
         run_id=run_id,
-        prompt_graph_def_id=record.def_id,
-        graph_def_ver=record.graph_def_ver,
+        prompt_graph_def_id=record.graph_id,
+        graph_def_ver=record.graph_version,
         schema_version=record.schema_version,
         status=str(record.status),
     )

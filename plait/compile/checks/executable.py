@@ -25,6 +25,7 @@ def unexecutable(nodes: Iterable[NodeBase]) -> Iterator[NodeBase]:
 
 
 def message(node: NodeBase) -> str:
+    """The warning for a node whose type this release validates but does not execute."""
     return f"{node.type} nodes are validated but not executed by this release: `plait run` refuses this graph"
 
 
@@ -32,5 +33,6 @@ HINT = f"until they are, use only {', '.join(sorted(EXECUTABLE))} nodes (and SKI
 
 
 def check_executable(ctx: CheckContext) -> None:
+    """Warn (`planning/not_executable`) about each node a run of this release would refuse for its type."""
     for node in unexecutable(ctx.nodes.values()):
         ctx.report(Category.PLANNING, CODE, message(node), node_id=node.id, hint=HINT, warning=True)

@@ -142,6 +142,9 @@ def _check_syntax(ctx: CheckContext, pending: list[_Expression]) -> None:
 
 
 def check_tools(ctx: CheckContext) -> None:
+    """LLM_CALL tools: each has the field its handler needs and no field of another handler, tool
+    results are routed to out-edges of the node, and a `tool_choice` function names one of its
+    tools (checked only without MCP servers, whose tools are known at run time)."""
     for node_id, node in ctx.nodes.items():
         if not isinstance(node, LlmCallNode):
             continue
@@ -208,6 +211,7 @@ def _check_out_edge(
 
 
 def check_context_include(ctx: CheckContext) -> None:
+    """Each `context_include` entry is `input` or a node upstream of the one that names it."""
     for node_id, node in ctx.nodes.items():
         for index, name in enumerate(node.context_include or []):
             path = ctx.node_path(node_id, "context_include", index)
@@ -258,4 +262,5 @@ def check_graph_files(ctx: CheckContext, base_dir: Path | None) -> None:
 
 
 def node_label(node: NodeBase) -> str:
+    """How a node is shown to a person: its label, else its id."""
     return node.label or node.id

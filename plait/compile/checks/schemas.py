@@ -17,6 +17,9 @@ CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 
 
 def check_schema_documents(ctx: CheckContext) -> None:
+    """The schema entries, `input_schema` and tool parameters are valid JSON Schemas whose
+    references stay inside the graph (tool parameters: inside themselves, as the model sees only
+    them) and whose patterns RE2 can run."""
     graph = ctx.graph
     section = _schemas_key(ctx)
     refs = _Refs(registry_key(graph.schemas), frozenset(ctx.schemas))
@@ -92,6 +95,8 @@ def _report_invalid(ctx: CheckContext, schema: Any, base: Path_ | None, what: st
 
 
 def check_migrations(ctx: CheckContext) -> None:
+    """Each migration names a known schema and goes forward, to no newer major version than the
+    entry's; a warning for a breaking schema version that no migration upgrades to."""
     for index, migration in enumerate(ctx.graph.migrations):
         path = ("migrations", index)
         if migration.schema_id in ctx.loaded.invalid_schema_ids:
@@ -155,6 +160,8 @@ def _major(version: str) -> int:
 
 
 def check_schema_conflicts(ctx: CheckContext) -> None:
+    """A node's out-edge schemas can all hold at once, since one output must meet them all
+    (CONDITION nodes are not checked)."""
     for node_id, node in ctx.nodes.items():
         if node.type == NodeType.CONDITION:
             continue
@@ -173,6 +180,7 @@ def check_schema_conflicts(ctx: CheckContext) -> None:
 
 
 def check_unused_schemas(ctx: CheckContext) -> None:
+    """A warning for each schema entry that no edge binds."""
     used = {e.schema_id for e in ctx.graph.edges if e.schema_id}
     for entry in ctx.graph.schemas:
         if entry.id not in used:

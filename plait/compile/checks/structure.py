@@ -14,6 +14,7 @@ CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 
 
 def check_duplicates(ctx: CheckContext) -> None:
+    """Node, edge and schema ids are unique within their sections, and no node takes the reserved exit id `END`."""
     graph = ctx.graph
     for node in graph.nodes:
         if node.id == END:
@@ -54,6 +55,7 @@ def _item_path(ctx: CheckContext, section: str, index: int) -> tuple[str | int, 
 
 
 def check_edges(ctx: CheckContext) -> None:
+    """Both ends of every edge name nodes of the graph (a target may be `END`), and no edge joins a node to itself."""
     known = set(ctx.nodes)
     for edge in ctx.graph.edges:
         for end, node_id in (("source", edge.source_node_id), ("target", edge.target_node_id)):
@@ -89,6 +91,8 @@ def _has(ctx: CheckContext, edge_id: str | None, key: str) -> bool:
 
 
 def check_topology(ctx: CheckContext) -> None:
+    """The graph has nodes, no cycle and an entry node; no node is reachable only through a cycle,
+    and none stands unconnected unless an edge to `END` declares its output."""
     topo = ctx.topo
     if not ctx.nodes:
         if not ctx.loaded.invalid_node_ids:
@@ -153,6 +157,8 @@ def check_topology(ctx: CheckContext) -> None:
 
 
 def check_branching(ctx: CheckContext) -> None:
+    """Edges leaving a CONDITION carry a `condition_key`, and it has some (a warning); other
+    edges carry none (a warning); a MERGE has at least two in-edges (a warning)."""
     for node_id, node in ctx.nodes.items():
         outs = ctx.out_edges[node_id]
         if node.type == NodeType.CONDITION:
@@ -200,6 +206,7 @@ def check_branching(ctx: CheckContext) -> None:
 
 
 def check_edge_schemas(ctx: CheckContext) -> None:
+    """Every edge's `schema_id` names an entry of `schemas:`."""
     for edge in ctx.graph.edges:
         if (
             edge.schema_id is not None

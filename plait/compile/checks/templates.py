@@ -34,6 +34,8 @@ FieldPath = tuple[str | int, ...]
 
 @dataclass(frozen=True, slots=True)
 class TemplateField:
+    """One string field of a node that is rendered as a template; `system` marks the system prompt."""
+
     path: FieldPath
     """Path of the field inside the node, e.g. ('user_prompt_tpl',) or ('mcp_resources', 0, 'uri')."""
     text: str
@@ -79,6 +81,10 @@ def _strings(value: Any, path: FieldPath) -> Iterator[TemplateField]:
 
 
 def check_templates(ctx: CheckContext) -> None:
+    """Every template of every node parses, and every reference in it names something the node
+    can read when it runs: a param, the input, `current` or an upstream node, and a field the
+    schema there declares (where it says). Run data in a system prompt is refused unless the
+    node sets `allow_data_in_system_prompt`."""
     for node_id, node in ctx.nodes.items():
         if node.skill_scope is not None:
             continue  # inlined skill nodes were checked against the skill's own graph

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
-from plait.compile.compiler import CompileResult, compile_file
+from plait.compile.compiler import compile_file
 from plait.compile.diagnostics import Diagnostic
+from plait.compile.result import CompileResult
 from plait.model.graph import GraphDef
 
 

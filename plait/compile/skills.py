@@ -20,7 +20,7 @@ from plait.model.graph import END, EdgeDef, GraphDef
 from plait.model.nodes import NodeBase, SkillNode, SkillScope
 
 if TYPE_CHECKING:
-    from plait.compile.compiler import CompileResult
+    from plait.compile.result import CompileResult
 
 MAX_SKILL_DEPTH = 5
 

@@ -25,7 +25,8 @@ class RunInUse(StoreError):
 
 
 class RunEnded(StoreError):
-    """The run has ended: it cannot be cancelled, and deleting it needs `force`."""
+    """The run has ended: it cannot be cancelled, and it is deleted only when forced (each surface
+    says how: `--force`, `?force=true`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ class RunAdmin:
         with self._writer.begin() as conn:
             row = self._locked(conn, run_id)
             if RunStatus(row.status) in TERMINAL_RUN_STATUSES and not force:
-                raise RunEnded(f"run {run_id} has ended ({row.status}): deleting it needs force")
+                raise RunEnded(f"run {run_id} has ended ({row.status}): an ended run is deleted only when forced")
             self._refuse_live(row, time.time(), "delete")
             node_runs = select(NODE_RUN.c.id).where(NODE_RUN.c.prompt_graph_run_id == run_id).scalar_subquery()
             cached = conn.execute(delete(LLM_CACHE).where(LLM_CACHE.c.node_run_id.in_(node_runs))).rowcount

@@ -39,7 +39,8 @@ def test_delete_a_run_over_http(api: Api) -> None:
     api.wait_status(run_id, "completed")
     refused = api.client.delete(f"/api/runs/{run_id}")
     assert refused.status_code == 409
-    assert "?force=true" in refused.json()["error"]["message"]
+    assert "ended" in refused.json()["error"]["message"]
+    assert "?force=true" in refused.json()["error"]["hint"]
     gone = api.client.delete(f"/api/runs/{run_id}", params={"force": "true"})
     assert gone.status_code == 200, gone.text
     assert gone.json()["deleted"] is True

@@ -166,7 +166,7 @@ def test_a_refused_reopened_run_is_paused_not_pending(store: Store, tmp_path: Pa
 def test_delete_removes_the_run_its_node_runs_ledger_and_cached_answers(store: Store, tmp_path: Path) -> None:
     run_id = start_run(store, chain(tmp_path), {"text": "del"})
     execute(store, run_id, Counting())
-    with pytest.raises(RunEnded, match="needs force"):
+    with pytest.raises(RunEnded, match="deleted only when forced"):
         store.run_admin.delete(run_id)
     gone = store.run_admin.delete(run_id, force=True)
     assert (gone.node_runs, gone.cache_entries) == (2, 2)

@@ -138,8 +138,7 @@ async def delete_run(
     try:
         gone = await run_in_threadpool(state.store.run_admin.delete, run_id, force=force)
     except RunEnded as exc:
-        message = str(exc).replace("needs force", "needs ?force=true")
-        raise ControlError(message, "DELETE /api/runs/{id}?force=true") from None
+        raise ControlError(str(exc), "send force=true to delete it anyway: DELETE /api/runs/{id}?force=true") from None
     except RunInUse as exc:
         raise ControlError(str(exc), "stop it where it executes, or wait for it to end; then delete it") from None
     return RunDeletedOut(deleted=True, **asdict(gone))

@@ -22,7 +22,7 @@ from typing import Any
 
 from plait.evolve.schema_diff import Finding, Kind, Level, diff_schemas, same
 from plait.model.graph import SchemaEntry
-from plait.model.semver import SEMVER_RE
+from plait.model.semver import semver
 
 DEFAULT_SCHEMA_VERSION = "1.0.0"
 
@@ -59,11 +59,10 @@ def max_level(levels: Iterable[Level]) -> Level:
 
 def parse_version(version: str) -> tuple[int, int, int]:
     """(major, minor, patch) of a semantic version; ValueError with the expected form otherwise."""
-    match = SEMVER_RE.match(version)
-    if match is None:
+    parsed = semver(version)
+    if parsed is None:
         raise ValueError(f"'{version}' is not a semantic version; write MAJOR.MINOR.PATCH, e.g. 1.0.0")
-    major, minor, patch = (int(part) for part in match.groups())
-    return major, minor, patch
+    return parsed
 
 
 def bump(version: str, level: Level) -> str:

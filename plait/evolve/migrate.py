@@ -23,10 +23,9 @@ from plait.evolve.migration_errors import MigrationFailed, MigrationMissing
 from plait.model.graph import GraphDef, SchemaEntry, SchemaMigration
 from plait.model.limits import value_problem
 from plait.model.output_meta import SCHEMA_ID, SCHEMA_VERSION, is_current, strip_meta
-from plait.model.semver import SEMVER_RE, VERSION_PATTERN_RE
+from plait.model.semver import VERSION_PATTERN_RE, Version, major, semver
 from plait.sandbox.errors import JsMemoryError, JsSyntaxError, JsTimeoutError, SandboxError
 
-_Version = tuple[int, int, int]
 _MAX_PROBLEMS = 5
 """Validation problems quoted in an error message; all of them stay on `MigrationFailed.problems`."""
 
@@ -110,7 +109,7 @@ def _plan(
     context: dict[str, Any] = {"schema_id": schema_id, "from_version": from_version, "to_version": to_version}
     context |= {"run_id": ctx.run_id, "node_id": ctx.node_id}
     where = ctx.where()
-    start, target = _parse(from_version), _parse(to_version)
+    start, target = semver(from_version), semver(to_version)
     if start is None or target is None:
         bad = from_version if start is None else to_version
         raise MigrationMissing(
@@ -144,7 +143,7 @@ def _plan(
             )
         best = max(usable, key=_specificity)  # max keeps the first of equals: declaration order
         chain.append(best)
-        current, current_text = _parse(best.to_version) or current, best.to_version
+        current, current_text = semver(best.to_version) or current, best.to_version
     return chain
 
 
@@ -307,17 +306,7 @@ def _where(run_id: str | None, node_id: str | None, member: str | None = None) -
     return f" ({named})" if named else ""
 
 
-def _parse(version: str) -> _Version | None:
-    match = SEMVER_RE.match(version)
-    return (int(match[1]), int(match[2]), int(match[3])) if match else None
-
-
-def _major(version: str) -> int | None:
-    parsed = _parse(version)
-    return None if parsed is None else parsed[0]
-
-
-def _matches(pattern: str, version: _Version) -> bool:
+def _matches(pattern: str, version: Version) -> bool:
     if not VERSION_PATTERN_RE.match(pattern):
         return False
     return all(part == "x" or int(part) == number for part, number in zip(pattern.split("."), version, strict=True))
@@ -327,16 +316,16 @@ def _specificity(migration: SchemaMigration) -> tuple[bool, ...]:
     return tuple(part != "x" for part in migration.from_version.split("."))
 
 
-def _raises_major(migration: SchemaMigration, current: _Version, target: _Version) -> bool:
-    major = _major(migration.to_version)
-    return major is not None and current[0] < major <= target[0]
+def _raises_major(migration: SchemaMigration, current: Version, target: Version) -> bool:
+    to_major = major(migration.to_version)
+    return to_major is not None and current[0] < to_major <= target[0]
 
 
-def _unusable(migration: SchemaMigration, current: _Version, target: _Version) -> str:
-    major = _major(migration.to_version)
-    if major is None:
+def _unusable(migration: SchemaMigration, current: Version, target: Version) -> str:
+    to_major = major(migration.to_version)
+    if to_major is None:
         return f"{_arrow(migration)} has no valid to_version"
-    if major <= current[0]:
+    if to_major <= current[0]:
         return f"{_arrow(migration)} does not raise the major"
     return f"{_arrow(migration)} goes past major {target[0]}"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from plait.model.semver import SEMVER_RE
+from plait.model.semver import major
 
 SCHEMA_ID, SCHEMA_VERSION = "_schema_id", "_schema_version"
 ROUTED = "_routed"
@@ -55,8 +55,8 @@ def is_current(value: dict[str, Any], schema_id: str, version: str) -> bool:
     schema, or without a version, is current."""
     if value.get(SCHEMA_ID) != schema_id or SCHEMA_VERSION not in value:
         return True
-    stored, now = SEMVER_RE.match(str(value[SCHEMA_VERSION])), SEMVER_RE.match(version)
-    return stored is not None and now is not None and int(stored[1]) == int(now[1])
+    stored = major(str(value[SCHEMA_VERSION]))
+    return stored is not None and stored == major(version)
 
 
 def outdated(output: Any, versions: Mapping[str, str]) -> bool:

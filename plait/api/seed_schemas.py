@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from plait.api.schemas import CheckedIn
-from plait.api.services import RunView
 from plait.compile.dump import graph_to_data
 from plait.model.enums import DownstreamPolicy
 from plait.runs.corrections import Correction
+from plait.runs.read import RunView
 from plait.store import GraphListing, NodeRunRecord, StoredGraph
 
 PLAIT = "Plait's addition (not in the original API). "

@@ -17,11 +17,9 @@ from starlette.concurrency import run_in_threadpool
 
 from plait.api.state import ServerState
 from plait.evolve.catalog import parent_updated
-from plait.evolve.read import Outputs, read_outputs
-from plait.model.enums import NodeStatus
 from plait.runs.corrections import Correction, Corrections
 from plait.runs.start import start_run
-from plait.store import NodeRunRecord, RunRecord, Store, StoredGraph, current_activations
+from plait.store import Store, StoredGraph, current_activations
 from plait.store.errors import NotFoundError
 
 CORRECTION_WAIT_S = 2.0
@@ -77,37 +75,6 @@ def _current_id(store: Store, run_id: str, node_id: str) -> str | None:
     """The id of the node's newest activation (where its full value is read)."""
     current = current_activations(store.runs.node_runs(run_id)).get(node_id)
     return current.id if current is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class RunView:
-    """A run as a reader sees it: every activation, each one's effective output (migrated to
-    the graph's current schema versions unless read raw), and which activation is current."""
-
-    run: RunRecord
-    nodes: list[NodeRunRecord]
-    outputs: Outputs
-    current: dict[str, NodeRunRecord]
-    """Per node id, its newest activation."""
-    latest_version: int
-    """The graph's newest version (the run stays pinned to `run.graph_version`)."""
-
-    @property
-    def stale(self) -> list[str]:
-        return [node_id for node_id, n in self.current.items() if n.status == NodeStatus.STALE]
-
-    def is_current(self, record: NodeRunRecord) -> bool:
-        return self.current[record.node_id].id == record.id
-
-
-def read_run(store: Store, run_id: str, *, raw: bool = False) -> RunView:
-    """The run `run_id` (NotFoundError) with its node runs; MigrationError when an output cannot
-    be migrated (read it `raw` instead)."""
-    run = store.runs.get(run_id)
-    nodes = store.runs.node_runs(run_id)
-    outputs = read_outputs(store, run, nodes, raw=raw)
-    latest = store.graphs.latest_version(run.graph_id)
-    return RunView(run, nodes, outputs, current_activations(nodes), latest)
 
 
 def get_graph(store: Store, ref: str, version: int | None = None) -> tuple[StoredGraph, bool]:

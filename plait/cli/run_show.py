@@ -31,11 +31,11 @@ def show_command(
     (read at the graph's current schema versions, migrating older outputs; --raw: as stored)."""
     with store_for(db) as store:
         run_id = resolve_run(store, run_ref)
-        run = store.runs.get(run_id)
-        nodes = store.runs.node_runs(run_id)
+        view = _read(store, run_id, raw)
         versions = store.ledger.history(run_id) if ledger else []
-        latest = store.graphs.latest_version(run.graph_id)
-        outputs, migrated = _outputs(store, run, nodes, raw)
+    run, nodes, latest = view.run, view.nodes, view.latest_version
+    outputs = view.outputs.values
+    migrated = {rid: {"migrated": steps} for rid, steps in view.outputs.migrated.items()}
     if json_output:
         print_json(_as_json(run, nodes, outputs, migrated, latest, versions if ledger else None))
         return
@@ -75,16 +75,15 @@ def _as_json(
     return shown
 
 
-def _outputs(store: Any, run: Any, nodes: list[Any], raw: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Effective outputs by node run id, migrated to today's schemas unless `raw`; and what was migrated."""
+def _read(store: Any, run_id: str, raw: bool) -> Any:
+    """The run with its outputs migrated to today's schemas unless `raw` (exit 2 when one cannot be)."""
     from plait.evolve.migration_errors import MigrationError
-    from plait.evolve.read import read_outputs
+    from plait.runs.read import read_run
 
     try:
-        outputs = read_outputs(store, run, nodes, raw=raw)
+        return read_run(store, run_id, raw=raw)
     except MigrationError as exc:
         fail(exc.message, exc.hint or "`plait runs show RUN_ID --raw` shows the stored originals")
-    return outputs.values, {rid: {"migrated": steps} for rid, steps in outputs.migrated.items()}
 
 
 def served(attempts: list[dict[str, Any]]) -> str:

@@ -26,9 +26,10 @@ from plait.api.schemas import (
     node_fields,
     run_fields,
 )
-from plait.api.services import read_run, start_and_launch
+from plait.api.services import start_and_launch
 from plait.api.state import ServerState, get_state
 from plait.runs.diff import diff_runs
+from plait.runs.read import read_run
 from plait.store import current_activations
 from plait.store.run_admin import RunEnded, RunInUse
 

@@ -39,7 +39,7 @@ from plait.api.seed_schemas import (
     node_run_out,
     run_detail_out,
 )
-from plait.api.services import Announcement, apply_correction, delete_graph, get_graph, read_run, start_and_launch
+from plait.api.services import Announcement, apply_correction, delete_graph, get_graph, start_and_launch
 from plait.api.state import ServerState, get_state
 from plait.compile.dump import graph_to_data
 from plait.errors import Refusal
@@ -51,6 +51,7 @@ from plait.model.enums import NodeStatus
 from plait.model.nodes import NodeType
 from plait.model.output_meta import strip_meta
 from plait.runs.corrections import Correction
+from plait.runs.read import read_run
 from plait.store import NotFoundError, Store, current_activations
 from plait.store.graphs import MANAGED_FIELDS
 

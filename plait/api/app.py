@@ -28,6 +28,7 @@ from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
 from plait.config import PlaitConfig, config_path, load_config
 from plait.engine.events import EventBus
+from plait.errors import PlaitError, Refusal
 from plait.llm.provider import Provider
 from plait.llm.select import provider_from_spec
 from plait.runs.model_choice import describe as describe_llm
@@ -40,8 +41,11 @@ DOCS_ASSETS = "/docs/assets"
 """Where the files of the /docs page (Swagger UI's script, style sheet, icon) are served."""
 
 
-class ServerConfigError(Exception):
+class ServerConfigError(PlaitError):
     """The server cannot start as configured; the message says how to fix it."""
+
+    kind = Refusal.INVALID
+    code = "server_config_invalid"
 
 
 def create_app(settings: ServerSettings | None = None, *, store: Store | None = None) -> FastAPI:

@@ -1,9 +1,10 @@
 """One error shape for every failure: `{"error": {"code", "message", "details", "hint"}}`.
 
-Domain errors keep no HTTP knowledge: a `PlaitError`'s `kind` (conflict / invalid / not found)
-and the store's error classes decide the status code here, in one table, so a route never
-builds an error body by hand. FastAPI's own errors (validation, unknown route, wrong method)
-are reshaped the same way, so clients parse one format.
+Domain errors keep no HTTP knowledge: every one is a `PlaitError`, whose `kind` (conflict /
+invalid / not found / forbidden) decides the status code here, in one table, and whose `code`
+is the body's `code`, so a route never builds an error body by hand. FastAPI's own errors
+(validation, unknown route, wrong method) are reshaped the same way, so clients parse one
+format.
 """
 
 from __future__ import annotations
@@ -23,16 +24,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from plait.api.schemas import VALUE_LIMIT
 from plait.api.wording import for_http
 from plait.compile import GraphInvalid
-from plait.engine.outcome import EngineError
 from plait.errors import PlaitError, Refusal
 from plait.evolve.migration_errors import MigrationError
 from plait.model.limits import MAX_DEPTH, MAX_INT_DIGITS
-from plait.store import NotFoundError, StoreError
-from plait.store.graph_admin import ReadOnlyGraph
 
 log = logging.getLogger("plait.api")
 
-_REFUSAL_STATUS = {Refusal.CONFLICT: 409, Refusal.INVALID: 422, Refusal.NOT_FOUND: 404}
+_REFUSAL_STATUS = {Refusal.CONFLICT: 409, Refusal.INVALID: 422, Refusal.NOT_FOUND: 404, Refusal.FORBIDDEN: 403}
 _HTTP_CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -115,18 +113,10 @@ def translate(exc: Exception, hidden: Iterable[str] = ()) -> JSONResponse:
             [d.to_json() for d in exc.diagnostics],
             "fix every listed problem (POST /api/graphs/validate reports the same ones)",
         )
-    if isinstance(exc, PlaitError):
-        return respond(_REFUSAL_STATUS[exc.kind], str(exc.kind), exc.message, list(exc.details), exc.hint)
     if isinstance(exc, MigrationError):
-        return respond(409, "migration_failed", exc.message, [], exc.hint + " (?raw=true shows the originals)")
-    if isinstance(exc, NotFoundError):
-        return respond(404, "not_found", str(exc))
-    if isinstance(exc, ReadOnlyGraph):
-        return respond(403, "read_only", str(exc))
-    if isinstance(exc, StoreError):
-        return respond(409, "conflict", str(exc))
-    if isinstance(exc, EngineError):
-        return respond(409, "engine_refused", str(exc))
+        return respond(409, exc.code, exc.message, [], f"{exc.hint} (?raw=true shows the originals)")
+    if isinstance(exc, PlaitError):
+        return respond(_REFUSAL_STATUS[exc.kind], exc.code, exc.message, list(exc.details), exc.hint)
     if isinstance(exc, DataError):
         # A value of the request the database cannot hold or compare (PostgreSQL: a NUL
         # character in a text, an integer out of range): the client's value, not a failure.
@@ -217,15 +207,6 @@ def install(app: FastAPI, hidden: Iterable[str] = ()) -> None:
 
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(RequestValidationError, on_validation)
-    for kind in (
-        ApiError,
-        PlaitError,
-        GraphInvalid,
-        MigrationError,
-        StoreError,
-        EngineError,
-        DataError,
-        OperationalError,
-    ):
+    for kind in (ApiError, PlaitError, DataError, OperationalError):
         app.add_exception_handler(kind, on_exception)
     app.add_exception_handler(Exception, on_exception)

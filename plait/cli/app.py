@@ -18,12 +18,13 @@ from typer.models import CommandInfo, TyperInfo
 
 from plait import __version__
 from plait.cli import config, graphs, runs
-from plait.cli.common import EXIT_FAILED
+from plait.cli.common import EXIT_FAILED, EXIT_INVALID, report_refusal
 from plait.cli.corrections import override_command, rerun_command, review_command, rollback_command
 from plait.cli.help import PlaitTyper
 from plait.cli.replay import replay_command
 from plait.cli.run import resume_command, run_command
 from plait.cli.serve import serve_command, token_app
+from plait.errors import PlaitError
 
 app = PlaitTyper(
     name="plait",
@@ -36,14 +37,18 @@ app.add_typer(graphs.app, name="graphs")
 app.add_typer(runs.app, name="runs")
 app.add_typer(config.app, name="config")
 app.add_typer(token_app, name="token")
-app.command("run")(run_command)
-app.command("resume")(resume_command)
-app.command("replay")(replay_command)
-app.command("override")(override_command)
-app.command("rerun")(rerun_command)
-app.command("review")(review_command)
-app.command("rollback")(rollback_command)
-app.command("serve")(serve_command)
+app.add_commands(
+    {
+        "run": run_command,
+        "resume": resume_command,
+        "replay": replay_command,
+        "override": override_command,
+        "rerun": rerun_command,
+        "review": review_command,
+        "rollback": rollback_command,
+        "serve": serve_command,
+    }
+)
 
 
 def _version(value: bool) -> None:
@@ -100,6 +105,9 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("plait: interrupted\n")
         sys.exit(130)
+    except PlaitError as exc:  # a refusal no command words for its flags: still message, details, hint
+        report_refusal(exc)
+        sys.exit(EXIT_INVALID)
     except Exception as exc:  # a bug in plait, not a bad graph: keep it short unless asked
         if os.environ.get("PLAIT_DEBUG"):
             raise

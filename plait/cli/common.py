@@ -9,58 +9,19 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 if TYPE_CHECKING:
+    from plait.errors import PlaitError
     from plait.store import Store
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_PAUSED = 0, 1, 2, 3
 """How a command ended: done, the run failed, invalid usage or graph, the run paused."""
 DB_HINT = "check --db or $PLAIT_DB"
 STORED_GRAPH_HINT = "give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)"
-
-DbOption = Annotated[
-    str | None,
-    typer.Option("--db", help="Database URL (sqlite:///… or postgresql://…); default $PLAIT_DB or ./.plait/plait.db"),
-]
-LlmOption = Annotated[
-    str | None,
-    typer.Option(
-        "--llm",
-        help="Model provider: local (the embedded SmolLM2 model, the default when installed) "
-        "or scripted:FILE (deterministic responses).",
-    ),
-]
-ConfigOption = Annotated[
-    str | None,
-    typer.Option("--config", help="Providers and roles: a plait.toml (default: $PLAIT_CONFIG, else ./plait.toml)."),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
-CacheOption = Annotated[
-    bool | None,
-    typer.Option(
-        "--cache/--no-cache",
-        help="Answer model calls from the response cache when an identical request was answered before "
-        "(default: yes; a node `rerun` names is always asked afresh unless --cache).",
-    ),
-]
-
-
-@dataclass(frozen=True, slots=True)
-class Driving:
-    """The options of a command that executes a run: the model (--llm, --config), --json,
-    --quiet, and whether the response cache may answer (not with --no-cache)."""
-
-    llm: str | None
-    config: str | None
-    json_output: bool
-    quiet: bool
-    cache: bool = True
 
 
 def fail(message: str, hint: str | None = None, code: int = EXIT_INVALID, kind: str | None = None) -> NoReturn:
@@ -85,11 +46,22 @@ def print_error_json(code: str, message: str, hint: str | None, **extra: Any) ->
     print_json({"error": {"code": code, "message": message, "hint": hint, **extra}})
 
 
-def refuse(exc: Any) -> NoReturn:
+def refuse(exc: PlaitError) -> NoReturn:
     """Exit 2 with a `PlaitError`'s message, its details (indented) and its hint."""
+    report_refusal(exc)
+    raise typer.Exit(EXIT_INVALID)
+
+
+def report_refusal(exc: PlaitError) -> None:
+    """Print a `PlaitError` as every command does: message, details (indented) and hint on
+    stderr; with --json, also `{"error": {code, message, hint, details}}` on stdout."""
+    sys.stderr.write(f"plait: {exc.message}\n")
     for line in exc.details:
         sys.stderr.write(f"  {line}\n")
-    fail(exc.message, exc.hint)
+    if exc.hint:
+        sys.stderr.write(f"  hint: {exc.hint}\n")
+    if json_requested():
+        print_error_json(exc.code, exc.message, exc.hint, details=exc.details)
 
 
 def console() -> Any:

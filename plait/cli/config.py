@@ -7,8 +7,9 @@ from typing import Any
 
 import typer
 
-from plait.cli.common import EXIT_INVALID, EXIT_OK, ConfigOption, JsonOption, console, fail, print_json
+from plait.cli.common import EXIT_INVALID, EXIT_OK, console, fail, print_json
 from plait.cli.help import PlaitTyper
+from plait.cli.options import ConfigOption, JsonOption
 
 app = PlaitTyper(help="Model provider configuration (plait.toml).", no_args_is_help=True)
 

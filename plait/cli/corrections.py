@@ -14,28 +14,23 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import (
-    CacheOption,
-    ConfigOption,
+from plait.cli.common import fail, read_file_option, refuse, resolve_run, store_for
+from plait.cli.options import (
     DbOption,
     Driving,
     JsonOption,
-    LlmOption,
-    QuietOption,
-    fail,
-    read_file_option,
-    refuse,
-    resolve_run,
-    store_for,
+    drives_a_run,
 )
 from plait.cli.told import downstream_report, overridden, rolled_back, tell
 
 FileOption = Annotated[Path | None, typer.Option("--file", help="The corrected value: a JSON or YAML file.")]
 ValueOption = Annotated[str | None, typer.Option("--value", help="The corrected value as inline JSON.")]
+RunArg = Annotated[str, typer.Argument(help="The run (its id, or a unique prefix of it).")]
 
 
+@drives_a_run
 def override_command(
-    run_id: Annotated[str, typer.Argument(help="The run (its id, or a unique prefix of it).")],
+    run_id: RunArg,
     node_id: Annotated[str, typer.Argument(help="The node whose output to correct.")],
     file: FileOption = None,
     value: ValueOption = None,
@@ -44,11 +39,8 @@ def override_command(
     ] = "INVALIDATE",
     note: Annotated[str | None, typer.Option("--note", help="Why (kept with the override).")] = None,
     db: DbOption = None,
-    llm: LlmOption = None,
-    config: ConfigOption = None,
-    cache: CacheOption = None,
-    json_output: JsonOption = False,
-    quiet: QuietOption = False,
+    *,
+    how: Driving,
 ) -> None:
     """Correct a node's output: the model's original is kept, the correction is what everything reads."""
     from plait.model.enums import DownstreamPolicy
@@ -57,7 +49,6 @@ def override_command(
     if chosen not in DownstreamPolicy.__members__:
         fail(f"unknown policy '{policy}'", "use KEEP, INVALIDATE, RERUN or RERUN_ALL")
     corrected = _value(file, value)
-    how = Driving(llm, config, json_output, quiet, cache=cache is not False)
     said = partial(overridden, node_id=node_id, policy=chosen)
     _correct(
         db,
@@ -69,30 +60,28 @@ def override_command(
     )
 
 
+@drives_a_run
 def rerun_command(
-    run_id: Annotated[str, typer.Argument(help="The run (its id, or a unique prefix of it).")],
+    run_id: RunArg,
     node_id: Annotated[str, typer.Argument(help="The node to run again (a new activation; the old one is kept).")],
     downstream: Annotated[bool, typer.Option("--downstream", help="Rerun everything after it too.")] = False,
     db: DbOption = None,
-    llm: LlmOption = None,
-    config: ConfigOption = None,
-    cache: CacheOption = None,
-    json_output: JsonOption = False,
-    quiet: QuietOption = False,
+    *,
+    how: Driving,
 ) -> None:
     """Run a node again (e.g. a stale one); without --downstream its direct downstream becomes stale.
     The node is asked afresh, not answered from the response cache (--cache allows it); the nodes
     after it still use the cache whenever their input is unchanged (--no-cache: nothing does)."""
-    how = Driving(llm, config, json_output, quiet, cache=cache is not False)
     _correct(
         db,
         run_id,
-        lambda c, run: c.rerun(run, node_id, downstream=downstream, fresh=cache is not True),
+        lambda c, run: c.rerun(run, node_id, downstream=downstream, fresh=how.cache_given is not True),
         how,
         by="rerun",
     )
 
 
+@drives_a_run
 def review_command(
     run_id: Annotated[str, typer.Argument(help="The paused run (its id, or a unique prefix of it).")],
     node_id: Annotated[str, typer.Argument(help="The HUMAN_REVIEW node waiting for you.")],
@@ -101,22 +90,18 @@ def review_command(
     value: ValueOption = None,
     note: Annotated[str | None, typer.Option("--note", help="Why (kept with the answer).")] = None,
     db: DbOption = None,
-    llm: LlmOption = None,
-    config: ConfigOption = None,
-    cache: CacheOption = None,
-    json_output: JsonOption = False,
-    quiet: QuietOption = False,
+    *,
+    how: Driving,
 ) -> None:
     """Answer a HUMAN_REVIEW (approve, or give a corrected value) and continue the run."""
     if approve == (file is not None or value is not None):
         fail("give either --approve or a corrected value (--file F or --value JSON)")
     corrected = None if approve else _value(file, value)
-    how = Driving(llm, config, json_output, quiet, cache=cache is not False)
     _correct(db, run_id, lambda c, run: c.review(run, node_id, corrected, approve=approve, note=note), how, by="review")
 
 
 def rollback_command(
-    run_id: Annotated[str, typer.Argument(help="The run (its id, or a unique prefix of it).")],
+    run_id: RunArg,
     target: Annotated[str, typer.Argument(help="NODE_ID, NODE_ID.FIELD, input or input.FIELD.")],
     to_version: Annotated[int, typer.Option("--to-version", help="The ledger version to restore.")],
     db: DbOption = None,

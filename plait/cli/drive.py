@@ -10,7 +10,8 @@ from typing import Any
 
 import typer
 
-from plait.cli.common import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, Driving, fail
+from plait.cli.common import EXIT_FAILED, EXIT_OK, EXIT_PAUSED, fail
+from plait.cli.options import Driving
 
 
 def provider_from_options(spec: str | None, config: str | None) -> Any:

@@ -8,8 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, print_json, refuse, store_for
+from plait.cli.common import console, fail, print_json, refuse, store_for
 from plait.cli.graph_store import GraphRef, report_saved
+from plait.cli.options import DbOption, JsonOption
 
 
 def fork_command(
@@ -47,15 +48,16 @@ def diff_command(
     _run(db, lambda store: _show_diff(diff_fork(store, ref, version), json_output))
 
 
+ConfirmOption = Annotated[bool, typer.Option("--confirm", help="Needed with --refork: the fork's changes are lost.")]
+
+
 def merge_command(
     ref: GraphRef,
     from_parent: Annotated[
         list[str], typer.Option("--from-parent", help="A node id, or schema:ID / edge:ID / migration:ID (repeatable).")
     ] = [],  # noqa: B006
     refork: Annotated[bool, typer.Option("--refork", help="Replace the fork by the parent's latest.")] = False,
-    confirm: Annotated[
-        bool, typer.Option("--confirm", help="Needed with --refork: the fork's changes are lost.")
-    ] = False,
+    confirm: ConfirmOption = False,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, fail, print_json, print_table, store_for, when
+from plait.cli.common import fail, print_json, print_table, store_for, when
+from plait.cli.options import DbOption, JsonOption
 
 GraphRef = Annotated[str, typer.Argument(help="A stored graph's id or slug.")]
 

@@ -8,28 +8,24 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import (
-    STORED_GRAPH_HINT,
-    DbOption,
-    JsonOption,
-    console,
-    fail,
-    print_json,
-    print_table,
-    store_for,
-)
+from plait.cli.common import STORED_GRAPH_HINT, console, fail, print_json, print_table, store_for
 from plait.cli.forks import diff_command, fork_command, merge_command
 from plait.cli.graph_store import delete_command, export_command, import_command, versions_command
 from plait.cli.help import PlaitTyper
+from plait.cli.options import DbOption, JsonOption
 
 app = PlaitTyper(help="Stored graphs: versions, import/export, forks.", no_args_is_help=True)
-app.command("versions")(versions_command)
-app.command("import")(import_command)
-app.command("export")(export_command)
-app.command("delete")(delete_command)
-app.command("fork")(fork_command)
-app.command("diff")(diff_command)
-app.command("merge")(merge_command)
+app.add_commands(
+    {
+        "versions": versions_command,
+        "import": import_command,
+        "export": export_command,
+        "delete": delete_command,
+        "fork": fork_command,
+        "diff": diff_command,
+        "merge": merge_command,
+    }
+)
 
 
 @app.command("show")

@@ -108,3 +108,8 @@ class PlaitTyper(typer.Typer):
     def command(self, name: str | None = None, **kwargs: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
         kwargs.setdefault("cls", PlaitCommand)
         return super().command(name, **kwargs)
+
+    def add_commands(self, commands: dict[str, Callable[..., Any]]) -> None:
+        """Register each function under its command name, in the order `--help` lists them."""
+        for name, function in commands.items():
+            self.command(name)(function)

@@ -8,18 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import (
-    EXIT_FAILED,
-    ConfigOption,
-    DbOption,
-    JsonOption,
-    LlmOption,
-    console,
-    fail,
-    print_json,
-    resolve_node_run,
-    store_for,
-)
+from plait.cli.common import EXIT_FAILED, console, fail, print_json, resolve_node_run, store_for
+from plait.cli.options import ConfigOption, DbOption, JsonOption, LlmOption
 
 
 def replay_command(

@@ -11,19 +11,15 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import (
-    CacheOption,
+from plait.cli.common import fail, parse_inputs, refuse, resolve_run, store_for
+from plait.cli.options import (
     ConfigOption,
     DbOption,
     Driving,
     JsonOption,
     LlmOption,
     QuietOption,
-    fail,
-    parse_inputs,
-    refuse,
-    resolve_run,
-    store_for,
+    drives_a_run,
 )
 
 DryRunOption = Annotated[
@@ -79,14 +75,12 @@ def run_command(
         execute(store, provider, run_id, Driving(llm, config, json_output, quiet, cache=not no_cache))
 
 
+@drives_a_run
 def resume_command(
     run_id: Annotated[str, typer.Argument(help="The run to continue (its id, or a unique prefix of it).")],
     db: DbOption = None,
-    llm: LlmOption = None,
-    config: ConfigOption = None,
-    cache: CacheOption = None,
-    json_output: JsonOption = False,
-    quiet: QuietOption = False,
+    *,
+    how: Driving,
 ) -> None:
     """Continue a run after a crash, a kill or a pause: completed nodes are never executed again.
     It executes on the run's own model unless --llm or --config names another (recorded on the run)."""
@@ -94,8 +88,8 @@ def resume_command(
 
     with store_for(db) as store:
         run_id = resolve_run(store, run_id)
-        provider = run_provider(store, run_id, llm, config, by="resume")
-        execute(store, provider, run_id, Driving(llm, config, json_output, quiet, cache=cache is not False))
+        provider = run_provider(store, run_id, how.llm, how.config, by="resume")
+        execute(store, provider, run_id, how)
 
 
 def _chosen(spec: str | None, config: str | None) -> tuple[Any, Any]:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, fail, print_json, resolve_run, store_for, when
+from plait.cli.common import fail, print_json, resolve_run, store_for, when
+from plait.cli.options import DbOption, JsonOption
 
 if TYPE_CHECKING:
     from plait.store import Store
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 Hint = Callable[[str], str]
 RunArg = Annotated[str, typer.Argument(help="The run id (or a unique prefix of it).")]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="Delete a run that has ended (completed, failed, cancelled).")
+]
 
 
 def cancel_command(run_id: RunArg, db: DbOption = None, json_output: JsonOption = False) -> None:
@@ -38,9 +42,7 @@ def cancel_command(run_id: RunArg, db: DbOption = None, json_output: JsonOption 
 
 def delete_command(
     run_id: RunArg,
-    force: Annotated[
-        bool, typer.Option("--force", help="Delete a run that has ended (completed, failed, cancelled).")
-    ] = False,
+    force: ForceOption = False,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, print_json, print_table, resolve_run, store_for
+from plait.cli.common import console, print_json, print_table, resolve_run, store_for
+from plait.cli.options import DbOption, JsonOption
 
 if TYPE_CHECKING:
     from plait.runs.diff import Change, NodeDiff, NodeSide, RunDiff, RunFacts

@@ -9,23 +9,25 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, console, fail, print_json, print_table, resolve_run, store_for, when
+from plait.cli.common import console, fail, print_json, print_table, resolve_run, store_for, when
+from plait.cli.options import DbOption, JsonOption
 from plait.cli.outcome import failure_lines, newest, node_failure, review_lines, waiting_reviews, with_cause
 
 _CELL_CHARS = 200
 """An effective output longer than this is cut in the table (`--json` has it whole)."""
+
+LedgerOption = Annotated[
+    bool, typer.Option("--ledger", help="Also the field ledger: every version of every value, who read it.")
+]
+RawOption = Annotated[bool, typer.Option("--raw", help="Outputs as stored, without migrating older schema versions.")]
 
 
 def show_command(
     run_ref: Annotated[str, typer.Argument(metavar="RUN_ID", help="The run id (or a unique prefix of it).")],
     db: DbOption = None,
     json_output: JsonOption = False,
-    ledger: Annotated[
-        bool, typer.Option("--ledger", help="Also the field ledger: every version of every value, who read it.")
-    ] = False,
-    raw: Annotated[
-        bool, typer.Option("--raw", help="Outputs as stored, without migrating older schema versions.")
-    ] = False,
+    ledger: LedgerOption = False,
+    raw: RawOption = False,
 ) -> None:
     """One run: status, input, output, and per node status, attempts, tokens, cost, timings, effective output
     (read at the graph's current schema versions, migrating older outputs; --raw: as stored)."""

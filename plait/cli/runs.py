@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
-from plait.cli.common import DbOption, JsonOption, print_json, print_table, store_for, when
+from plait.cli.common import print_json, print_table, store_for, when
 from plait.cli.help import PlaitTyper
+from plait.cli.options import DbOption, JsonOption
 from plait.cli.run_admin import cancel_command, delete_command
 from plait.cli.run_diff import diff_command
 from plait.cli.run_show import show_command
@@ -48,7 +49,11 @@ def list_runs(
     print_table(table)
 
 
-app.command("show")(show_command)
-app.command("diff")(diff_command)
-app.command("cancel")(cancel_command)
-app.command("delete")(delete_command)
+app.add_commands(
+    {
+        "show": show_command,
+        "diff": diff_command,
+        "cancel": cancel_command,
+        "delete": delete_command,
+    }
+)

@@ -9,25 +9,20 @@ from typing import Annotated
 
 import typer
 
-from plait.cli.common import (
-    DB_HINT,
-    ConfigOption,
-    DbOption,
-    JsonOption,
-    LlmOption,
-    console,
-    fail,
-    print_json,
-    store_for,
-    when,
-)
+from plait.cli.common import DB_HINT, console, fail, print_json, store_for, when
 from plait.cli.help import PlaitTyper
+from plait.cli.options import ConfigOption, DbOption, JsonOption, LlmOption
 from plait.redact import install_log_redaction
 
 EXIT_STARTUP = 3
 """The server failed while starting (its lifespan, e.g. resuming runs), as uvicorn exits then."""
 
 token_app = PlaitTyper(help="Bearer tokens for the HTTP API (stored hashed).", no_args_is_help=True)
+
+RequireAuthOption = Annotated[bool, typer.Option("--require-auth", help="Ask for a bearer token on loopback too.")]
+MaxBodyOption = Annotated[
+    int, typer.Option("--max-body", help="Largest request body accepted, in bytes (larger: 413).")
+]
 
 
 def serve_command(
@@ -38,12 +33,8 @@ def serve_command(
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,
-    require_auth: Annotated[
-        bool, typer.Option("--require-auth", help="Ask for a bearer token on loopback too.")
-    ] = False,
-    max_body: Annotated[
-        int, typer.Option("--max-body", help="Largest request body accepted, in bytes (larger: 413).")
-    ] = 10 * 1024 * 1024,
+    require_auth: RequireAuthOption = False,
+    max_body: MaxBodyOption = 10 * 1024 * 1024,
     cors_origin: Annotated[
         list[str], typer.Option("--cors-origin", help="A browser origin allowed to call the API (repeatable).")
     ] = [],  # noqa: B006

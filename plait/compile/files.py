@@ -7,15 +7,22 @@ import os
 from plait.compile.compiler import compile_file
 from plait.compile.diagnostics import Diagnostic
 from plait.compile.result import CompileResult
+from plait.errors import PlaitError, Refusal
 from plait.model.graph import GraphDef
 
 
-class GraphInvalid(ValueError):
+class GraphInvalid(PlaitError, ValueError):
     """A graph has errors; `diagnostics` lists all of them (what `plait validate` prints)."""
+
+    kind = Refusal.INVALID
+    code = "graph_invalid"
 
     def __init__(self, diagnostics: list[Diagnostic]):
         self.diagnostics = diagnostics
-        super().__init__("invalid graph:\n" + "\n".join(d.format() for d in diagnostics))
+        super().__init__(
+            "invalid graph:\n" + "\n".join(d.format() for d in diagnostics),
+            "fix every listed problem (`plait validate FILE` reports the same ones)",
+        )
 
 
 def validate(path: str | os.PathLike[str]) -> CompileResult:

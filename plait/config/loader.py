@@ -56,12 +56,16 @@ from plait.config.providers import (
     Strict,
 )
 from plait.config.sandbox import SandboxConfig
+from plait.errors import PlaitError, Refusal
 from plait.model.documents import DocumentError, decode_text, read_limited
 from plait.redact import register
 
 
-class ConfigError(ValueError):
+class ConfigError(PlaitError, ValueError):
     """The configuration cannot be used; the message names the file, the key and the fix."""
+
+    kind = Refusal.INVALID
+    code = "config_invalid"
 
 
 _in_force: PlaitConfig | None = None

@@ -23,13 +23,17 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from plait.errors import PlaitError, Refusal
 from plait.redact import register
 
 SECRET = re.compile(r"%secrets\.([A-Za-z_][A-Za-z0-9_]*)%")
 
 
-class MissingSecret(ValueError):
+class MissingSecret(PlaitError, ValueError):
     """An `%secrets.NAME%` reference whose environment variable is not set."""
+
+    kind = Refusal.INVALID
+    code = "missing_secret"
 
 
 class McpServerConfig(BaseModel):

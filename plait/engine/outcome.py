@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from plait.errors import PlaitError
 from plait.model.enums import RunStatus
 
 
-class EngineError(Exception):
+class EngineError(PlaitError):
     """The run cannot be executed as asked (unknown run, busy elsewhere, unsupported node type...)."""
+
+    code = "engine_refused"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from plait.errors import PlaitError
 
-class MigrationError(Exception):
+
+class MigrationError(PlaitError):
     """A stored output could not be read at the current schema version; `hint` says how to fix it."""
+
+    code = "migration_failed"
 
     def __init__(
         self,
@@ -23,9 +27,7 @@ class MigrationError(Exception):
         run_id: str | None = None,
         node_id: str | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+        super().__init__(message, hint)
         self.schema_id = schema_id
         self.from_version = from_version
         """The version the failure starts from (the stored one, or the failing step's)."""

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from plait.errors import PlaitError, Refusal
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, ToolCall, Usage
 from plait.model.documents import DocumentError, read_document
@@ -90,8 +91,11 @@ class ScriptFile(_Strict):
     log: str | None = None
 
 
-class ScriptError(ValueError):
+class ScriptError(PlaitError, ValueError):
     """The script file is missing or malformed; the message names the file and the problem."""
+
+    kind = Refusal.INVALID
+    code = "script_invalid"
 
 
 def load_script(path: str | os.PathLike[str]) -> ScriptFile:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from plait.errors import PlaitError, Refusal
 from plait.llm.provider import Provider
 
 
-class LlmConfigError(ValueError):
+class LlmConfigError(PlaitError, ValueError):
     """No usable provider; the message says how to configure one."""
+
+    kind = Refusal.INVALID
+    code = "llm_unavailable"
 
 
 def provider_from_spec(spec: str | None, config: str | None = None) -> Provider | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from plait.errors import PlaitError, Refusal
 from plait.model.limits import MAX_DEPTH, MAX_INT_DIGITS, ValueLimitError, check_value
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -35,15 +36,16 @@ MAX_VALUES = 100_000
 expanded; counted on the composed nodes, each shared node once, never by expanding."""
 
 
-class DocumentError(ValueError):
-    """A document cannot be read or breaks a limit; the message names the file and the place."""
+class DocumentError(PlaitError, ValueError):
+    """A document cannot be read or breaks a limit; the message names the file and the place.
+
+    `code` is `unreadable`, `too_large` (then `size` is how many bytes were seen), `syntax` or
+    `invalid`."""
+
+    kind = Refusal.INVALID
 
     def __init__(self, message: str, hint: str | None = None, *, code: str = "invalid", size: int = 0) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.code = code
-        """`unreadable`, `too_large` (then `size` is how many bytes were seen), `syntax` or `invalid`."""
+        super().__init__(message, hint, code=code)
         self.size = size
 
 

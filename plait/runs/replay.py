@@ -14,14 +14,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from plait.engine.contracts import schema_violations
+from plait.errors import PlaitError, Refusal
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, response_schema
 from plait.model.output_meta import strip_meta
 from plait.store import NodeRunRecord
 
 
-class ReplayError(Exception):
+class ReplayError(PlaitError):
     """The node run cannot be replayed (not an LLM call, no snapshot)."""
+
+    kind = Refusal.INVALID
+    code = "replay_refused"
 
 
 @dataclass(frozen=True, slots=True)

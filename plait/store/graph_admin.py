@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, func, select, update
 
+from plait.errors import Refusal
 from plait.model.enums import SourceType
 from plait.store.db import writer
 from plait.store.errors import StoreError
@@ -20,6 +21,9 @@ from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION, GRAPH_RUN
 
 class ReadOnlyGraph(StoreError):
     """A system graph cannot be changed or deleted (fork it)."""
+
+    kind = Refusal.FORBIDDEN
+    code = "read_only"
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from plait.llm.select import provider_from_spec
 from plait.runs.model_choice import describe as describe_llm
 from plait.sandbox.shared import close_shared_sandbox
 from plait.store import Store
+from plait.web import mount as mount_workbench
 
 log = logging.getLogger("plait.api")
 
@@ -96,6 +97,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
     for module in (inspection, graphs, runs, corrections, events):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # the original API's routes, at their exact paths
+    mount_workbench(app)  # `/` and `/assets`: the page only calls the routes above, with the caller's token
     describe(app, auth=settings.auth_required)
     return app
 

@@ -1,0 +1,152 @@
+"""Fixtures of the workbench tests: a real `plait serve` (the command, in its own process) on a
+free loopback port, and Debian's Chromium driven by Playwright.
+
+Playwright never downloads a browser here: it launches `/usr/bin/chromium` (`.ci/run` installs
+Debian's package when it is missing). Without that browser the tests skip and say so, except in
+CI (`CI` set), where the browser is part of the job and its absence fails them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def _need(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must run the workbench tests: .ci/run installs it)")
+    pytest.skip(reason)
+
+
+@dataclass
+class Served:
+    """A running `plait serve`: its base URL, an HTTP client on it, and its database."""
+
+    url: str
+    client: httpx.Client
+    db: str
+
+    def import_graph(self, path: Path) -> dict[str, Any]:
+        response = self.client.post("/api/graphs/import", json={"source": path.read_text(encoding="utf-8")})
+        assert response.status_code in (200, 201), response.text
+        return dict(response.json())
+
+    def start(self, graph: str, run_input: dict[str, Any]) -> str:
+        response = self.client.post("/api/runs", json={"graph": graph, "input": run_input})
+        assert response.status_code == 202, response.text
+        return str(response.json()["run_id"])
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        response = self.client.get(f"/api/runs/{run_id}")
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    def wait_status(self, run_id: str, *statuses: str, timeout: float = 20.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.run(run_id)
+            if run["status"] in statuses and not run["executing_here"]:
+                return run
+            if time.monotonic() > deadline:
+                pytest.fail(f"run {run_id} is {run['status']}, not {' or '.join(statuses)}, after {timeout}s")
+            time.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve(
+    tmp_path: Path, *extra: str, script: Path = EXAMPLES / "scripted" / "video_chapters.yaml"
+) -> Iterator[Served]:
+    """`plait serve` on a fresh SQLite file with the scripted provider; stopped after."""
+    port = free_port()
+    db = f"sqlite:///{tmp_path / 'workbench.db'}"
+    log = (tmp_path / "serve.log").open("w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "plait",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            db,
+            "--llm",
+            f"scripted:{script}",
+            *extra,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=tmp_path,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"plait serve did not start:\n{(tmp_path / 'serve.log').read_text()}")
+            time.sleep(0.1)
+        with httpx.Client(base_url=url, timeout=10) as client:
+            yield Served(url, client, db)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Served]:
+    yield from serve(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        _need(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _need("playwright is not installed: pip install -e '.[test]'")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    """A fresh browser context (its own localStorage) and page; any script error fails the test."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+    assert errors == [], f"the page threw: {errors}"

@@ -1,0 +1,138 @@
+"""The workbench's list pages and its surroundings in the browser: graphs (search, badges,
+delete with the server's rules), runs (filters, pause, resume, cancel), the dashboard, errors
+shown with their hint, and the token prompt of a server that asks for one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.web.conftest import EXAMPLES, Served, serve
+
+SLOW_SCRIPT = """
+responses:
+  - {node: chapter_split, output: {chapters: [{title: A, start_sec: 0, end_sec: 5}]}, delay_ms: 30000}
+"""
+
+
+def test_the_graphs_page_lists_searches_and_deletes(server: Served, page: Any) -> None:
+    server.import_graph(EXAMPLES / "video_chapters.yaml")
+    server.import_graph(EXAMPLES / "feedback_triage.yaml")
+    page.goto(server.url + "/")
+    rows = page.get_by_role("table", name="Stored graphs").locator("tbody tr")
+    expect(rows).to_have_count(3)  # the shipped system graph, and the two imported
+    system = page.locator('tr[data-graph="plait.video_chapters"]')
+    expect(system.locator(".badge")).to_have_text("system")
+    expect(system.get_by_role("button", name="delete")).to_have_count(0)  # system graphs are read-only
+
+    page.get_by_label("Search graphs").fill("triage")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-graph", "feedback_triage")
+
+    # A graph with runs: the server refuses the plain delete, and the page shows why and how.
+    server.start("feedback_triage", _triage_input())
+    page.once("dialog", lambda dialog: dialog.accept())
+    rows.first.get_by_role("button", name="delete").click()
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("conflict: graph 'feedback_triage' has 1 runs")
+    page.get_by_role("button", name="Delete feedback_triage anyway").click()
+    expect(page.get_by_role("status")).to_have_text("deleted feedback_triage")
+    assert server.client.get("/api/graphs/feedback_triage").status_code == 404
+
+    page.get_by_label("Search graphs").fill("video")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator('tr[data-graph="video_chapters"]').get_by_role("button", name="delete").click()
+    expect(page.get_by_role("status")).to_have_text("deleted video_chapters")
+    expect(page.locator('tr[data-graph="video_chapters"]')).to_have_count(0)
+
+
+def _triage_input() -> dict[str, Any]:
+    import yaml
+
+    return dict(yaml.safe_load((EXAMPLES / "inputs" / "feedback_triage.yaml").read_text()))
+
+
+@pytest.fixture
+def slow_server(tmp_path: Path) -> Iterator[Served]:
+    script = tmp_path / "slow.yaml"
+    script.write_text(SLOW_SCRIPT)
+    yield from serve(tmp_path, script=script)
+
+
+def test_the_runs_page_filters_pauses_resumes_and_cancels(slow_server: Served, page: Any) -> None:
+    server = slow_server
+    server.import_graph(EXAMPLES / "video_chapters.yaml")
+    first = server.start("video_chapters", {"transcript": "one"})
+    second = server.start("video_chapters", {"transcript": "two"})
+    page.goto(server.url + "/#/runs")
+    table = page.get_by_role("table", name="Runs")
+    expect(table.locator("tbody tr")).to_have_count(2)
+
+    row = table.locator(f'tr[data-run="{first}"]')
+    expect(row.locator(".pill")).to_have_text("running")
+    row.get_by_role("button", name="pause").click()
+    expect(row.locator(".pill")).to_have_text("paused")
+    assert server.wait_status(first, "paused")["status"] == "paused"
+
+    page.get_by_label("Status").select_option("paused")
+    expect(table.locator("tbody tr")).to_have_count(1)
+    expect(page).to_have_url(f"{server.url}/#/runs?status=paused")
+    table.locator(f'tr[data-run="{first}"]').get_by_role("button", name="resume").click()
+    page.get_by_label("Status").select_option("")
+    row = table.locator(f'tr[data-run="{second}"]')
+    row.get_by_role("button", name="cancel").click()
+    expect(row.locator(".pill")).to_have_text("cancelled")
+    assert server.run(second)["status"] == "cancelled"
+    assert server.run(first)["status"] in ("pending", "running")
+
+
+def test_the_dashboard_shows_executing_runs_and_failures(slow_server: Served, page: Any) -> None:
+    server = slow_server
+    server.import_graph(EXAMPLES / "video_chapters.yaml")
+    running = server.start("video_chapters", {"transcript": "one"})
+    page.goto(server.url + "/#/dashboard")
+    active = page.get_by_test_id("active-runs")
+    expect(active.locator(".big")).to_have_text("1")
+    expect(active.get_by_role("link")).to_have_text(running[:8])
+    expect(page.get_by_text("scripted", exact=False).first).to_be_visible()
+
+
+def test_an_unknown_run_shows_the_servers_error_not_a_blank_page(server: Served, page: Any) -> None:
+    page.goto(server.url + "/#/runs/0123456789ab")
+    alert = page.get_by_role("alert")
+    expect(alert).to_contain_text("not_found")
+    expect(alert).to_contain_text("0123456789ab")
+
+
+def test_a_server_that_asks_for_a_token_gets_one_from_the_prompt(tmp_path: Path, page: Any) -> None:
+    db = f"sqlite:///{tmp_path / 'workbench.db'}"
+    created = subprocess.run(
+        [sys.executable, "-m", "plait", "token", "create", "--name", "browser", "--db", db, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    token = json.loads(created.stdout)["token"]
+    served = serve(tmp_path, "--require-auth")
+    server = next(served)
+    try:
+        page.goto(server.url + "/")
+        prompt = page.get_by_label("Token")
+        expect(prompt).to_be_visible()
+        prompt.fill("not-the-token")
+        page.get_by_role("button", name="Use token").click()
+        expect(page.get_by_role("alert")).to_contain_text("unauthorized")  # the list is refused...
+        expect(page.get_by_label("Token")).to_be_visible()  # ...and the prompt asks again
+        page.get_by_label("Token").fill(token)
+        page.get_by_role("button", name="Use token").click()
+        expect(page.locator('tr[data-graph="plait.video_chapters"]')).to_be_visible()
+        assert page.evaluate("localStorage.getItem('plait.token')") == token
+    finally:
+        next(served, None)

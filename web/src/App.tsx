@@ -1,0 +1,118 @@
+import { Component, type ReactNode, useEffect, useState } from "react";
+import { get, onUnauthorized, setToken, token, type Schemas } from "./api/client";
+import { ErrorView } from "./components/ErrorView";
+import { href, useRoute } from "./router";
+import { CanvasPage } from "./pages/Canvas";
+import { DashboardPage } from "./pages/Dashboard";
+import { GraphsPage } from "./pages/Graphs";
+import { RunPage } from "./pages/Run";
+import { RunsPage } from "./pages/Runs";
+
+const NAV = [
+  ["graphs", "Graphs"],
+  ["runs", "Runs"],
+  ["dashboard", "Dashboard"],
+] as const;
+
+export function App() {
+  const route = useRoute();
+  const [health, setHealth] = useState<Schemas["HealthOut"] | null>(null);
+  const [asking, setAsking] = useState(false);
+  const [healthError, setHealthError] = useState<unknown>(null);
+
+  useEffect(() => {
+    get<Schemas["HealthOut"]>("/api/health").then(
+      (h) => {
+        setHealth(h);
+        if (h.auth_required && !token()) setAsking(true);
+      },
+      setHealthError,
+    );
+    return onUnauthorized(() => setAsking(true));
+  }, []);
+
+  return (
+    <div className="app">
+      <header className="top">
+        <a className="brand" href={href("graphs")}>
+          Plait
+        </a>
+        <nav aria-label="Main">
+          {NAV.map(([page, label]) => (
+            <a key={page} href={href(page)} aria-current={route.page === page ? "page" : undefined}>
+              {label}
+            </a>
+          ))}
+          <span className="soon" title="Prompt scripts get their editor here">
+            Scripts
+          </span>
+        </nav>
+        <span className="meta">
+          {health ? `v${health.version}` : ""}
+          {health?.auth_required ? (
+            <button type="button" className="link" onClick={() => setAsking(true)}>
+              token
+            </button>
+          ) : null}
+        </span>
+      </header>
+      <ErrorView error={healthError} />
+      {asking ? <TokenPrompt onDone={() => setAsking(false)} /> : null}
+      <main>
+        <Boundary key={route.page + route.params.join("/")}>
+          <Page page={route.page} params={route.params} query={route.query} />
+        </Boundary>
+      </main>
+    </div>
+  );
+}
+
+function Page({ page, params, query }: { page: string; params: string[]; query: URLSearchParams }) {
+  switch (page) {
+    case "graphs":
+      return params[0] ? <CanvasPage graphRef={params[0]} version={query.get("version")} /> : <GraphsPage />;
+    case "runs":
+      return params[0] ? <RunPage runId={params[0]} /> : <RunsPage graph={query.get("graph")} status={query.get("status")} />;
+    case "dashboard":
+      return <DashboardPage />;
+    default:
+      return <ErrorView error={new Error(`no page '${page}': choose one above`)} />;
+  }
+}
+
+function TokenPrompt({ onDone }: { onDone: () => void }) {
+  const [value, setValue] = useState("");
+  return (
+    <form
+      className="token-prompt"
+      onSubmit={(event) => {
+        event.preventDefault();
+        setToken(value.trim() || null);
+        onDone();
+        window.location.reload();
+      }}
+    >
+      <label>
+        This server asks for a token (from <code>plait token create --name NAME</code>):{" "}
+        <input type="password" autoFocus value={value} onChange={(e) => setValue(e.target.value)} aria-label="Token" />
+      </label>
+      <button type="submit">Use token</button>
+      <button type="button" onClick={onDone}>
+        Cancel
+      </button>
+    </form>
+  );
+}
+
+/** A page that throws while rendering shows the error instead of a blank page. */
+class Boundary extends Component<{ children: ReactNode }, { error: unknown }> {
+  state = { error: null as unknown };
+
+  static getDerivedStateFromError(error: unknown) {
+    return { error };
+  }
+
+  render() {
+    return this.state.error ? <ErrorView error={this.state.error} /> : this.props.children;
+  }
+}

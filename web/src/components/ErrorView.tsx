@@ -1,0 +1,37 @@
+import { ApiError } from "../api/client";
+
+/** An error as the server said it: message, hint and details; never a blank page. */
+export function ErrorView({ error, onDismiss }: { error: unknown; onDismiss?: () => void }) {
+  if (!error) return null;
+  const api = error instanceof ApiError ? error : null;
+  const message = api ? api.message : error instanceof Error ? error.message : String(error);
+  return (
+    <div className="error" role="alert">
+      <strong>{api ? `${api.code}: ` : ""}{message}</strong>
+      {api?.hint ? <div className="hint">hint: {api.hint}</div> : null}
+      {api && api.details.length > 0 ? (
+        <ul className="details">
+          {api.details.map((detail, index) => (
+            <li key={index}>{typeof detail === "string" ? detail : describe(detail)}</li>
+          ))}
+        </ul>
+      ) : null}
+      {onDismiss ? (
+        <button type="button" className="link" onClick={onDismiss} aria-label="Dismiss the error">
+          dismiss
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+function describe(detail: unknown): string {
+  if (detail && typeof detail === "object") {
+    const d = detail as Record<string, unknown>;
+    const where = d.where ?? d.node_id ?? d.edge_id ?? "";
+    const text = d.message ?? d.problem ?? JSON.stringify(detail);
+    const hint = d.hint ? ` (hint: ${String(d.hint)})` : "";
+    return `${where ? `${String(where)}: ` : ""}${String(text)}${hint}`;
+  }
+  return String(detail);
+}

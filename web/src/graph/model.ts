@@ -1,0 +1,78 @@
+// A stored graph (the file format's fields, as GET /api/graphs/{ref} returns them) as the
+// canvas draws it: one box per node, one arrow per edge, plus the virtual END.
+import type { Edge, Node } from "@xyflow/react";
+
+export interface GraphNodeDef {
+  id: string;
+  type: string;
+  label?: string | null;
+  position?: { x: number; y: number } | null;
+  [field: string]: unknown;
+}
+
+export interface GraphEdgeDef {
+  id?: string | null;
+  source_node_id?: string;
+  target_node_id?: string;
+  source?: string;
+  target?: string;
+  schema_id?: string | null;
+  label?: string | null;
+  condition_key?: string | null;
+}
+
+export interface GraphDoc {
+  id: string;
+  name?: string | null;
+  nodes: GraphNodeDef[];
+  edges: GraphEdgeDef[];
+  schemas?: { id: string; version: string; schema: unknown; description?: string | null }[];
+  input_schema?: Record<string, unknown> | null;
+  [field: string]: unknown;
+}
+
+export const END = "END";
+
+export interface BoxData extends Record<string, unknown> {
+  def: GraphNodeDef | null;
+  status?: string;
+  problems?: string[];
+}
+
+export function source(edge: GraphEdgeDef): string {
+  return edge.source_node_id ?? edge.source ?? "";
+}
+
+export function target(edge: GraphEdgeDef): string {
+  return edge.target_node_id ?? edge.target ?? "";
+}
+
+export function edgeId(edge: GraphEdgeDef): string {
+  return edge.id ?? `${source(edge)}__${target(edge)}`;
+}
+
+/** React Flow's nodes and edges for `graph`, at `positions` (laid out or stored). */
+export function toFlow(
+  graph: GraphDoc,
+  positions: Map<string, { x: number; y: number }>,
+): { nodes: Node<BoxData>[]; edges: Edge[] } {
+  const nodes: Node<BoxData>[] = graph.nodes.map((def) => ({
+    id: def.id,
+    type: "box",
+    position: positions.get(def.id) ?? def.position ?? { x: 0, y: 0 },
+    data: { def },
+  }));
+  if (graph.edges.some((e) => target(e) === END)) {
+    nodes.push({ id: END, type: "box", position: positions.get(END) ?? { x: 0, y: 0 }, data: { def: null } });
+  }
+  const edges: Edge[] = graph.edges.map((edge) => ({
+    id: edgeId(edge),
+    source: source(edge),
+    target: target(edge),
+    label: [edge.label, edge.schema_id ? `⟨${edge.schema_id}⟩` : null, edge.condition_key ? `if ${edge.condition_key}` : null]
+      .filter(Boolean)
+      .join(" "),
+    data: { def: edge },
+  }));
+  return { nodes, edges };
+}

@@ -1,0 +1,131 @@
+import { get, type Schemas } from "../api/client";
+import { ErrorView } from "../components/ErrorView";
+import { useApi, when } from "../components/useApi";
+import { href } from "../router";
+import { useEffect } from "react";
+
+/** What the server is doing: active runs, the provider pool's load, recent failures, and the
+ * configuration (providers, roles, MCP servers; key names, never their values). */
+export function DashboardPage() {
+  const health = useApi(() => get<Schemas["HealthOut"]>("/api/health"), []);
+  const providers = useApi(() => get<Schemas["ProvidersOut"]>("/api/providers"), []);
+  const active = useApi(() => get<Schemas["RunPage"]>("/api/runs?status=running&limit=100"), []);
+  const queued = useApi(() => get<Schemas["RunPage"]>("/api/runs?status=pending&limit=100"), []);
+  const failed = useApi(() => get<Schemas["RunPage"]>("/api/runs?status=failed&limit=10"), []);
+
+  useEffect(() => {
+    const timer = window.setInterval(() => {
+      health.reload();
+      providers.reload();
+      active.reload();
+      queued.reload();
+    }, 2000);
+    return () => window.clearInterval(timer);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
+
+  const load = providers.data?.load ?? [];
+  const config = providers.data?.config as Record<string, unknown> | null | undefined;
+  return (
+    <section className="dashboard">
+      <h1>Dashboard</h1>
+      <ErrorView error={health.error ?? providers.error ?? active.error} />
+      <div className="cards">
+        <div className="card" data-testid="active-runs">
+          <h2>Executing</h2>
+          <p className="big">{health.data?.runs_executing ?? "…"}</p>
+          <RunLinks runs={active.data?.items ?? []} />
+        </div>
+        <div className="card" data-testid="queued-runs">
+          <h2>Queued</h2>
+          <p className="big">{queued.data?.items.length ?? "…"}</p>
+          <RunLinks runs={queued.data?.items ?? []} />
+        </div>
+        <div className="card">
+          <h2>Model</h2>
+          <p>{providers.data?.provider ?? "none configured"}</p>
+          <p className="muted">{health.data ? `Plait ${health.data.version} · ${health.data.database}` : ""}</p>
+        </div>
+      </div>
+      <h2>Provider pool</h2>
+      {load.length ? (
+        <table className="list" aria-label="Provider pool">
+          <thead>
+            <tr>
+              <th>Provider</th>
+              <th>Usable</th>
+              <th>In flight</th>
+              <th>Queued</th>
+              <th>Requests / min</th>
+              <th>Tokens / min</th>
+            </tr>
+          </thead>
+          <tbody>
+            {load.map((row) => (
+              <tr key={row.id}>
+                <td>{row.id}</td>
+                <td>{row.usable ? "yes" : "no"}</td>
+                <td>
+                  {row.in_flight}
+                  {row.max_concurrency ? ` / ${row.max_concurrency}` : ""}
+                </td>
+                <td>{row.queued}</td>
+                <td>
+                  {row.requests_last_minute}
+                  {row.rpm ? ` / ${row.rpm}` : ""}
+                </td>
+                <td>
+                  {row.tokens_last_minute}
+                  {row.tpm ? ` / ${row.tpm}` : ""}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p className="muted">One provider, no pool (configure several in plait.toml to pool them).</p>
+      )}
+      <h2>Recent failures</h2>
+      {failed.data?.items.length ? (
+        <ul aria-label="Recent failures">
+          {failed.data.items.map((run) => (
+            <FailedRun key={run.id} run={run} />
+          ))}
+        </ul>
+      ) : (
+        <p className="muted">No failed runs.</p>
+      )}
+      <h2>Configuration</h2>
+      {config ? <pre data-testid="config">{JSON.stringify(config, null, 2)}</pre> : <p className="muted">No plait.toml: the server runs on its one model.</p>}
+    </section>
+  );
+}
+
+function RunLinks({ runs }: { runs: Schemas["RunOut"][] }) {
+  return (
+    <ul className="compact">
+      {runs.slice(0, 8).map((r) => (
+        <li key={r.id}>
+          <a href={href("runs", r.id)}>
+            <code>{r.id.slice(0, 8)}</code>
+          </a>{" "}
+          {r.graph}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function FailedRun({ run }: { run: Schemas["RunOut"] }) {
+  const detail = useApi(() => get<Schemas["RunDetailOut"]>(`/api/runs/${encodeURIComponent(run.id)}`), [run.id]);
+  const error = detail.data?.error as { message?: string; kind?: string; node_id?: string } | null | undefined;
+  return (
+    <li>
+      <a href={href("runs", run.id)}>
+        <code>{run.id.slice(0, 8)}</code>
+      </a>{" "}
+      {run.graph} · {when(run.completed_at ?? run.created_at)} ·{" "}
+      <span className="reason">{error ? `${error.kind ? `${error.kind}: ` : ""}${error.message ?? JSON.stringify(error)}` : "…"}</span>
+    </li>
+  );
+}

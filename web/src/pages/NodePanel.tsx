@@ -1,0 +1,335 @@
+import { useState } from "react";
+import { get, post, q, type Schemas } from "../api/client";
+import { CodeEditor } from "../components/CodeEditor";
+import { ErrorView } from "../components/ErrorView";
+import { useApi, when } from "../components/useApi";
+import type { GraphDoc } from "../graph/model";
+import { schemaErrors } from "../schema/check";
+
+type NodeRun = Schemas["NodeRunOut"];
+type Detail = Schemas["NodeRunDetailOut"];
+
+const POLICIES = {
+  KEEP: "Keep: downstream stays as it is",
+  INVALIDATE: "Invalidate: the direct downstream becomes stale",
+  RERUN: "Rerun the direct downstream",
+  RERUN_ALL: "Rerun everything downstream",
+} as const;
+type Policy = keyof typeof POLICIES;
+
+/** One node of a run: what it was given, what it answered, and the corrections a person can make. */
+export function NodePanel(props: {
+  run: Schemas["RunDetailOut"];
+  graph: GraphDoc;
+  nodeId: string;
+  nodeRuns: NodeRun[];
+  waiting: boolean;
+  downstream: string[];
+  onChanged: () => void;
+}) {
+  const { run, graph, nodeId, nodeRuns, waiting, downstream, onChanged } = props;
+  const def = graph.nodes.find((n) => n.id === nodeId);
+  const current = nodeRuns.find((n) => n.current) ?? nodeRuns[nodeRuns.length - 1];
+  const detail = useApi(
+    () => (current ? get<Detail>(`/api/node-runs/${q(current.id)}`) : Promise.resolve(null)),
+    [current?.id, current?.status],
+  );
+  const [problem, setProblem] = useState<unknown>(null);
+  const [said, setSaid] = useState<string | null>(null);
+
+  async function correct(path: string, body: unknown, what: string) {
+    setProblem(null);
+    setSaid(null);
+    try {
+      const result = await post<Schemas["CorrectionOut"]>(`/api/runs/${q(run.id)}/${path}`, body);
+      setSaid(
+        `${what}.` +
+          (result.stale.length ? ` Stale now: ${result.stale.join(", ")}.` : "") +
+          (result.queued.length ? ` Queued: ${result.queued.join(", ")}.` : ""),
+      );
+      onChanged();
+    } catch (cause) {
+      setProblem(cause);
+    }
+  }
+
+  if (!def) return <p className="muted">{nodeId} is not a node of this graph.</p>;
+  const outEdges = graph.edges.filter((e) => (e.source_node_id ?? e.source) === nodeId && e.schema_id);
+  const schemas = outEdges
+    .map((e) => graph.schemas?.find((s) => s.id === e.schema_id))
+    .filter((s): s is NonNullable<typeof s> => Boolean(s));
+
+  return (
+    <div className="fields node-panel" data-testid="node-panel">
+      <h2>
+        {def.type} {def.label || nodeId} <code>{nodeId}</code>
+      </h2>
+      {!current ? <p className="muted">Not executed in this run.</p> : null}
+      {current ? (
+        <>
+          <p>
+            <span className={`pill status-${current.status}`}>{current.status}</span> activation {current.activation}
+            {current.started_at ? ` · ${when(current.started_at)}` : ""}
+            {current.duration_s !== null && current.duration_s !== undefined ? ` · ${current.duration_s.toFixed(2)} s` : ""} ·{" "}
+            {current.tokens_input}+{current.tokens_output} tokens · ${current.cost_usd.toFixed(4)}
+          </p>
+          {current.status === "stale" ? (
+            <p className="warning">
+              This output read a value that was corrected since.{" "}
+              <button type="button" onClick={() => void correct(`nodes/${q(nodeId)}/rerun`, {}, `${nodeId} runs again`)}>
+                Rerun {nodeId}
+              </button>
+            </p>
+          ) : null}
+          {current.error ? <ErrorView error={Object.assign(new Error(JSON.stringify(current.error)))} /> : null}
+          {current.override !== null && current.override !== undefined ? (
+            <p className="muted">
+              Overridden by {current.override_by}
+              {current.override_note ? `: ${current.override_note}` : ""}. The model's original is kept below.
+            </p>
+          ) : null}
+          <h3>Effective output</h3>
+          <pre data-testid="effective-output">{JSON.stringify(current.effective_output, null, 2)}</pre>
+          {current.override !== null && current.override !== undefined ? (
+            <details>
+              <summary>Original output</summary>
+              <pre>{JSON.stringify(current.output, null, 2)}</pre>
+            </details>
+          ) : null}
+          <details>
+            <summary>Input snapshot (rendered prompts, response_format, tools)</summary>
+            {detail.error ? <ErrorView error={detail.error} /> : null}
+            <pre>{detail.data ? JSON.stringify(detail.data.input_snapshot, null, 2) : "…"}</pre>
+          </details>
+          <details>
+            <summary>Attempts ({current.attempts.length})</summary>
+            <pre>{JSON.stringify(current.attempts, null, 2)}</pre>
+          </details>
+          {nodeRuns.length > 1 ? (
+            <details>
+              <summary>Earlier activations ({nodeRuns.length - 1})</summary>
+              <ul>
+                {nodeRuns
+                  .filter((n) => n !== current)
+                  .map((n) => (
+                    <li key={n.id}>
+                      #{n.activation} {n.status} <code>{n.id.slice(0, 8)}</code>
+                    </li>
+                  ))}
+              </ul>
+            </details>
+          ) : null}
+          {def.type === "LLM_CALL" ? <Replay nodeRunId={current.id} /> : null}
+        </>
+      ) : null}
+      {waiting ? (
+        <Review
+          value={detail.data?.input_snapshot ? (detail.data.input_snapshot as { value?: unknown }).value : undefined}
+          prompt={detail.data?.input_snapshot ? String((detail.data.input_snapshot as { review_prompt?: string }).review_prompt ?? "") : ""}
+          schemas={schemas}
+          onApprove={(note) => void correct(`nodes/${q(nodeId)}/review`, { approve: true, note }, "Approved")}
+          onSubmit={(value, note) => void correct(`nodes/${q(nodeId)}/review`, { value, note }, "Review submitted")}
+        />
+      ) : current && ["completed", "overridden", "stale", "failed"].includes(current.status) ? (
+        <Override
+          initial={current.effective_output}
+          schemas={schemas}
+          downstream={downstream}
+          direct={graph.edges.filter((e) => (e.source_node_id ?? e.source) === nodeId).map((e) => e.target_node_id ?? e.target ?? "").filter((id) => id && id !== "END")}
+          onSave={(value, policy, note) =>
+            void correct(`nodes/${q(nodeId)}/override`, { value, policy, note }, `${nodeId} overridden (${policy})`)
+          }
+          onRerun={() => void correct(`nodes/${q(nodeId)}/rerun`, {}, `${nodeId} runs again`)}
+        />
+      ) : null}
+      <ErrorView error={problem} onDismiss={() => setProblem(null)} />
+      {said ? (
+        <p className="notice" role="status">
+          {said}
+        </p>
+      ) : null}
+    </div>
+  );
+}
+
+type SchemaEntry = NonNullable<GraphDoc["schemas"]>[number];
+
+function withoutMeta(value: unknown): unknown {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([key]) => !key.startsWith("_schema_") && key !== "_routed"));
+}
+
+/** Edit a value as JSON, checked against the out-edge schemas in the browser as you type. */
+function ValueEditor({
+  initial,
+  schemas,
+  onValue,
+}: {
+  initial: unknown;
+  schemas: SchemaEntry[];
+  onValue: (value: unknown, errors: string[]) => void;
+}) {
+  const [text, setText] = useState(() => JSON.stringify(withoutMeta(initial), null, 2));
+  const [errors, setErrors] = useState<string[]>([]);
+  function changed(next: string) {
+    setText(next);
+    let found: string[];
+    let value: unknown;
+    try {
+      value = JSON.parse(next);
+      found = schemas.flatMap((s) => schemaErrors(s.schema, value).map((e) => `${s.id}: ${e}`));
+    } catch (cause) {
+      found = [`not JSON: ${(cause as Error).message}`];
+    }
+    setErrors(found);
+    onValue(value, found);
+  }
+  return (
+    <>
+      <CodeEditor language="json" value={text} onChange={changed} label="Corrected value (JSON)" />
+      {errors.length ? (
+        <ul className="diagnostics" aria-label="Schema errors">
+          {errors.map((e) => (
+            <li key={e} className="error">
+              {e}
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p className="muted">
+          {schemas.length ? `Matches ${schemas.map((s) => s.id).join(", ")}.` : "No schema on this node's out-edges."}
+        </p>
+      )}
+    </>
+  );
+}
+
+function Override(props: {
+  initial: unknown;
+  schemas: SchemaEntry[];
+  downstream: string[];
+  direct: string[];
+  onSave: (value: unknown, policy: Policy, note: string | null) => void;
+  onRerun: () => void;
+}) {
+  const [open, setOpen] = useState(false);
+  const [policy, setPolicy] = useState<Policy>("INVALIDATE");
+  const [note, setNote] = useState("");
+  const [value, setValue] = useState<unknown>(withoutMeta(props.initial));
+  const [errors, setErrors] = useState<string[]>([]);
+  const touched = policy === "KEEP" ? [] : policy === "RERUN_ALL" ? props.downstream : props.direct;
+  if (!open)
+    return (
+      <div className="row">
+        <button type="button" onClick={() => setOpen(true)}>
+          Override…
+        </button>
+        <button type="button" onClick={props.onRerun}>
+          Rerun
+        </button>
+      </div>
+    );
+  return (
+    <form
+      className="override"
+      aria-label="Override"
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.onSave(value, policy, note || null);
+        setOpen(false);
+      }}
+    >
+      <h3>Override</h3>
+      <ValueEditor initial={props.initial} schemas={props.schemas} onValue={(v, found) => { setValue(v); setErrors(found); }} />
+      <label>
+        Downstream{" "}
+        <select aria-label="Downstream policy" value={policy} onChange={(e) => setPolicy(e.target.value as Policy)}>
+          {Object.entries(POLICIES).map(([key, text]) => (
+            <option key={key} value={key}>
+              {text}
+            </option>
+          ))}
+        </select>
+      </label>
+      <p className="muted" data-testid="policy-preview">
+        {policy === "KEEP" || touched.length === 0
+          ? "No other node is touched."
+          : `${policy === "INVALIDATE" ? "Marks stale" : "Reruns"}: ${touched.join(", ")}`}
+      </p>
+      <label>
+        Note <input value={note} onChange={(e) => setNote(e.target.value)} aria-label="Note" />
+      </label>
+      <div className="row">
+        <button type="submit" disabled={errors.length > 0}>
+          Save override
+        </button>
+        <button type="button" onClick={() => setOpen(false)}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function Review(props: {
+  value: unknown;
+  prompt: string;
+  schemas: SchemaEntry[];
+  onApprove: (note: string | null) => void;
+  onSubmit: (value: unknown, note: string | null) => void;
+}) {
+  const [editing, setEditing] = useState(false);
+  const [value, setValue] = useState<unknown>(props.value);
+  const [errors, setErrors] = useState<string[]>([]);
+  const [note, setNote] = useState("");
+  return (
+    <div className="review" role="region" aria-label="Review">
+      <h3>Review</h3>
+      {props.prompt ? <p>{props.prompt}</p> : null}
+      {editing ? (
+        <ValueEditor initial={props.value} schemas={props.schemas} onValue={(v, found) => { setValue(v); setErrors(found); }} />
+      ) : (
+        <pre>{JSON.stringify(props.value, null, 2)}</pre>
+      )}
+      <label>
+        Note <input value={note} onChange={(e) => setNote(e.target.value)} aria-label="Review note" />
+      </label>
+      <div className="row">
+        {editing ? (
+          <button type="button" disabled={errors.length > 0} onClick={() => props.onSubmit(value, note || null)}>
+            Submit corrected value
+          </button>
+        ) : (
+          <>
+            <button type="button" onClick={() => props.onApprove(note || null)}>
+              Approve
+            </button>
+            <button type="button" onClick={() => setEditing(true)}>
+              Edit…
+            </button>
+          </>
+        )}
+      </div>
+    </div>
+  );
+}
+
+function Replay({ nodeRunId }: { nodeRunId: string }) {
+  const [result, setResult] = useState<unknown>(null);
+  const [problem, setProblem] = useState<unknown>(null);
+  return (
+    <div className="row">
+      <button
+        type="button"
+        onClick={() => {
+          setProblem(null);
+          post(`/api/node-runs/${q(nodeRunId)}/replay`).then(setResult, setProblem);
+        }}
+      >
+        Replay the model call
+      </button>
+      <ErrorView error={problem} />
+      {result ? <pre data-testid="replay">{JSON.stringify(result, null, 2)}</pre> : null}
+    </div>
+  );
+}

@@ -1,0 +1,222 @@
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { get, post, q, type Schemas } from "../api/client";
+import { followRun, type RunEvent } from "../api/events";
+import { ErrorView } from "../components/ErrorView";
+import { useApi, when } from "../components/useApi";
+import { GraphView } from "../graph/GraphView";
+import { type GraphDoc, source, target } from "../graph/model";
+import { href } from "../router";
+import { Ledger } from "./Ledger";
+import { NodePanel } from "./NodePanel";
+import { RunDiff } from "./RunDiff";
+
+type Detail = Schemas["RunDetailOut"];
+type NodeRun = Schemas["NodeRunOut"];
+
+/** What an event says a node's colour is now. */
+const EVENT_STATUS: Record<string, string> = {
+  "node:start": "running",
+  "node:complete": "completed",
+  "node:error": "failed",
+  "node:skipped": "skipped",
+  "node:stale": "stale",
+  "node:overridden": "overridden",
+  "node:queued": "pending",
+  "node:rerun": "pending",
+  "node:reviewed": "completed",
+};
+
+/** One run: the graph coloured live from the run's events, and per node what was recorded. */
+export function RunPage({ runId }: { runId: string }) {
+  const run = useApi(() => get<Detail>(`/api/runs/${q(runId)}`), [runId]);
+  const detail = run.data;
+  const graphPath = detail ? `/api/graphs/${q(detail.graph_id)}?version=${detail.graph_version}` : null;
+  const graph = useApi(
+    () => (graphPath ? get<Schemas["GraphOut"]>(graphPath) : Promise.resolve(null)),
+    [graphPath],
+  );
+  const [live, setLive] = useState<Record<string, string>>({});
+  const [selected, setSelected] = useState<string | null>(null);
+  const [view, setView] = useState<"node" | "ledger" | "diff">("node");
+  const [problem, setProblem] = useState<unknown>(null);
+  const reloadSoon = useDebounced(run.reload, 150);
+
+  const lastEvent = useRef(0);
+  const onEvent = useCallback(
+    (event: RunEvent) => {
+      lastEvent.current = event.id;
+      const status = EVENT_STATUS[event.event];
+      if (status && event.node_id) setLive((now) => ({ ...now, [event.node_id!]: status }));
+      if (event.event.startsWith("run:") || event.event.startsWith("workflow:") || status === "completed") reloadSoon();
+    },
+    [reloadSoon],
+  );
+
+  // Follow the events while the run can still change by itself; a run that ended starts again
+  // only by a correction or a resume, and the read after it shows the run going again.
+  const ended = detail ? ["completed", "failed", "cancelled"].includes(detail.status) && !detail.executing_here : true;
+  useEffect(
+    () => (ended ? undefined : followRun(runId, onEvent, run.reload, lastEvent.current)),
+    [runId, ended, onEvent, run.reload],
+  );
+
+  const current = useMemo(() => currentRuns(detail?.nodes ?? []), [detail]);
+  const statuses = useMemo(() => {
+    const stored: Record<string, string> = {};
+    for (const [node, nodeRun] of Object.entries(current)) stored[node] = nodeRun.status;
+    return { ...stored, ...live };
+  }, [current, live]);
+
+  // A fresh read of the run is the truth: the live colours only fill the gap until it comes.
+  useEffect(() => setLive({}), [detail]);
+
+  async function control(action: "pause" | "resume" | "cancel") {
+    setProblem(null);
+    try {
+      await post(`/api/runs/${q(runId)}/${action}`);
+      run.reload();
+    } catch (cause) {
+      setProblem(cause);
+    }
+  }
+
+  if (run.error) return <ErrorView error={run.error} />;
+  if (!detail) return <p aria-busy="true">Loading…</p>;
+  const doc = graph.data?.graph as GraphDoc | undefined;
+  const waiting = doc?.nodes.find(
+    (n) => n.type === "HUMAN_REVIEW" && detail.status === "paused" && current[n.id]?.status === "pending",
+  );
+
+  return (
+    <section className="run-page">
+      <div className="toolbar">
+        <h1>
+          Run <code data-testid="run-id">{detail.id.slice(0, 8)}</code>
+        </h1>
+        <span className={`pill status-${detail.status}`} data-testid="run-status">
+          {detail.status}
+        </span>
+        <a href={href("graphs", detail.graph_id) + `?version=${detail.graph_version}`}>
+          {detail.graph} v{detail.graph_version}
+        </a>
+        {detail.graph_latest_version > detail.graph_version ? (
+          <span className="badge warn">graph has v{detail.graph_latest_version}</span>
+        ) : null}
+        <span className="muted">
+          {when(detail.created_at)} · {detail.tokens_input + detail.tokens_output} tokens · ${detail.cost_usd.toFixed(4)} ·{" "}
+          {detail.execution_s.toFixed(2)} s{detail.corrections ? ` · ${detail.corrections} corrections` : ""}
+        </span>
+        {["running", "pending"].includes(detail.status) ? (
+          <button type="button" onClick={() => void control("pause")}>
+            Pause
+          </button>
+        ) : null}
+        {["paused", "failed"].includes(detail.status) ? (
+          <button type="button" onClick={() => void control("resume")}>
+            Resume
+          </button>
+        ) : null}
+        {!["completed", "failed", "cancelled"].includes(detail.status) ? (
+          <button type="button" className="danger" onClick={() => void control("cancel")}>
+            Cancel
+          </button>
+        ) : null}
+      </div>
+      <ErrorView error={problem ?? graph.error} onDismiss={problem ? () => setProblem(null) : undefined} />
+      {detail.error ? <ErrorView error={Object.assign(new Error(String((detail.error as { message?: string }).message ?? JSON.stringify(detail.error))))} /> : null}
+      {detail.stale.length ? (
+        <p className="warning" role="status">
+          Stale: {detail.stale.join(", ")}. They read a value that was corrected since; rerun them to bring them up to date.
+        </p>
+      ) : null}
+      {waiting ? (
+        <p className="notice" role="status">
+          Waiting for your review at <button type="button" className="link" onClick={() => { setSelected(waiting.id); setView("node"); }}>{waiting.label || waiting.id}</button>.
+        </p>
+      ) : null}
+      <div className="split">
+        {doc ? (
+          <GraphView graph={doc} statuses={statuses} selected={selected} onSelect={(n) => { setSelected(n); setView("node"); }} />
+        ) : (
+          <div className="canvas loading">Loading the graph…</div>
+        )}
+        <aside className="panel" aria-label="Details">
+          <div role="tablist" className="tabs">
+            {(["node", "ledger", "diff"] as const).map((name) => (
+              <button key={name} role="tab" type="button" aria-selected={view === name} onClick={() => setView(name)}>
+                {name === "node" ? "Node" : name === "ledger" ? "Ledger" : "Compare"}
+              </button>
+            ))}
+          </div>
+          {view === "node" ? (
+            selected && doc ? (
+              <NodePanel
+                key={selected}
+                run={detail}
+                graph={doc}
+                nodeId={selected}
+                nodeRuns={detail.nodes.filter((n) => n.node_id === selected)}
+                waiting={waiting?.id === selected}
+                downstream={downstreamOf(doc, selected)}
+                onChanged={run.reload}
+              />
+            ) : (
+              <RunSummary detail={detail} />
+            )
+          ) : null}
+          {view === "ledger" ? <Ledger runId={detail.id} onChanged={run.reload} /> : null}
+          {view === "diff" ? <RunDiff run={detail} /> : null}
+        </aside>
+      </div>
+    </section>
+  );
+}
+
+function RunSummary({ detail }: { detail: Detail }) {
+  return (
+    <div className="fields">
+      <p className="muted">Select a node to see what it was given, what it answered, and to correct it.</p>
+      <h2>Input</h2>
+      <pre>{JSON.stringify(detail.input, null, 2)}</pre>
+      {detail.output !== null && detail.output !== undefined ? (
+        <>
+          <h2>Output</h2>
+          <pre>{JSON.stringify(detail.output, null, 2)}</pre>
+        </>
+      ) : null}
+    </div>
+  );
+}
+
+/** The current activation of each node. */
+function currentRuns(nodes: NodeRun[]): Record<string, NodeRun> {
+  const at: Record<string, NodeRun> = {};
+  for (const n of nodes) {
+    const seen = at[n.node_id];
+    if (n.current || !seen || n.activation > seen.activation) at[n.node_id] = n;
+  }
+  return at;
+}
+
+/** Every node after `nodeId` (what a downstream policy can touch), nearest first. */
+export function downstreamOf(graph: GraphDoc, nodeId: string): string[] {
+  const next = new Map<string, string[]>();
+  for (const e of graph.edges) next.set(source(e), [...(next.get(source(e)) ?? []), target(e)]);
+  const seen: string[] = [];
+  const queue = [...(next.get(nodeId) ?? [])];
+  while (queue.length) {
+    const id = queue.shift()!;
+    if (id === "END" || seen.includes(id)) continue;
+    seen.push(id);
+    queue.push(...(next.get(id) ?? []));
+  }
+  return seen;
+}
+
+function useDebounced(fn: () => void, ms: number): () => void {
+  const timer = useRef<number | undefined>(undefined);
+  return useCallback(() => {
+    window.clearTimeout(timer.current);
+    timer.current = window.setTimeout(fn, ms);
+  }, [fn, ms]);
+}

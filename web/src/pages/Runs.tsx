@@ -1,0 +1,124 @@
+import { useState } from "react";
+import { get, post, q, type Schemas } from "../api/client";
+import { ErrorView } from "../components/ErrorView";
+import { useApi, when } from "../components/useApi";
+import { href } from "../router";
+
+const STATUSES = ["pending", "running", "paused", "completed", "failed", "cancelled"];
+
+/** Runs, newest first, filtered by graph and status; pause, resume and cancel. */
+export function RunsPage({ graph, status }: { graph: string | null; status: string | null }) {
+  const [offset, setOffset] = useState(0);
+  const query = new URLSearchParams({ limit: "50", offset: String(offset) });
+  if (graph) query.set("graph", graph);
+  if (status) query.set("status", status);
+  const { data, error, reload } = useApi(() => get<Schemas["RunPage"]>(`/api/runs?${query}`), [graph, status, offset]);
+  const [problem, setProblem] = useState<unknown>(null);
+
+  function filter(next: { graph?: string | null; status?: string | null }) {
+    const params = new URLSearchParams();
+    const g = next.graph !== undefined ? next.graph : graph;
+    const s = next.status !== undefined ? next.status : status;
+    if (g) params.set("graph", g);
+    if (s) params.set("status", s);
+    window.location.hash = `#/runs${params.size ? `?${params}` : ""}`;
+  }
+
+  async function act(run: Schemas["RunOut"], action: "pause" | "resume" | "cancel") {
+    setProblem(null);
+    try {
+      await post(`/api/runs/${q(run.id)}/${action}`);
+      reload();
+    } catch (cause) {
+      setProblem(cause);
+    }
+  }
+
+  return (
+    <section>
+      <div className="toolbar">
+        <h1>Runs</h1>
+        <input
+          aria-label="Graph (id or slug)"
+          placeholder="graph id or slug"
+          defaultValue={graph ?? ""}
+          onKeyDown={(e) => e.key === "Enter" && filter({ graph: (e.target as HTMLInputElement).value || null })}
+        />
+        <select aria-label="Status" value={status ?? ""} onChange={(e) => filter({ status: e.target.value || null })}>
+          <option value="">any status</option>
+          {STATUSES.map((s) => (
+            <option key={s}>{s}</option>
+          ))}
+        </select>
+        <button type="button" onClick={reload}>
+          Refresh
+        </button>
+      </div>
+      <ErrorView error={error ?? problem} onDismiss={problem ? () => setProblem(null) : undefined} />
+      <table className="list" aria-label="Runs">
+        <thead>
+          <tr>
+            <th>Run</th>
+            <th>Graph</th>
+            <th>Status</th>
+            <th>Created</th>
+            <th>Tokens</th>
+            <th>Cost</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {(data?.items ?? []).map((run) => (
+            <tr key={run.id} data-run={run.id}>
+              <td>
+                <a href={href("runs", run.id)}>
+                  <code>{run.id.slice(0, 8)}</code>
+                </a>
+              </td>
+              <td>
+                {run.graph} v{run.graph_version}
+              </td>
+              <td>
+                <span className={`pill status-${run.status}`}>{run.status}</span>
+                {run.corrections ? <span className="muted"> · {run.corrections} corrections</span> : null}
+              </td>
+              <td>{when(run.created_at)}</td>
+              <td>{run.tokens_input + run.tokens_output}</td>
+              <td>${run.cost_usd.toFixed(4)}</td>
+              <td className="actions">
+                {run.status === "running" || run.status === "pending" ? (
+                  <button type="button" className="link" onClick={() => void act(run, "pause")}>
+                    pause
+                  </button>
+                ) : null}
+                {run.status === "paused" || run.status === "failed" ? (
+                  <button type="button" className="link" onClick={() => void act(run, "resume")}>
+                    resume
+                  </button>
+                ) : null}
+                {!["completed", "failed", "cancelled"].includes(run.status) ? (
+                  <button type="button" className="link danger" onClick={() => void act(run, "cancel")}>
+                    cancel
+                  </button>
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {data && data.items.length === 0 ? <p className="muted">No runs match.</p> : null}
+      <div className="row">
+        {offset > 0 ? (
+          <button type="button" onClick={() => setOffset(Math.max(0, offset - 50))}>
+            Newer
+          </button>
+        ) : null}
+        {data?.next_offset ? (
+          <button type="button" onClick={() => setOffset(data.next_offset!)}>
+            Older
+          </button>
+        ) : null}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,33 @@
+// Routing on the URL's fragment (`#/runs/ID`): every deep link loads `/`, so the server needs
+// no catch-all route next to the API.
+import { useEffect, useState } from "react";
+
+export interface Route {
+  page: string;
+  params: string[];
+  query: URLSearchParams;
+}
+
+export function parseRoute(hash: string): Route {
+  const [path, search = ""] = hash.replace(/^#\/?/, "").split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  return { page: parts[0] ?? "graphs", params: parts.slice(1), query: new URLSearchParams(search) };
+}
+
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(window.location.hash));
+  useEffect(() => {
+    const changed = () => setRoute(parseRoute(window.location.hash));
+    window.addEventListener("hashchange", changed);
+    return () => window.removeEventListener("hashchange", changed);
+  }, []);
+  return route;
+}
+
+export function href(...parts: string[]): string {
+  return "#/" + parts.map(encodeURIComponent).join("/");
+}
+
+export function go(...parts: string[]): void {
+  window.location.hash = href(...parts);
+}

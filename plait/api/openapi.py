@@ -91,6 +91,7 @@ CONFLICTS: frozenset[Operation] = READS_OUTPUTS | {
 SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
     {
         ("POST", "/api/graphs/import"),
+        ("POST", "/api/graphs/{ref}/preview"),  # an update of a system graph would be refused
         ("PUT", "/api/graphs/{ref}"),
         ("DELETE", "/api/graphs/{ref}"),
         ("POST", "/api/graphs/{ref}/merge"),

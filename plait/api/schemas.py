@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from plait.compile.dump import graph_to_data
 from plait.evolve.catalog import GraphSummary
+from plait.evolve.classify import RegistryChange
 from plait.evolve.save import Saved
 from plait.model.enums import DownstreamPolicy
 from plait.model.graph import GraphSlug
@@ -81,11 +82,18 @@ class ErrorResponse(BaseModel):
 # -- graphs ------------------------------------------------------------------------------------------
 
 
+BASE_VERSION = (
+    "Updates only: the version this edit started from. When the graph has a newer version, nothing is "
+    "stored and the answer is 409 `version_conflict` (compare, then save again based on the latest)."
+)
+
+
 class GraphText(_In):
     """A graph as the text of a graph file (YAML or JSON)."""
 
     source: str = Field(description="The graph file's content.")
     format: Literal["yaml", "json"] = Field(default="yaml", description="How `source` is written.")
+    base_version: int | None = Field(default=None, ge=1, le=MAX_INT, description=BASE_VERSION)
 
     @property
     def content(self) -> str:
@@ -100,6 +108,7 @@ class GraphObject(_In):
     """A graph as a JSON object with the fields of a graph file."""
 
     graph: dict[str, Any] = Field(description="The graph as an object instead of text.")
+    base_version: int | None = Field(default=None, ge=1, le=MAX_INT, description=BASE_VERSION)
 
     @property
     def content(self) -> dict[str, Any]:
@@ -535,9 +544,9 @@ def _summary_fields(g: StoredGraph) -> dict[str, Any]:
     }
 
 
-def saved_out(stored: StoredGraph, saved: Saved | None = None) -> SavedOut:
-    """The answer to a save; without `saved`, no schema changes are reported."""
-    changes = [
+def schema_changes(change: RegistryChange) -> list[SchemaChangeOut]:
+    """Each schema a save changes (or would change), with its level and findings."""
+    return [
         SchemaChangeOut(
             schema_id=e.schema_id,
             status=str(e.status),
@@ -546,8 +555,13 @@ def saved_out(stored: StoredGraph, saved: Saved | None = None) -> SavedOut:
             to_version=e.new_version,
             findings=[str(f) for f in e.findings],
         )
-        for e in (saved.change.changed if saved is not None else [])
+        for e in change.changed
     ]
+
+
+def saved_out(stored: StoredGraph, saved: Saved | None = None) -> SavedOut:
+    """The answer to a save; without `saved`, no schema changes are reported."""
+    changes = schema_changes(saved.change) if saved is not None else []
     return SavedOut(
         id=stored.graph_id,
         slug=stored.slug,

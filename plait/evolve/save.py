@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 from plait.evolve.classify import RegistryChange, classify_registry, derive_schema_version, with_derived_versions
 from plait.model import GraphDef
+from plait.model.enums import SourceType
 from plait.store import Store, StoredGraph, StoreError
+from plait.store.graph_admin import ReadOnlyGraph
+from plait.store.graphs import content_hash, graph_content
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +33,47 @@ class Saved:
         return self.change.warnings
 
 
-def save_graph(store: Store, graph: GraphDef, *, source_type: str | None = None) -> Saved:
-    """Store `graph` (a new version only when something changed) with derived schema versions."""
+@dataclass(frozen=True, slots=True)
+class SavePreview:
+    """What saving a graph would store, worked out without storing it: how its schema registry
+    changes, the `schema_version` it would get, and whether anything changed at all."""
+
+    change: RegistryChange
+    schema_version: str
+    latest_version: int | None
+    """The version stored now (None: the graph is new)."""
+    unchanged: bool
+    """The content equals the latest version's: saving stores nothing new."""
+
+
+def save_graph(
+    store: Store, graph: GraphDef, *, source_type: str | None = None, base_version: int | None = None
+) -> Saved:
+    """Store `graph` (a new version only when something changed) with derived schema versions;
+    with `base_version`, only if that is still the latest version (else `StaleVersion`)."""
+    _, change, derived = _derive(store, graph)
+    return Saved(store.graphs.save(derived, source_type=source_type, base_version=base_version), change)
+
+
+def preview_save(store: Store, graph: GraphDef) -> SavePreview:
+    """What `save_graph(store, graph)` would store now; nothing is written. A system graph is
+    refused as its save would be: it is read-only."""
+    previous, change, derived = _derive(store, graph)
+    if previous is not None and previous.source_type == SourceType.SYSTEM:
+        raise ReadOnlyGraph(
+            f"graph '{previous.slug}' ships with Plait (source_type system) and is read-only; "
+            "fork it and change the fork"
+        )
+    unchanged = previous is not None and content_hash(graph_content(derived)) == content_hash(
+        graph_content(previous.graph)
+    )
+    latest = previous.version if previous is not None else None
+    return SavePreview(change, derived.schema_version or "", latest, unchanged)
+
+
+def _derive(store: Store, graph: GraphDef) -> tuple[StoredGraph | None, RegistryChange, GraphDef]:
+    """The latest stored version, how `graph`'s registry differs from it, and `graph` with the
+    schema versions that difference calls for."""
     try:
         previous: StoredGraph | None = store.graphs.get(graph.id)
     except StoreError:
@@ -43,4 +85,4 @@ def save_graph(store: Store, graph: GraphDef, *, source_type: str | None = None)
     derived = graph.model_copy(
         update={"schemas": with_derived_versions(graph.schemas, change), "schema_version": schema_version}
     )
-    return Saved(store.graphs.save(derived, source_type=source_type), change)
+    return previous, change, derived

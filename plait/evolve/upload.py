@@ -61,26 +61,23 @@ def compile_upload(source: str | dict[str, Any], *, as_json: bool = False) -> Gr
 
 
 def save_upload(
-    store: Store, source: str | dict[str, Any], *, mode: UploadMode, ref: str | None = None, as_json: bool = False
+    store: Store,
+    source: str | dict[str, Any],
+    *,
+    mode: UploadMode,
+    ref: str | None = None,
+    as_json: bool = False,
+    base_version: int | None = None,
 ) -> Saved:
     """Validate and store an uploaded graph (a new version only when its content changed).
 
     `ref` (UPDATE): the id or slug of the graph being updated; the content's `id` must be
-    its slug, or be left out (it is filled in)."""
+    its slug, or be left out (it is filled in). `base_version` (UPDATE): the version the edit
+    started from; a save over a newer version is refused (`StaleVersion`)."""
     if mode == UploadMode.UPDATE:
         if ref is None:
             raise ValueError("an update names the graph it updates")
-        current = store.graphs.get(ref)  # NotFoundError: nothing to update
-        if isinstance(source, dict) and "id" not in source:
-            source = {**source, "id": current.slug}
-        graph = compile_upload(source, as_json=as_json)
-        if graph.id != current.slug:
-            raise UploadError(
-                f"the graph's id is '{graph.id}' but this updates '{current.slug}'",
-                f"set `id: {current.slug}` in the content, or create a new graph instead",
-                kind=Refusal.INVALID,
-            )
-        return save_graph(store, graph)
+        return save_graph(store, update_of(store, ref, source, as_json=as_json), base_version=base_version)
     graph = compile_upload(source, as_json=as_json)
     if mode == UploadMode.CREATE and _exists(store, graph.id):
         raise UploadError(
@@ -88,6 +85,21 @@ def save_upload(
             "update it (a new version) instead, or choose another `id`",
         )
     return save_graph(store, graph)
+
+
+def update_of(store: Store, ref: str, source: str | dict[str, Any], *, as_json: bool = False) -> GraphDef:
+    """The compiled new content of the stored graph `ref`, whose `id` must be that graph's slug."""
+    current = store.graphs.get(ref)  # NotFoundError: nothing to update
+    if isinstance(source, dict) and "id" not in source:
+        source = {**source, "id": current.slug}
+    graph = compile_upload(source, as_json=as_json)
+    if graph.id != current.slug:
+        raise UploadError(
+            f"the graph's id is '{graph.id}' but this updates '{current.slug}'",
+            f"set `id: {current.slug}` in the content, or create a new graph instead",
+            kind=Refusal.INVALID,
+        )
+    return graph
 
 
 def _exists(store: Store, slug: str) -> bool:

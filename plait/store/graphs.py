@@ -29,6 +29,21 @@ DEFAULT_SCHEMA_VERSION = "1.0.0"
 _SAVE_ATTEMPTS = 8
 
 
+class StaleVersion(StoreError):
+    """A save based on a version that is no longer the latest one: someone saved in between."""
+
+    code = "version_conflict"
+
+    def __init__(self, slug: str, *, latest: int, base: int) -> None:
+        super().__init__(
+            f"graph '{slug}' is at version {latest}, but this edit started from version {base}; nothing was stored",
+            f"compare the edit with version {latest}, then save again based on version {latest}",
+            [f"base_version: {base}", f"latest_version: {latest}"],
+        )
+        self.latest_version = latest
+        self.base_version = base
+
+
 def graph_content(graph: GraphDef) -> dict[str, Any]:
     """What a version stores: every field with defaults resolved, so a version keeps its
     meaning if a default changes in a later release; file-format names (`schema`)."""
@@ -136,9 +151,13 @@ class GraphRepository:
         """Release the connection this repository keeps (`Store.close` calls it)."""
         self._statements.close()
 
-    def save(self, graph: GraphDef, *, source_type: str | None = None) -> StoredGraph:
+    def save(self, graph: GraphDef, *, source_type: str | None = None, base_version: int | None = None) -> StoredGraph:
         """Store `graph` under its slug (`graph.id`) as a new version, unless the latest version
         already has exactly this content: then that one is returned with `created=False`.
+
+        `base_version`: the version the edit started from. When another save came in between
+        (the latest version is no longer that one), nothing is stored and `StaleVersion` says
+        which version is the latest: a save never silently overwrites what someone else saved.
 
         Concurrent saves of one graph are serialized by a row lock on the graph (the write lock
         on SQLite); two processes creating the same new slug are resolved by its unique index,
@@ -157,12 +176,14 @@ class GraphRepository:
         digest = content_hash(content)
         for _ in range(_SAVE_ATTEMPTS):
             try:
-                return self._save_once(graph, content, digest, shipped=shipped)
+                return self._save_once(graph, content, digest, shipped=shipped, base_version=base_version)
             except (IntegrityError, _Conflict):
                 continue  # a concurrent save won the race; look again
         raise StoreError(f"could not save graph '{graph.id}': other processes kept saving it at the same time; retry")
 
-    def _save_once(self, graph: GraphDef, content: dict[str, Any], digest: str, *, shipped: bool) -> StoredGraph:
+    def _save_once(
+        self, graph: GraphDef, content: dict[str, Any], digest: str, *, shipped: bool, base_version: int | None
+    ) -> StoredGraph:
         now = time.time()
         with self._writer.begin() as conn:
             current = conn.execute(
@@ -210,6 +231,8 @@ class GraphRepository:
                         f"graph '{graph.id}' ships with Plait (source_type system) and is read-only; fork it "
                         f"(`plait graphs fork {graph.id}`) and change the fork"
                     )
+                if base_version is not None and current.version != base_version:
+                    raise StaleVersion(graph.id, latest=current.version, base=base_version)
                 graph_id, created_at = current.id, current.created_at
                 latest = conn.execute(
                     select(*_VERSION_COLS)

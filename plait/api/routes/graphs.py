@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from plait.api.previews import SavePreviewOut, preview_out
 from plait.api.schemas import (
     MAX_INT,
     DeletedOut,
@@ -30,7 +31,8 @@ from plait.api.state import ServerState, get_state
 from plait.compile.dump import dump_yaml, graph_to_data
 from plait.evolve.catalog import list_graphs
 from plait.evolve.fork import diff_fork, fork_graph, merge_from_parent, refork
-from plait.evolve.upload import UploadMode, save_upload
+from plait.evolve.save import preview_save
+from plait.evolve.upload import UploadMode, save_upload, update_of
 
 router = APIRouter(prefix="/graphs", tags=["graphs"])
 State = Annotated[ServerState, Depends(get_state)]
@@ -76,9 +78,19 @@ def get(state: State, ref: str, version: VersionQuery = None) -> GraphOut:
 @router.put("/{ref}", response_model=SavedOut)
 def update(state: State, ref: str, body: GraphSource) -> SavedOut:
     """Store a new version (`version` + 1, schema_version derived from what changed); an
-    unchanged graph keeps its version (`created: false`). System graphs are read-only (403)."""
-    saved = save_upload(state.store, body.content, mode=UploadMode.UPDATE, ref=ref, as_json=body.as_json)
+    unchanged graph keeps its version (`created: false`). System graphs are read-only (403).
+    With `base_version`, a graph saved since that version is not overwritten (409)."""
+    saved = save_upload(
+        state.store, body.content, mode=UploadMode.UPDATE, ref=ref, as_json=body.as_json, base_version=body.base_version
+    )
     return saved_out(saved.stored, saved)
+
+
+@router.post("/{ref}/preview", response_model=SavePreviewOut)
+def preview(state: State, ref: str, body: GraphSource) -> SavePreviewOut:
+    """What `PUT /api/graphs/{ref}` with this body would store: the schema-change classification
+    and the versions, validated the same way; nothing is stored."""
+    return preview_out(preview_save(state.store, update_of(state.store, ref, body.content, as_json=body.as_json)))
 
 
 @router.delete("/{ref}", response_model=DeletedOut)

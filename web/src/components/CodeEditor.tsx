@@ -1,10 +1,11 @@
 import { javascript } from "@codemirror/lang-javascript";
 import { json } from "@codemirror/lang-json";
 import { yaml } from "@codemirror/lang-yaml";
+import { autocompletion, type CompletionSource } from "@codemirror/autocomplete";
 import { EditorView, basicSetup } from "codemirror";
 import { useEffect, useRef } from "react";
 
-const LANGUAGES = { yaml, json, javascript } as const;
+const LANGUAGES = { yaml, json, javascript, text: () => [] } as const;
 
 /** A CodeMirror 6 editor for YAML, JSON or JavaScript; `value` in, `onChange` out. */
 export function CodeEditor({
@@ -13,12 +14,15 @@ export function CodeEditor({
   language,
   label,
   readOnly = false,
+  complete,
 }: {
   value: string;
   onChange?: (text: string) => void;
   language: keyof typeof LANGUAGES;
   label: string;
   readOnly?: boolean;
+  /** Completions offered while typing (e.g. template paths). */
+  complete?: CompletionSource;
 }) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
@@ -32,6 +36,7 @@ export function CodeEditor({
       extensions: [
         basicSetup,
         LANGUAGES[language](),
+        ...(complete ? [autocompletion({ override: [complete] })] : []),
         EditorView.editable.of(!readOnly),
         EditorView.contentAttributes.of({ "aria-label": label }),
         EditorView.updateListener.of((update) => {

@@ -1,8 +1,10 @@
 import {
+  applyEdgeChanges,
   applyNodeChanges,
   Background,
   Controls,
   type Edge,
+  type EdgeChange,
   Handle,
   MiniMap,
   type Node,
@@ -11,9 +13,10 @@ import {
   Position,
   ReactFlow,
   ReactFlowProvider,
+  useReactFlow,
 } from "@xyflow/react";
 import { memo, useCallback, useEffect, useMemo, useState } from "react";
-import { layout } from "./layout";
+import { BOX_H, BOX_W, layout } from "./layout";
 import { type BoxData, END, type GraphDoc, toFlow } from "./model";
 
 /** One node on the canvas: its type gives the look, its run status the colour. */
@@ -47,6 +50,15 @@ const NODE_TYPES = { box: Box };
 
 export interface GraphViewProps {
   graph: GraphDoc;
+  /** Nodes can be moved, connected and deleted; each edit is reported, the caller applies it. */
+  editable?: boolean;
+  onMoved?: (nodeId: string, at: { x: number; y: number }) => void;
+  onConnected?: (from: string, to: string) => void;
+  onRemoved?: (nodeIds: string[], edgeIds: string[]) => void;
+  /** Filled with a function that gives a free spot for a new node (right of everything drawn). */
+  freeSpot?: { current: (() => { x: number; y: number }) | null };
+  /** A node to bring into view (a node just added). */
+  focus?: string | null;
   statuses?: Record<string, string>;
   problems?: Record<string, string[]>;
   selected?: string | null;
@@ -64,29 +76,47 @@ export function GraphView(props: GraphViewProps) {
 
 const NONE: Record<string, never> = {};
 
-function Canvas({ graph, statuses = NONE, problems = NONE, selected = null, onSelect }: GraphViewProps) {
-  const [positions, setPositions] = useState<Map<string, { x: number; y: number }> | null>(null);
+function Canvas(props: GraphViewProps) {
+  const { graph, statuses = NONE, problems = NONE, selected = null, onSelect } = props;
+  const { editable = false, onMoved, onConnected, onRemoved, freeSpot, focus } = props;
+  const viewport = useReactFlow();
+  const [laidOut, setLaidOut] = useState<Map<string, { x: number; y: number }> | null>(null);
   const shape = useMemo(
     () => JSON.stringify([graph.nodes.map((n) => n.id), graph.edges.map((e) => [e.source_node_id ?? e.source, e.target_node_id ?? e.target])]),
     [graph],
   );
 
+  // Laid out by levels; a node with a stored `position` stays where its author put it.
   useEffect(() => {
     let live = true;
-    const stored = graph.nodes.every((n) => n.position);
-    if (stored) {
-      const at = new Map(graph.nodes.map((n) => [n.id, n.position!]));
-      const right = Math.max(0, ...graph.nodes.map((n) => n.position!.x));
-      at.set(END, { x: right + 280, y: 0 });
-      setPositions(at);
-      return;
-    }
-    layout(graph).then((at) => live && setPositions(at));
+    layout(graph).then((at) => live && setLaidOut(at));
     return () => {
       live = false;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [shape]);
+  const positions = useMemo(() => {
+    if (!laidOut) return null;
+    const at = new Map(laidOut);
+    for (const n of graph.nodes) if (n.position) at.set(n.id, n.position);
+    return at;
+  }, [laidOut, graph]);
+
+  useEffect(() => {
+    if (!freeSpot) return;
+    freeSpot.current = () => {
+      const drawn = [...(positions?.values() ?? [])].filter((_, i) => i < graph.nodes.length + 1);
+      const right = Math.max(0, ...drawn.map((p) => p.x));
+      const top = Math.min(...drawn.map((p) => p.y), 0);
+      return { x: right + BOX_W + 80, y: top };
+    };
+  }, [freeSpot, positions, graph.nodes.length]);
+
+  useEffect(() => {
+    const at = focus ? positions?.get(focus) : undefined;
+    if (at) void viewport.setCenter(at.x + BOX_W / 2, at.y + BOX_H / 2, { zoom: viewport.getZoom() });
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [focus, positions]);
 
   const flow = useMemo(() => (positions ? toFlow(graph, positions) : null), [graph, positions]);
   // React Flow measures each node after it is drawn and shows it only once measured; the nodes
@@ -110,15 +140,19 @@ function Canvas({ graph, statuses = NONE, problems = NONE, selected = null, onSe
     (changes: NodeChange<Node<BoxData>>[]) => setNodes((drawn) => applyNodeChanges(changes, drawn)),
     [],
   );
-  const edges: Edge[] = useMemo(
-    () =>
-      (flow?.edges ?? []).map((edge) => ({
+  const [edges, setEdges] = useState<Edge[]>([]);
+  useEffect(() => {
+    setEdges((drawn) => {
+      const picked = new Set(drawn.filter((e) => e.selected).map((e) => e.id));
+      return (flow?.edges ?? []).map((edge) => ({
         ...edge,
+        selected: picked.has(edge.id),
         className: problems[edge.id]?.length ? "edge-problem" : undefined,
         animated: statuses[edge.source] === "running",
-      })),
-    [flow, problems, statuses],
-  );
+      }));
+    });
+  }, [flow, problems, statuses]);
+  const onEdgesChange = useCallback((changes: EdgeChange[]) => setEdges((drawn) => applyEdgeChanges(changes, drawn)), []);
 
   if (!flow || nodes.length === 0) return <div className="canvas loading" aria-busy="true">Laying out {graph.nodes.length} nodes…</div>;
   return (
@@ -128,11 +162,16 @@ function Canvas({ graph, statuses = NONE, problems = NONE, selected = null, onSe
         edges={edges}
         nodeTypes={NODE_TYPES}
         onNodesChange={onNodesChange}
+        onEdgesChange={onEdgesChange}
         fitView
         minZoom={0.05}
         onlyRenderVisibleElements
-        nodesConnectable={false}
-        nodesDraggable={false}
+        nodesConnectable={editable}
+        nodesDraggable={editable}
+        deleteKeyCode={editable ? ["Delete", "Backspace"] : null}
+        onNodeDragStop={(_, node) => onMoved?.(node.id, node.position)}
+        onConnect={(connection) => onConnected?.(connection.source, connection.target)}
+        onDelete={({ nodes: gone, edges: cut }) => onRemoved?.(gone.map((n) => n.id), cut.map((e) => e.id))}
         onNodeClick={(_, node) => onSelect?.(node.id, null)}
         onEdgeClick={(_, edge) => onSelect?.(null, edge.id)}
         onPaneClick={() => onSelect?.(null, null)}

@@ -1,12 +1,30 @@
-import { useEffect, useMemo, useState } from "react";
-import { stringify } from "yaml";
-import { get, post, put, q, type Schemas } from "../api/client";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { parse as parseYaml, stringify } from "yaml";
+import { get, post, q, type Schemas } from "../api/client";
 import { CodeEditor } from "../components/CodeEditor";
 import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
 import { GraphView } from "../graph/GraphView";
+import {
+  addNode,
+  compact,
+  connect,
+  moveNode,
+  NODE_TYPES,
+  removeEdges,
+  removeNodes,
+  renameNode,
+  updateEdge,
+  updateNode,
+} from "../graph/edit";
 import { edgeId, type GraphDoc } from "../graph/model";
 import { go, href } from "../router";
+import { useHistory } from "./canvas/history";
+import { EdgeForm, NodeForm } from "./canvas/NodeForm";
+import { SaveDialog } from "./canvas/SaveDialog";
+import { SchemaEditor } from "./canvas/SchemaEditor";
+import { StartRun } from "./canvas/StartRun";
+import { Versions } from "./canvas/Versions";
 
 interface Diagnostic {
   category: string;
@@ -15,25 +33,39 @@ interface Diagnostic {
   node_id?: string | null;
   edge_id?: string | null;
   hint?: string | null;
-  line?: number | null;
 }
 
-/** One graph: its canvas, the selected node's fields, its YAML, validation and saving. */
+type Tab = "selection" | "yaml" | "schemas" | "versions";
+
+/** One graph: the canvas to edit it on, the selected node's or edge's form, its YAML kept in
+ * step both ways, its schema registry, validation pinned on the canvas, and saving. */
 export function CanvasPage({ graphRef, version }: { graphRef: string; version: string | null }) {
   const path = `/api/graphs/${q(graphRef)}${version ? `?version=${q(version)}` : ""}`;
-  const { data, error, reload } = useApi(() => get<Schemas["GraphOut"]>(path), [path]);
-  const versions = useApi(() => get<Schemas["VersionOut"][]>(`/api/graphs/${q(graphRef)}/versions`), [graphRef]);
+  const loaded = useApi(() => get<Schemas["GraphOut"]>(path), [path]);
+  const [base, setBase] = useState<Schemas["GraphOut"] | null>(null);
+  const history = useHistory<GraphDoc | null>(null);
+  const draft = history.value;
   const [selected, setSelected] = useState<{ node: string | null; edge: string | null }>({ node: null, edge: null });
-  const [tab, setTab] = useState<"node" | "yaml" | "schemas">("node");
-  const [text, setText] = useState("");
+  const [tab, setTab] = useState<Tab>("selection");
   const [diagnostics, setDiagnostics] = useState<{ errors: Diagnostic[]; warnings: Diagnostic[] } | null>(null);
   const [problem, setProblem] = useState<unknown>(null);
-  const [saved, setSaved] = useState<Schemas["SavedOut"] | null>(null);
+  const [saving, setSaving] = useState(false);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [adding, setAdding] = useState<string>(NODE_TYPES[0]);
+  const [focus, setFocus] = useState<string | null>(null);
+  const freeSpot = useRef<(() => { x: number; y: number }) | null>(null);
 
-  const graph = data?.graph as GraphDoc | undefined;
+  const { reset } = history;
   useEffect(() => {
-    if (graph) setText(stringify(graph, { lineWidth: 0 }));
-  }, [graph]);
+    if (loaded.data) {
+      setBase(loaded.data);
+      reset(compact(loaded.data.graph as GraphDoc));
+    }
+  }, [loaded.data, reset]);
+
+  const original = useMemo(() => (base ? JSON.stringify(compact(base.graph as GraphDoc)) : ""), [base]);
+  const dirty = draft !== null && JSON.stringify(draft) !== original;
+  const editable = base !== null && base.source_type !== "system";
 
   const pins = useMemo(() => {
     const at: Record<string, string[]> = {};
@@ -44,151 +76,260 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
     return at;
   }, [diagnostics]);
 
+  const commit = useCallback(
+    (next: GraphDoc, coalesce?: string) => {
+      history.commit(next, coalesce);
+      setDiagnostics(null);
+    },
+    [history],
+  );
+
+  const { undo, redo } = history;
+  useEffect(() => {
+    function onKey(event: KeyboardEvent) {
+      const inside = (event.target as HTMLElement | null)?.closest("input, textarea, select, .cm-editor");
+      if (inside || !(event.ctrlKey || event.metaKey)) return;
+      if (event.key.toLowerCase() === "z" && !event.shiftKey) {
+        event.preventDefault();
+        undo();
+      } else if (event.key.toLowerCase() === "y" || (event.key.toLowerCase() === "z" && event.shiftKey)) {
+        event.preventDefault();
+        redo();
+      }
+    }
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [undo, redo]);
+
   async function validate() {
     setProblem(null);
     try {
-      setDiagnostics(await post("/api/graphs/validate", { source: text, format: "yaml" }));
+      setDiagnostics(await post("/api/graphs/validate", { graph: draft }));
     } catch (cause) {
       setProblem(cause);
     }
   }
 
-  async function save() {
-    setProblem(null);
-    try {
-      const result = await put<Schemas["SavedOut"]>(`/api/graphs/${q(data!.id)}`, { source: text, format: "yaml" });
-      setSaved(result);
-      setDiagnostics(null);
-      if (result.created) go("graphs", data!.id);
-      reload();
-      versions.reload();
-    } catch (cause) {
-      setProblem(cause);
-    }
-  }
-
-  if (error) return <ErrorView error={error} />;
-  if (!data || !graph) return <p aria-busy="true">Loading…</p>;
-  const node = graph.nodes.find((n) => n.id === selected.node);
-  const edge = graph.edges.find((e) => edgeId(e) === selected.edge);
+  if (loaded.error) return <ErrorView error={loaded.error} />;
+  if (!base || !draft) return <p aria-busy="true">Loading…</p>;
+  const node = draft.nodes.find((n) => n.id === selected.node);
+  const edge = draft.edges.find((e) => edgeId(e) === selected.edge);
 
   return (
     <section className="canvas-page">
       <div className="toolbar">
         <h1>
-          {data.name} <code>{data.slug}</code>
+          {base.name} <code>{base.slug}</code>
         </h1>
-        <label>
-          Version{" "}
-          <select
-            aria-label="Version"
-            value={data.version}
-            onChange={(e) => go("graphs", data.id + `?version=${e.target.value}`)}
-          >
-            {(versions.data ?? [{ version: data.version, created_at: data.created_at, runs: 0, schema_version: "" }]).map(
-              (v) => (
-                <option key={v.version} value={v.version}>
-                  v{v.version} · {when(v.created_at)} · {v.runs} runs
-                </option>
-              ),
-            )}
-          </select>
-        </label>
-        <a className="button" href={href("runs") + `?graph=${q(data.id)}`}>
+        <VersionPicker base={base} />
+        {editable ? (
+          <>
+            <span className="group" role="group" aria-label="Add a node">
+              <select aria-label="Node type" value={adding} onChange={(e) => setAdding(e.target.value)}>
+                {NODE_TYPES.map((t) => (
+                  <option key={t}>{t}</option>
+                ))}
+              </select>
+              <button
+                type="button"
+                onClick={() => {
+                  const made = addNode(draft, adding, freeSpot.current?.() ?? { x: 0, y: 0 });
+                  commit(made.graph);
+                  setSelected({ node: made.id, edge: null });
+                  setFocus(made.id);
+                  setTab("selection");
+                }}
+              >
+                Add node
+              </button>
+            </span>
+            <button type="button" onClick={history.undo} disabled={!history.canUndo} aria-keyshortcuts="Control+Z">
+              Undo
+            </button>
+            <button type="button" onClick={history.redo} disabled={!history.canRedo} aria-keyshortcuts="Control+Y">
+              Redo
+            </button>
+          </>
+        ) : (
+          <span className="badge system" title="System graphs are read-only: fork one to change it">
+            read-only
+          </span>
+        )}
+        <button type="button" onClick={() => void validate()}>
+          Validate
+        </button>
+        {editable ? (
+          <button type="button" onClick={() => setSaving(true)} disabled={!dirty}>
+            Save…
+          </button>
+        ) : null}
+        {dirty ? <span className="muted">unsaved changes</span> : null}
+        <a className="button" href={href("runs") + `?graph=${q(base.id)}`}>
           Runs
         </a>
-        <StartRun graph={data} />
+        <StartRun graph={base} />
       </div>
+      <ErrorView error={problem} onDismiss={() => setProblem(null)} />
+      {notice ? (
+        <p className="notice" role="status">
+          {notice}
+        </p>
+      ) : null}
+      {diagnostics ? <Diagnostics result={diagnostics} /> : null}
+      {saving ? (
+        <SaveDialog
+          graphId={base.id}
+          base={base}
+          draft={draft}
+          onClose={() => setSaving(false)}
+          onSaved={(saved) => {
+            setSaving(false);
+            setNotice(saved.created ? `Stored version ${saved.version}.` : `Unchanged: still version ${saved.version}.`);
+            if (version) go("graphs", base.id);
+            else loaded.reload();
+          }}
+          onTakeTheirs={(latest) => {
+            setSaving(false);
+            setBase(latest);
+            history.reset(compact(latest.graph as GraphDoc));
+            setNotice(`Loaded version ${latest.version}; your edit was discarded.`);
+          }}
+        />
+      ) : null}
       <div className="split">
         <GraphView
-          graph={graph}
+          graph={draft}
           problems={pins}
           selected={selected.node}
+          editable={editable}
+          freeSpot={freeSpot}
+          focus={focus}
           onSelect={(n, e) => {
             setSelected({ node: n, edge: e });
-            if (n || e) setTab("node");
+            if (n || e) setTab("selection");
+          }}
+          onMoved={(id, at) => commit(moveNode(draft, id, at))}
+          onConnected={(from, to) => {
+            const next = connect(draft, from, to);
+            commit(next);
+            setSelected({ node: null, edge: next.edges[next.edges.length - 1] ? edgeId(next.edges[next.edges.length - 1]) : null });
+          }}
+          onRemoved={(nodes, edges) => {
+            commit(removeEdges(removeNodes(draft, nodes), edges));
+            setSelected({ node: null, edge: null });
           }}
         />
         <aside className="panel" aria-label="Details">
           <div role="tablist" className="tabs">
-            {(["node", "yaml", "schemas"] as const).map((name) => (
+            {(["selection", "yaml", "schemas", "versions"] as const).map((name) => (
               <button key={name} role="tab" type="button" aria-selected={tab === name} onClick={() => setTab(name)}>
-                {name === "node" ? "Selection" : name === "yaml" ? "YAML" : "Schemas"}
+                {{ selection: "Selection", yaml: "YAML", schemas: "Schemas", versions: "Versions" }[name]}
               </button>
             ))}
           </div>
-          {tab === "node" ? (
+          {tab === "selection" ? (
             node ? (
-              <Fields title={`${node.type} ${node.id}`} value={node} problems={pins[node.id]} />
+              <NodeForm
+                key={node.id}
+                graph={draft}
+                node={node}
+                problems={pins[node.id]}
+                onChange={(fields) => commit(updateNode(draft, node.id, fields), `node:${node.id}:${Object.keys(fields).join(",")}`)}
+                onRename={(to) => {
+                  const next = renameNode(draft, node.id, to);
+                  if (next !== draft) {
+                    commit(next);
+                    setSelected({ node: to, edge: null });
+                  }
+                }}
+              />
             ) : edge ? (
-              <Fields title={`edge ${edgeId(edge)}`} value={edge} problems={pins[edgeId(edge)]} />
+              <EdgeForm
+                graph={draft}
+                edge={edge}
+                problems={pins[edgeId(edge)]}
+                onChange={(fields) => commit(updateEdge(draft, edgeId(edge), fields))}
+              />
             ) : (
-              <p className="muted">Select a node or an edge to see its fields.</p>
+              <p className="muted">
+                Select a node or an edge to edit it.{editable ? " Drag from a node's right handle to another node to connect them; Delete removes what is selected." : ""}
+              </p>
             )
           ) : null}
-          {tab === "yaml" ? (
-            <div className="yaml">
-              <CodeEditor language="yaml" value={text} onChange={setText} label="Graph YAML" />
-              <div className="row">
-                <button type="button" onClick={() => void validate()}>
-                  Validate
-                </button>
-                <button type="button" onClick={() => void save()} disabled={data.source_type === "system"}>
-                  Save as a new version
-                </button>
-              </div>
-            </div>
+          {tab === "yaml" ? <YamlView draft={draft} readOnly={!editable} onChange={(next) => commit(next, "yaml")} /> : null}
+          {tab === "schemas" ? (
+            <SchemaEditor graph={draft} onChange={(schemas) => commit({ ...draft, schemas }, "schemas")} />
           ) : null}
-          {tab === "schemas" ? <SchemaList graph={graph} /> : null}
-          <ErrorView error={problem} onDismiss={() => setProblem(null)} />
-          {diagnostics ? <Diagnostics result={diagnostics} /> : null}
-          {saved ? <SaveReport saved={saved} /> : null}
+          {tab === "versions" ? <Versions graph={base} onChanged={loaded.reload} /> : null}
         </aside>
       </div>
     </section>
   );
 }
 
-function Fields({ title, value, problems }: { title: string; value: object; problems?: string[] }) {
+function VersionPicker({ base }: { base: Schemas["GraphOut"] }) {
+  const versions = useApi(() => get<Schemas["VersionOut"][]>(`/api/graphs/${q(base.id)}/versions`), [base.id, base.latest_version]);
   return (
-    <div className="fields">
-      <h2>{title}</h2>
-      {problems?.map((p) => (
-        <p key={p} className="error">
-          {p}
-        </p>
-      ))}
-      <dl>
-        {Object.entries(value)
-          .filter(([, v]) => v !== null && v !== undefined)
-          .map(([key, v]) => (
-            <div key={key}>
-              <dt>{key}</dt>
-              <dd>{typeof v === "string" ? <pre>{v}</pre> : <pre>{JSON.stringify(v, null, 2)}</pre>}</dd>
-            </div>
-          ))}
-      </dl>
-    </div>
+    <label>
+      Version{" "}
+      <select aria-label="Version" value={base.version} onChange={(e) => go("graphs", base.id + `?version=${e.target.value}`)}>
+        {(versions.data ?? [{ version: base.version, created_at: base.created_at, runs: 0, schema_version: "" }]).map((v) => (
+          <option key={v.version} value={v.version}>
+            v{v.version} · {when(v.created_at)} · {v.runs} runs
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
 
-function SchemaList({ graph }: { graph: GraphDoc }) {
+/** The graph as YAML, kept in step with the canvas both ways: an edit here that parses becomes
+ * the graph; one that does not says why and changes nothing. */
+function YamlView({ draft, readOnly, onChange }: { draft: GraphDoc; readOnly: boolean; onChange: (next: GraphDoc) => void }) {
+  const mine = useRef<GraphDoc | null>(null);
+  const [text, setText] = useState(() => stringify(draft, { lineWidth: 0 }));
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    if (draft !== mine.current) setText(stringify(draft, { lineWidth: 0 }));
+  }, [draft]);
   return (
-    <div className="fields">
-      {(graph.schemas ?? []).map((s) => (
-        <details key={s.id}>
-          <summary>
-            <code>{s.id}</code> v{s.version} {s.description ? `— ${s.description}` : ""}
-          </summary>
-          <pre>{JSON.stringify(s.schema, null, 2)}</pre>
-        </details>
-      ))}
+    <div className="yaml">
+      <CodeEditor
+        language="yaml"
+        value={text}
+        readOnly={readOnly}
+        label="Graph YAML"
+        onChange={(next) => {
+          setText(next);
+          try {
+            const parsed = parseYaml(next) as GraphDoc;
+            if (!parsed || typeof parsed !== "object" || !Array.isArray(parsed.nodes) || !Array.isArray(parsed.edges)) {
+              throw new Error("a graph needs `nodes:` and `edges:` lists");
+            }
+            setError(null);
+            mine.current = parsed;
+            onChange(parsed);
+          } catch (cause) {
+            setError((cause as Error).message);
+          }
+        }}
+      />
+      {error ? (
+        <p className="error" role="alert">
+          YAML: {error}
+        </p>
+      ) : null}
     </div>
   );
 }
 
 function Diagnostics({ result }: { result: { errors: Diagnostic[]; warnings: Diagnostic[] } }) {
-  if (!result.errors.length && !result.warnings.length) return <p className="notice" role="status">The graph is valid.</p>;
+  if (!result.errors.length && !result.warnings.length)
+    return (
+      <p className="notice" role="status">
+        The graph is valid.
+      </p>
+    );
   return (
     <ul className="diagnostics" aria-label="Validation">
       {[...result.errors.map((d) => ["error", d] as const), ...result.warnings.map((d) => ["warning", d] as const)].map(
@@ -204,104 +345,4 @@ function Diagnostics({ result }: { result: { errors: Diagnostic[]; warnings: Dia
       )}
     </ul>
   );
-}
-
-function SaveReport({ saved }: { saved: Schemas["SavedOut"] }) {
-  return (
-    <div className="notice" role="status">
-      {saved.created ? `Stored version ${saved.version}.` : `Unchanged: still version ${saved.version}.`}
-      {saved.schema_changes?.length ? (
-        <ul>
-          {saved.schema_changes!.map((c) => (
-            <li key={c.schema_id}>
-              <code>{c.schema_id}</code> {c.level} ({c.status}) {c.from_version ?? "–"} → {c.to_version ?? "–"}
-              {c.findings.length ? <ul>{c.findings.map((f) => <li key={f}>{f}</li>)}</ul> : null}
-            </li>
-          ))}
-        </ul>
-      ) : null}
-    </div>
-  );
-}
-
-/** Start a run: a form generated from the graph's `input_schema`. */
-function StartRun({ graph }: { graph: Schemas["GraphOut"] }) {
-  const [open, setOpen] = useState(false);
-  const [problem, setProblem] = useState<unknown>(null);
-  const schema = ((graph.graph as GraphDoc).input_schema ?? {}) as {
-    properties?: Record<string, { type?: string; default?: unknown; description?: string }>;
-    required?: string[];
-  };
-  const fields = Object.entries(schema.properties ?? {});
-  const [values, setValues] = useState<Record<string, string>>({});
-
-  async function start() {
-    setProblem(null);
-    const input: Record<string, unknown> = {};
-    for (const [name, prop] of fields) {
-      const raw = values[name];
-      if (raw === undefined || raw === "") continue;
-      input[name] = prop.type === "string" || prop.type === undefined ? raw : parse(raw);
-    }
-    try {
-      const started = await post<Schemas["StartedOut"]>("/api/runs", { graph: graph.id, input });
-      go("runs", started.run_id);
-    } catch (cause) {
-      setProblem(cause);
-    }
-  }
-
-  if (!open)
-    return (
-      <button type="button" onClick={() => setOpen(true)}>
-        Start a run…
-      </button>
-    );
-  return (
-    <form
-      className="start-run"
-      aria-label="Run input"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void start();
-      }}
-    >
-      {fields.map(([name, prop]) => (
-        <label key={name}>
-          {name}
-          {schema.required?.includes(name) ? " *" : ""}
-          {prop.type === "string" || prop.type === undefined ? (
-            <textarea
-              name={name}
-              value={values[name] ?? ""}
-              placeholder={prop.default !== undefined ? String(prop.default) : prop.description ?? ""}
-              onChange={(e) => setValues({ ...values, [name]: e.target.value })}
-            />
-          ) : (
-            <input
-              name={name}
-              value={values[name] ?? ""}
-              placeholder={`${prop.type} (JSON)`}
-              onChange={(e) => setValues({ ...values, [name]: e.target.value })}
-            />
-          )}
-        </label>
-      ))}
-      <div className="row">
-        <button type="submit">Start</button>
-        <button type="button" onClick={() => setOpen(false)}>
-          Cancel
-        </button>
-      </div>
-      <ErrorView error={problem} />
-    </form>
-  );
-}
-
-function parse(raw: string): unknown {
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return raw;
-  }
 }

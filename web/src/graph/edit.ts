@@ -1,0 +1,82 @@
+// Edits of a graph document as the canvas makes them: each returns a new document and leaves
+// the old one untouched, so undo is keeping the old one.
+import { END, type GraphDoc, type GraphEdgeDef, type GraphNodeDef, edgeId, source, target } from "./model";
+
+export const NODE_TYPES = ["LLM_CALL", "TRANSFORM", "CONDITION", "MERGE", "HUMAN_REVIEW"] as const;
+
+/** Fields a new node of each type starts with (the rest take their defaults). */
+const STARTERS: Record<string, Partial<GraphNodeDef>> = {
+  LLM_CALL: { system_prompt: "", user_prompt_tpl: "" },
+  TRANSFORM: { transform_expr: "({})" },
+  HUMAN_REVIEW: { review_prompt: "" },
+  CONDITION: { condition_expr: "'yes'" },
+};
+
+/** The document without the fields that only say "the default" (null), as a person writes it. */
+export function compact(graph: GraphDoc): GraphDoc {
+  const strip = <T extends object>(value: T): T =>
+    Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined)) as T;
+  return { ...strip(graph), nodes: graph.nodes.map(strip), edges: graph.edges.map(strip) };
+}
+
+export function addNode(graph: GraphDoc, type: string, at: { x: number; y: number }): { graph: GraphDoc; id: string } {
+  const base = type.toLowerCase();
+  const taken = new Set(graph.nodes.map((n) => n.id));
+  let n = 1;
+  while (taken.has(`${base}_${n}`)) n += 1;
+  const id = `${base}_${n}`;
+  const node: GraphNodeDef = { id, type, ...STARTERS[type], position: { x: Math.round(at.x), y: Math.round(at.y) } };
+  return { graph: { ...graph, nodes: [...graph.nodes, node] }, id };
+}
+
+export function moveNode(graph: GraphDoc, id: string, at: { x: number; y: number }): GraphDoc {
+  const position = { x: Math.round(at.x), y: Math.round(at.y) };
+  return { ...graph, nodes: graph.nodes.map((n) => (n.id === id ? { ...n, position } : n)) };
+}
+
+export function connect(graph: GraphDoc, from: string, to: string): GraphDoc {
+  if (from === to || from === END || graph.edges.some((e) => source(e) === from && target(e) === to)) return graph;
+  const edge: GraphEdgeDef = { id: `${from}__${to}`, source_node_id: from, target_node_id: to };
+  return { ...graph, edges: [...graph.edges, edge] };
+}
+
+export function removeNodes(graph: GraphDoc, ids: string[]): GraphDoc {
+  const gone = new Set(ids);
+  return {
+    ...graph,
+    nodes: graph.nodes.filter((n) => !gone.has(n.id)),
+    edges: graph.edges.filter((e) => !gone.has(source(e)) && !gone.has(target(e))),
+  };
+}
+
+export function removeEdges(graph: GraphDoc, ids: string[]): GraphDoc {
+  const gone = new Set(ids);
+  return { ...graph, edges: graph.edges.filter((e) => !gone.has(edgeId(e))) };
+}
+
+export function updateNode(graph: GraphDoc, id: string, fields: Partial<GraphNodeDef>): GraphDoc {
+  return { ...graph, nodes: graph.nodes.map((n) => (n.id === id ? dropEmpty({ ...n, ...fields }) : n)) };
+}
+
+export function updateEdge(graph: GraphDoc, id: string, fields: Partial<GraphEdgeDef>): GraphDoc {
+  return { ...graph, edges: graph.edges.map((e) => (edgeId(e) === id ? dropEmpty({ ...e, ...fields }) : e)) };
+}
+
+/** Renaming a node renames it in its edges too (templates that name it are the author's to fix:
+ * validation points at each). */
+export function renameNode(graph: GraphDoc, from: string, to: string): GraphDoc {
+  if (!to || graph.nodes.some((n) => n.id === to)) return graph;
+  const swap = (id: string) => (id === from ? to : id);
+  return {
+    ...graph,
+    nodes: graph.nodes.map((n) => (n.id === from ? { ...n, id: to } : n)),
+    edges: graph.edges.map((e) => {
+      const { source: _from, target: _to, ...rest } = e;
+      return { ...rest, source_node_id: swap(source(e)), target_node_id: swap(target(e)) };
+    }),
+  };
+}
+
+function dropEmpty<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== "" && v !== undefined && v !== null)) as T;
+}

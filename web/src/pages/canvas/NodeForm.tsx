@@ -1,0 +1,167 @@
+import { useMemo, useState } from "react";
+import { CodeEditor } from "../../components/CodeEditor";
+import { templateCompletion } from "../../graph/completion";
+import { type GraphDoc, type GraphEdgeDef, type GraphNodeDef, edgeId } from "../../graph/model";
+
+interface Field {
+  name: string;
+  label: string;
+  kind: "text" | "template" | "javascript" | "number" | "line";
+}
+
+/** The fields each node type is edited by; anything else is in "Other fields". */
+const FIELDS: Record<string, Field[]> = {
+  LLM_CALL: [
+    { name: "system_prompt", label: "System prompt", kind: "template" },
+    { name: "user_prompt_tpl", label: "User prompt", kind: "template" },
+    { name: "model_role", label: "Model role", kind: "line" },
+    { name: "max_retries", label: "Retries", kind: "number" },
+  ],
+  TRANSFORM: [{ name: "transform_expr", label: "Transform (JavaScript)", kind: "javascript" }],
+  HUMAN_REVIEW: [{ name: "review_prompt", label: "Review prompt", kind: "template" }],
+  CONDITION: [{ name: "condition_expr", label: "Condition (JavaScript)", kind: "javascript" }],
+  CODE: [{ name: "code", label: "Code (JavaScript function body)", kind: "javascript" }],
+};
+const ALWAYS = ["id", "type", "label", "position"];
+
+/** Edit one node: its id and label, the fields of its type, and the rest as JSON. */
+export function NodeForm({
+  graph,
+  node,
+  problems,
+  onChange,
+  onRename,
+}: {
+  graph: GraphDoc;
+  node: GraphNodeDef;
+  problems?: string[];
+  onChange: (fields: Partial<GraphNodeDef>) => void;
+  onRename: (to: string) => void;
+}) {
+  const fields = FIELDS[node.type] ?? [];
+  const complete = useMemo(() => templateCompletion(graph, node.id), [graph, node.id]);
+  const known = new Set([...ALWAYS, ...fields.map((f) => f.name)]);
+  const others = Object.fromEntries(Object.entries(node).filter(([k]) => !known.has(k)));
+  return (
+    <div className="fields node-form" data-testid="node-form">
+      <h2>
+        {node.type} <code>{node.id}</code>
+      </h2>
+      {problems?.map((p) => (
+        <p key={p} className="error">
+          {p}
+        </p>
+      ))}
+      <Line label="Id" value={node.id} onCommit={onRename} />
+      <Line label="Label" value={String(node.label ?? "")} onCommit={(label) => onChange({ label })} />
+      {fields.map((field) =>
+        field.kind === "line" || field.kind === "number" ? (
+          <Line
+            key={`${node.id}:${field.name}`}
+            label={field.label}
+            value={node[field.name] === undefined ? "" : String(node[field.name])}
+            onCommit={(text) => onChange({ [field.name]: field.kind === "number" && text !== "" ? Number(text) : text })}
+          />
+        ) : (
+          <div key={`${node.id}:${field.name}`} className="field">
+            <span className="field-label">{field.label}</span>
+            <CodeEditor
+              language={field.kind === "javascript" ? "javascript" : "text"}
+              label={field.label}
+              value={String(node[field.name] ?? "")}
+              onChange={(text) => onChange({ [field.name]: text })}
+              complete={field.kind === "template" ? complete : undefined}
+            />
+          </div>
+        ),
+      )}
+      <Others key={node.id} value={others} onChange={(value) => onChange(value)} />
+    </div>
+  );
+}
+
+/** A one-line field, stored when it loses focus or on Enter (one undo step per edit). */
+function Line({ label, value, onCommit }: { label: string; value: string; onCommit: (text: string) => void }) {
+  const [text, setText] = useState(value);
+  const [was, setWas] = useState(value);
+  if (value !== was) {
+    setWas(value);
+    setText(value);
+  }
+  return (
+    <label className="field">
+      <span className="field-label">{label}</span>
+      <input
+        aria-label={label}
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onBlur={() => text !== value && onCommit(text)}
+        onKeyDown={(e) => e.key === "Enter" && text !== value && onCommit(text)}
+      />
+    </label>
+  );
+}
+
+function Others({ value, onChange }: { value: Record<string, unknown>; onChange: (fields: Record<string, unknown>) => void }) {
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <details className="field">
+      <summary>Other fields (JSON)</summary>
+      <CodeEditor
+        language="json"
+        label="Other fields (JSON)"
+        value={JSON.stringify(value, null, 2)}
+        onChange={(text) => {
+          try {
+            const parsed = JSON.parse(text);
+            setError(null);
+            const cleared = Object.fromEntries(Object.keys(value).filter((k) => !(k in parsed)).map((k) => [k, undefined]));
+            onChange({ ...cleared, ...parsed });
+          } catch (cause) {
+            setError((cause as Error).message);
+          }
+        }}
+      />
+      {error ? <p className="error">{error}</p> : null}
+    </details>
+  );
+}
+
+/** Edit one edge: its schema (from the registry), label and condition. */
+export function EdgeForm({
+  graph,
+  edge,
+  problems,
+  onChange,
+}: {
+  graph: GraphDoc;
+  edge: GraphEdgeDef;
+  problems?: string[];
+  onChange: (fields: Partial<GraphEdgeDef>) => void;
+}) {
+  return (
+    <div className="fields edge-form" data-testid="edge-form">
+      <h2>
+        edge <code>{edgeId(edge)}</code>
+      </h2>
+      {problems?.map((p) => (
+        <p key={p} className="error">
+          {p}
+        </p>
+      ))}
+      <label className="field">
+        <span className="field-label">Schema</span>
+        <select aria-label="Edge schema" value={edge.schema_id ?? ""} onChange={(e) => onChange({ schema_id: e.target.value || null })}>
+          <option value="">(no contract)</option>
+          {(graph.schemas ?? []).map((s) => (
+            <option key={s.id} value={s.id}>
+              {s.id} v{s.version}
+            </option>
+          ))}
+        </select>
+      </label>
+      <Line label="Edge label" value={edge.label ?? ""} onCommit={(label) => onChange({ label })} />
+      <Line label="Condition key" value={edge.condition_key ?? ""} onCommit={(condition_key) => onChange({ condition_key })} />
+    </div>
+  );
+}

@@ -1,0 +1,87 @@
+import { useState } from "react";
+import { post, type Schemas } from "../../api/client";
+import { ErrorView } from "../../components/ErrorView";
+import type { GraphDoc } from "../../graph/model";
+import { go } from "../../router";
+
+/** Start a run: a form generated from the graph's `input_schema`. */
+export function StartRun({ graph }: { graph: Schemas["GraphOut"] }) {
+  const [open, setOpen] = useState(false);
+  const [problem, setProblem] = useState<unknown>(null);
+  const schema = ((graph.graph as GraphDoc).input_schema ?? {}) as {
+    properties?: Record<string, { type?: string; default?: unknown; description?: string }>;
+    required?: string[];
+  };
+  const fields = Object.entries(schema.properties ?? {});
+  const [values, setValues] = useState<Record<string, string>>({});
+
+  async function start() {
+    setProblem(null);
+    const input: Record<string, unknown> = {};
+    for (const [name, prop] of fields) {
+      const raw = values[name];
+      if (raw === undefined || raw === "") continue;
+      input[name] = prop.type === "string" || prop.type === undefined ? raw : parse(raw);
+    }
+    try {
+      const started = await post<Schemas["StartedOut"]>("/api/runs", { graph: graph.id, input });
+      go("runs", started.run_id);
+    } catch (cause) {
+      setProblem(cause);
+    }
+  }
+
+  if (!open)
+    return (
+      <button type="button" onClick={() => setOpen(true)}>
+        Start a run…
+      </button>
+    );
+  return (
+    <form
+      className="start-run"
+      aria-label="Run input"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void start();
+      }}
+    >
+      {fields.map(([name, prop]) => (
+        <label key={name}>
+          {name}
+          {schema.required?.includes(name) ? " *" : ""}
+          {prop.type === "string" || prop.type === undefined ? (
+            <textarea
+              name={name}
+              value={values[name] ?? ""}
+              placeholder={prop.default !== undefined ? String(prop.default) : prop.description ?? ""}
+              onChange={(e) => setValues({ ...values, [name]: e.target.value })}
+            />
+          ) : (
+            <input
+              name={name}
+              value={values[name] ?? ""}
+              placeholder={`${prop.type} (JSON)`}
+              onChange={(e) => setValues({ ...values, [name]: e.target.value })}
+            />
+          )}
+        </label>
+      ))}
+      <div className="row">
+        <button type="submit">Start</button>
+        <button type="button" onClick={() => setOpen(false)}>
+          Cancel
+        </button>
+      </div>
+      <ErrorView error={problem} />
+    </form>
+  );
+}
+
+function parse(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}

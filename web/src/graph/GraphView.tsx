@@ -13,7 +13,9 @@ import {
   Position,
   ReactFlow,
   ReactFlowProvider,
+  type ReactFlowState,
   useReactFlow,
+  useStore,
 } from "@xyflow/react";
 import { memo, useCallback, useEffect, useMemo, useState } from "react";
 import { BOX_H, BOX_W, layout } from "./layout";
@@ -24,6 +26,21 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
   const def = data.def;
   const kind = def ? def.type : "END";
   const problems = data.problems ?? [];
+  const far = useStore(zoomedOut);
+  if (far) {
+    // Too small to read: a light box in the node's colours, so big graphs draw fast.
+    return (
+      <div
+        className={`box far type-${kind.toLowerCase()} ${data.status ? `status-${data.status}` : ""} ${problems.length ? "has-problems" : ""}`}
+        data-node={id}
+        data-status={data.status ?? ""}
+        title={def?.label || id}
+      >
+        <Handle type="target" position={Position.Left} />
+        {id !== END ? <Handle type="source" position={Position.Right} /> : null}
+      </div>
+    );
+  }
   return (
     <div
       className={`box type-${kind.toLowerCase()} ${data.status ? `status-${data.status}` : ""} ${selected ? "selected" : ""} ${problems.length ? "has-problems" : ""}`}
@@ -31,7 +48,7 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
       data-status={data.status ?? ""}
       title={problems.join("\n") || undefined}
     >
-      {id !== END ? <Handle type="target" position={Position.Left} /> : <Handle type="target" position={Position.Left} />}
+      <Handle type="target" position={Position.Left} />
       <div className="box-type">{kind}</div>
       <div className="box-label">{def?.label || id}</div>
       {def && def.label ? <div className="box-id">{id}</div> : null}
@@ -47,6 +64,10 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
 });
 
 const NODE_TYPES = { box: Box };
+
+/** Below this zoom, boxes are drawn without text and edges without labels. */
+const FAR = 0.45;
+const zoomedOut = (state: ReactFlowState) => state.transform[2] < FAR;
 
 export interface GraphViewProps {
   graph: GraphDoc;
@@ -89,7 +110,11 @@ function Canvas(props: GraphViewProps) {
   // Laid out by levels; a node with a stored `position` stays where its author put it.
   useEffect(() => {
     let live = true;
-    layout(graph).then((at) => live && setLaidOut(at));
+    performance.mark("plait:layout-start"); // read by bench/workbench.py
+    layout(graph).then((at) => {
+      performance.mark("plait:layout-end");
+      if (live) setLaidOut(at);
+    });
     return () => {
       live = false;
     };
@@ -141,17 +166,19 @@ function Canvas(props: GraphViewProps) {
     [],
   );
   const [edges, setEdges] = useState<Edge[]>([]);
+  const far = useStore(zoomedOut);
   useEffect(() => {
     setEdges((drawn) => {
       const picked = new Set(drawn.filter((e) => e.selected).map((e) => e.id));
       return (flow?.edges ?? []).map((edge) => ({
         ...edge,
+        label: far ? undefined : edge.label,
         selected: picked.has(edge.id),
         className: problems[edge.id]?.length ? "edge-problem" : undefined,
         animated: statuses[edge.source] === "running",
       }));
     });
-  }, [flow, problems, statuses]);
+  }, [flow, problems, statuses, far]);
   const onEdgesChange = useCallback((changes: EdgeChange[]) => setEdges((drawn) => applyEdgeChanges(changes, drawn)), []);
 
   if (!flow || nodes.length === 0) return <div className="canvas loading" aria-busy="true">Laying out {graph.nodes.length} nodes…</div>;

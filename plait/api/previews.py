@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from plait.api.schemas import SchemaChangeOut, schema_changes
+from plait.api.responses import schema_changes
+from plait.api.schemas import SchemaChangeOut
 from plait.evolve.save import SavePreview
 
 

@@ -12,16 +12,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from plait.api.auth import CallerDep
-from plait.api.schemas import (
-    CorrectionOut,
-    OverrideIn,
-    RerunIn,
-    ReviewApprove,
-    ReviewIn,
-    ReviewValue,
-    RollbackIn,
-    correction_out,
-)
+from plait.api.responses import correction_out
+from plait.api.schemas import CorrectionOut, OverrideIn, RerunIn, ReviewApprove, ReviewIn, ReviewValue, RollbackIn
 from plait.api.services import Announcement, apply_correction
 from plait.api.state import ServerState, get_state
 from plait.runs.corrections import Correction, Corrections

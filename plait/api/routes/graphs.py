@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Response
 
 from plait.api.previews import SavePreviewOut, preview_out
+from plait.api.responses import graph_out, saved_out, summary_out, version_out
 from plait.api.schemas import (
     MAX_INT,
     DeletedOut,
@@ -21,10 +22,6 @@ from plait.api.schemas import (
     SavedOut,
     SourceTypeName,
     VersionOut,
-    graph_out,
-    saved_out,
-    summary_out,
-    version_out,
 )
 from plait.api.services import delete_graph, get_graph
 from plait.api.state import ServerState, get_state

@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from plait.api import control
 from plait.api.control import ControlError
+from plait.api.responses import node_fields, run_fields
 from plait.api.schemas import (
     MAX_INT,
     NodeRunDetailOut,
@@ -23,8 +24,6 @@ from plait.api.schemas import (
     RunStatusName,
     StartedOut,
     StartIn,
-    node_fields,
-    run_fields,
 )
 from plait.api.services import start_and_launch
 from plait.api.state import ServerState, get_state

@@ -1,0 +1,59 @@
+"""The basics of accessibility on every page of the workbench: axe-core (the engine browsers'
+own audits use) finds no violation of WCAG 2 A/AA rules (labels, names, contrast, landmarks,
+roles), and the keyboard reaches the main navigation first, in order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+
+from tests.web.conftest import EXAMPLES, Served
+
+RULES = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}
+
+
+def violations(page: Any) -> list[str]:
+    results = Axe().run(page, options=RULES)
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:4]}"
+        for v in results.response["violations"]
+    ]
+
+
+@pytest.fixture
+def story(server: Served) -> tuple[Served, str]:
+    """A server with the video-chapters graph and a run paused at its review."""
+    server.import_graph(EXAMPLES / "video_chapters.yaml")
+    run_id = server.start("video_chapters", {"transcript": "We build a birdhouse."})
+    server.wait_status(run_id, "paused")
+    return server, run_id
+
+
+@pytest.mark.parametrize(
+    ("route", "ready"),
+    [
+        ("#/graphs", "table[aria-label='Stored graphs'] tbody tr"),
+        ("#/graphs/video_chapters", ".box[data-node='chapter_split']"),
+        ("#/runs", "table[aria-label='Runs'] tbody tr"),
+        ("#/runs/{run}", ".box[data-node='review']"),
+        ("#/dashboard", "[data-testid='active-runs']"),
+    ],
+)
+def test_no_accessibility_violation(story: tuple[Served, str], page: Any, route: str, ready: str) -> None:
+    server, run_id = story
+    page.goto(f"{server.url}/{route.format(run=run_id)}")
+    page.locator(ready).first.wait_for()
+    page.wait_for_timeout(300)  # let the canvas settle (fit to view, edge labels)
+    assert violations(page) == []
+
+
+def test_the_keyboard_reaches_the_navigation_first(server: Served, page: Any) -> None:
+    page.goto(server.url + "/")
+    page.locator("table[aria-label='Stored graphs']").wait_for()
+    reached = []
+    for _ in range(4):
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate("document.activeElement.textContent.trim()"))
+    assert reached == ["Plait", "Graphs", "Runs", "Dashboard"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from playwright.sync_api import expect
 
 from tests.web.conftest import EXAMPLES, Served, serve
@@ -134,5 +135,79 @@ def test_a_server_that_asks_for_a_token_gets_one_from_the_prompt(tmp_path: Path,
         page.get_by_role("button", name="Use token").click()
         expect(page.locator('tr[data-graph="plait.video_chapters"]')).to_be_visible()
         assert page.evaluate("localStorage.getItem('plait.token')") == token
+    finally:
+        next(served, None)
+
+
+def test_a_node_shows_its_attempts_and_tool_rounds(tmp_path: Path, page: Any) -> None:
+    """The inspector lists each attempt (where it went, its time, its tokens) and the tool calls
+    the model made, round by round, with the real MCP time server's answer."""
+    served = serve(
+        tmp_path, "--config", str(EXAMPLES / "mcp.toml"), script=EXAMPLES / "scripted" / "meeting_times.yaml"
+    )
+    server = next(served)
+    try:
+        server.import_graph(EXAMPLES / "meeting_times.yaml")
+        run_id = server.start("meeting_times", yaml.safe_load((EXAMPLES / "inputs" / "meeting_times.yaml").read_text()))
+        assert server.wait_status(run_id, "completed", timeout=60)["status"] == "completed"
+        page.goto(f"{server.url}/#/runs/{run_id}")
+        page.locator('.box[data-node="scheduler"]').click()
+        panel = page.get_by_test_id("node-panel")
+        panel.get_by_text("Attempts (2)").click()
+        attempts = panel.get_by_role("table", name="Attempts")
+        expect(attempts.locator("tbody tr")).to_have_count(2)
+        expect(attempts.locator('[data-attempt="1"]')).to_contain_text("scripted")
+        panel.get_by_text("Tool rounds (1)").click()
+        rounds = panel.get_by_role("list", name="Tool rounds")
+        expect(rounds).to_contain_text("convert_time")
+        expect(rounds).to_contain_text("Asia/Kolkata")
+        expect(rounds).to_contain_text("note_attendees")
+    finally:
+        next(served, None)
+
+
+SECRET = "sk-test-0123456789abcdef-never-shown"
+CONFIG = """
+[[providers]]
+id = "remote"
+kind = "openai"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "PLAIT_TEST_WORKBENCH_KEY"
+max_concurrency = 4
+rpm = 600
+models = [{ name = "chat-model" }]
+
+[[providers]]
+id = "demo"
+kind = "scripted"
+file = "SCRIPT"
+
+[roles]
+chat = ["demo/scripted", "remote/chat-model"]
+"""
+
+
+def test_the_dashboard_shows_the_configuration_but_never_a_secret(
+    tmp_path: Path, page: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Providers, roles and MCP servers as configured, read-only: the key's variable name and
+    whether it is set, never its value (the server has it in its environment)."""
+    monkeypatch.setenv("PLAIT_TEST_WORKBENCH_KEY", SECRET)
+    config = tmp_path / "plait.toml"
+    script = EXAMPLES / "scripted" / "video_chapters.yaml"
+    mcp = (EXAMPLES / "mcp.toml").read_text()
+    config.write_text(CONFIG.replace("SCRIPT", str(script)) + mcp)
+    served = serve(tmp_path, "--config", str(config))
+    server = next(served)
+    try:
+        page.goto(f"{server.url}/#/dashboard")
+        providers = page.get_by_role("table", name="Providers")
+        expect(providers).to_contain_text("remote")
+        expect(providers).to_contain_text("PLAIT_TEST_WORKBENCH_KEY (set)")
+        expect(providers).to_contain_text("600 rpm")
+        expect(page.get_by_role("table", name="Roles")).to_contain_text("demo/scripted")
+        expect(page.get_by_role("table", name="MCP servers")).to_contain_text("mcp_server_time")
+        assert SECRET not in page.content()
+        assert SECRET not in server.client.get("/api/providers").text
     finally:
         next(served, None)

@@ -96,7 +96,7 @@ export function DashboardPage() {
         <p className="muted">No failed runs.</p>
       )}
       <h2>Configuration</h2>
-      {config ? <pre data-testid="config">{JSON.stringify(config, null, 2)}</pre> : <p className="muted">No plait.toml: the server runs on its one model.</p>}
+      {config ? <Configuration config={config as unknown as Config} /> : <p className="muted">No plait.toml: the server runs on its one model.</p>}
     </section>
   );
 }
@@ -127,5 +127,115 @@ function FailedRun({ run }: { run: Schemas["RunOut"] }) {
       {run.graph} · {when(run.completed_at ?? run.created_at)} ·{" "}
       <span className="reason">{error ? `${error.kind ? `${error.kind}: ` : ""}${error.message ?? JSON.stringify(error)}` : "…"}</span>
     </li>
+  );
+}
+
+interface Config {
+  source: string | null;
+  ok: boolean;
+  providers: { id: string; kind: string; base_url?: string | null; key?: string | null; usable: boolean; problems: string[]; rpm?: number | null; tpm?: number | null; max_concurrency?: number | null; models: { id?: string; name?: string }[] }[];
+  roles: Record<string, { resolves_to: string | null; targets: { target: string; problems: string[] }[] }>;
+  mcp_servers: { id: string; name?: string | null; transport: string; command?: string | null; args?: string[]; url?: string | null; capabilities: string[] }[];
+  problems: string[];
+}
+
+/** The server's plait.toml as `plait config check` reports it: key names, never their values. */
+function Configuration({ config }: { config: Config }) {
+  return (
+    <div data-testid="config">
+      <p className="muted">
+        From {config.source ?? "defaults"}
+        {config.ok ? "; every provider and role is usable." : "."}
+      </p>
+      {config.problems.map((problem) => (
+        <p key={problem} className="warning">
+          {problem}
+        </p>
+      ))}
+      <h3>Providers</h3>
+      {config.providers.length ? (
+        <table className="list" aria-label="Providers">
+          <thead>
+            <tr>
+              <th>Provider</th>
+              <th>Kind</th>
+              <th>Endpoint</th>
+              <th>Key</th>
+              <th>Models</th>
+              <th>Limits</th>
+              <th>Usable</th>
+            </tr>
+          </thead>
+          <tbody>
+            {config.providers.map((p) => (
+              <tr key={p.id}>
+                <td>{p.id}</td>
+                <td>{p.kind}</td>
+                <td>{p.base_url ?? ""}</td>
+                <td>{p.key ?? ""}</td>
+                <td>{p.models.map((m) => m.id ?? m.name).join(", ")}</td>
+                <td>{[p.max_concurrency && `${p.max_concurrency} at once`, p.rpm && `${p.rpm} rpm`, p.tpm && `${p.tpm} tpm`].filter(Boolean).join(", ")}</td>
+                <td>{p.usable ? "yes" : `no: ${p.problems.join("; ")}`}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p className="muted">None configured.</p>
+      )}
+      <h3>Roles</h3>
+      {Object.keys(config.roles).length ? (
+        <table className="list" aria-label="Roles">
+          <thead>
+            <tr>
+              <th>Role</th>
+              <th>Resolves to</th>
+              <th>Targets</th>
+            </tr>
+          </thead>
+          <tbody>
+            {Object.entries(config.roles).map(([role, r]) => (
+              <tr key={role}>
+                <td>{role}</td>
+                <td>{r.resolves_to ?? "nothing usable"}</td>
+                <td>{r.targets.map((x) => `${x.target}${x.problems.length ? ` (${x.problems.join("; ")})` : ""}`).join(", ")}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p className="muted">None configured.</p>
+      )}
+      <h3>MCP servers</h3>
+      {config.mcp_servers.length ? (
+        <table className="list" aria-label="MCP servers">
+          <thead>
+            <tr>
+              <th>Server</th>
+              <th>Transport</th>
+              <th>Runs</th>
+              <th>Offers</th>
+            </tr>
+          </thead>
+          <tbody>
+            {config.mcp_servers.map((m) => (
+              <tr key={m.id}>
+                <td>
+                  {m.id}
+                  {m.name ? <div className="muted">{m.name}</div> : null}
+                </td>
+                <td>{m.transport}</td>
+                <td>
+                  <code>{m.url ?? [m.command, ...(m.args ?? [])].join(" ")}</code>
+                </td>
+                <td>{m.capabilities.join(", ")}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p className="muted">None configured.</p>
+      )}
+    </div>
   );
 }

@@ -101,10 +101,8 @@ export function NodePanel(props: {
             {detail.error ? <ErrorView error={detail.error} /> : null}
             <pre>{detail.data ? JSON.stringify(detail.data.input_snapshot, null, 2) : "…"}</pre>
           </details>
-          <details>
-            <summary>Attempts ({current.attempts.length})</summary>
-            <pre>{JSON.stringify(current.attempts, null, 2)}</pre>
-          </details>
+          <Attempts attempts={current.attempts as Attempt[]} />
+          <ToolRounds rounds={(detail.data?.input_snapshot as { tool_rounds?: ToolRound[] } | null)?.tool_rounds} />
           {nodeRuns.length > 1 ? (
             <details>
               <summary>Earlier activations ({nodeRuns.length - 1})</summary>
@@ -331,5 +329,85 @@ function Replay({ nodeRunId }: { nodeRunId: string }) {
       <ErrorView error={problem} />
       {result ? <pre data-testid="replay">{JSON.stringify(result, null, 2)}</pre> : null}
     </div>
+  );
+}
+
+interface Attempt {
+  attempt: number;
+  started_at?: number;
+  duration_ms?: number;
+  provider?: string;
+  model?: string;
+  usage?: { input?: number; output?: number };
+  error?: string;
+  kind?: string;
+  decisions?: { event: string; to?: string; target?: string; error?: string }[];
+  [field: string]: unknown;
+}
+
+interface ToolRound {
+  round: number;
+  calls: { tool: string; source?: string; arguments: unknown; result: unknown }[];
+}
+
+/** Each attempt of the node: where it went, how long it took, what it cost, how it failed, and
+ * what the provider pool decided on the way (failover, degraded, busy). */
+function Attempts({ attempts }: { attempts: Attempt[] }) {
+  return (
+    <details open={attempts.some((a) => a.error)}>
+      <summary>Attempts ({attempts.length})</summary>
+      <table className="list" aria-label="Attempts">
+        <thead>
+          <tr>
+            <th>#</th>
+            <th>Model</th>
+            <th>Time</th>
+            <th>Tokens</th>
+            <th>Outcome</th>
+          </tr>
+        </thead>
+        <tbody>
+          {attempts.map((a) => (
+            <tr key={a.attempt} data-attempt={a.attempt}>
+              <td>{a.attempt}</td>
+              <td>{[a.provider, a.model].filter(Boolean).join(" / ") || "–"}</td>
+              <td>{a.duration_ms !== undefined ? `${Math.round(a.duration_ms)} ms` : ""}</td>
+              <td>{a.usage ? `${a.usage.input ?? 0}+${a.usage.output ?? 0}` : ""}</td>
+              <td>
+                {a.error ? <span className="reason">{a.kind ? `${a.kind}: ` : ""}{a.error}</span> : "answered"}
+                {a.decisions?.map((d, i) => (
+                  <div key={i} className="muted">
+                    pool: {d.event} {d.to ?? d.target ?? ""} {d.error ? `(${d.error})` : ""}
+                  </div>
+                ))}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </details>
+  );
+}
+
+/** The tool calls the model made, round by round, with their arguments and results. */
+function ToolRounds({ rounds }: { rounds?: ToolRound[] }) {
+  if (!rounds?.length) return null;
+  return (
+    <details>
+      <summary>Tool rounds ({rounds.length})</summary>
+      <ol aria-label="Tool rounds">
+        {rounds.map((r) => (
+          <li key={r.round}>
+            {r.calls.map((c, i) => (
+              <div key={i}>
+                <code>{c.tool}</code>
+                {c.source ? <span className="muted"> ({c.source})</span> : null}
+                <pre>{JSON.stringify({ arguments: c.arguments, result: c.result }, null, 2)}</pre>
+              </div>
+            ))}
+          </li>
+        ))}
+      </ol>
+    </details>
   );
 }

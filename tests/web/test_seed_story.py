@@ -116,3 +116,11 @@ def test_the_seed_story(server: Served, page: Any) -> None:
     diff = page.get_by_test_id("run-diff")
     expect(diff.locator('[data-diff-node="transcribe"]')).to_contain_text("changed")
     expect(diff.locator('[data-diff-node="transcribe"]')).to_contain_text("$.text")
+
+    # And a model call can be replayed: the recorded answer beside a new one to the same request.
+    page.get_by_role("tab", name="Node").click()
+    node(page, "clip_points").click()
+    page.get_by_test_id("node-panel").get_by_role("button", name="Replay the model call").click()
+    replay = page.get_by_test_id("replay")
+    expect(replay).to_contain_text('"stored"')
+    expect(replay).to_contain_text("The roof goes on in one move")

@@ -55,8 +55,8 @@ export function NodePanel(props: {
 
   if (!def) return <p className="muted">{nodeId} is not a node of this graph.</p>;
   const outEdges = graph.edges.filter((e) => (e.source_node_id ?? e.source) === nodeId && e.schema_id);
-  const schemas = outEdges
-    .map((e) => graph.schemas?.find((s) => s.id === e.schema_id))
+  const schemas = [...new Set(outEdges.map((e) => e.schema_id))] // two edges, one schema: checked once
+    .map((id) => graph.schemas?.find((s) => s.id === id))
     .filter((s): s is NonNullable<typeof s> => Boolean(s));
 
   return (

@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 import yaml
+from engine_vs_langgraph import calibrate  # the same loop, so the two benchmarks' hosts compare
 from playwright.sync_api import Page, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
@@ -152,17 +153,6 @@ def live_delays_ms(page: Page, url: str, client: httpx.Client, graph_id: str) ->
                 at[event["node_id"]] = event["at"]
     # Nodes drawn outside the view are not in the page: only those it showed count.
     return [(seen[n] - at[n]) * 1000 for n in seen if n in at]
-
-
-def calibrate() -> float:
-    """The fixed pure-Python loop of bench/engine_vs_langgraph.py, in ms: how fast this host is
-    right now (the same machine kind varies several-fold from day to day)."""
-    started = time.perf_counter()
-    total = 0
-    for i in range(300_000):
-        total += (i * i) % 7
-    assert total > 0
-    return (time.perf_counter() - started) * 1000
 
 
 def main() -> None:

@@ -9,7 +9,6 @@ CI (`CI` set), where the browser is part of the job and its absence fails them.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.api.api_helpers import free_port, wait_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,20 +57,14 @@ class Served:
         return dict(response.json())
 
     def wait_status(self, run_id: str, *statuses: str, timeout: float = 20.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            run = self.run(run_id)
-            if run["status"] in statuses and not run["executing_here"]:
-                return run
-            if time.monotonic() > deadline:
-                pytest.fail(f"run {run_id} is {run['status']}, not {' or '.join(statuses)}, after {timeout}s")
-            time.sleep(0.05)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        """The run once its status is one of `statuses` and this server is done driving it."""
+        return dict(
+            wait_for(
+                lambda: (r := self.run(run_id))["status"] in statuses and not r["executing_here"] and r,
+                timeout=timeout,
+                what=f"run {run_id} to be {' or '.join(statuses)}",
+            )
+        )
 
 
 def serve(

@@ -25,6 +25,7 @@ import { SaveDialog } from "./canvas/SaveDialog";
 import { SchemaEditor } from "./canvas/SchemaEditor";
 import { StartRun } from "./canvas/StartRun";
 import { Versions } from "./canvas/Versions";
+import { Notice } from "../components/bits";
 
 interface Diagnostic {
   category: string;
@@ -170,11 +171,7 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
         <StartRun graph={base} />
       </div>
       <ErrorView error={problem} onDismiss={() => setProblem(null)} />
-      {notice ? (
-        <p className="notice" role="status">
-          {notice}
-        </p>
-      ) : null}
+      <Notice>{notice}</Notice>
       {diagnostics ? <Diagnostics result={diagnostics} /> : null}
       {saving ? (
         <SaveDialog

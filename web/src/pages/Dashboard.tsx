@@ -3,6 +3,7 @@ import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
 import { href } from "../router";
 import { useEffect } from "react";
+import { Head } from "../components/bits";
 
 /** What the server is doing: active runs, the provider pool's load, recent failures, and the
  * configuration (providers, roles, MCP servers; key names, never their values). */
@@ -50,16 +51,7 @@ export function DashboardPage() {
       <h2>Provider pool</h2>
       {load.length ? (
         <table className="list" aria-label="Provider pool">
-          <thead>
-            <tr>
-              <th>Provider</th>
-              <th>Usable</th>
-              <th>In flight</th>
-              <th>Queued</th>
-              <th>Requests / min</th>
-              <th>Tokens / min</th>
-            </tr>
-          </thead>
+          <Head labels={["Provider", "Usable", "In flight", "Queued", "Requests / min", "Tokens / min"]} />
           <tbody>
             {load.map((row) => (
               <tr key={row.id}>
@@ -155,17 +147,7 @@ function Configuration({ config }: { config: Config }) {
       <h3>Providers</h3>
       {config.providers.length ? (
         <table className="list" aria-label="Providers">
-          <thead>
-            <tr>
-              <th>Provider</th>
-              <th>Kind</th>
-              <th>Endpoint</th>
-              <th>Key</th>
-              <th>Models</th>
-              <th>Limits</th>
-              <th>Usable</th>
-            </tr>
-          </thead>
+          <Head labels={["Provider", "Kind", "Endpoint", "Key", "Models", "Limits", "Usable"]} />
           <tbody>
             {config.providers.map((p) => (
               <tr key={p.id}>
@@ -186,13 +168,7 @@ function Configuration({ config }: { config: Config }) {
       <h3>Roles</h3>
       {Object.keys(config.roles).length ? (
         <table className="list" aria-label="Roles">
-          <thead>
-            <tr>
-              <th>Role</th>
-              <th>Resolves to</th>
-              <th>Targets</th>
-            </tr>
-          </thead>
+          <Head labels={["Role", "Resolves to", "Targets"]} />
           <tbody>
             {Object.entries(config.roles).map(([role, r]) => (
               <tr key={role}>
@@ -209,14 +185,7 @@ function Configuration({ config }: { config: Config }) {
       <h3>MCP servers</h3>
       {config.mcp_servers.length ? (
         <table className="list" aria-label="MCP servers">
-          <thead>
-            <tr>
-              <th>Server</th>
-              <th>Transport</th>
-              <th>Runs</th>
-              <th>Offers</th>
-            </tr>
-          </thead>
+          <Head labels={["Server", "Transport", "Runs", "Offers"]} />
           <tbody>
             {config.mcp_servers.map((m) => (
               <tr key={m.id}>

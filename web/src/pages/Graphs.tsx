@@ -3,6 +3,7 @@ import { ApiError, del, download, get, post, q, type Schemas } from "../api/clie
 import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
 import { href } from "../router";
+import { Head, Notice } from "../components/bits";
 
 type Summary = Schemas["GraphSummaryOut"];
 
@@ -111,23 +112,9 @@ export function GraphsPage() {
           Delete {refused.slug} anyway
         </button>
       ) : null}
-      {notice ? (
-        <p className="notice" role="status">
-          {notice}
-        </p>
-      ) : null}
+      <Notice>{notice}</Notice>
       <table className="list" aria-label="Stored graphs">
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th>Slug</th>
-            <th>Kind</th>
-            <th>Version</th>
-            <th>Nodes</th>
-            <th>Updated</th>
-            <th />
-          </tr>
-        </thead>
+        <Head labels={["Name", "Slug", "Kind", "Version", "Nodes", "Updated", ""]} />
         <tbody>
           {shown.map((graph) => (
             <tr key={graph.id} data-graph={graph.slug}>

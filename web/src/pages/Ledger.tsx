@@ -2,6 +2,7 @@ import { useState } from "react";
 import { get, post, q } from "../api/client";
 import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
+import { Notice } from "../components/bits";
 
 interface LedgerEntry {
   owner: string;
@@ -46,11 +47,7 @@ export function Ledger({ runId, onChanged }: { runId: string; onChanged: () => v
   return (
     <div className="fields ledger" data-testid="ledger">
       <ErrorView error={problem} onDismiss={() => setProblem(null)} />
-      {said ? (
-        <p className="notice" role="status">
-          {said}
-        </p>
-      ) : null}
+      <Notice>{said}</Notice>
       {owners.map((owner) => {
         const entries = (data ?? []).filter((e) => e.owner === owner);
         const latest = Math.max(...entries.map((e) => e.version));

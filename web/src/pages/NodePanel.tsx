@@ -5,6 +5,7 @@ import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
 import type { GraphDoc } from "../graph/model";
 import { schemaErrors } from "../schema/check";
+import { Head, Notice } from "../components/bits";
 
 type NodeRun = Schemas["NodeRunOut"];
 type Detail = Schemas["NodeRunDetailOut"];
@@ -141,11 +142,7 @@ export function NodePanel(props: {
         />
       ) : null}
       <ErrorView error={problem} onDismiss={() => setProblem(null)} />
-      {said ? (
-        <p className="notice" role="status">
-          {said}
-        </p>
-      ) : null}
+      <Notice>{said}</Notice>
     </div>
   );
 }
@@ -357,15 +354,7 @@ function Attempts({ attempts }: { attempts: Attempt[] }) {
     <details open={attempts.some((a) => a.error)}>
       <summary>Attempts ({attempts.length})</summary>
       <table className="list" aria-label="Attempts">
-        <thead>
-          <tr>
-            <th>#</th>
-            <th>Model</th>
-            <th>Time</th>
-            <th>Tokens</th>
-            <th>Outcome</th>
-          </tr>
-        </thead>
+        <Head labels={["#", "Model", "Time", "Tokens", "Outcome"]} />
         <tbody>
           {attempts.map((a) => (
             <tr key={a.attempt} data-attempt={a.attempt}>

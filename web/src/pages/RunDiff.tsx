@@ -2,6 +2,7 @@ import { useState } from "react";
 import { get, q, type Schemas } from "../api/client";
 import { ErrorView } from "../components/ErrorView";
 import { useApi } from "../components/useApi";
+import { Head } from "../components/bits";
 
 interface NodeDiff {
   node_id: string;
@@ -56,13 +57,7 @@ export function RunDiff({ run }: { run: Schemas["RunDetailOut"] }) {
             {diff.outputs_equal ? " · same output" : " · outputs differ"}
           </p>
           <table className="list">
-            <thead>
-              <tr>
-                <th>Node</th>
-                <th>Change</th>
-                <th>Fields</th>
-              </tr>
-            </thead>
+            <Head labels={["Node", "Change", "Fields"]} />
             <tbody>
               {(diff.nodes as unknown as NodeDiff[]).map((n) => (
                 <tr key={n.node_id} className={`change-${n.verdict}`} data-diff-node={n.node_id}>

@@ -3,6 +3,7 @@ import { get, post, q, type Schemas } from "../api/client";
 import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
 import { href } from "../router";
+import { Head } from "../components/bits";
 
 const STATUSES = ["pending", "running", "paused", "completed", "failed", "cancelled"];
 
@@ -56,17 +57,7 @@ export function RunsPage({ graph, status }: { graph: string | null; status: stri
       </div>
       <ErrorView error={error ?? problem} onDismiss={problem ? () => setProblem(null) : undefined} />
       <table className="list" aria-label="Runs">
-        <thead>
-          <tr>
-            <th>Run</th>
-            <th>Graph</th>
-            <th>Status</th>
-            <th>Created</th>
-            <th>Tokens</th>
-            <th>Cost</th>
-            <th />
-          </tr>
-        </thead>
+        <Head labels={["Run", "Graph", "Status", "Created", "Tokens", "Cost", ""]} />
         <tbody>
           {(data?.items ?? []).map((run) => (
             <tr key={run.id} data-run={run.id}>

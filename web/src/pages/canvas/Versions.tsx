@@ -7,6 +7,7 @@ import { useApi, when } from "../../components/useApi";
 import { compact } from "../../graph/edit";
 import type { GraphDoc } from "../../graph/model";
 import { go } from "../../router";
+import { Head, Notice } from "../../components/bits";
 
 /** A graph's versions with a diff between any two; for a fork, the three-way comparison with its
  * parent, merging chosen parent changes and re-forking; for any graph, forking it. */
@@ -128,11 +129,7 @@ function ForkPanel({ graph, onChanged }: { graph: Schemas["GraphOut"]; onChanged
     <section aria-label="Fork" data-testid="fork-panel">
       <h3>Fork of its parent</h3>
       <ErrorView error={diff.error ?? problem} onDismiss={problem ? () => setProblem(null) : undefined} />
-      {said ? (
-        <p className="notice" role="status">
-          {said}
-        </p>
-      ) : null}
+      <Notice>{said}</Notice>
       {diff.data ? (
         <p>
           Forked from parent version {diff.data.parent_at_fork}; the parent is at version {diff.data.parent_now}
@@ -140,15 +137,7 @@ function ForkPanel({ graph, onChanged }: { graph: Schemas["GraphOut"]; onChanged
         </p>
       ) : null}
       <table className="list" aria-label="Fork and parent">
-        <thead>
-          <tr>
-            <th />
-            <th>Item</th>
-            <th>Parent</th>
-            <th>Fork</th>
-            <th>Fields</th>
-          </tr>
-        </thead>
+        <Head labels={["", "Item", "Parent", "Fork", "Fields"]} />
         <tbody>
           {items.map((item) => (
             <tr key={item.key} data-item={item.key}>

@@ -147,7 +147,11 @@ def test_fork_the_system_graph_and_merge_a_parent_change(server: Served, page: A
     parent["nodes"][1]["system_prompt"] = "You split transcripts into at most five chapters."
     changed = _store_system_version(server, parent)
     assert changed == 2
-    page.reload()
+    page.goto(server.url + "/#/graphs")
+    fork_row = page.locator('tr[data-graph="my_chapters"]')
+    expect(fork_row.locator(".badge").first).to_have_text("fork")
+    expect(fork_row.locator(".badge.warn")).to_have_text("parent updated")
+    fork_row.get_by_role("link", name="Video chapter analysis").click()
     page.get_by_role("tab", name="Versions").click()
     panel = page.get_by_test_id("fork-panel")
     expect(panel).to_contain_text("the parent is at version 2 (it moved on)")

@@ -87,6 +87,11 @@ def test_the_runs_page_filters_pauses_resumes_and_cancels(slow_server: Served, p
     expect(page).to_have_url(f"{server.url}/#/runs?status=paused")
     table.locator(f'tr[data-run="{first}"]').get_by_role("button", name="resume").click()
     page.get_by_label("Status").select_option("")
+    other = server.start("plait.video_chapters", {"transcript": "three"})
+    page.get_by_label("Graph (id or slug)").fill("video_chapters")
+    page.get_by_label("Graph (id or slug)").press("Enter")
+    expect(table.locator("tbody tr")).to_have_count(2)  # the system graph's run is another graph's
+    expect(table.locator(f'tr[data-run="{other}"]')).to_have_count(0)
     row = table.locator(f'tr[data-run="{second}"]')
     row.get_by_role("button", name="cancel").click()
     expect(row.locator(".pill")).to_have_text("cancelled")

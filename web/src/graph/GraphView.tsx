@@ -152,6 +152,17 @@ function Canvas(props: GraphViewProps) {
       const before = new Map(drawn.map((n) => [n.id, n]));
       return (flow?.nodes ?? []).map((node) => {
         const old = before.get(node.id);
+        if (
+          old &&
+          old.data.def === node.data.def &&
+          old.data.status === statuses[node.id] &&
+          old.data.problems === problems[node.id] &&
+          old.selected === (node.id === selected) &&
+          old.position.x === node.position.x &&
+          old.position.y === node.position.y
+        ) {
+          return old; // unchanged: the same object, so React Flow does not draw this box again
+        }
         return {
           ...node,
           measured: old?.measured,

@@ -27,12 +27,20 @@ STORED_GRAPH_HINT = "give a .yaml/.json path, or a stored graph id or slug (`pla
 def fail(message: str, hint: str | None = None, code: int = EXIT_INVALID, kind: str | None = None) -> NoReturn:
     """Print an error (and how to fix it) on stderr and exit; with --json, also as a JSON object on stdout
     (`kind` its code; by default `usage` for exit 2, `failed` otherwise)."""
+    _report(message, hint, kind or ("usage" if code == EXIT_INVALID else "failed"))
+    raise typer.Exit(code)
+
+
+def _report(message: str, hint: str | None, code: str, details: list[str] | None = None) -> None:
+    """An error on stderr (message, details indented, hint) and, with --json, on stdout as
+    `{"error": {code, message, hint}}` (with `details` when given)."""
     sys.stderr.write(f"plait: {message}\n")
+    for line in details or []:
+        sys.stderr.write(f"  {line}\n")
     if hint:
         sys.stderr.write(f"  hint: {hint}\n")
     if json_requested():
-        print_error_json(kind or ("usage" if code == EXIT_INVALID else "failed"), message, hint)
-    raise typer.Exit(code)
+        print_error_json(code, message, hint, **({"details": details} if details is not None else {}))
 
 
 def json_requested() -> bool:
@@ -55,13 +63,7 @@ def refuse(exc: PlaitError) -> NoReturn:
 def report_refusal(exc: PlaitError) -> None:
     """Print a `PlaitError` as every command does: message, details (indented) and hint on
     stderr; with --json, also `{"error": {code, message, hint, details}}` on stdout."""
-    sys.stderr.write(f"plait: {exc.message}\n")
-    for line in exc.details:
-        sys.stderr.write(f"  {line}\n")
-    if exc.hint:
-        sys.stderr.write(f"  hint: {exc.hint}\n")
-    if json_requested():
-        print_error_json(exc.code, exc.message, exc.hint, details=exc.details)
+    _report(exc.message, exc.hint, exc.code, list(exc.details))
 
 
 def console() -> Any:

@@ -60,10 +60,7 @@ def preview_save(store: Store, graph: GraphDef) -> SavePreview:
     refused as its save would be: it is read-only."""
     previous, change, derived = _derive(store, graph)
     if previous is not None and previous.source_type == SourceType.SYSTEM:
-        raise ReadOnlyGraph(
-            f"graph '{previous.slug}' ships with Plait (source_type system) and is read-only; "
-            "fork it and change the fork"
-        )
+        raise ReadOnlyGraph.changing(previous.slug)
     unchanged = previous is not None and content_hash(graph_content(derived)) == content_hash(
         graph_content(previous.graph)
     )

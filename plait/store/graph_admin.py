@@ -25,6 +25,14 @@ class ReadOnlyGraph(StoreError):
     kind = Refusal.FORBIDDEN
     code = "read_only"
 
+    @classmethod
+    def changing(cls, slug: str) -> ReadOnlyGraph:
+        """The refusal of a new version of the system graph `slug` (a save, or its preview)."""
+        return cls(
+            f"graph '{slug}' ships with Plait (source_type system) and is read-only; fork it "
+            f"(`plait graphs fork {slug}`) and change the fork"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class VersionInfo:

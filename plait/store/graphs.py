@@ -227,10 +227,7 @@ class GraphRepository:
                 )
             else:
                 if current.source_type == SourceType.SYSTEM and not shipped:
-                    raise ReadOnlyGraph(
-                        f"graph '{graph.id}' ships with Plait (source_type system) and is read-only; fork it "
-                        f"(`plait graphs fork {graph.id}`) and change the fork"
-                    )
+                    raise ReadOnlyGraph.changing(graph.id)
                 if base_version is not None and current.version != base_version:
                     raise StaleVersion(graph.id, latest=current.version, base=base_version)
                 graph_id, created_at = current.id, current.created_at

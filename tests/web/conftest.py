@@ -120,8 +120,11 @@ def server(tmp_path: Path) -> Iterator[Served]:
     yield from serve(tmp_path)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
+    """Chromium, for the tests of one module. Not for the whole session: while Playwright's sync
+    API is active, an event loop runs on the main thread, and any later test that calls
+    `asyncio.run` would fail."""
     if not CHROMIUM.exists():
         _need(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
     try:

@@ -19,7 +19,7 @@ import {
 } from "@xyflow/react";
 import { memo, useCallback, useEffect, useMemo, useState } from "react";
 import { BOX_H, BOX_W, layout } from "./layout";
-import { type BoxData, END, type GraphDoc, toFlow } from "./model";
+import { type BoxData, END, type GraphDoc, source, target, toFlow } from "./model";
 
 /** One node on the canvas: its type gives the look, its run status the colour. */
 const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) {
@@ -103,7 +103,7 @@ function Canvas(props: GraphViewProps) {
   const viewport = useReactFlow();
   const [laidOut, setLaidOut] = useState<Map<string, { x: number; y: number }> | null>(null);
   const shape = useMemo(
-    () => JSON.stringify([graph.nodes.map((n) => n.id), graph.edges.map((e) => [e.source_node_id ?? e.source, e.target_node_id ?? e.target])]),
+    () => JSON.stringify([graph.nodes.map((n) => n.id), graph.edges.map((e) => [source(e), target(e)])]),
     [graph],
   );
 

@@ -65,7 +65,7 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
   }, [loaded.data, reset]);
 
   const original = useMemo(() => (base ? JSON.stringify(compact(base.graph as GraphDoc)) : ""), [base]);
-  const dirty = draft !== null && JSON.stringify(draft) !== original;
+  const dirty = useMemo(() => draft !== null && JSON.stringify(draft) !== original, [draft, original]);
   const editable = base !== null && base.source_type !== "system";
 
   const pins = useMemo(() => {

@@ -3,7 +3,7 @@ import { get, post, q, type Schemas } from "../api/client";
 import { CodeEditor } from "../components/CodeEditor";
 import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
-import type { GraphDoc } from "../graph/model";
+import { END, type GraphDoc, source, target } from "../graph/model";
 import { schemaErrors } from "../schema/check";
 import { Head, Notice } from "../components/bits";
 
@@ -55,7 +55,7 @@ export function NodePanel(props: {
   }
 
   if (!def) return <p className="muted">{nodeId} is not a node of this graph.</p>;
-  const outEdges = graph.edges.filter((e) => (e.source_node_id ?? e.source) === nodeId && e.schema_id);
+  const outEdges = graph.edges.filter((e) => source(e) === nodeId && e.schema_id);
   const schemas = [...new Set(outEdges.map((e) => e.schema_id))] // two edges, one schema: checked once
     .map((id) => graph.schemas?.find((s) => s.id === id))
     .filter((s): s is NonNullable<typeof s> => Boolean(s));
@@ -82,7 +82,7 @@ export function NodePanel(props: {
               </button>
             </p>
           ) : null}
-          {current.error ? <ErrorView error={Object.assign(new Error(JSON.stringify(current.error)))} /> : null}
+          {current.error ? <ErrorView error={new Error(JSON.stringify(current.error))} /> : null}
           {current.override !== null && current.override !== undefined ? (
             <p className="muted">
               Overridden by {current.override_by}
@@ -134,7 +134,7 @@ export function NodePanel(props: {
           initial={current.effective_output}
           schemas={schemas}
           downstream={downstream}
-          direct={graph.edges.filter((e) => (e.source_node_id ?? e.source) === nodeId).map((e) => e.target_node_id ?? e.target ?? "").filter((id) => id && id !== "END")}
+          direct={graph.edges.filter((e) => source(e) === nodeId && target(e) !== END).map(target)}
           onSave={(value, policy, note) =>
             void correct(`nodes/${q(nodeId)}/override`, { value, policy, note }, `${nodeId} overridden (${policy})`)
           }

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { get, post, q, type Schemas } from "../api/client";
+import { get, q, type Schemas } from "../api/client";
+import { ENDED, RunActions } from "../components/RunActions";
 import { followRun, type RunEvent } from "../api/events";
 import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
@@ -54,7 +55,7 @@ export function RunPage({ runId }: { runId: string }) {
 
   // Follow the events while the run can still change by itself; a run that ended starts again
   // only by a correction or a resume, and the read after it shows the run going again.
-  const ended = detail ? ["completed", "failed", "cancelled"].includes(detail.status) && !detail.executing_here : true;
+  const ended = detail ? ENDED.includes(detail.status) && !detail.executing_here : true;
   useEffect(
     () => (ended ? undefined : followRun(runId, onEvent, run.reload, lastEvent.current)),
     [runId, ended, onEvent, run.reload],
@@ -69,16 +70,6 @@ export function RunPage({ runId }: { runId: string }) {
 
   // A fresh read of the run is the truth: the live colours only fill the gap until it comes.
   useEffect(() => setLive({}), [detail]);
-
-  async function control(action: "pause" | "resume" | "cancel") {
-    setProblem(null);
-    try {
-      await post(`/api/runs/${q(runId)}/${action}`);
-      run.reload();
-    } catch (cause) {
-      setProblem(cause);
-    }
-  }
 
   if (run.error) return <ErrorView error={run.error} />;
   if (!detail) return <p aria-busy="true">Loading…</p>;
@@ -106,24 +97,19 @@ export function RunPage({ runId }: { runId: string }) {
           {when(detail.created_at)} · {detail.tokens_input + detail.tokens_output} tokens · ${detail.cost_usd.toFixed(4)} ·{" "}
           {detail.execution_s.toFixed(2)} s{detail.corrections ? ` · ${detail.corrections} corrections` : ""}
         </span>
-        {["running", "pending"].includes(detail.status) ? (
-          <button type="button" onClick={() => void control("pause")}>
-            Pause
-          </button>
-        ) : null}
-        {["paused", "failed"].includes(detail.status) ? (
-          <button type="button" onClick={() => void control("resume")}>
-            Resume
-          </button>
-        ) : null}
-        {!["completed", "failed", "cancelled"].includes(detail.status) ? (
-          <button type="button" className="danger" onClick={() => void control("cancel")}>
-            Cancel
-          </button>
-        ) : null}
+        <RunActions
+          run={detail}
+          onDone={() => {
+            setProblem(null);
+            run.reload();
+          }}
+          onError={setProblem}
+        />
       </div>
       <ErrorView error={problem ?? graph.error} onDismiss={problem ? () => setProblem(null) : undefined} />
-      {detail.error ? <ErrorView error={Object.assign(new Error(String((detail.error as { message?: string }).message ?? JSON.stringify(detail.error))))} /> : null}
+      {detail.error ? (
+        <ErrorView error={new Error(String((detail.error as { message?: string }).message ?? JSON.stringify(detail.error)))} />
+      ) : null}
       {detail.stale.length ? (
         <p className="warning" role="status">
           Stale: {detail.stale.join(", ")}. They read a value that was corrected since; rerun them to bring them up to date.

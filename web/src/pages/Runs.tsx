@@ -1,5 +1,6 @@
 import { useState } from "react";
-import { get, post, q, type Schemas } from "../api/client";
+import { get, type Schemas } from "../api/client";
+import { RunActions } from "../components/RunActions";
 import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
 import { href } from "../router";
@@ -23,16 +24,6 @@ export function RunsPage({ graph, status }: { graph: string | null; status: stri
     if (g) params.set("graph", g);
     if (s) params.set("status", s);
     window.location.hash = `#/runs${params.size ? `?${params}` : ""}`;
-  }
-
-  async function act(run: Schemas["RunOut"], action: "pause" | "resume" | "cancel") {
-    setProblem(null);
-    try {
-      await post(`/api/runs/${q(run.id)}/${action}`);
-      reload();
-    } catch (cause) {
-      setProblem(cause);
-    }
   }
 
   return (
@@ -77,21 +68,12 @@ export function RunsPage({ graph, status }: { graph: string | null; status: stri
               <td>{run.tokens_input + run.tokens_output}</td>
               <td>${run.cost_usd.toFixed(4)}</td>
               <td className="actions">
-                {run.status === "running" || run.status === "pending" ? (
-                  <button type="button" className="link" onClick={() => void act(run, "pause")}>
-                    pause
-                  </button>
-                ) : null}
-                {run.status === "paused" || run.status === "failed" ? (
-                  <button type="button" className="link" onClick={() => void act(run, "resume")}>
-                    resume
-                  </button>
-                ) : null}
-                {!["completed", "failed", "cancelled"].includes(run.status) ? (
-                  <button type="button" className="link danger" onClick={() => void act(run, "cancel")}>
-                    cancel
-                  </button>
-                ) : null}
+                <RunActions
+                  run={run}
+                  link
+                  onDone={reload}
+                  onError={setProblem}
+                />
               </td>
             </tr>
           ))}

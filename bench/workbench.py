@@ -6,8 +6,10 @@ draw, whether a very big one stays usable, and how soon a node's colour follows 
 
 What it reports (the targets are in docs/workbench.md and docs/performance.md):
 
-- **draw**: from asking for `#/graphs/ID` to the canvas showing its nodes, for a 500-node and a
-  2,000-node graph (a layered DAG, 10 nodes per level), laid out by ELK in the page's worker;
+- **draw**: from asking for `#/graphs/ID` to the canvas showing its nodes and edges, painted, for
+  a 500-node and a 2,000-node graph (a layered DAG, 10 nodes per level). The first trial is
+  reported apart: the 500-node graph is then the first page a fresh browser opens, with the
+  page's script neither cached nor compiled (a person's first visit);
 - **usable**: on the 2,000-node graph, frames per second while the view is dragged across the
   graph for two seconds, and the nodes actually drawn (the others are not drawn at all);
 - **live**: during a 100-node run (LLM_CALL nodes, 10 levels of 10, on the scripted provider,
@@ -79,11 +81,14 @@ PAGE_TIMES = """
 
 
 def draw_s(page: Page, url: str, graph_id: str) -> float:
-    """Seconds from asking for the graph's page to its canvas showing laid-out nodes."""
+    """Seconds from asking for the graph's page to its canvas showing laid-out nodes and edges."""
     page.goto("about:blank")
     started = time.perf_counter()
     page.goto(f"{url}/#/graphs/{graph_id}")
     page.wait_for_selector(".react-flow__node .box", timeout=60_000)
+    # and its edges (one path for them all when zoomed out), painted
+    page.wait_for_selector(".react-flow__edge, .far-edges path", state="attached", timeout=60_000)
+    page.evaluate("() => new Promise((painted) => requestAnimationFrame(() => requestAnimationFrame(painted)))")
     took = time.perf_counter() - started
     marks = page.evaluate(PAGE_TIMES)
     print(f"  {graph_id}: {took:.2f} s; page ms at: {marks}", file=sys.stderr)
@@ -214,7 +219,9 @@ def report(results: dict[str, Any]) -> None:
     for graph_id, times in results["draw"].items():
         nodes = graph_id.split("_")[1]
         target = "1.5 s" if nodes == "500" else "usable"
-        print(f"| draw {nodes} nodes | {statistics.median(times):.2f} s | {max(times):.2f} s | {target} |")
+        print(f"| draw {nodes} nodes, first trial | {times[0]:.2f} s | | {target} |")
+        again = times[1:] or times
+        print(f"| draw {nodes} nodes, again | {statistics.median(again):.2f} s | {max(again):.2f} s | {target} |")
     fps = results["fps"]
     print(f"| drag the 2,000-node view | {statistics.median(fps):.0f} fps | {min(fps):.0f} fps | usable |")
     drawn = results["drawn"]

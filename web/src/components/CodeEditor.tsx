@@ -1,59 +1,33 @@
-import { javascript } from "@codemirror/lang-javascript";
-import { json } from "@codemirror/lang-json";
-import { yaml } from "@codemirror/lang-yaml";
-import { autocompletion, type CompletionSource } from "@codemirror/autocomplete";
-import { EditorView, basicSetup } from "codemirror";
-import { useEffect, useRef } from "react";
+import type { CompletionSource } from "@codemirror/autocomplete";
+import { lazy, Suspense } from "react";
 
-const LANGUAGES = { yaml, json, javascript, text: () => [] } as const;
+export type CodeLanguage = "yaml" | "json" | "javascript" | "text";
 
-/** A CodeMirror 6 editor for YAML, JSON or JavaScript; `value` in, `onChange` out. */
-export function CodeEditor({
-  value,
-  onChange,
-  language,
-  label,
-  readOnly = false,
-  complete,
-}: {
+export interface CodeEditorProps {
   value: string;
   onChange?: (text: string) => void;
-  language: keyof typeof LANGUAGES;
+  language: CodeLanguage;
   label: string;
   readOnly?: boolean;
   /** Completions offered while typing (e.g. template paths). */
   complete?: CompletionSource;
-}) {
-  const host = useRef<HTMLDivElement>(null);
-  const view = useRef<EditorView | null>(null);
-  const changed = useRef(onChange);
-  changed.current = onChange;
+}
 
-  useEffect(() => {
-    view.current = new EditorView({
-      parent: host.current!,
-      doc: value,
-      extensions: [
-        basicSetup,
-        LANGUAGES[language](),
-        ...(complete ? [autocompletion({ override: [complete] })] : []),
-        EditorView.editable.of(!readOnly),
-        EditorView.contentAttributes.of({ "aria-label": label }),
-        EditorView.updateListener.of((update) => {
-          if (update.docChanged) changed.current?.(update.state.doc.toString());
-        }),
-      ],
-    });
-    return () => view.current?.destroy();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [language, readOnly]);
+const Editor = lazy(() => import("./CodeMirrorEditor"));
 
-  useEffect(() => {
-    const editor = view.current;
-    if (editor && editor.state.doc.toString() !== value) {
-      editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: value } });
-    }
-  }, [value]);
-
-  return <div className="code" ref={host} />;
+/** A code editor (CodeMirror 6). CodeMirror is most of the page's script, and a canvas or a run
+ * opens without an editor in view, so it is fetched when the first editor is shown; until then
+ * the text is shown as it is (unlabelled: it is not yet the editor the label names). */
+export function CodeEditor(props: CodeEditorProps) {
+  return (
+    <Suspense
+      fallback={
+        <pre className="code" aria-busy="true">
+          {props.value}
+        </pre>
+      }
+    >
+      <Editor {...props} />
+    </Suspense>
+  );
 }

@@ -6,20 +6,24 @@ import {
   type Edge,
   type EdgeChange,
   Handle,
-  MiniMap,
   type Node,
   type NodeChange,
   type NodeProps,
+  getBezierPath,
+  getViewportForBounds,
   Position,
   ReactFlow,
   ReactFlowProvider,
   type ReactFlowState,
   useReactFlow,
   useStore,
+  type Viewport,
+  ViewportPortal,
 } from "@xyflow/react";
-import { memo, useCallback, useEffect, useMemo, useState } from "react";
+import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { BOX_H, BOX_W, layout } from "./layout";
 import { type BoxData, END, type GraphDoc, source, target, toFlow } from "./model";
+import { Overview } from "./Overview";
 
 /** One node on the canvas: its type gives the look, its run status the colour. */
 const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) {
@@ -64,10 +68,65 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
 });
 
 const NODE_TYPES = { box: Box };
+const NO_EDGES: Edge[] = [];
+
+/** Every edge as one SVG path, for a view zoomed out too far to pick an edge: a big graph's
+ * hundreds of edges then cost one element instead of a component (and two paths) each. An edge
+ * with a problem keeps its colour, drawn in a second path. */
+const FarEdges = memo(function FarEdges({ nodes, edges }: { nodes: Node<BoxData>[]; edges: Edge[] }) {
+  const [plain, flagged] = useMemo(() => {
+    const at = new Map(nodes.map((n) => [n.id, n]));
+    const parts: [string[], string[]] = [[], []];
+    for (const edge of edges) {
+      const from = at.get(edge.source);
+      const to = at.get(edge.target);
+      if (!from || !to) continue;
+      const [d] = getBezierPath({
+        sourceX: from.position.x + (from.measured?.width ?? BOX_W),
+        sourceY: from.position.y + (from.measured?.height ?? BOX_H) / 2,
+        sourcePosition: Position.Right,
+        targetX: to.position.x,
+        targetY: to.position.y + (to.measured?.height ?? BOX_H) / 2,
+        targetPosition: Position.Left,
+      });
+      parts[edge.className ? 1 : 0].push(d);
+    }
+    return parts.map((p) => p.join(" "));
+  }, [nodes, edges]);
+  // The view is scaled by a CSS transform, which `vector-effect: non-scaling-stroke` does not
+  // undo: the width is set in the graph's units, so that a line stays a pixel wide on screen.
+  const pixel = 1 / useStore((state) => state.transform[2]);
+  return (
+    <ViewportPortal>
+      <svg className="far-edges" aria-hidden="true">
+        <path d={plain} strokeWidth={pixel} />
+        {flagged ? <path className="flagged" d={flagged} strokeWidth={2 * pixel} /> : null}
+      </svg>
+    </ViewportPortal>
+  );
+});
 
 /** Below this zoom, boxes are drawn without text and edges without labels. */
 const FAR = 0.45;
 const zoomedOut = (state: ReactFlowState) => state.transform[2] < FAR;
+const MIN_ZOOM = 0.05;
+const MAX_ZOOM = 2;
+
+/** The view that fits every box into a frame of `width` × `height`, as React Flow's `fitView`
+ * computes it. Starting there (instead of at zoom 1 until the boxes are measured) draws a big
+ * graph once, already zoomed out, instead of first whole and then again as light boxes. */
+function fitted(positions: Map<string, { x: number; y: number }>, width: number, height: number): Viewport {
+  let [left, top, right, bottom] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const { x, y } of positions.values()) {
+    left = Math.min(left, x);
+    top = Math.min(top, y);
+    right = Math.max(right, x + BOX_W);
+    bottom = Math.max(bottom, y + BOX_H);
+  }
+  if (!Number.isFinite(left)) return { x: 0, y: 0, zoom: 1 };
+  const bounds = { x: left, y: top, width: right - left, height: bottom - top };
+  return getViewportForBounds(bounds, width, height, MIN_ZOOM, MAX_ZOOM, 0.1);
+}
 
 export interface GraphViewProps {
   graph: GraphDoc;
@@ -101,6 +160,12 @@ function Canvas(props: GraphViewProps) {
   const { graph, statuses = NONE, problems = NONE, selected = null, onSelect } = props;
   const { editable = false, onMoved, onConnected, onRemoved, freeSpot, focus } = props;
   const viewport = useReactFlow();
+  const frame = useRef<HTMLDivElement>(null);
+  const [frameSize, setFrameSize] = useState<{ width: number; height: number } | null>(null);
+  useLayoutEffect(() => {
+    const box = frame.current?.getBoundingClientRect();
+    if (box) setFrameSize({ width: box.width, height: box.height });
+  }, []);
   const [laidOut, setLaidOut] = useState<Map<string, { x: number; y: number }> | null>(null);
   const shape = useMemo(
     () => JSON.stringify([graph.nodes.map((n) => n.id), graph.edges.map((e) => [source(e), target(e)])]),
@@ -183,26 +248,41 @@ function Canvas(props: GraphViewProps) {
       const picked = new Set(drawn.filter((e) => e.selected).map((e) => e.id));
       return (flow?.edges ?? []).map((edge) => ({
         ...edge,
-        label: far ? undefined : edge.label,
+        label: edge.label,
         selected: picked.has(edge.id),
         className: problems[edge.id]?.length ? "edge-problem" : undefined,
         animated: statuses[edge.source] === "running",
       }));
     });
-  }, [flow, problems, statuses, far]);
+  }, [flow, problems, statuses]);
   const onEdgesChange = useCallback((changes: EdgeChange[]) => setEdges((drawn) => applyEdgeChanges(changes, drawn)), []);
 
-  if (!flow || nodes.length === 0) return <div className="canvas loading" aria-busy="true">Laying out {graph.nodes.length} nodes…</div>;
+  const start = useMemo(
+    () => (positions && frameSize ? fitted(positions, frameSize.width, frameSize.height) : undefined),
+    // Only the first view matters: React Flow owns the view once it is drawn.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [positions === null, frameSize],
+  );
+
+  if (!flow || nodes.length === 0) {
+    return (
+      <div className="canvas loading" aria-busy="true" ref={frame}>
+        Laying out {graph.nodes.length} nodes…
+      </div>
+    );
+  }
   return (
     <div className="canvas" data-testid="canvas" data-nodes={nodes.length}>
       <ReactFlow
+        defaultViewport={start}
         nodes={nodes}
-        edges={edges}
+        edges={far ? NO_EDGES : edges}
         nodeTypes={NODE_TYPES}
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
         fitView
-        minZoom={0.05}
+        minZoom={MIN_ZOOM}
+        maxZoom={MAX_ZOOM}
         onlyRenderVisibleElements
         nodesConnectable={editable}
         nodesDraggable={editable}
@@ -214,9 +294,10 @@ function Canvas(props: GraphViewProps) {
         onEdgeClick={(_, edge) => onSelect?.(null, edge.id)}
         onPaneClick={() => onSelect?.(null, null)}
       >
+        {far ? <FarEdges nodes={nodes} edges={edges} /> : null}
         <Background />
         <Controls showInteractive={false} />
-        {nodes.length > 30 ? <MiniMap pannable zoomable /> : null}
+        {nodes.length > 30 ? <Overview nodes={nodes} /> : null}
       </ReactFlow>
     </div>
   );

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { parse as parseYaml, stringify } from "yaml";
 import { get, post, q, type Schemas } from "../api/client";
 import { CodeEditor } from "../components/CodeEditor";
@@ -21,11 +21,13 @@ import { edgeId, type GraphDoc } from "../graph/model";
 import { go, href } from "../router";
 import { useHistory } from "./canvas/history";
 import { EdgeForm, NodeForm } from "./canvas/NodeForm";
-import { SaveDialog } from "./canvas/SaveDialog";
 import { SchemaEditor } from "./canvas/SchemaEditor";
 import { StartRun } from "./canvas/StartRun";
-import { Versions } from "./canvas/Versions";
 import { Notice } from "../components/bits";
+
+// Shown only on demand, and they bring the text differ: fetched when first opened.
+const SaveDialog = lazy(() => import("./canvas/SaveDialog").then((m) => ({ default: m.SaveDialog })));
+const Versions = lazy(() => import("./canvas/Versions").then((m) => ({ default: m.Versions })));
 
 interface Diagnostic {
   category: string;
@@ -174,24 +176,26 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
       <Notice>{notice}</Notice>
       {diagnostics ? <Diagnostics result={diagnostics} /> : null}
       {saving ? (
-        <SaveDialog
-          graphId={base.id}
-          base={base}
-          draft={draft}
-          onClose={() => setSaving(false)}
-          onSaved={(saved) => {
-            setSaving(false);
-            setNotice(saved.created ? `Stored version ${saved.version}.` : `Unchanged: still version ${saved.version}.`);
-            if (version) go("graphs", base.id);
-            else loaded.reload();
-          }}
-          onTakeTheirs={(latest) => {
-            setSaving(false);
-            setBase(latest);
-            history.reset(compact(latest.graph as GraphDoc));
-            setNotice(`Loaded version ${latest.version}; your edit was discarded.`);
-          }}
-        />
+        <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+          <SaveDialog
+            graphId={base.id}
+            base={base}
+            draft={draft}
+            onClose={() => setSaving(false)}
+            onSaved={(saved) => {
+              setSaving(false);
+              setNotice(saved.created ? `Stored version ${saved.version}.` : `Unchanged: still version ${saved.version}.`);
+              if (version) go("graphs", base.id);
+              else loaded.reload();
+            }}
+            onTakeTheirs={(latest) => {
+              setSaving(false);
+              setBase(latest);
+              history.reset(compact(latest.graph as GraphDoc));
+              setNotice(`Loaded version ${latest.version}; your edit was discarded.`);
+            }}
+          />
+        </Suspense>
       ) : null}
       <div className="split">
         <GraphView
@@ -257,7 +261,11 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
           {tab === "schemas" ? (
             <SchemaEditor graph={draft} onChange={(schemas) => commit({ ...draft, schemas }, "schemas")} />
           ) : null}
-          {tab === "versions" ? <Versions graph={base} onChanged={loaded.reload} /> : null}
+          {tab === "versions" ? (
+            <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+              <Versions graph={base} onChanged={loaded.reload} />
+            </Suspense>
+          ) : null}
         </aside>
       </div>
     </section>

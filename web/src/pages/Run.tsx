@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { get, q, type Schemas } from "../api/client";
 import { ENDED, RunActions } from "../components/RunActions";
 import { followRun, type RunEvent } from "../api/events";
@@ -8,8 +8,11 @@ import { GraphView } from "../graph/GraphView";
 import { type GraphDoc, source, target } from "../graph/model";
 import { href } from "../router";
 import { Ledger } from "./Ledger";
-import { NodePanel } from "./NodePanel";
 import { RunDiff } from "./RunDiff";
+
+// The node panel brings the override editor (CodeMirror) and the schema checker (Ajv): fetched
+// when a node is first picked, so the run's graph draws without them.
+const NodePanel = lazy(() => import("./NodePanel").then((m) => ({ default: m.NodePanel })));
 
 type Detail = Schemas["RunDetailOut"];
 type NodeRun = Schemas["NodeRunOut"];
@@ -134,24 +137,26 @@ export function RunPage({ runId }: { runId: string }) {
               </button>
             ))}
           </div>
-          {view === "node" ? (
-            selected && doc ? (
-              <NodePanel
-                key={selected}
-                run={detail}
-                graph={doc}
-                nodeId={selected}
-                nodeRuns={detail.nodes.filter((n) => n.node_id === selected)}
-                waiting={waiting?.id === selected}
-                downstream={downstreamOf(doc, selected)}
-                onChanged={run.reload}
-              />
-            ) : (
-              <RunSummary detail={detail} />
-            )
-          ) : null}
-          {view === "ledger" ? <Ledger runId={detail.id} onChanged={run.reload} /> : null}
-          {view === "diff" ? <RunDiff run={detail} /> : null}
+          <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+            {view === "node" ? (
+              selected && doc ? (
+                <NodePanel
+                  key={selected}
+                  run={detail}
+                  graph={doc}
+                  nodeId={selected}
+                  nodeRuns={detail.nodes.filter((n) => n.node_id === selected)}
+                  waiting={waiting?.id === selected}
+                  downstream={downstreamOf(doc, selected)}
+                  onChanged={run.reload}
+                />
+              ) : (
+                <RunSummary detail={detail} />
+              )
+            ) : null}
+            {view === "ledger" ? <Ledger runId={detail.id} onChanged={run.reload} /> : null}
+            {view === "diff" ? <RunDiff run={detail} /> : null}
+</Suspense>
         </aside>
       </div>
     </section>

@@ -37,3 +37,13 @@ def test_old_record_and_store_names_still_read_and_warn(store: Store) -> None:
         assert store.graphs.list()[0].def_id == store.graphs.list()[0].graph_id
     with pytest.warns(DeprecationWarning, match="use `Store.db`"):
         assert store.engine is store.db
+
+
+def test_the_process_sandbox_name_still_imports_and_warns() -> None:
+    import plait.sandbox
+
+    with pytest.warns(DeprecationWarning, match="use `plait.sandbox.JsSandbox`"):
+        old = plait.sandbox.ProcessSandbox
+    assert old is plait.sandbox.JsSandbox
+    with old(workers=1) as box:
+        assert box.evaluate("input.n + 1", {"input": {"n": 1}}, owner="run") == 2

@@ -40,7 +40,9 @@ NOT_REFUSALS = {
     "plait.api.errors.ApiError": "the HTTP adapter's own error, already with its status",
     "plait.api.executor.ServiceStopping": "control flow while the server shuts down",
     "plait.cli.interrupt.Interrupted": "control flow of Ctrl-C",
-    "plait.sandbox._host.Timeout": "control flow inside the sandbox host",
+    "plait.sandbox._context.Interrupted": "control flow inside the sandbox: becomes JsTimeoutError",
+    "plait.sandbox._context.OutOfMemory": "control flow inside the sandbox: becomes JsMemoryError",
+    "plait.sandbox._context.ContextFailed": "control flow inside the sandbox: becomes JsRuntimeError",
 }
 """Exception classes of Plait that are deliberately not a `PlaitError`, each with the reason."""
 

@@ -64,13 +64,14 @@ def compile_file(path: str | os.PathLike[str], *, _chain: tuple[str, ...] = ()) 
 
 
 _JAVASCRIPT_KEYS = (b"_expr", b"code")
-"""Keys whose values the compiler hands to V8's parser (`condition_expr`, `transform_expr`,
-`while_expr`, `migrate_expr`, CODE `code`); a false positive only loads V8 for nothing."""
+"""Keys whose values the compiler hands to the JavaScript parser (`condition_expr`,
+`transform_expr`, `while_expr`, `migrate_expr`, CODE `code`); a false positive only loads
+QuickJS for nothing."""
 
 
 @contextmanager
 def _javascript_preloaded(path: str | os.PathLike[str]) -> Iterator[None]:
-    """A graph with JavaScript needs V8 for its syntax check: start loading it at once, on a
+    """A graph with JavaScript needs QuickJS for its syntax check: start loading it at once, on a
     thread, so that it overlaps with parsing and validating the file (`plait validate` start-up)."""
     try:
         raw = read_limited(path, "graph file", max_bytes=max_graph_bytes())  # never blocks on a FIFO

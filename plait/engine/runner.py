@@ -71,8 +71,8 @@ def _tune_collector() -> None:
 
 
 def _thaw() -> None:
-    """At exit, while modules are intact: collect what freezing kept (finalizers such as
-    mini-racer's must not run during interpreter teardown)."""
+    """At exit, while modules are intact: collect what freezing kept (finalizers of native
+    objects must not run during interpreter teardown)."""
     gc.unfreeze()
     gc.collect()
 
@@ -103,7 +103,7 @@ class Engine:
     - When the call driving a run is cancelled or raises, the run is given up in one
       transaction: its running nodes go back to `pending` and the lease is released, so the next
       `run`, here or elsewhere, continues at once and executes them again.
-    - `aclose()` closes the MCP sessions, the sandbox processes and the provider the engine
+    - `aclose()` closes the MCP sessions, the sandbox and the provider the engine
       holds. Call it once, when no run is being driven, and do not use the engine afterwards.
     Use an engine from one event loop only; it is not thread-safe.
     """

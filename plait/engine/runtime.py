@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from plait.engine.state import RunState
     from plait.llm.provider import Provider
     from plait.llm.types import ChatRequest
-    from plait.sandbox import ProcessSandbox
+    from plait.sandbox import JsSandbox
     from plait.store.cache import CacheRepository
     from plait.tools.mcp import McpSessions
 
@@ -105,7 +105,7 @@ class Runtime:
         self.cache = cache
         """The response cache to read (None: `--no-cache`); entries are written by the engine's commits."""
         self.llm_slots = asyncio.Semaphore(llm_concurrency) if llm_concurrency else None
-        self._sandbox: ProcessSandbox | None = None
+        self._sandbox: JsSandbox | None = None
 
     def unserved(self, role: str) -> str | None:
         """Why a model call for `role` would fail here before it is sent (no provider; a role no
@@ -157,13 +157,12 @@ class Runtime:
         if sessions is not None:
             await sessions.aclose()
 
-    def sandbox(self) -> ProcessSandbox:
-        """User JavaScript runs in sandbox processes: an expression that aborts V8 cannot take
-        the engine down (see `plait.sandbox.process`)."""
+    def sandbox(self) -> JsSandbox:
+        """User JavaScript runs in the sandbox (`plait.sandbox`), shared fairly by this engine's runs."""
         if self._sandbox is None:
-            from plait.sandbox import ProcessSandbox
+            from plait.sandbox import JsSandbox
 
-            self._sandbox = ProcessSandbox()
+            self._sandbox = JsSandbox()
         return self._sandbox
 
     def close_sandbox(self) -> None:

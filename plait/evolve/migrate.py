@@ -31,7 +31,7 @@ _MAX_PROBLEMS = 5
 
 
 class CallSandbox(Protocol):
-    """What migrations need from a sandbox: `JsSandbox` and `ProcessSandbox` both fit."""
+    """What migrations need from a sandbox (`JsSandbox` fits)."""
 
     def call(self, function_expression: str, *args: Any, timeout_s: float | None = None) -> Any: ...
 

@@ -3,7 +3,7 @@
 An output whose `_schema_version` major is older than the one in the graph's latest version is
 migrated by the graph's `migrations`; the stored original is never written back. Migrations
 run in the process's shared sandbox (`plait.sandbox.shared`), started only when one is needed
-and reused by every reader, so reading runs never spawns a sandbox process per request.
+and reused by every reader, so reading runs never starts a sandbox per request.
 """
 
 from __future__ import annotations

@@ -5,14 +5,14 @@ Lockdown (after SES's `lockdown()`, reduced to what an expression sandbox needs)
 1. The code-generating constructors are tamed: `Function.prototype.constructor` and the
    `constructor` of the async, generator and async-generator function prototypes become
    functions that throw, and the global `Function` is replaced by the same stub (it keeps
-   `Function.prototype`, so `x instanceof Function` still works). V8 is also started with
-   `--disallow-code-generation-from-strings` (see `_host.py`), so `eval`/`Function` fail twice.
+   `Function.prototype`, so `x instanceof Function` still works).
 2. Capabilities are removed from the global object: `eval`, `WebAssembly`, `Atomics`,
-   `SharedArrayBuffer`, `FinalizationRegistry`, `WeakRef`, `console`, mini-racer's timers
-   (`setTimeout`, `clearTimeout`, `__timer_manager`: declared with `var`, so set to undefined),
-   and every source of promises that is not syntax (`Promise`, `Array.fromAsync`,
-   `AsyncDisposableStack`): an expression whose source has neither `async` nor `import` cannot
-   queue a microtask. V8 itself has no `require`, `process`, `fetch` or module loader.
+   `SharedArrayBuffer`, `FinalizationRegistry`, `WeakRef`, `console`, timers and `performance`
+   (a clock finer than `Date`), and every source of promises that is not syntax (`Promise`,
+   `queueMicrotask`, `Array.fromAsync`, `AsyncDisposableStack`). QuickJS itself has no
+   `require`, `process`, `fetch` or module loader (its `std` and `os` modules are not loaded).
+   `Error.prepareStackTrace` and `Error.stackTraceLimit` are pinned: QuickJS keeps them in the
+   runtime, so one evaluation setting them would shape the next one's errors.
 3. `RegExp`'s legacy static properties (`RegExp.$1`, `lastMatch`, ...) are deleted: they would
    carry the last match of one evaluation into the next.
 4. A few prototype properties that programs commonly assign on their own objects
@@ -25,8 +25,10 @@ Lockdown (after SES's `lockdown()`, reduced to what an expression sandbox needs)
 The runner is a script-scope `const` with a per-context random name (never a property of
 `globalThis`, so it cannot be enumerated). It is not privileged: it parses the JSON arguments,
 deep-freezes them, calls the compiled expression and serialises the result strictly (functions,
-symbols, BigInt, non-finite numbers, cycles and non-plain objects are errors). It always returns
-a string: `R<json>` for a result, `E<json>` for `{name, message, stack}` of a thrown value.
+symbols, BigInt, non-finite numbers, cycles and non-plain objects are errors). It returns the
+result's JSON text, or, for a thrown value, a one-element array holding the JSON text of
+`{name, message, stack}`. (Not a tagged string: `"R" + text` would be a QuickJS rope, which the
+Python binding cannot read.)
 """
 
 from __future__ import annotations
@@ -110,12 +112,21 @@ const __PLAIT_RUNNER__ = (() => {
   for (const name of [
     "eval", "WebAssembly", "Atomics", "SharedArrayBuffer", "FinalizationRegistry", "WeakRef",
     "console", "setTimeout", "clearTimeout", "setInterval", "clearInterval", "queueMicrotask",
-    "__timer_manager", "Promise", "AsyncDisposableStack",
+    "__timer_manager", "Promise", "AsyncDisposableStack", "performance",
   ]) {
     const desc = getOwnPropertyDescriptor(g, name);
     if (desc === undefined) continue;
     if (desc.configurable) delete g[name];
     else if (desc.writable) g[name] = undefined;
+  }
+
+  // QuickJS keeps `Error.prepareStackTrace` and `Error.stackTraceLimit` in the runtime, behind
+  // accessors: set by one evaluation, they would shape every later evaluation's errors. Pinned.
+  for (const name of ["prepareStackTrace", "stackTraceLimit"]) {
+    const desc = getOwnPropertyDescriptor(ErrorCtor, name);
+    if (desc === undefined || !desc.configurable) continue;
+    const value = desc.get ? apply(desc.get, ErrorCtor, []) : desc.value;
+    defineProperty(ErrorCtor, name, { value, writable: false, enumerable: false, configurable: false });
   }
 
   // 3. RegExp legacy statics remember the last match across evaluations.
@@ -233,11 +244,11 @@ const __PLAIT_RUNNER__ = (() => {
   };
   const serialize = (value, maxChars) => {
     const text = value === undefined ? "null" : stringify(value, makeReplacer());
-    if (text === undefined) return "Rnull";
+    if (text === undefined) return "null";
     if (text.length > maxChars) {
       throw new RangeErrorCtor("the result is larger than the limit of " + maxChars + " bytes");
     }
-    return "R" + text;
+    return text;
   };
   const describeValue = (value) => {
     if (typeof value === "string") return value;
@@ -265,7 +276,7 @@ const __PLAIT_RUNNER__ = (() => {
     } catch (e) {
       message = message || "(the thrown value cannot be described)";
     }
-    return "E" + stringify({ name, message: message.slice(0, 2000), stack: stack.slice(0, 4000) });
+    return [stringify({ name, message: message.slice(0, 2000), stack: stack.slice(0, 4000) })];
   };
   const guard = (body) => {
     try {

@@ -9,9 +9,9 @@ class SandboxError(Exception):
     def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
         self.message = message
         self.line = line
-        """1-based line within the expression, when V8 reports one."""
+        """1-based line within the expression, when the engine reports one."""
         self.column = column
-        """1-based column within that line, when V8 reports one."""
+        """1-based column within that line, when the engine reports one."""
         super().__init__(message + _where(line, column))
 
 

@@ -1,8 +1,8 @@
 """The server-wide cap on an expression's time limit: plait.toml `[sandbox] max_timeout_s`.
 
 A graph chooses each TRANSFORM/CONDITION node's `timeout_s`; the operator chooses how far any
-graph may go. `plait validate` refuses a node over the cap, and `ProcessSandbox` refuses such a
-request too, so no caller can hold a sandbox child longer. The cap comes from `plait.config`
+graph may go. `plait validate` refuses a node over the cap, and `JsSandbox` refuses such a
+request too, so no caller can hold a sandbox thread longer. The cap comes from `plait.config`
 (`sandbox_settings`): the file this process loaded, else the file's `[sandbox]` table alone.
 """
 

@@ -1,4 +1,4 @@
-"""Syntax checks of user expressions, by V8's own parser, without running them.
+"""Syntax checks of user expressions, by QuickJS's own parser, without running them.
 
 The expression is wrapped in a script that throws before anything in it can run:
 
@@ -7,8 +7,8 @@ The expression is wrapped in a script that throws before anything in it can run:
     EXPRESSION
     );
 
-V8 parses the whole script first, so a syntax error comes back as a parse error with its line
-and caret (mapped back into the expression); a clean parse comes back as the sentinel.
+QuickJS parses the whole script first, so a syntax error comes back as a parse error with its
+line and column (mapped back into the expression); a clean parse comes back as the sentinel.
 
 An expression is spliced into the scripts that evaluate it, so "parses inside `( … )`" is not
 enough: `1); let JSON = {}; (1` parses there too, and would escape to the top level of the
@@ -26,8 +26,9 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from plait.sandbox.errors import JsSyntaxError, SandboxError
 
@@ -39,7 +40,9 @@ CHECK_TIMEOUT_S = 10.0
 _HEAD = f'"use strict"; throw "{SENTINEL}";\n'
 _HEAD_LINES = 2  # the head and the opening bracket: the expression starts on line 3
 _WRAPPERS = (("(", ");"), ("[", "];"))
-_PARSE_HEADER = re.compile(r"^<anonymous>:(\d+): (?:SyntaxError: )?(.*)$")
+_PARSE_HEADER = re.compile(r"^(?:SyntaxError: )?(.*)$")
+_PARSE_AT = re.compile(r"at <input>:(\d+):(\d+)")
+CHECK_MEMORY_BYTES = 64 * 1024 * 1024
 
 _lock = threading.Lock()
 _checker: _Checker | None = None
@@ -63,12 +66,11 @@ def check_syntax(expression: str, *, kind: Kind = "expression") -> None:
 
 
 def preload() -> threading.Thread:
-    """Start loading V8 and the checker's context on a thread; join it before exiting.
+    """Start loading QuickJS and the checker's context on a thread; join it before exiting.
 
-    Loading costs ~50-90 ms, mostly in native code that does not hold the GIL, so a caller
-    that will check expressions soon (the compiler, on a graph with JavaScript) overlaps it
-    with its own parsing; the first `check_syntax` then finds the context ready."""
-    thread = threading.Thread(target=_warm_up, name="plait-v8-preload", daemon=True)
+    A caller that will check expressions soon (the compiler, on a graph with JavaScript)
+    overlaps the loading with its own parsing; the first `check_syntax` then finds it ready."""
+    thread = threading.Thread(target=_warm_up, name="plait-js-preload", daemon=True)
     thread.start()
     return thread
 
@@ -108,62 +110,66 @@ def _check_cached(kind: Kind, expression: str) -> tuple[str, int | None, int | N
         return (f"the {kind} is not valid Unicode: {exc.reason}", None, None)
     with _lock:
         global _checker
-        if _checker is None or _checker.closed:
+        if _checker is None:
             _checker = _Checker()
         return _checker.check(expression)
 
 
 class _Checker:
+    """A plain QuickJS context (no lockdown: it never runs the user's code) on a thread of its
+    own, as every QuickJS context must be."""
+
     def __init__(self) -> None:
-        from plait.sandbox._host import Context
-
-        self._context = Context(lockdown=False)
-
-    @property
-    def closed(self) -> bool:
-        return self._context.closed
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="plait-js-syntax")
+        self._context: Any = None
 
     def check(self, expression: str) -> tuple[str, int | None, int | None] | None:
-        from py_mini_racer import JSEvalException, JSParseException
+        return self._thread.submit(self._check, expression).result()
 
-        from plait.sandbox._host import Timeout
+    def _open(self) -> Any:
+        import quickjs
 
+        context = quickjs.Context()
+        context.set_memory_limit(CHECK_MEMORY_BYTES)
+        context.set_time_limit(CHECK_TIMEOUT_S)
+        return context
+
+    def _check(self, expression: str) -> tuple[str, int | None, int | None] | None:
+        if self._context is None:
+            self._context = self._open()
         for index, (opening, closing) in enumerate(_WRAPPERS):
             script = f"{_HEAD}{opening}\n{expression}\n{closing}"
             try:
-                self._context.run(script, CHECK_TIMEOUT_S, barrier=False)
-            except JSParseException as exc:
-                if index > 0:  # it parsed as an escape from the first wrapper: may have declared names
-                    self._context.close()
-                return parse_error(str(exc), expression)
-            except JSEvalException as exc:
-                if SENTINEL in str(exc).partition("\n")[0]:
+                self._context.eval(script)
+            except Exception as exc:  # quickjs.JSException: a parse error, or the sentinel
+                text = str(exc)
+                if SENTINEL in text.partition("\n")[0]:
                     continue
-                self._context.close()  # something was declared in it: start clean next time
-                return ("not a single expression", None, None)
-            except Timeout:
-                self._context.close()
-                raise SandboxError("the syntax check timed out") from None
-            self._context.close()
+                if "InternalError" in text.partition("\n")[0]:
+                    self._context = None
+                    raise SandboxError(f"the syntax check failed: {text.partition(chr(10))[0]}") from None
+                if index > 0:  # it parsed as an escape from the first wrapper: may have declared names
+                    self._context = None
+                return parse_error(text, expression)
+            self._context = None  # it ran without reaching the sentinel: start clean next time
             return ("not a single expression", None, None)
         return None
 
 
 def parse_error(text: str, expression: str) -> tuple[str, int | None, int | None]:
-    """Message, line and column of a mini-racer parse error, mapped into `expression`.
+    """Message, line and column of a QuickJS parse error, mapped into `expression`.
 
-    mini-racer formats them as `<anonymous>:LINE: SyntaxError: MESSAGE`, the source line,
-    then a caret line whose first `^` is the column."""
+    QuickJS formats them as `SyntaxError: MESSAGE` and then `    at <input>:LINE:COLUMN`."""
     lines = text.split("\n")
     header = _PARSE_HEADER.match(lines[0]) if lines else None
     if header is None:
         return (lines[0].strip() or "syntax error", None, None)
-    message = header.group(2).strip()
-    column: int | None = None
-    if len(lines) > 2 and "^" in lines[2]:
-        column = lines[2].index("^") + 1
+    message = header.group(1).strip()
+    where = _PARSE_AT.search(text)
+    if where is None:
+        return (message, None, None)
+    line, column = int(where.group(1)) - _HEAD_LINES, int(where.group(2))
     source_lines = expression.split("\n")
-    line = int(header.group(1)) - _HEAD_LINES
     if line < 1:
         return (message, 1, 1)
     if line > len(source_lines):  # on the closing bracket: the expression ended too early

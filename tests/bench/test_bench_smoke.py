@@ -1,4 +1,4 @@
-"""bench/engine_vs_langgraph.py runs and prints its table (no timing assertions: targets live in the benchmark)."""
+"""The benchmarks run and print their tables (no timing assertions: targets live in the benchmarks)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,12 @@ def test_engine_benchmark_smoke_run_prints_its_table() -> None:
         figures = re.search(rf"^  {re.escape(label)}{number}{number}", out, re.MULTILINE)
         assert figures, f"no figures for {label}:\n{out}"
     assert re.search(r"calibration loop .* ms: min [0-9.]+", out)
+
+
+def test_sandbox_benchmark_prints_each_step() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "sandbox.py")], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for step in ("a new context", "evaluate, small expression, calling thread", "evaluate in a slot", "150 KB scope"):
+        assert re.search(rf"{re.escape(step)}[^\n]*: [0-9.]+ (µs|ms)", proc.stdout), proc.stdout

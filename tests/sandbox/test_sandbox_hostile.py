@@ -26,7 +26,7 @@ CASES: list[tuple[str, str, type[SandboxError], str]] = [
     ("async_runaway", "(async () => { while (true) {} })()", JsTimeoutError, "exceeded"),
     ("microtask_runaway", "(async () => { await 0; while (true) {} })(), 1", JsTimeoutError, "exceeded"),
     ("microtask_chain", "(async () => { for (;;) await 0 })(), 1", JsTimeoutError, "exceeded"),
-    ("string_bomb", "'x'.repeat(1e9)", JsRuntimeError, "Invalid string length"),
+    ("string_bomb", "'x'.repeat(1e9)", JsMemoryError, "memory limit"),
     ("flat_string_bomb", "'x'.repeat(2 ** 26).split('')", JsMemoryError, "memory limit"),
     ("array_bomb", "(() => { const a = []; for (;;) a.push({i: a.length}); })()", JsMemoryError, "memory limit"),
     ("doubling_array", "(() => { let a = [1]; for (;;) a = a.concat(a); })()", JsMemoryError, "memory limit"),
@@ -52,7 +52,7 @@ CASES: list[tuple[str, str, type[SandboxError], str]] = [
     ("eval", "eval('1 + 1')", JsRuntimeError, "eval is not defined"),
     ("indirect_eval", "(0, globalThis.eval)('1')", JsRuntimeError, "not a function"),
     ("global_this_write", "(() => { globalThis.leak = 1; return 1 })()", JsRuntimeError, "not extensible"),
-    ("global_fn_write", "(() => { globalThis.JSON = {}; return 1 })()", JsRuntimeError, "read only"),
+    ("global_fn_write", "(() => { globalThis.JSON = {}; return 1 })()", JsRuntimeError, "read-only"),
     ("object_proto", "(() => { Object.prototype.polluted = 1; return 1 })()", JsRuntimeError, "not extensible"),
     ("proto_accessor", "(() => { ({}).__proto__.polluted = 1; return 1 })()", JsRuntimeError, "not extensible"),
     (
@@ -61,15 +61,16 @@ CASES: list[tuple[str, str, type[SandboxError], str]] = [
         JsRuntimeError,
         "prototype|extensible|immutable",
     ),
-    ("array_map", "(() => { Array.prototype.map = () => 'pwned'; return 1 })()", JsRuntimeError, "read only"),
-    ("json_parse", "(() => { JSON.parse = () => ({}); return 1 })()", JsRuntimeError, "read only"),
+    ("array_map", "(() => { Array.prototype.map = () => 'pwned'; return 1 })()", JsRuntimeError, "read-only"),
+    ("json_parse", "(() => { JSON.parse = () => ({}); return 1 })()", JsRuntimeError, "read-only"),
     ("define_on_proto", "Object.defineProperty(String.prototype, 'x', {value: 1})", JsRuntimeError, "not extensible"),
-    ("delete_builtin", "(() => { delete Array.prototype.map; return 1 })()", JsRuntimeError, "Cannot delete"),
-    ("error_prepare", "(() => { Error.prepareStackTrace = (e, s) => s; return 1 })()", JsRuntimeError, "extensible"),
+    ("delete_builtin", "(() => { delete Array.prototype.map; return 1 })()", JsRuntimeError, "could not delete"),
+    ("error_prepare", "(() => { Error.prepareStackTrace = (e, s) => s; return 1 })()", JsRuntimeError, "read-only"),
+    ("error_trace_limit", "(() => { Error.stackTraceLimit = 0; return 1 })()", JsRuntimeError, "read-only"),
     ("regexp_static", "(() => { RegExp.$1 = 'x'; return 1 })()", JsRuntimeError, "extensible"),
-    ("scope_mutation", "(() => { input.x = 1; return input.x })()", JsRuntimeError, "read only"),
+    ("scope_mutation", "(() => { input.x = 1; return input.x })()", JsRuntimeError, "read-only"),
     ("scope_nested_mutation", "(() => { input.list.push(4); return 1 })()", JsRuntimeError, "not extensible"),
-    ("scope_delete", "(() => { delete input.x; return 1 })()", JsRuntimeError, "Cannot delete"),
+    ("scope_delete", "(() => { delete input.x; return 1 })()", JsRuntimeError, "could not delete"),
     ("import", "import('fs')", JsRuntimeError, "Promise|not a JSON value"),
     ("require", "require('fs')", JsRuntimeError, "require is not defined"),
     ("fetch", "fetch('http://example.com')", JsRuntimeError, "fetch is not defined"),
@@ -77,7 +78,9 @@ CASES: list[tuple[str, str, type[SandboxError], str]] = [
     ("web_assembly", "WebAssembly.Module", JsRuntimeError, "WebAssembly is not defined"),
     ("atomics_wait", "Atomics.wait(new Int32Array(4), 0, 0)", JsRuntimeError, "Atomics is not defined"),
     ("shared_buffer", "new SharedArrayBuffer(8)", JsRuntimeError, "SharedArrayBuffer is not defined"),
-    ("set_timeout", "setTimeout(() => 1, 0)", JsRuntimeError, "not a function"),
+    ("set_timeout", "setTimeout(() => 1, 0)", JsRuntimeError, "setTimeout is not defined"),
+    ("performance_clock", "performance.now()", JsRuntimeError, "performance is not defined"),
+    ("queue_microtask", "queueMicrotask(() => 1)", JsRuntimeError, "queueMicrotask is not defined"),
     ("console", "console.log('x')", JsRuntimeError, "console is not defined"),
     ("promise", "Promise.resolve(1)", JsRuntimeError, "Promise is not defined"),
     ("throw_number", "(() => { throw 42 })()", JsRuntimeError, "threw 42"),
@@ -95,8 +98,8 @@ CASES: list[tuple[str, str, type[SandboxError], str]] = [
     ("to_json_throws", "({toJSON() { throw new Error('no') }})", JsRuntimeError, "Error: no"),
     ("to_json_loops", "({toJSON() { for (;;) {} }})", JsTimeoutError, "exceeded"),
     ("proxy_trap_loops", "new Proxy({}, {ownKeys() { for (;;) {} }})", JsTimeoutError, "exceeded"),
-    ("statement", "while (true) {}", JsSyntaxError, "Unexpected token 'while'"),
-    ("wrapper_escape", "1); Object.prototype.polluted = 1; (1", JsSyntaxError, "Unexpected token"),
+    ("statement", "while (true) {}", JsSyntaxError, "unexpected token in expression: 'while'"),
+    ("wrapper_escape", "1); Object.prototype.polluted = 1; (1", JsSyntaxError, "(?i)unexpected token"),
     ("redos", "/(a+)+$/.test('a'.repeat(40) + 'b')", JsTimeoutError, "exceeded"),
     (
         "slow_sort",
@@ -135,7 +138,7 @@ CLEAN_RESULT = [2, None, True, 0, [2, 4], '{"a":1}', "undefined", "map", None]
 def test_same_instance_via_call(sandbox: JsSandbox) -> None:
     with pytest.raises(JsTimeoutError):
         sandbox.call("old => { for (;;) {} }", {}, timeout_s=FAST)
-    with pytest.raises(JsRuntimeError, match="read only"):
+    with pytest.raises(JsRuntimeError, match="read-only"):
         sandbox.call("old => { old.x = 2; return old }", {"x": 1})
     assert sandbox.call("old => ({...old, y: 2})", {"x": 1}) == {"x": 1, "y": 2}
 
@@ -179,7 +182,7 @@ def test_everything_reachable_is_frozen(sandbox: JsSandbox) -> None:
         Object.getPrototypeOf(async function* () {}), Object.getPrototypeOf([][Symbol.iterator]()),
         Object.getPrototypeOf(new Map().entries()), Object.getPrototypeOf(new Set().values()),
         Object.getPrototypeOf(''[Symbol.iterator]()), Object.getPrototypeOf(/x/[Symbol.matchAll]('')),
-        Object.getPrototypeOf([].values().map(x => x)), Object.getPrototypeOf(new Intl.Segmenter().segment('')),
+        Object.getPrototypeOf([].values().map(x => x)),
         Object.getPrototypeOf((async () => {})()),
       ];
       const seen = new Set(), mutable = [];
@@ -208,9 +211,9 @@ def test_everything_reachable_is_frozen(sandbox: JsSandbox) -> None:
 def test_global_names() -> None:
     with JsSandbox() as box:
         names = set(box.evaluate("Object.getOwnPropertyNames(globalThis)", {}))
-        gone = {"eval", "WebAssembly", "Atomics", "SharedArrayBuffer", "console", "Promise", "WeakRef"}
+        gone = {"eval", "WebAssembly", "Atomics", "SharedArrayBuffer", "console", "Promise", "WeakRef", "performance"}
         assert not names & gone
-        assert {"Object", "Array", "JSON", "Math", "Date", "RegExp", "Map", "Intl"} <= names
+        assert {"Object", "Array", "JSON", "Math", "Date", "RegExp", "Map"} <= names
         defined = box.evaluate(
             "['setTimeout', 'clearTimeout', '__timer_manager', 'require', 'process', 'fetch']"
             ".filter(n => globalThis[n] !== undefined)",

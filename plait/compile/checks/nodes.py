@@ -101,7 +101,7 @@ def check_expressions(ctx: CheckContext) -> None:
                 migration.migrate_expr, "function", f"migrate_expr of the {migration.schema_id} migration", hint, path
             )
         )
-    if pending:  # V8 is loaded only for graphs that have JavaScript
+    if pending:  # QuickJS is loaded only for graphs that have JavaScript
         _check_syntax(ctx, pending)
 
 

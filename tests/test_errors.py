@@ -26,6 +26,7 @@ NOT_REFUSALS = {
     "plait.sandbox.errors.JsTimeoutError": "a SandboxError",
     "plait.sandbox.errors.JsMemoryError": "a SandboxError",
     "plait.sandbox.errors.JsRuntimeError": "a SandboxError",
+    "plait.sandbox.python.PythonCodeError": "a SandboxError",
     "plait.tools.mcp.McpFailure": "an MCP server failed during a node: the node records it",
     "plait.engine.inline_tools.ToolFailed": "a tool call failed: the model is told, the node records it",
     "plait.engine.toolbox.ToolSetError": "the node's tools cannot be offered: the node records it",

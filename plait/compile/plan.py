@@ -76,6 +76,17 @@ def _template_texts(node: NodeBase) -> Iterator[str]:
     prompt = node_field(node, "mcp_prompt", None)
     if prompt is not None:
         yield from prompt.arguments.values()
+    for text in node_field(node, "command", None) or ():
+        yield text
+    stdin = node_field(node, "stdin", None)
+    if isinstance(stdin, str):
+        yield stdin
+    for text in node_field(node, "cleanup", None) or ():
+        if isinstance(text, str):
+            yield text
+    env = node_field(node, "env", None)
+    if isinstance(env, dict):
+        yield from env.values()
     if node.skill_scope is not None:
         yield from _strings(node.skill_scope.inputs)
 

@@ -1,7 +1,8 @@
 """`plait.toml`: the one configuration file, and the settings it holds for every package.
 
 Providers, roles and the pool (`providers`), MCP servers (`mcp`), the sandbox's limits
-(`sandbox`), found by `files` and loaded and validated by `loader`. Only the model and the
+(`sandbox`), what TOOL and CODE nodes may run (`workflow`), found by `files` and loaded and
+validated by `loader`. Only the model and the
 redactor are below it: every other package reads its settings from here.
 """
 
@@ -10,11 +11,13 @@ from plait.config.loader import (
     ConfigError,
     PlaitConfig,
     builtin_config,
+    code_settings,
     configured_servers,
     forget_loaded,
     load_config,
     register_secrets,
     sandbox_settings,
+    tools_settings,
 )
 from plait.config.mcp import McpServerConfig, MissingSecret
 from plait.config.providers import (
@@ -28,6 +31,7 @@ from plait.config.providers import (
     Tokenizer,
 )
 from plait.config.sandbox import SandboxConfig
+from plait.config.workflow import CodeConfig, ToolsConfig
 
 __all__ = [
     "CONFIG_ENV",
@@ -35,6 +39,7 @@ __all__ = [
     "DEFAULT_ROLE",
     "EMBEDDED_MODEL",
     "Capability",
+    "CodeConfig",
     "ConfigError",
     "JsonMode",
     "McpServerConfig",
@@ -45,11 +50,14 @@ __all__ = [
     "ProviderConfig",
     "SandboxConfig",
     "Tokenizer",
+    "ToolsConfig",
     "builtin_config",
+    "code_settings",
     "config_path",
     "configured_servers",
     "forget_loaded",
     "load_config",
     "register_secrets",
     "sandbox_settings",
+    "tools_settings",
 ]

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator
+from typing import TypeVar
 
 import tomli
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -56,9 +57,12 @@ from plait.config.providers import (
     Strict,
 )
 from plait.config.sandbox import SandboxConfig
+from plait.config.workflow import CodeConfig, ToolsConfig
 from plait.errors import PlaitError, Refusal
 from plait.model.documents import DocumentError, decode_text, read_limited
 from plait.redact import register
+
+T = TypeVar("T", bound=Strict)
 
 
 class ConfigError(PlaitError, ValueError):
@@ -77,6 +81,10 @@ class PlaitConfig(Strict):
     provider or MCP server id is used twice. Frozen: a loaded configuration never changes."""
 
     sandbox: SandboxConfig = SandboxConfig()
+    tools: ToolsConfig = ToolsConfig()
+    """What TOOL nodes may run (plait/config/workflow.py)."""
+    code: CodeConfig = CodeConfig()
+    """Whether and how CODE nodes run Python."""
     providers: tuple[ProviderConfig, ...] = ()
     pool: PoolConfig = PoolConfig()
     mcp_servers: tuple[McpServerConfig, ...] = ()
@@ -173,6 +181,31 @@ def configured_servers(config: str | None = None) -> tuple[McpServerConfig, ...]
     """The `[[mcp_servers]]` of plait.toml (`config`, else `$PLAIT_CONFIG`, else `./plait.toml`);
     none without a file. They apply whichever provider serves the models (`--llm` included)."""
     return load_config(config).mcp_servers if config_path(config) is not None else ()
+
+
+def tools_settings() -> ToolsConfig:
+    """The `[tools]` table in force: the loaded configuration's, else the file's own table, else
+    the defaults (which allow no program)."""
+    return _in_force.tools if _in_force is not None else _table_alone("tools", ToolsConfig)
+
+
+def code_settings() -> CodeConfig:
+    """The `[code]` table in force, found like `tools_settings` (by default Python CODE is off)."""
+    return _in_force.code if _in_force is not None else _table_alone("code", CodeConfig)
+
+
+def _table_alone(name: str, model: type[T]) -> T:
+    """One table of the configuration file, validated alone; its defaults when there is no file
+    or the table is unusable (loading the whole file reports that)."""
+    path = config_path()
+    if path is None:
+        return model()
+    try:
+        text = decode_text(read_limited(path, f"the config file {path}"), f"the config file {path}")
+        table = tomli.loads(text).get(name, {})
+        return model.model_validate(table)
+    except (DocumentError, tomli.TOMLDecodeError, ValidationError):
+        return model()
 
 
 def sandbox_settings() -> SandboxConfig:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from plait.engine.llm_call import run_llm_call
+from plait.engine.program_nodes import run_code, run_tool
 from plait.engine.render import build_view, js_scope, prompt_budget
+from plait.engine.results import Timer, checked_output, node_snapshot
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
 from plait.model.nodes import (
@@ -36,6 +37,8 @@ SUPPORTED = {
     NodeType.TRANSFORM,
     NodeType.HUMAN_REVIEW,
     NodeType.WAIT,
+    NodeType.TOOL,
+    NodeType.CODE,
 }
 
 
@@ -50,24 +53,11 @@ def branch_key(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-@dataclass
-class _Timer:
-    started: float = field(default_factory=time.time)
-
-    def attempt(self, **extra: Any) -> dict[str, Any]:
-        return {
-            "attempt": 1,
-            "started_at": self.started,
-            "duration_ms": round((time.time() - self.started) * 1000, 3),
-            **extra,
-        }
-
-
 async def _evaluate(node: NodeBase, state: RunState, rt: Runtime, expression: str) -> tuple[Any, NodeResult]:
     """Run a node's JS expression over its view: its value and a completed result, or a failed result."""
     scope = js_scope(state, node, expression)
-    timer = _Timer()
-    snapshot = _snapshot(node, state, scope, expression=expression)
+    timer = Timer()
+    snapshot = node_snapshot(node, state, scope, expression=expression)
     try:
         value = await rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=state.run_id or None)
     except Exception as exc:  # SandboxError and friends: the message is the user's answer
@@ -92,15 +82,15 @@ async def run_transform(node: NodeBase, state: RunState, rt: Runtime) -> NodeRes
     value, result = await _evaluate(node, state, rt, node.transform_expr)
     if result.phase == Phase.FAILED:
         return result
-    return _checked(node, state, value, result.snapshot, result.attempts)
+    return checked_output(node, state, value, result.snapshot, result.attempts)
 
 
 async def run_merge(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     """MERGE: the output maps each active predecessor's id to its output, checked against the out-edge schemas."""
-    timer = _Timer()
+    timer = Timer()
     value = {p: state.nodes[p].data for p in state.active_predecessors(node.id)}
-    snapshot = _snapshot(node, state, {"current": value})
-    return _checked(node, state, value, snapshot, [timer.attempt()])
+    snapshot = node_snapshot(node, state, {"current": value})
+    return checked_output(node, state, value, snapshot, [timer.attempt()])
 
 
 async def run_human_review(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
@@ -108,18 +98,18 @@ async def run_human_review(node: NodeBase, state: RunState, rt: Runtime) -> Node
     assert isinstance(node, HumanReviewNode)
     view = build_view(state, node)
     prompt = view.render(node.review_prompt, prompt_budget(node)) if node.review_prompt else None
-    snapshot = _snapshot(node, state, view.js_scope, review_prompt=prompt, value=view.names["current"])
+    snapshot = node_snapshot(node, state, view.js_scope, review_prompt=prompt, value=view.names["current"])
     return NodeResult(Phase.WAITING, snapshot=snapshot)
 
 
 async def run_wait(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     """WAIT: sleep `delay_s` (or until `until`), then pass `current` on unchanged as the output."""
     assert isinstance(node, WaitNode)
-    timer = _Timer()
+    timer = Timer()
     delay = node.delay_s if node.delay_s is not None else max(0.0, node.until.timestamp() - time.time())  # type: ignore[union-attr]
     await asyncio.sleep(delay)
     value = state.current_for(node.id)
-    return NodeResult.completed(value, _snapshot(node, state, {}, delay_s=delay), [timer.attempt()])
+    return NodeResult.completed(value, node_snapshot(node, state, {}, delay_s=delay), [timer.attempt()])
 
 
 async def run_llm(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
@@ -135,36 +125,6 @@ EXECUTORS: dict[NodeType, Executor] = {
     NodeType.TRANSFORM: run_transform,
     NodeType.HUMAN_REVIEW: run_human_review,
     NodeType.WAIT: run_wait,
+    NodeType.TOOL: run_tool,
+    NodeType.CODE: run_code,
 }
-
-
-def _checked(
-    node: NodeBase, state: RunState, value: Any, snapshot: dict[str, Any], attempts: list[dict[str, Any]]
-) -> NodeResult:
-    """Validate against every out-edge schema: invalid data never flows downstream."""
-    contract = state.compiled.contracts[node.id]
-    problems = contract.violations(value)
-    if problems:
-        attempts[-1]["violations"] = problems
-        return NodeResult.failed(
-            snapshot,
-            attempts,
-            kind="schema",
-            message="output violates its out-edge schema",
-            details=problems,
-            last_output=value,
-        )
-    return NodeResult.completed(contract.annotate(value), snapshot, attempts)
-
-
-def _snapshot(node: NodeBase, state: RunState, scope: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """input_snapshot_json: what the node saw, including the state handed over from its predecessors."""
-    return {
-        "node_type": str(node.type),
-        "state": {
-            "current_node_id": node.id,
-            "current": scope.get("current"),
-            "predecessors": state.active_predecessors(node.id),
-        },
-        **extra,
-    }

@@ -21,13 +21,14 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from plait.config import McpServerConfig
+from plait.config import CodeConfig, McpServerConfig, ToolsConfig
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
 from plait.engine.events import EventBus
 from plait.engine.executors import SUPPORTED
 from plait.engine.fewshot import FewshotSource
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.program_nodes import refusal
 from plait.engine.restore import restore, restore_ledger
 from plait.engine.run_input import GraphResolver, check_input, stored_graph
 from plait.engine.runtime import Runtime
@@ -121,12 +122,16 @@ class Engine:
         mcp_servers: Sequence[McpServerConfig] = (),
         graphs: GraphResolver | None = None,
         llm: dict[str, Any] | None = None,
+        tools: ToolsConfig | None = None,
+        code: CodeConfig | None = None,
     ):
         """`graphs`: how a WORKFLOW_TASK tool's graph reference is found; by default only stored
         graphs (the CLI lets it name graph files on this machine too; a server must not, so that
         a graph sent to it cannot make it read its own files).
         `llm`: the model selection `provider` stands for, stored on the runs this engine creates
-        (see `plait.runs.model_choice`)."""
+        (see `plait.runs.model_choice`).
+        `tools`, `code`: what TOOL and CODE nodes may run (default: plait.toml's `[tools]` and
+        `[code]` in force)."""
         self.llm = llm
         _tune_collector()
         self.graphs = graphs or (lambda ref: stored_graph(store, ref))
@@ -137,6 +142,8 @@ class Engine:
             cache=store.cache if cache else None,
             fewshot=FewshotSource(store),
             mcp_servers=mcp_servers,
+            tools=tools,
+            code=code,
         )
         self.owner = new_owner()
         self.lease_ttl_s = lease_ttl_s
@@ -283,6 +290,9 @@ class Engine:
             if node.type == NodeType.LLM_CALL:
                 self._check_mcp_servers(node)
                 self._check_provider(node)
+            problem = refusal(node, self.runtime.tools, self.runtime.code)
+            if problem is not None:
+                raise EngineError(problem)
 
     def _check_mcp_servers(self, node: NodeBase) -> None:
         """Refuse a node that names an MCP server plait.toml does not register."""

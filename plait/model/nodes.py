@@ -184,11 +184,13 @@ class HumanReviewNode(NodeBase):
 
 
 class ToolNode(NodeBase):
-    """A shell command, run without a shell (argv), allowed only if listed in the config's allow-list."""
+    """A program run without a shell (argv), allowed only if plait.toml `[tools] allow` lists it."""
 
     type: Literal[NodeType.TOOL] = NodeType.TOOL
     command: Annotated[list[str], Field(min_length=1)]
-    """argv; items may contain template references."""
+    """argv; items may contain template references (each renders to exactly one argument)."""
+    stdin: str | None = None
+    """A template: what the program reads on its standard input (none: stdin is closed)."""
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     parse: Literal["text", "json"] = "text"
@@ -197,10 +199,12 @@ class ToolNode(NodeBase):
 
 
 class CodeNode(NodeBase):
-    """Its output is what a JavaScript function body returns, run in the sandbox."""
+    """Its output is what its code returns: JavaScript in the sandbox (a function body, or a
+    program declaring `main(input, nodes, current)`), or Python defining `main(input, nodes)`,
+    run in a child process where plait.toml allows it."""
 
     type: Literal[NodeType.CODE] = NodeType.CODE
-    language: Literal["js"] = "js"
+    language: Literal["js", "python"] = "js"
     code: str
     cleanup: str | None = None
 

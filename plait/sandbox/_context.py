@@ -46,6 +46,7 @@ RUNTIME_LINES = 100_000
 """Empty lines before the prelude: a frame at or beyond this line is the runner's, not the user's."""
 STACK_BYTES = 1024 * 1024
 """QuickJS's stack limit; the threads running contexts have far more (see `sandbox.py`)."""
+NEVER_SETTLED = "the function returned a promise that never settled (it awaits something that never happens)"
 COMPILED_CACHE = 256
 """Compiled expressions kept per context: a graph's expressions are compiled once per thread."""
 
@@ -91,6 +92,7 @@ class Context:
             "evaluate": self._js.eval(f"{runner}.evaluate"),
             "call": self._js.eval(f"{runner}.call"),
         }
+        self._settled = self._js.eval(f"{runner}.settled")
         self._compiled: OrderedDict[tuple[Kind, tuple[str, ...], str], quickjs.Object] = OrderedDict()
         self.broken = False
         """Set after an interruption or memory exhaustion: the owner replaces the context."""
@@ -105,6 +107,10 @@ class Context:
             compiled = self._compile(kind, source, names)
             out = self._runners[kind](compiled, payload, max_output)
             self._drain(deadline)
+            if out is None:  # a promise (`async function main`): settled while draining, or never
+                out = self._settled()
+                if out is None:
+                    return Answer(None, {"name": "Error", "message": NEVER_SETTLED, "stack": ""})
         except Exception as exc:
             raise self._failure(exc) from None
         if isinstance(out, str):

@@ -27,8 +27,10 @@ The runner is a script-scope `const` with a per-context random name (never a pro
 deep-freezes them, calls the compiled expression and serialises the result strictly (functions,
 symbols, BigInt, non-finite numbers, cycles and non-plain objects are errors). It returns the
 result's JSON text, or, for a thrown value, a one-element array holding the JSON text of
-`{name, message, stack}`. (Not a tagged string: `"R" + text` would be a QuickJS rope, which the
-Python binding cannot read.)
+`{name, message, stack}`. A function `call` returns a promise from (an `async function main`)
+is awaited: `call` answers null, the host runs the microtasks, and `settled()` then gives the
+promise's outcome the same way (null while it has none). (Not a tagged string: `"R" + text`
+would be a QuickJS rope, which the Python binding cannot read.)
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ const __PLAIT_RUNNER__ = (() => {
   const RangeErrorCtor = RangeError;
   const StringCtor = String;
   const SetCtor = Set;
+  const PromiseCtor = Promise; // removed from the global object below; async functions still make them
+  const promiseThen = Promise.prototype.then;
 
   // Hidden intrinsics: not reachable by a global name, only through instances.
   const hidden = [];
@@ -285,6 +289,8 @@ const __PLAIT_RUNNER__ = (() => {
       return describe(error);
     }
   };
+  // The outcome of the promise the last `call` returned: a result or error, as `guard` gives them.
+  let settled = undefined;
   const runner = freeze({
     evaluate(compiled, argsJson, maxChars) {
       return guard(() => serialize(apply(compiled, undefined, freezeJson(parse(argsJson), "scope is")), maxChars));
@@ -296,8 +302,27 @@ const __PLAIT_RUNNER__ = (() => {
           const got = fn === null ? "null" : typeof fn;
           throw new TypeErrorCtor("the expression is not a function (it is " + got + ")");
         }
-        return serialize(apply(fn, undefined, freezeJson(parse(argsJson), "arguments are")), maxChars);
+        const value = apply(fn, undefined, freezeJson(parse(argsJson), "arguments are"));
+        if (value instanceof PromiseCtor) {
+          // An async function: its outcome arrives while the host runs the microtasks.
+          settled = undefined;
+          apply(promiseThen, value, [
+            (result) => {
+              settled = guard(() => serialize(result, maxChars));
+            },
+            (error) => {
+              settled = describe(error);
+            },
+          ]);
+          return null;
+        }
+        return serialize(value, maxChars);
       });
+    },
+    settled() {
+      const outcome = settled;
+      settled = undefined;
+      return outcome === undefined ? null : outcome;
     },
   });
 

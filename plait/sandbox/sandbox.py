@@ -56,7 +56,7 @@ from plait.sandbox._pool import FairPool, Ticket
 from plait.sandbox.errors import JsMemoryError, JsRuntimeError, JsTimeoutError, SandboxError
 from plait.sandbox.limits import max_timeout_s as configured_max_timeout_s
 from plait.sandbox.limits import timeout_problem
-from plait.sandbox.syntax import check_syntax
+from plait.sandbox.syntax import check_syntax, code_function
 
 QUICK_S = 0.005
 """How long an expression may run on the calling thread before it is handed to a slot (`_quick`)."""
@@ -197,6 +197,16 @@ class JsSandbox:
         """`call` without blocking the event loop."""
         payload = _json(list(args), "arguments")
         return await self._arequest("call", function_expression, [], payload, timeout_s, owner)
+
+    async def acall_code(self, body: str, *args: Any, timeout_s: float | None = None, owner: str | None = None) -> Any:
+        """Run a CODE node's `body` (see `code_function`) with `args` (input, nodes, current);
+        an error's line and column point into `body` itself."""
+        try:
+            return await self.acall(code_function(body), *args, timeout_s=timeout_s, owner=owner)
+        except JsRuntimeError as exc:
+            if exc.line is None or exc.line < 2:
+                raise
+            raise JsRuntimeError(exc.message, exc.line - 1, exc.column) from None
 
     def close(self) -> None:
         """Refuse queued and later requests; running evaluations end within their limits."""

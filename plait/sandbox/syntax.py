@@ -81,9 +81,17 @@ def _warm_up() -> None:
 
 
 def code_function(body: str) -> str:
-    """The function whose body a CODE node's `code` is; run it with
-    `sandbox.call(code_function(code), input, nodes, current)`. The body starts on its line 2."""
-    return f"function main({', '.join(CODE_PARAMS)}) {{\n{body}\n}}"
+    """The function a CODE node's `code` becomes; run it with
+    `sandbox.call(code_function(code), input, nodes, current)`. The body starts on its line 2.
+
+    `code` is either a function body that `return`s the output, or a program that declares
+    `function main(input, nodes, current)` (or `async function main`): when the body returns
+    nothing itself, its `main` is called."""
+    params = ", ".join(CODE_PARAMS)
+    return (
+        f"function __plait_code__({params}) {{\n{body}\n"
+        f";return typeof main === 'function' ? main({params}) : undefined;\n}}"
+    )
 
 
 def _shift(found: tuple[str, int | None, int | None], body: str) -> tuple[str, int | None, int | None]:

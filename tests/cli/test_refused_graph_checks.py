@@ -22,10 +22,19 @@ id: counts
 input_schema: {type: object, properties: {text: {type: string}}, required: [text]}
 nodes:
   - id: count_words
-    type: CODE
-    code: "return {count: input.text.split(' ').length};"
+    type: LOOP
+    graph: step.yaml
+    while_expr: "false"
 edges:
   - {source: count_words, target: END}
+"""
+STEP_GRAPH = """plait: 1
+id: step
+nodes:
+  - id: count
+    type: TRANSFORM
+    transform_expr: "({count: 1})"
+edges: []
 """
 
 
@@ -34,6 +43,8 @@ def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def code_graph(tmp_path: Path) -> Path:
+    """A graph with a node type this release validates but does not execute yet (LOOP)."""
+    (tmp_path / "step.yaml").write_text(STEP_GRAPH)
     path = tmp_path / "counts.yaml"
     path.write_text(CODE_GRAPH)
     return path
@@ -57,7 +68,7 @@ def test_validate_warns_about_a_node_type_this_release_cannot_execute(tmp_path: 
 
 def test_the_dry_run_warns_about_it_too(tmp_path: Path) -> None:
     dry = plait("run", str(code_graph(tmp_path)), "-i", "text=a b", "--dry-run", cwd=tmp_path)
-    assert "warning: node 'count_words': CODE nodes are validated but not executed" in dry.stderr
+    assert "warning: node 'count_words': LOOP nodes are validated but not executed" in dry.stderr
 
 
 def test_the_dry_run_checks_that_the_mcp_servers_are_configured_and_names_config(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ def codes(data: dict[str, Any]) -> list[tuple[str, str]]:
     [
         {"id": "t", "type": "TRANSFORM", "transform_expr": "({a: 1})"},
         {"id": "c", "type": "CONDITION", "condition_expr": "true"},
+        {"id": "k", "type": "CODE", "code": "return {a: 1};"},
     ],
 )
 def test_a_timeout_over_the_cap_is_refused_naming_the_limit(node: dict[str, Any], timeout_s: float) -> None:
@@ -63,3 +64,8 @@ def test_plait_toml_accepts_the_sandbox_table(tmp_path: Path) -> None:
     (tmp_path / "plait.toml").write_text("[sandbox]\nmax_timeout_s = 12\n")
     assert load_config(str(tmp_path / "plait.toml")).sandbox.max_timeout_s == 12
     assert max_timeout_s() == 12
+
+
+def test_python_code_has_its_own_cap_not_the_sandboxs() -> None:
+    code = "def main(input, nodes):\n    return 1\n"
+    assert codes(graph({"id": "p", "type": "CODE", "language": "python", "code": code, "timeout_s": 120})) == []

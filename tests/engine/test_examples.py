@@ -18,12 +18,12 @@ from plait.store import Store
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def run_example(store: Store, name: str, **overrides: Any) -> RunOutcome:
+def run_example(store: Store, name: str, engine_options: dict[str, Any] | None = None, **overrides: Any) -> RunOutcome:
     run_input = yaml.safe_load((EXAMPLES / "inputs" / f"{name}.yaml").read_text())
     run_input.update(overrides)
     provider = ScriptedProvider.from_file(EXAMPLES / "scripted" / f"{name}.yaml")
     run_id = start_run(store, str(EXAMPLES / f"{name}.yaml"), run_input)
-    engine = Engine(store, provider)
+    engine = Engine(store, provider, **(engine_options or {}))
 
     async def go() -> RunOutcome:
         try:
@@ -176,3 +176,17 @@ def test_meeting_times_sends_an_inline_and_an_mcp_tool_result_down_their_edges(d
         ("note_attendees", "inline"),
     ]
     assert scheduler.output["_routed"]["e_times"]["target"]["timezone"] == "Asia/Kolkata"
+
+
+def test_text_report_runs_a_tool_javascript_and_python(store: Store) -> None:
+    """The example's own plait.toml allows `wc` and Python CODE (without it the run is refused)."""
+    from plait.config import load_config
+
+    config = load_config(str(EXAMPLES / "workflow.toml"))
+    outcome = run_example(store, "text_report", {"tools": config.tools, "code": config.code})
+    assert outcome.status == RunStatus.COMPLETED, outcome
+    report = ["30 words; most frequent:", "  the: 9", "  words: 3", "  counts: 2"]
+    assert outcome.output["report"].splitlines() == report
+    nodes = {n.node_id: n for n in store.runs.node_runs(outcome.run_id)}
+    assert nodes["count"].input_snapshot["argv"] == ["wc", "-w"]
+    assert nodes["words"].output["total"] == 30

@@ -7,6 +7,7 @@ parent change."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -172,3 +173,25 @@ def _store_system_version(server: Served, graph: dict[str, Any]) -> int:
     with Store(server.db) as store:
         saved = save_graph(store, GraphDef.model_validate(graph), source_type="system")
     return saved.stored.version
+
+
+def test_the_workflow_node_types_show_their_fields(server: Served, page: Any) -> None:
+    server.import_graph(EXAMPLES / "text_report.yaml")
+    page.goto(server.url + "/#/graphs/text_report")
+    expect(node(page, "count")).to_have_class(re.compile(r"\btype-tool\b"))
+    node(page, "count").click()
+    label = "Command (the program, then one argument per line)"
+    assert editor_text(page, label) == "wc\n-w"
+    assert editor_text(page, "Standard input") == "{{ input.text }}"
+    node(page, "report").click()
+    expect(page.get_by_label("Language (js or python)")).to_have_value("python")
+    assert editor_text(page, "Code").startswith("def main(input, nodes):")
+
+    # A new TOOL node: its argv edited one argument per line becomes the list in the YAML.
+    page.get_by_label("Node type").select_option("TOOL")
+    page.get_by_role("button", name="Add node").click()
+    node(page, "tool_1").click()
+    type_into(page, label, "date\n+%Y")
+    page.get_by_role("tab", name="YAML").click()
+    added = next(n for n in yaml.safe_load(editor_text(page, "Graph YAML"))["nodes"] if n["id"] == "tool_1")
+    assert added["command"] == ["date", "+%Y"]

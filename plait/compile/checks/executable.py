@@ -10,7 +10,16 @@ from plait.compile.diagnostics import Category
 from plait.model.nodes import NodeBase, NodeType
 
 EXECUTABLE = frozenset(
-    {NodeType.LLM_CALL, NodeType.CONDITION, NodeType.MERGE, NodeType.TRANSFORM, NodeType.HUMAN_REVIEW, NodeType.WAIT}
+    {
+        NodeType.LLM_CALL,
+        NodeType.CONDITION,
+        NodeType.MERGE,
+        NodeType.TRANSFORM,
+        NodeType.HUMAN_REVIEW,
+        NodeType.WAIT,
+        NodeType.TOOL,
+        NodeType.CODE,
+    }
 )
 """What the engine executes (`plait.engine.executors.SUPPORTED`, which a test keeps equal to this;
 the compiler does not import the engine, which would load the store into `plait validate`)."""

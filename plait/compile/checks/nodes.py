@@ -49,6 +49,9 @@ def check_expressions(ctx: CheckContext) -> None:
             value = node_field(node, name)
             if not isinstance(value, str):
                 continue
+            if name == "code" and node_field(node, "language") == "python":
+                _check_python(ctx, node_id, value)
+                continue
             path = ctx.node_path(node_id, name)
             if not value.strip():
                 ctx.report(
@@ -105,10 +108,40 @@ def check_expressions(ctx: CheckContext) -> None:
         _check_syntax(ctx, pending)
 
 
+def _check_python(ctx: CheckContext, node_id: str, code: str) -> None:
+    """Python CODE must parse (compiled here, never run: it runs in a child process)."""
+    path = ctx.node_path(node_id, "code")
+    try:
+        compile(code, "<code>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        line = getattr(exc, "lineno", None)
+        where = f" (line {line})" if line else ""
+        ctx.report(
+            CONFIG,
+            "bad_expression",
+            f"code does not parse as Python: {getattr(exc, 'msg', None) or exc}{where}",
+            node_id=node_id,
+            path=path,
+            hint="code is a Python program that defines `def main(input, nodes):` and returns the output",
+        )
+        return
+    if "def main" not in code:
+        ctx.report(
+            CONFIG,
+            "bad_expression",
+            "Python code defines no main(input, nodes)",
+            node_id=node_id,
+            path=path,
+            hint="define `def main(input, nodes):` and return the node's output from it",
+        )
+
+
 def _check_sandbox_timeout(ctx: CheckContext, node_id: str, node: NodeBase) -> None:
-    """A TRANSFORM or CONDITION node's `timeout_s` is its expression's time limit in the sandbox:
-    finite, positive and within the server's cap (plait.toml `[sandbox] max_timeout_s`)."""
-    if node.type not in (NodeType.TRANSFORM, NodeType.CONDITION) or node.timeout_s is None:
+    """A TRANSFORM, CONDITION or JavaScript CODE node's `timeout_s` is its script's time limit in
+    the sandbox: finite, positive and within the server's cap (plait.toml `[sandbox] max_timeout_s`).
+    (TOOL and Python CODE nodes have caps of their own, checked when a run starts.)"""
+    javascript_code = node.type == NodeType.CODE and node_field(node, "language") == "js"
+    if (node.type not in (NodeType.TRANSFORM, NodeType.CONDITION) and not javascript_code) or node.timeout_s is None:
         return
     from plait.sandbox.limits import max_timeout_s, timeout_problem
 

@@ -63,6 +63,8 @@ def template_fields(node: NodeBase) -> Iterator[TemplateField]:
             yield TemplateField(("command", i), arg)
         for key, value in node.env.items():
             yield TemplateField(("env", key), value)
+        if node.stdin is not None:
+            yield TemplateField(("stdin",), node.stdin)
         if node.cwd is not None:
             yield TemplateField(("cwd",), node.cwd)
     if isinstance(node, SubgraphNode | MapNode | SkillNode) or node.type == NodeType.LOOP:

@@ -2,7 +2,7 @@
 // the old one untouched, so undo is keeping the old one.
 import { END, type GraphDoc, type GraphEdgeDef, type GraphNodeDef, edgeId, source, target } from "./model";
 
-export const NODE_TYPES = ["LLM_CALL", "TRANSFORM", "CONDITION", "MERGE", "HUMAN_REVIEW"] as const;
+export const NODE_TYPES = ["LLM_CALL", "TRANSFORM", "CONDITION", "MERGE", "HUMAN_REVIEW", "CODE", "TOOL", "WAIT"] as const;
 
 /** Fields a new node of each type starts with (the rest take their defaults). */
 const STARTERS: Record<string, Partial<GraphNodeDef>> = {
@@ -10,6 +10,9 @@ const STARTERS: Record<string, Partial<GraphNodeDef>> = {
   TRANSFORM: { transform_expr: "({})" },
   HUMAN_REVIEW: { review_prompt: "" },
   CONDITION: { condition_expr: "'yes'" },
+  CODE: { code: "return {};" },
+  TOOL: { command: ["echo", "{{ input }}"] },
+  WAIT: { delay_s: 1 },
 };
 
 /** The document without the fields that only say "the default" (null), as a person writes it. */

@@ -6,7 +6,7 @@ import { type GraphDoc, type GraphEdgeDef, type GraphNodeDef, edgeId } from "../
 interface Field {
   name: string;
   label: string;
-  kind: "text" | "template" | "javascript" | "number" | "line";
+  kind: "text" | "template" | "javascript" | "code" | "number" | "line" | "argv";
 }
 
 /** The fields each node type is edited by; anything else is in "Other fields". */
@@ -20,8 +20,25 @@ const FIELDS: Record<string, Field[]> = {
   TRANSFORM: [{ name: "transform_expr", label: "Transform (JavaScript)", kind: "javascript" }],
   HUMAN_REVIEW: [{ name: "review_prompt", label: "Review prompt", kind: "template" }],
   CONDITION: [{ name: "condition_expr", label: "Condition (JavaScript)", kind: "javascript" }],
-  CODE: [{ name: "code", label: "Code (JavaScript function body)", kind: "javascript" }],
+  CODE: [
+    { name: "language", label: "Language (js or python)", kind: "line" },
+    { name: "code", label: "Code", kind: "code" },
+    { name: "timeout_s", label: "Timeout (s)", kind: "number" },
+  ],
+  TOOL: [
+    { name: "command", label: "Command (the program, then one argument per line)", kind: "argv" },
+    { name: "stdin", label: "Standard input", kind: "template" },
+    { name: "parse", label: "Read stdout as (text or json)", kind: "line" },
+    { name: "timeout_s", label: "Timeout (s)", kind: "number" },
+  ],
 };
+
+/** The editor language of a field: a CODE node's code is JavaScript or Python (shown as text). */
+function editorLanguage(field: Field, node: GraphNodeDef): "javascript" | "text" {
+  if (field.kind === "javascript") return "javascript";
+  if (field.kind === "code") return node.language === "python" ? "text" : "javascript";
+  return "text";
+}
 const ALWAYS = ["id", "type", "label", "position"];
 
 /** Edit one node: its id and label, the fields of its type, and the rest as JSON. */
@@ -66,11 +83,13 @@ export function NodeForm({
           <div key={`${node.id}:${field.name}`} className="field">
             <span className="field-label">{field.label}</span>
             <CodeEditor
-              language={field.kind === "javascript" ? "javascript" : "text"}
+              language={editorLanguage(field, node)}
               label={field.label}
-              value={String(node[field.name] ?? "")}
-              onChange={(text) => onChange({ [field.name]: text })}
-              complete={field.kind === "template" ? complete : undefined}
+              value={field.kind === "argv" ? ((node[field.name] as string[] | undefined) ?? []).join("\n") : String(node[field.name] ?? "")}
+              onChange={(text) =>
+                onChange({ [field.name]: field.kind === "argv" ? text.split("\n").filter((line) => line !== "") : text })
+              }
+              complete={field.kind === "template" || field.kind === "argv" ? complete : undefined}
             />
           </div>
         ),

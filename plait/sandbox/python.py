@@ -1,0 +1,147 @@
+"""Python CODE nodes: the code runs in a child interpreter with limits, never in Plait's process.
+
+The child is `python -I -S` (no environment variables read, no site-packages: the standard
+library only), started with an empty environment in a fresh temporary directory
+(`programs.run_program`). Before it runs the code it limits itself: CPU time (`RLIMIT_CPU`),
+address space (`RLIMIT_AS`) and the size of any file it writes (`RLIMIT_FSIZE`); the parent
+adds a wall-clock timeout and a cap on what comes back. What the code prints goes to the
+node's log (stderr), not into its result.
+
+A child process is not a sandbox: the code can read whatever Plait's user can and open network
+connections. That is why Python CODE runs only where plait.toml says `[code] python = true`.
+
+The code defines `main(input, nodes)`; what it returns (JSON) is the node's output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+from plait.sandbox.errors import SandboxError
+from plait.sandbox.programs import run_program
+
+FILE_SIZE_BYTES = 64 * 1024 * 1024
+"""The largest file the code may write in its temporary directory."""
+
+_CHILD = r"""
+import json, os, resource, sys, traceback
+
+request = json.loads(sys.stdin.buffer.read())
+limits = request["limits"]
+resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
+resource.setrlimit(resource.RLIMIT_AS, (limits["memory"], limits["memory"]))
+resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size"], limits["file_size"]))
+answer = os.fdopen(os.dup(1), "w", encoding="utf-8")
+os.dup2(2, 1)  # print() and subprocesses write to stderr: the node's log, not its result
+
+
+def reply(obj):
+    answer.write(json.dumps(obj))
+    answer.flush()
+
+
+def failure(kind, exc):
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<code>"]
+    line = frames[-1].lineno if frames else getattr(exc, "lineno", None)
+    reply({"error": {"kind": kind, "type": type(exc).__name__, "message": str(exc), "line": line}})
+
+
+try:
+    compiled = compile(request["code"], "<code>", "exec")
+except SyntaxError as exc:
+    failure("syntax", exc)
+    raise SystemExit(0)
+scope = {"__name__": "__plait_code__"}
+try:
+    exec(compiled, scope)
+    main = scope.get("main")
+    if not callable(main):
+        missing = "the code defines no main(input, nodes)"
+        reply({"error": {"kind": "no_main", "type": "NameError", "message": missing, "line": None}})
+    else:
+        value = main(request["input"], request["nodes"])
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            reply({"error": {"kind": "not_json", "type": type(exc).__name__, "message": str(exc), "line": None}})
+        else:
+            answer.write('{"value": ' + text + "}")
+            answer.flush()
+except MemoryError as exc:
+    failure("memory", exc)
+except BaseException as exc:
+    failure("runtime", exc)
+"""
+
+
+class PythonCodeError(SandboxError):
+    """Python code failed: it raised, did not define `main`, returned no JSON, or went over a limit.
+    `kind` says which (`syntax`, `no_main`, `runtime`, `not_json`, `memory`, `timeout`,
+    `output`, `crashed`)."""
+
+    def __init__(self, kind: str, message: str, line: int | None = None) -> None:
+        super().__init__(message, line)
+        self.kind = kind
+
+
+async def run_python(
+    code: str,
+    input: Any,
+    nodes: Any,
+    *,
+    timeout_s: float,
+    memory_mb: int,
+    max_output_bytes: int,
+    executable: str | None = None,
+) -> Any:
+    """`main(input, nodes)` of `code`, run in a child interpreter under the limits; its JSON value."""
+    request = {
+        "code": code,
+        "input": input,
+        "nodes": nodes,
+        "limits": {
+            "cpu_s": max(1, math.ceil(timeout_s)),
+            "memory": memory_mb * 1024 * 1024,
+            "file_size": FILE_SIZE_BYTES,
+        },
+    }
+    argv = [executable or sys.executable, "-I", "-S", "-X", "utf8", "-c", _CHILD]
+    result = await run_program(
+        argv,
+        env={"LANG": "C.UTF-8"},
+        timeout_s=timeout_s,
+        max_output_bytes=max_output_bytes,
+        stdin=json.dumps(request).encode(),
+    )
+    log = result.stderr_tail.strip()
+    if result.timed_out:
+        raise PythonCodeError("timeout", f"the Python code ran longer than {timeout_s:g} s and was stopped")
+    if result.output_over_cap:
+        raise PythonCodeError("output", f"the result is larger than the limit of {max_output_bytes} bytes")
+    if result.exit_code is not None and result.exit_code < 0:
+        if -result.exit_code == 24:  # SIGXCPU: RLIMIT_CPU
+            raise PythonCodeError(
+                "timeout", f"the Python code used more than {request['limits']['cpu_s']} s of CPU time"
+            )
+        raise PythonCodeError("crashed", f"the Python process was killed by signal {-result.exit_code}{_tail(log)}")
+    try:
+        reply = json.loads(result.stdout)
+    except ValueError:
+        raise PythonCodeError(
+            "crashed", f"the Python process exited ({result.exit_code}) without a result{_tail(log)}"
+        ) from None
+    if "error" in reply:
+        error = reply["error"]
+        kind, name, message = error["kind"], error["type"], error["message"]
+        if kind == "memory":
+            raise PythonCodeError("memory", f"the Python code used more than the memory limit of {memory_mb} MB")
+        raise PythonCodeError(kind, f"{name}: {message}" if kind != "no_main" else message, error.get("line"))
+    return reply["value"]
+
+
+def _tail(log: str) -> str:
+    lines = [line for line in log.splitlines() if line.strip()][-5:]
+    return (": " + " | ".join(lines)) if lines else ""

@@ -76,6 +76,10 @@ def _template_texts(node: NodeBase) -> Iterator[str]:
     prompt = node_field(node, "mcp_prompt", None)
     if prompt is not None:
         yield from prompt.arguments.values()
+    decided_by = node_field(node, "condition_llm", None)
+    if decided_by is not None:
+        yield decided_by.prompt
+        yield decided_by.system_text()
     for text in node_field(node, "command", None) or ():
         yield text
     stdin = node_field(node, "stdin", None)

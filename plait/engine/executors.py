@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from plait.engine.llm_call import run_llm_call
+from plait.engine.llm_condition import run_llm_condition
 from plait.engine.program_nodes import run_code, run_tool
 from plait.engine.render import build_view, js_scope, prompt_budget
 from plait.engine.results import Timer, checked_output, node_snapshot
@@ -66,8 +67,11 @@ async def _evaluate(node: NodeBase, state: RunState, rt: Runtime, expression: st
 
 
 async def run_condition(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
-    """CONDITION: evaluate `condition_expr` in the sandbox; the output is `{"branch": key}` (`branch_key`)."""
+    """CONDITION: evaluate `condition_expr` in the sandbox, or ask the model (`condition_llm`);
+    the output is `{"branch": key}` (`branch_key`)."""
     assert isinstance(node, ConditionNode)
+    if node.condition_expr is None:
+        return await run_llm_condition(node, state, rt)
     value, result = await _evaluate(node, state, rt, node.condition_expr)
     if result.phase == Phase.FAILED:
         return result

@@ -60,17 +60,27 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
     return await _attempts(node, request, state.compiled.contracts[node.id], snapshot, rt, state)
 
 
+async def ask(node: LlmCallNode, contract: OutputContract, state: RunState, rt: Runtime) -> NodeResult:
+    """One question to the model under `contract`, with the node's retries (no tools, no MCP
+    inputs): what a CONDITION decided by a model asks."""
+    counter = rt.counter(node.model_role, node.model_id_override)
+    request, snapshot = build_request(node, state, counter, contract=contract)
+    return await _attempts(node, request, contract, snapshot, rt, state)
+
+
 def build_request(
     node: LlmCallNode,
     state: RunState,
     counter: TokenCounter = ESTIMATE,
     fewshot: FewshotLookup | None = None,
     mcp: McpInputs | None = None,
+    contract: OutputContract | None = None,
 ) -> tuple[ChatRequest, dict[str, Any]]:
     """The chat request a node sends in this state, and its input snapshot (also `--dry-run`'s view).
     `counter`: the tokenizer of the model serving the node, for `token_budget_input`; `fewshot`:
     where corrected examples come from (`use_overrides_as_fewshot`), appended to the system prompt;
-    `mcp`: the resources and prompt the node's MCP servers gave."""
+    `mcp`: the resources and prompt the node's MCP servers gave; `contract`: the answer's schema
+    when it is not the out-edges' (a CONDITION decided by a model)."""
     view = build_view(state, node)
     if mcp is not None and mcp.fields:
         view.context_slice.update(mcp.fields)
@@ -91,7 +101,7 @@ def build_request(
         messages = mcp.inject(messages)
         system = next((m["content"] for m in messages if m["role"] == "system"), None)
         user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    contract = state.compiled.contracts[node.id]
+    contract = contract or state.compiled.contracts[node.id]
     request = ChatRequest(
         node_id=node.id,
         messages=messages,

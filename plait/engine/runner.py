@@ -27,6 +27,7 @@ from plait.engine.compiled import load_compiled
 from plait.engine.events import EventBus
 from plait.engine.executors import SUPPORTED
 from plait.engine.fewshot import FewshotSource
+from plait.engine.llm_condition import asker
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.program_nodes import refusal
 from plait.engine.restore import restore, restore_ledger
@@ -290,6 +291,9 @@ class Engine:
             if node.type == NodeType.LLM_CALL:
                 self._check_mcp_servers(node)
                 self._check_provider(node)
+            call = asker(node)
+            if call is not None:
+                self._check_provider(call)
             problem = refusal(node, self.runtime.tools, self.runtime.code)
             if problem is not None:
                 raise EngineError(problem)

@@ -155,12 +155,51 @@ class LlmCallNode(NodeBase):
         return self
 
 
+ChoiceKey = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_ .:-]*$")]
+
+
+class ConditionLlm(PlaitModel):
+    """A CONDITION decided by a model: it picks one of `choices`, under a schema that allows no other."""
+
+    prompt: NonEmptyStr
+    """A template: the question, with what the model needs to decide it."""
+    choices: Annotated[list[ChoiceKey], Field(min_length=2, max_length=50)]
+    """The keys the model picks from; out-edges are selected by `condition_key` as with `condition_expr`."""
+    system_prompt: str | None = None
+    """A template; by default the model is told to answer with one of the choices."""
+    model_role: NonEmptyStr = "chat"
+    max_retries: Annotated[int, Field(ge=0, le=20)] = 1
+    """More attempts when an answer is not one of the choices (each sees what was wrong)."""
+
+    @model_validator(mode="after")
+    def _distinct(self) -> ConditionLlm:
+        if len(set(self.choices)) != len(self.choices):
+            raise ValueError("choices must be distinct")
+        return self
+
+    def system_text(self) -> str:
+        """The system prompt the model is sent (the choices are keys, so this needs no escaping)."""
+        listed = ", ".join(f'"{choice}"' for choice in self.choices)
+        told = f'Answer with a JSON object {{"branch": CHOICE}}, CHOICE being exactly one of: {listed}'
+        if self.system_prompt:
+            return f"{self.system_prompt}\n\n{told}"
+        return f"You decide which way a workflow goes. {told}"
+
+
 class ConditionNode(NodeBase):
     """Chooses which out-edges are taken; the others are skipped, and skipping propagates."""
 
     type: Literal[NodeType.CONDITION] = NodeType.CONDITION
-    condition_expr: str
+    condition_expr: str | None = None
     """JS expression over `input`, `nodes`, `current`; its value selects out-edges by `condition_key`."""
+    condition_llm: ConditionLlm | None = None
+    """Or a model decides: it answers one of the choices, which selects out-edges the same way."""
+
+    @model_validator(mode="after")
+    def _one_way_to_decide(self) -> ConditionNode:
+        if (self.condition_expr is None) == (self.condition_llm is None):
+            raise ValueError("a CONDITION needs exactly one of condition_expr or condition_llm")
+        return self
 
 
 class MergeNode(NodeBase):

@@ -19,12 +19,13 @@ from typing import Any
 
 from plait.engine.contracts import OutputContract
 from plait.engine.llm_call import build_request
+from plait.engine.llm_condition import asker, choice_contract
 from plait.engine.runtime import Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.pool import DEFAULT_ANSWER_TOKENS
 from plait.llm.tokens import count_messages
 from plait.model.graph import GraphDef
-from plait.model.nodes import LlmCallNode, NodeType
+from plait.model.nodes import ConditionNode, LlmCallNode, NodeType
 
 
 @dataclass
@@ -97,6 +98,8 @@ async def _node(
     dry = DryNode(node_id, str(node.type))
     if isinstance(node, LlmCallNode):
         await _render(node, state, runtime, dry)
+    elif (call := asker(node)) is not None and isinstance(node, ConditionNode) and node.condition_llm is not None:
+        await _render(call, state, runtime, dry, choice_contract(node.condition_llm))
     if node_id in given:
         output: Any = given[node_id]
     elif node.type == NodeType.MERGE:
@@ -113,7 +116,11 @@ async def _node(
     return dry
 
 
-async def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: DryNode) -> None:
+async def _render(
+    node: LlmCallNode, state: RunState, runtime: Runtime, dry: DryNode, contract: OutputContract | None = None
+) -> None:
+    """The node's request as it would be sent now (`contract`: the answer's schema, when it is
+    not the out-edges')."""
     if node.mcp_prompt is not None:
         ref = node.mcp_prompt
         dry.problems.append(
@@ -128,7 +135,7 @@ async def _render(node: LlmCallNode, state: RunState, runtime: Runtime, dry: Dry
         uris = ", ".join(f"{r.server_id}:{r.uri}" for r in node.mcp_resources)
         dry.problems.append(f"MCP resources ({uris}) are read when the node runs and are not shown here")
     counter = runtime.counter(node.model_role, node.model_id_override)
-    request, _ = build_request(node, state, counter)
+    request, _ = build_request(node, state, counter, contract=contract)
     dry.messages = request.messages
     dry.response_format = request.response_format
     counted = await runtime.count_tokens(request.messages)  # the embedded model counts its own chat template

@@ -49,7 +49,8 @@ def recorded_request(record: NodeRunRecord) -> ChatRequest:
     """The request the node run sent, rebuilt from its input snapshot alone; ReplayError when
     the node run is no recorded model call."""
     snapshot = record.input_snapshot or {}
-    if snapshot.get("node_type") != "LLM_CALL" or "rendered_user_prompt" not in snapshot:
+    # LLM_CALLs, and CONDITIONs decided by a model (`condition_llm`), record their request alike
+    if snapshot.get("node_type") not in ("LLM_CALL", "CONDITION") or "rendered_user_prompt" not in snapshot:
         raise ReplayError(f"node run {record.id} ({record.node_id}) is not a recorded model call: nothing to replay")
     config = snapshot.get("model_config") or {}
     messages = [{"role": "user", "content": snapshot["rendered_user_prompt"]}]

@@ -72,6 +72,7 @@ REQUIRED_ERROR_CODES = {
         "no_entry",
         "dangling_edge",
         "missing_condition_key",
+        "condition_key_not_a_choice",
         "schema_conflict",
         "not_upstream",
         "data_in_system_prompt",

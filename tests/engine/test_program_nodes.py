@@ -17,8 +17,8 @@ import yaml
 from plait.config import CodeConfig, ToolsConfig
 from plait.engine.runner import Engine, EngineError, RunOutcome
 from plait.model.enums import RunStatus
-from plait.runs.start import start_run
 from plait.store import Store
+from tests.engine.test_engine import execute
 
 SH = shutil.which("sh") or "/bin/sh"
 ENV = shutil.which("env") or "/usr/bin/env"
@@ -33,16 +33,10 @@ def run_graph(
     edges = [{"source": a["id"], "target": b["id"]} for a, b in itertools.pairwise(nodes)]
     graph = tmp_path / "graph.yaml"
     graph.write_text(yaml.safe_dump({"id": "programs", "nodes": nodes, "edges": edges}, sort_keys=False))
-    run_id = start_run(store, str(graph), run_input)
-    engine = Engine(store, None, tools=config.get("tools", TOOLS), code=config.get("code", PYTHON))
-
-    async def go() -> RunOutcome:
-        try:
-            return await engine.run(run_id)
-        finally:
-            await engine.aclose()
-
-    return asyncio.run(go()), store, run_id
+    outcome = execute(
+        store, str(graph), None, run_input, tools=config.get("tools", TOOLS), code=config.get("code", PYTHON)
+    )
+    return outcome, store, outcome.run_id
 
 
 def node_error(store: Store, run_id: str, node_id: str) -> dict[str, Any]:
@@ -196,3 +190,30 @@ def test_a_cleanup_program_not_on_the_allow_list_is_refused_too(store: Store, tm
     node = {"id": "t", "type": "TOOL", "command": [SH, "-c", "exit 1"], "cleanup": ["rm", "-rf", "/tmp/x"]}
     with pytest.raises(EngineError, match=r"its cleanup runs 'rm', which plait.toml \[tools\] allow does not list"):
         run_graph(store, tmp_path, [node], {})
+
+
+def test_a_corrected_tool_output_reruns_the_code_that_read_it(store: Store, tmp_path: Path) -> None:
+    """TOOL and CODE nodes are corrected like any node: override the program's output with
+    RERUN, and the CODE node downstream runs again on the corrected value."""
+    from plait.model.enums import DownstreamPolicy
+    from plait.runs.corrections import Corrections
+
+    tool = {"id": "t", "type": "TOOL", "command": [SH, "-c", "echo 3"]}
+    code = {"id": "c", "type": "CODE", "code": "return {double: Number(nodes.t.text) * 2};"}
+    outcome, store, run_id = run_graph(store, tmp_path, [tool, code], {})
+    assert outcome.output == {"double": 6}
+    result = Corrections(store).override(run_id, "t", {"text": "21"}, policy=DownstreamPolicy.RERUN)
+    assert result.queued == ["c"]
+    engine = Engine(store, None, tools=TOOLS, code=PYTHON)
+
+    async def resume() -> RunOutcome:
+        try:
+            return await engine.run(run_id)
+        finally:
+            await engine.aclose()
+
+    again = asyncio.run(resume())
+    assert again.status == RunStatus.COMPLETED
+    assert again.output == {"double": 42}
+    latest = max((n for n in store.runs.node_runs(run_id) if n.node_id == "c"), key=lambda n: n.activation)
+    assert latest.activation == 2

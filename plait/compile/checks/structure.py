@@ -8,7 +8,7 @@ from collections import Counter
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
 from plait.model.graph import END
-from plait.model.nodes import NodeType, node_field
+from plait.model.nodes import NodeBase, NodeType, node_field
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 
@@ -156,6 +156,12 @@ def check_topology(ctx: CheckContext) -> None:
                 )
 
 
+def _choices(node: NodeBase) -> list[str] | None:
+    """The keys a model may answer for a CONDITION decided by a model (None for an expression)."""
+    decided_by = node_field(node, "condition_llm", None)
+    return None if decided_by is None else list(decided_by.choices)
+
+
 def check_branching(ctx: CheckContext) -> None:
     """Edges leaving a CONDITION carry a `condition_key`, and it has some (a warning); other
     edges carry none (a warning); a MERGE has at least two in-edges (a warning)."""
@@ -171,7 +177,19 @@ def check_branching(ctx: CheckContext) -> None:
                     hint="add edges with `condition_key:` for each outcome",
                     warning=True,
                 )
+            choices = _choices(node)
             for edge in outs:
+                if edge.condition_key is not None and choices is not None and edge.condition_key not in choices:
+                    ctx.report(
+                        PLANNING,
+                        "condition_key_not_a_choice",
+                        f"edge from CONDITION '{node_id}' to '{edge.target_node_id}' has condition_key "
+                        f"{edge.condition_key!r}, which is not one of its condition_llm choices",
+                        edge_id=edge.id,
+                        node_id=node_id,
+                        path=ctx.edge_path(edge.id, "condition_key"),
+                        hint=f"use one of {', '.join(choices)}, or add {edge.condition_key!r} to the choices",
+                    )
                 if edge.condition_key is None:
                     ctx.report(
                         PLANNING,

@@ -14,6 +14,7 @@ from plait.compile.schemas import PathStatus, declared_fields, lookup_path
 from plait.compile.template_types import Segment, TemplateError
 from plait.compile.templates import parse_template, split_path
 from plait.model.nodes import (
+    ConditionNode,
     HumanReviewNode,
     LlmCallNode,
     MapNode,
@@ -56,6 +57,9 @@ def template_fields(node: NodeBase) -> Iterator[TemplateField]:
         if node.mcp_prompt is not None:
             for key, arg in node.mcp_prompt.arguments.items():
                 yield TemplateField(("mcp_prompt", "arguments", key), arg)
+    elif isinstance(node, ConditionNode) and node.condition_llm is not None:
+        yield TemplateField(("condition_llm", "prompt"), node.condition_llm.prompt)
+        yield TemplateField(("condition_llm", "system_prompt"), node.condition_llm.system_text(), system=True)
     elif isinstance(node, HumanReviewNode) and node.review_prompt is not None:
         yield TemplateField(("review_prompt",), node.review_prompt)
     elif isinstance(node, ToolNode):

@@ -8,6 +8,7 @@ which leaves them resumable (the next start, or `plait resume`, continues them).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -128,11 +129,15 @@ def _lifespan(
             llm=describe_llm(settings.llm, settings.config),  # stored on its runs: they go on with this model
         )
         app.state.plait = ServerState(settings, store, provider, config, executor, events)
+        waker: asyncio.Task[None] | None = None
         try:
             if settings.resume_on_start:
                 await executor.recover()
+                waker = asyncio.create_task(executor.wake_due(), name="plait-wake-due")
             yield
         finally:
+            if waker is not None:
+                waker.cancel()
             await executor.aclose()
             close_shared_sandbox()  # the readers' sandbox (migrations on read): killed, not waited for
             if own_store:

@@ -40,6 +40,8 @@ from plait.store import RunRecord, Store, StoredGraph
 log = logging.getLogger("plait.api")
 
 RECOVER_PAGE = 500
+WAKE_POLL_S = 1.0
+"""How often the server looks for runs whose WAIT is due: a parked run continues within this."""
 
 
 class ServiceStopping(Exception):
@@ -151,6 +153,20 @@ class RunExecutor:
         if launched:
             log.info("resuming %d runs left unfinished: %s", len(launched), ", ".join(launched))
         return launched
+
+    async def wake_due(self) -> None:
+        """Until the server stops: continue each run parked by WAIT nodes once it is due, whoever
+        parked it (this server before a restart, a `plait run` that was stopped, another server)."""
+        while not self._stopping:
+            try:
+                for run_id in await asyncio.to_thread(self.store.runs.due, time.time()):
+                    if self.launch(run_id):
+                        self.events.emit("run:resumed", run_id, None, reason="due")
+            except ServiceStopping:
+                return
+            except Exception:  # a database hiccup must not end the waking for good
+                log.exception("continuing the runs whose WAIT is due failed; trying again")
+            await asyncio.sleep(WAKE_POLL_S)
 
     async def aclose(self) -> None:
         """Stop every run (they stay resumable: the next start or `plait resume` continues them)."""

@@ -304,6 +304,9 @@ class RunOut(BaseModel):
     tokens_output: int
     cost_usd: float
     execution_s: float = Field(0.0, description="Seconds engines spent executing it (people's time excluded).")
+    wake_at: float | None = Field(
+        None, description="A run paused by WAIT nodes continues at this time (Unix seconds); null otherwise."
+    )
     corrections: int = Field(0, description="Corrections made to it so far.")
     llm: dict[str, Any] | None = Field(None, description="The model it executes on (never a secret).")
     llm_history: list[dict[str, Any]] = Field(

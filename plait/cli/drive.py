@@ -46,6 +46,29 @@ def mcp_servers(config: str | None) -> Any:
         fail(str(exc))
 
 
+async def _until_done(engine: Any, store: Any, run_id: str, *, quiet: bool) -> Any:
+    """Drive the run; when WAIT nodes park it, wait here until it is due and drive it again. The
+    run holds no lease meanwhile: stopped (Ctrl-C), it stays parked, and `plait resume` or
+    `plait serve` continues it."""
+    import asyncio
+    import time
+    from datetime import datetime
+
+    from plait.model.enums import RunStatus
+
+    while True:
+        outcome = await engine.run(run_id)
+        wake_at = store.runs.get(run_id).wake_at if outcome.status == RunStatus.PAUSED else None
+        if wake_at is None:
+            return outcome
+        if not quiet:
+            when = datetime.fromtimestamp(wake_at).astimezone().isoformat(timespec="seconds")
+            sys.stderr.write(
+                f"waiting until {when} (a WAIT node); Ctrl-C leaves the run parked: plait resume {run_id}\n"
+            )
+        await asyncio.sleep(max(0.0, wake_at - time.time()))
+
+
 def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output: bool = True) -> None:
     """Drive the run and report how it ended; `show_output=False` keeps the run output off stdout
     (a correction prints the corrected value there instead). Always exits, with the run's code."""
@@ -64,7 +87,7 @@ def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output
 
     try:
         with view if view is not None else nullcontext():
-            outcome = interrupt.run(engine.run(run_id), cleanup=engine.aclose)
+            outcome = interrupt.run(_until_done(engine, store, run_id, quiet=how.quiet), cleanup=engine.aclose)
     except EngineError as exc:
         fail(str(exc))
     except interrupt.Interrupted:

@@ -65,7 +65,7 @@ def compile_file(path: str | os.PathLike[str], *, _chain: tuple[str, ...] = ()) 
 
 _JAVASCRIPT_KEYS = (b"_expr", b"code")
 """Keys whose values the compiler hands to the JavaScript parser (`condition_expr`,
-`transform_expr`, `while_expr`, `migrate_expr`, CODE `code`); a false positive only loads
+`transform_expr`, `while_expr`, `until_expr`, `migrate_expr`, CODE `code`); a false positive only loads
 QuickJS for nothing."""
 
 

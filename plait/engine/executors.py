@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from plait.engine.llm_call import run_llm_call
@@ -106,14 +107,62 @@ async def run_human_review(node: NodeBase, state: RunState, rt: Runtime) -> Node
     return NodeResult(Phase.WAITING, snapshot=snapshot)
 
 
+PARK_AFTER_S = 2.0
+"""A WAIT due later than this parks the run (no task held) instead of sleeping in it."""
+
+
 async def run_wait(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
-    """WAIT: sleep `delay_s` (or until `until`), then pass `current` on unchanged as the output."""
+    """WAIT: once it is due, pass `current` on unchanged as the output. Due within `PARK_AFTER_S`,
+    it sleeps; due later, the node waits (parked) and the run pauses until then, holding no task:
+    whoever continues the run at its `wake_at` (`plait serve`, the waiting `plait run`,
+    `plait resume`) executes the node again, with the same due time."""
     assert isinstance(node, WaitNode)
     timer = Timer()
-    delay = node.delay_s if node.delay_s is not None else max(0.0, node.until.timestamp() - time.time())  # type: ignore[union-attr]
-    await asyncio.sleep(delay)
-    value = state.current_for(node.id)
-    return NodeResult.completed(value, node_snapshot(node, state, {}, delay_s=delay), [timer.attempt()])
+    due = state.wait_due.get(node.id)
+    if due is None:
+        found = await _due_time(node, state, rt)
+        if isinstance(found, NodeResult):
+            return found
+        due = state.wait_due[node.id] = found
+    left = due - time.time()
+    snapshot = node_snapshot(node, state, {}, due_at=due)
+    if left > PARK_AFTER_S:
+        return NodeResult(Phase.WAITING, snapshot=snapshot)
+    await asyncio.sleep(max(0.0, left))
+    state.wait_due.pop(node.id, None)
+    return NodeResult.completed(state.current_for(node.id), snapshot, [timer.attempt()])
+
+
+async def _due_time(node: WaitNode, state: RunState, rt: Runtime) -> float | NodeResult:
+    """When the WAIT is due (Unix seconds), or the failed result of an `until_expr` that gives no time."""
+    if node.delay_s is not None:
+        return time.time() + node.delay_s
+    if node.until is not None:
+        until = node.until if node.until.tzinfo is not None else node.until.replace(tzinfo=UTC)
+        return until.timestamp()
+    assert node.until_expr is not None
+    value, result = await _evaluate(node, state, rt, node.until_expr)
+    if result.phase == Phase.FAILED:
+        return result
+    due = due_from(value)
+    if due is None:
+        message = f"until_expr gave {value!r}: give an ISO 8601 time with its offset, or Unix seconds"
+        return NodeResult.failed(result.snapshot, result.attempts, kind="expression", message=message)
+    return due
+
+
+def due_from(value: Any) -> float | None:
+    """A time an `until_expr` gave, as Unix seconds: a number, or an ISO 8601 text (UTC when it
+    names no offset); None for anything else."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
+    return None
 
 
 async def run_llm(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:

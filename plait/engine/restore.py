@@ -24,6 +24,9 @@ def restore(state: RunState, records: list[NodeRunRecord]) -> None:
             state.set_phase(node_id, Phase.SKIPPED)
         elif rec.status == NodeStatus.FAILED:
             state.set_phase(node_id, Phase.FAILED)
+        elif rec.input_snapshot is not None and "due_at" in rec.input_snapshot and not rec.status.ended:
+            # a parked WAIT: executed again, with the time it was given when it was first reached
+            state.wait_due[node_id] = float(rec.input_snapshot["due_at"])
         elif rec.status == NodeStatus.PENDING and rec.input_snapshot is not None:
             state.set_phase(node_id, Phase.WAITING)  # a HUMAN_REVIEW parked for a person
         elif rec.status == NodeStatus.PENDING and rec.no_cache:

@@ -324,7 +324,14 @@ class Scheduler:
                 cost_usd=result.cost_usd,
             )
         elif result.phase == Phase.WAITING:
-            events.emit("run:paused", self.run_id, node_id, review_prompt=result.snapshot.get("review_prompt"))
+            snapshot = result.snapshot
+            events.emit(
+                "run:paused",
+                self.run_id,
+                node_id,
+                review_prompt=snapshot.get("review_prompt"),
+                due_at=snapshot.get("due_at"),
+            )
         else:
             events.emit("node:error", self.run_id, node_id, error=result.error)
 
@@ -355,7 +362,9 @@ class Scheduler:
             self.kernel.events.emit("workflow:error", self.run_id, failed, error=error)
             return RunOutcome(self.run_id, RunStatus.FAILED, None, error)
         if Phase.WAITING in phases.values():
-            if not await self._end(RunStatus.PAUSED):
+            # parked WAITs: the run continues at the first one's time (a review waits for a person)
+            due = [self.state.wait_due[n] for n, p in phases.items() if p == Phase.WAITING and n in self.state.wait_due]
+            if not await self._end(RunStatus.PAUSED, wake_at=min(due, default=None)):
                 return None
             return RunOutcome(self.run_id, RunStatus.PAUSED)
         output = self.state.run_output()
@@ -364,11 +373,15 @@ class Scheduler:
         self.kernel.events.emit("workflow:complete", self.run_id, output=output)
         return RunOutcome(self.run_id, RunStatus.COMPLETED, output)
 
-    async def _end(self, status: RunStatus, output: Any = None, error: dict[str, Any] | None = None) -> bool:
+    async def _end(
+        self, status: RunStatus, output: Any = None, error: dict[str, Any] | None = None, wake_at: float | None = None
+    ) -> bool:
         """Commit the outcome unless a correction arrived since the last commit: then take it up
         (False: the run goes on if it left work to do; `_conclude` is asked again when idle)."""
         active = time.monotonic() - self.began
-        end = EndRun(self.run_id, self.kernel.owner, status, output, error, seen=self.seen, active_s=active)
+        end = EndRun(
+            self.run_id, self.kernel.owner, status, output, error, seen=self.seen, active_s=active, wake_at=wake_at
+        )
         if (await self.kernel.commits.submit([end]))[0]:
             self.ended = True
             return True

@@ -164,6 +164,8 @@ class RunState:
         """Field ledger: the frozen fields of each owner's newest version."""
         self.fresh: dict[str, int] = {}
         """Node id -> the activation an explicit rerun queued: its model call skips the response cache."""
+        self.wait_due: dict[str, float] = {}
+        """WAIT node id -> when it is due (Unix seconds), once computed: a parked WAIT keeps its time."""
 
     # -- recording -------------------------------------------------------------------------------------------
 

@@ -282,16 +282,21 @@ class LoopNode(_SubgraphCall):
 
 
 class WaitNode(NodeBase):
-    """Holds its successors back for `delay_s` seconds or until a point in time (exactly one)."""
+    """Holds its successors back for `delay_s` seconds, until a point in time (`until`), or until
+    the time a JavaScript expression gives (`until_expr`): exactly one of the three. A wait of
+    more than a moment parks the run (it holds no task) until it is due."""
 
     type: Literal[NodeType.WAIT] = NodeType.WAIT
     delay_s: Annotated[float, Field(ge=0)] | None = None
     until: datetime | None = None
+    until_expr: str | None = None
+    """JS over `input`, `nodes`, `current`: an ISO 8601 time (with its offset) or Unix seconds."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> WaitNode:
-        if (self.delay_s is None) == (self.until is None):
-            raise ValueError("a WAIT node needs exactly one of delay_s or until")
+        given = [name for name in ("delay_s", "until", "until_expr") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("a WAIT node needs exactly one of delay_s, until or until_expr")
         return self
 
 

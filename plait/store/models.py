@@ -133,6 +133,9 @@ GRAPH_RUN = Table(
     # Seconds engines spent executing the run, summed over its executions: the time a person
     # took between them (a review, a correction) is not in it, unlike `completed_at - started_at`.
     _required("active_s", Double, server_default=text("0")),
+    # A run parked by WAIT nodes is continued at this time (by `plait serve`, a worker, or the
+    # `plait run` that is waiting for it); None for every other run.
+    _optional("wake_at", Double),
     ForeignKeyConstraint(
         ["prompt_graph_def_id", "graph_def_ver"],
         ["prompt_graph_def_version.def_id", "prompt_graph_def_version.version"],
@@ -142,6 +145,7 @@ GRAPH_RUN = Table(
     Index("idx_pgr_wf_run", "workflow_run_id"),
     Index("idx_pgr_status", "status"),
     Index("idx_pgr_created", "created_at"),
+    Index("idx_pgr_wake", "wake_at"),
 )
 """A run, pinned to the graph version it started with."""
 

@@ -110,6 +110,8 @@ class EndRun:
     seen: int | None = None
     active_s: float = 0.0
     """Seconds this engine executed the run, added to the run's execution time."""
+    wake_at: float | None = None
+    """For a run paused by WAIT nodes: when it is due to continue."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,6 +368,7 @@ def _apply(
         "b_now": now,
         "b_completed": now if write.status in TERMINAL_RUN_STATUSES else None,
         "b_active": write.active_s,
+        "b_wake": write.wake_at,
     }
     if write.seen is not None:
         return run("end_run_seen", {**params, "b_seen": write.seen}).rowcount == 1
@@ -476,6 +479,7 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
             lease_owner=None,
             lease_expires_at=None,
             active_s=GRAPH_RUN.c.active_s + bindparam("b_active"),
+            wake_at=bindparam("b_wake"),
         )
     )
     end_run_seen = end_run.where(GRAPH_RUN.c.corrections == bindparam("b_seen"))

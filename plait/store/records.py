@@ -109,6 +109,8 @@ class RunRecord:
     """Each explicit change of that selection: {"at", "by", "from", "to"}."""
     active_s: float = 0.0
     """Seconds engines spent executing the run (the time people took between executions excluded)."""
+    wake_at: float | None = None
+    """When a run parked by its WAIT nodes is due to continue (None: it is not waiting for a time)."""
 
     def summary(self) -> dict[str, Any]:
         """The run as `plait runs list --json` and `GET /api/runs` present it."""
@@ -125,6 +127,7 @@ class RunRecord:
             "tokens_output": self.tokens_output,
             "cost_usd": self.cost_usd,
             "execution_s": self.active_s,
+            "wake_at": self.wake_at,
             "corrections": self.corrections,
             "llm": self.llm,
             "llm_history": list(self.llm_history),
@@ -243,6 +246,7 @@ def run_from_row(row: Any) -> RunRecord:
         llm=row.llm_json,
         llm_history=tuple(row.llm_history_json or ()),
         active_s=row.active_s or 0.0,
+        wake_at=row.wake_at,
     )
 
 

@@ -216,3 +216,18 @@ def test_the_dashboard_shows_the_configuration_but_never_a_secret(
         assert SECRET not in server.client.get("/api/providers").text
     finally:
         next(served, None)
+
+
+def test_a_run_parked_by_a_wait_says_when_it_continues(server: Served, page: Any) -> None:
+    source = (
+        "plait: 1\nid: later\nnodes:\n  - {id: pause, type: WAIT, delay_s: 600}\n"
+        "  - {id: after, type: TRANSFORM, transform_expr: '({done: true})'}\n"
+        "edges:\n  - {source: pause, target: after}\n"
+    )
+    assert server.client.post("/api/graphs", json={"source": source}).status_code == 201
+    run_id = server.start("later", {})
+    parked = server.wait_status(run_id, "paused")
+    assert parked["wake_at"] is not None
+    page.goto(f"{server.url}/#/runs/{run_id}")
+    expect(page.get_by_test_id("wake-at")).to_contain_text("Parked by a WAIT node: the run continues at")
+    expect(page.locator('.box[data-node="pause"]')).to_have_attribute("data-status", "pending")

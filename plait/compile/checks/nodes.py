@@ -14,7 +14,7 @@ from plait.model.nodes import LlmCallNode, NodeBase, NodeType, node_field
 from plait.model.tools import ToolChoiceFunction, ToolHandler
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
-EXPRESSION_FIELDS = ("condition_expr", "transform_expr", "while_expr", "code")
+EXPRESSION_FIELDS = ("condition_expr", "transform_expr", "while_expr", "code", "until_expr")
 GRAPH_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 SyntaxKind = Literal["expression", "function", "body"]
@@ -23,6 +23,7 @@ _EXAMPLES = {
     "transform_expr": "({text: input.text.trim()})",
     "while_expr": "current.remaining > 0",
     "code": "return {count: input.text.split(' ').length};",
+    "until_expr": "input.send_at",
 }
 
 

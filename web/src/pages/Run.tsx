@@ -118,6 +118,11 @@ export function RunPage({ runId }: { runId: string }) {
           Stale: {detail.stale.join(", ")}. They read a value that was corrected since; rerun them to bring them up to date.
         </p>
       ) : null}
+      {detail.status === "paused" && detail.wake_at ? (
+        <p className="notice" role="status" data-testid="wake-at">
+          Parked by a WAIT node: the run continues at {when(detail.wake_at)} (the server picks it up then).
+        </p>
+      ) : null}
       {waiting ? (
         <p className="notice" role="status">
           Waiting for your review at <button type="button" className="link" onClick={() => { setSelected(waiting.id); setView("node"); }}>{waiting.label || waiting.id}</button>.

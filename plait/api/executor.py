@@ -42,6 +42,8 @@ log = logging.getLogger("plait.api")
 RECOVER_PAGE = 500
 WAKE_POLL_S = 1.0
 """How often the server looks for runs whose WAIT is due: a parked run continues within this."""
+WAKE_RETRY_S = 60.0
+"""How soon a due run the engine did not drive (it is still parked) is tried again."""
 
 
 class ServiceStopping(Exception):
@@ -157,11 +159,22 @@ class RunExecutor:
     async def wake_due(self) -> None:
         """Until the server stops: continue each run parked by WAIT nodes once it is due, whoever
         parked it (this server before a restart, a `plait run` that was stopped, another server)."""
+        woken: dict[str, tuple[float, float]] = {}  # run id -> (the wake_at it was woken for, when)
         while not self._stopping:
             try:
-                for run_id in await asyncio.to_thread(self.store.runs.due, time.time()):
+                now = time.time()
+                still: dict[str, tuple[float, float]] = {}  # only the runs due now are remembered
+                for run_id, wake_at in await asyncio.to_thread(self.store.runs.due, now):
+                    # A run the engine would not drive stays parked: try it again now and then,
+                    # not every second (a new wake_at, parked again, is woken at once).
+                    last = woken.get(run_id)
+                    if last is not None and last[0] == wake_at and now - last[1] < WAKE_RETRY_S:
+                        still[run_id] = last
+                        continue
+                    still[run_id] = (wake_at, now)
                     if self.launch(run_id):
                         self.events.emit("run:resumed", run_id, None, reason="due")
+                woken = still
             except ServiceStopping:
                 return
             except Exception:  # a database hiccup must not end the waking for good

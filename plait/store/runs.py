@@ -193,17 +193,17 @@ class RunRepository:
         with self._engine.connect() as conn:
             return [run_from_row(row) for row in conn.execute(query)]
 
-    def due(self, now: float, limit: int = 100) -> builtins.list[str]:
+    def due(self, now: float, limit: int = 100) -> builtins.list[tuple[str, float]]:
         """Runs parked by WAIT nodes whose time has come (paused, `wake_at` at or before `now`),
-        the earliest first."""
+        the earliest first, each with its `wake_at`."""
         query = (
-            select(GRAPH_RUN.c.id)
+            select(GRAPH_RUN.c.id, GRAPH_RUN.c.wake_at)
             .where(GRAPH_RUN.c.status == RunStatus.PAUSED.value, GRAPH_RUN.c.wake_at <= now)
             .order_by(GRAPH_RUN.c.wake_at)
             .limit(limit)
         )
         with self._engine.connect() as conn:
-            return [row.id for row in conn.execute(query)]
+            return [(row.id, float(row.wake_at)) for row in conn.execute(query)]
 
     def next_wake(self) -> float | None:
         """The earliest time a paused run is due to continue (None: no run waits for a time)."""

@@ -64,7 +64,7 @@ def test_a_longer_wait_parks_the_run_until_it_is_due_and_keeps_its_time(store: S
     assert store.runs.get(outcome.run_id).wake_at == record.wake_at
 
     time.sleep(max(0.0, record.wake_at - time.time()) + 0.1)
-    assert store.runs.due(time.time()) == [outcome.run_id]
+    assert store.runs.due(time.time()) == [(outcome.run_id, record.wake_at)]
     done = asyncio.run(resume())
     assert done.status == RunStatus.COMPLETED
     assert done.output == {"n": 2}

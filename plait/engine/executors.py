@@ -32,17 +32,6 @@ from plait.model.nodes import (
 
 Executor = Callable[[NodeBase, RunState, Runtime], Awaitable[NodeResult]]
 
-SUPPORTED = {
-    NodeType.LLM_CALL,
-    NodeType.CONDITION,
-    NodeType.MERGE,
-    NodeType.TRANSFORM,
-    NodeType.HUMAN_REVIEW,
-    NodeType.WAIT,
-    NodeType.TOOL,
-    NodeType.CODE,
-}
-
 
 def branch_key(value: Any) -> str:
     """CONDITION values compare as strings: true/false, numbers as written, null."""
@@ -181,3 +170,5 @@ EXECUTORS: dict[NodeType, Executor] = {
     NodeType.TOOL: run_tool,
     NodeType.CODE: run_code,
 }
+SUPPORTED = frozenset(EXECUTORS)
+"""The node types this engine executes: those it has an executor for."""

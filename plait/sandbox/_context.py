@@ -172,8 +172,3 @@ class Context:
             self.broken = True
             return ContextFailed(f"the JavaScript context failed: {text.partition(chr(10))[0]}")
         return exc
-
-    def memory_used(self) -> int:
-        """Bytes the runtime has allocated."""
-        stats: dict[str, Any] = self._js.memory()
-        return int(stats.get("malloc_size", 0))

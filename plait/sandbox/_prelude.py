@@ -110,8 +110,8 @@ const __PLAIT_RUNNER__ = (() => {
   defineProperty(g, "Function", { value: deniedFunction, writable: false, enumerable: false, configurable: false });
 
   // 2. Remove capabilities.
-  // Promise sources other than syntax go too: without `async` or `import` in its source, an
-  // expression cannot queue a microtask, so it needs no barrier (see _host.py).
+  // Promise sources other than syntax go too: only `async` and `import` can queue a microtask,
+  // and the host runs those only within the evaluation's deadline (see _context.py).
   delete Array.fromAsync;
   for (const name of [
     "eval", "WebAssembly", "Atomics", "SharedArrayBuffer", "FinalizationRegistry", "WeakRef",

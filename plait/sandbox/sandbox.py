@@ -224,6 +224,14 @@ class JsSandbox:
 
     # --- requests -----------------------------------------------------------------------------
 
+    def _begin(
+        self, kind: Kind, source: str, names: list[str], payload: str, timeout_s: float | None
+    ) -> tuple[float, Answer | None]:
+        """The checked time limit, and the answer when the calling thread could give it (`_quick`);
+        what both the sync and the async request do before they need a slot."""
+        limit = self._limit(kind, source, timeout_s)
+        return limit, self._quick(kind, source, names, payload, limit)
+
     def _limit(self, kind: Kind, source: str, timeout_s: float | None) -> float:
         """The time limit, checked against the cap; and the source's syntax. Nothing unchecked
         reaches a context."""
@@ -239,8 +247,7 @@ class JsSandbox:
     def _request(
         self, kind: Kind, source: str, names: list[str], payload: str, timeout_s: float | None, owner: str | None
     ) -> Any:
-        limit = self._limit(kind, source, timeout_s)
-        quick = self._quick(kind, source, names, payload, limit)
+        limit, quick = self._begin(kind, source, names, payload, timeout_s)
         if quick is not None:
             return self._result(quick)
         ticket = self._pool.request(owner)
@@ -263,8 +270,7 @@ class JsSandbox:
     async def _arequest(
         self, kind: Kind, source: str, names: list[str], payload: str, timeout_s: float | None, owner: str | None
     ) -> Any:
-        limit = self._limit(kind, source, timeout_s)
-        quick = self._quick(kind, source, names, payload, limit)
+        limit, quick = self._begin(kind, source, names, payload, timeout_s)
         if quick is not None:
             return self._result(quick)
         loop = asyncio.get_running_loop()

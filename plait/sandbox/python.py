@@ -25,6 +25,9 @@ from plait.sandbox.programs import run_program
 
 FILE_SIZE_BYTES = 64 * 1024 * 1024
 """The largest file the code may write in its temporary directory."""
+# RLIMIT_CPU is set a second above the wall-clock timeout: single-threaded code is stopped by the
+# timeout first (one clear message whatever the load); the CPU limit is the backstop for code
+# that burns several cores at once.
 
 _CHILD = r"""
 import json, os, resource, sys, traceback
@@ -103,7 +106,7 @@ async def run_python(
         "input": input,
         "nodes": nodes,
         "limits": {
-            "cpu_s": max(1, math.ceil(timeout_s)),
+            "cpu_s": math.ceil(timeout_s) + 1,
             "memory": memory_mb * 1024 * 1024,
             "file_size": FILE_SIZE_BYTES,
         },

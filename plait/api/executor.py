@@ -34,6 +34,7 @@ from plait.errors import Refusal
 from plait.llm.provider import Provider
 from plait.llm.select import LlmConfigError
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
+from plait.runs.children import settle
 from plait.runs.model_choice import Selection, label, provider_for
 from plait.store import RunRecord, Store, StoredGraph
 
@@ -77,6 +78,7 @@ class RunExecutor:
             "cache": cache,
             "mcp_servers": mcp_servers,
             "lease_ttl_s": lease_ttl_s,
+            "child_settled": settle(store),
             # no `graphs`: sub-runs name stored graphs only, a graph sent here must not make the server read its files
         }
         self.engine = Engine(store, provider, llm=llm, **self._engine_options)

@@ -307,6 +307,12 @@ class RunOut(BaseModel):
     wake_at: float | None = Field(
         None, description="A run paused by WAIT nodes continues at this time (Unix seconds); null otherwise."
     )
+    parent_run_id: str | None = Field(
+        None, description="A child run (of a SUBGRAPH, MAP or LOOP node): the run whose node started it."
+    )
+    parent_node_run_id: str | None = Field(None, description="A child run: the node run it belongs to.")
+    child_key: int | None = Field(None, description="A child run: its item or iteration, from 0 (0 for a SUBGRAPH).")
+    body: str | None = Field(None, description="A child run of an inline body: the path of node ids to it.")
     corrections: int = Field(0, description="Corrections made to it so far.")
     llm: dict[str, Any] | None = Field(None, description="The model it executes on (never a secret).")
     llm_history: list[dict[str, Any]] = Field(

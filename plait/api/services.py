@@ -68,6 +68,13 @@ async def apply_correction(
         state.events.emit("run:resumed", result.run_id, None, reason="review", by=by)
     if result.needs_run:
         state.executor.launch(result.run_id)
+    parent = result.parent
+    while parent is not None:  # a child's new output, passed on to the node that started it
+        for node_id in parent.stale:
+            state.events.emit("node:stale", parent.run_id, node_id)
+        if parent.needs_run:
+            state.executor.launch(parent.run_id)
+        parent = parent.parent
     return result
 
 

@@ -153,3 +153,9 @@ def _correct(
             provider = run_provider(store, result.run_id, how.llm, how.config, by=by)
             with downstream_report(store, result, how.quiet):
                 execute(store, provider, result.run_id, how, show_output=not facts)
+        parent = result.parent
+        while parent is not None:  # the parent node took the child's new output with a RERUN policy
+            if parent.needs_run:
+                provider = run_provider(store, parent.run_id, how.llm, how.config, by=by)
+                execute(store, provider, parent.run_id, how, show_output=False)
+            parent = parent.parent

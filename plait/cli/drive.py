@@ -77,10 +77,13 @@ def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output
     from plait.cli.outcome import report_outcome
     from plait.engine.runner import Engine, EngineError
     from plait.model.enums import RunStatus
+    from plait.runs.children import settle
     from plait.runs.start import local_graphs
 
     servers = mcp_servers(how.config)
-    engine = Engine(store, provider, cache=how.cache, mcp_servers=servers, graphs=local_graphs(store))
+    engine = Engine(
+        store, provider, cache=how.cache, mcp_servers=servers, graphs=local_graphs(store), child_settled=settle(store)
+    )
     view = None if how.quiet else LiveView(store, run_id)
     if view is not None:
         engine.events.subscribe(view.on_event)

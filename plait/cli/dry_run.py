@@ -38,7 +38,6 @@ def dry_run_command(
     from plait.runs.dry_run import dry_run
 
     graph = _graph(ref, db)
-    _warn_unexecutable(graph)
     missing = _unconfigured_mcp(graph, config)
     problems = input_violations(graph.input_schema, run_input, graph.schemas)
     if problems:
@@ -62,14 +61,6 @@ def dry_run_command(
     for problem in [*result.problems, *missing]:
         sys.stderr.write(f"plait: {problem}\n")
     raise typer.Exit(EXIT_INVALID if result.problems or missing else EXIT_OK)
-
-
-def _warn_unexecutable(graph: Any) -> None:
-    """What `plait validate` warns about too: node types a run of this release refuses."""
-    from plait.compile.checks.executable import HINT, message, unexecutable
-
-    for node in unexecutable(graph.nodes):
-        sys.stderr.write(f"warning: node '{node.id}': {message(node)}\n  hint: {HINT}\n")
 
 
 def _unconfigured_mcp(graph: Any, config: str | None) -> list[str]:

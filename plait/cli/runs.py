@@ -21,12 +21,15 @@ def list_runs(
     graph: Annotated[str | None, typer.Option("--graph", help="Only runs of this graph (id or slug).")] = None,
     status: Annotated[str | None, typer.Option("--status", help="Only runs with this status.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 50,
+    children: Annotated[
+        bool, typer.Option("--children", help="Include child runs (of SUBGRAPH, MAP and LOOP nodes).")
+    ] = False,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first (child runs with --children)."""
     with store_for(db) as store:
-        runs = store.runs.list(graph=graph, status=status, limit=limit)
+        runs = store.runs.list(graph=graph, status=status, limit=limit, children=children)
     if json_output:
         print_json([r.summary() for r in runs])
         return

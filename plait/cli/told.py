@@ -53,7 +53,15 @@ def tell(facts: dict[str, Any], result: Any, json_output: bool, quiet: bool) -> 
     """Print what the correction did. With --json (and no run to drive after it) one object on stdout."""
     shown = {k: v for k, v in facts.items() if k != "said"}
     if json_output:
-        print_json({"run_id": result.run_id, **shown, "stale": result.stale, "queued": result.queued})
+        print_json(
+            {
+                "run_id": result.run_id,
+                **shown,
+                "stale": result.stale,
+                "queued": result.queued,
+                "parents": [{"run_id": p.run_id, "stale": p.stale, "queued": p.queued} for p in _parents(result)],
+            }
+        )
         return
     value = shown.get("effective_output", shown.get("value"))
     if facts:
@@ -71,6 +79,20 @@ def tell(facts: dict[str, Any], result: Any, json_output: bool, quiet: bool) -> 
         sys.stderr.write("downstream: nothing read the old value; nothing changed\n")
     if result.queued:
         sys.stderr.write(f"rerunning: {', '.join(result.queued)}\n")
+    parent = getattr(result, "parent", None)
+    while parent is not None:  # a child run's new output, passed on to the node that started it
+        stale = f"; stale now: {', '.join(parent.stale)}" if parent.stale else ""
+        queued = f"; rerunning: {', '.join(parent.queued)}" if parent.queued else ""
+        sys.stderr.write(f"passed on to the parent run {parent.run_id}{stale}{queued}\n")
+        parent = parent.parent
+
+
+def _parents(result: Any) -> list[Any]:
+    found, parent = [], getattr(result, "parent", None)
+    while parent is not None:
+        found.append(parent)
+        parent = parent.parent
+    return found
 
 
 @contextmanager

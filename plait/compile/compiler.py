@@ -1,4 +1,5 @@
-"""The compiler: load → structural, schema, node and template passes → skill expansion.
+"""The compiler: load → structural, schema, node and template passes → skill expansion →
+child graphs embedded.
 
 `compile_file` is what `plait validate` runs. It never raises for a bad graph:
 every problem comes back in `CompileResult.errors` (all of them, not the first),
@@ -13,9 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from plait.compile.checks import executable, structure, templates
+from plait.compile.bodies import embed_bodies
 from plait.compile.checks import nodes as node_checks
 from plait.compile.checks import schemas as schema_checks
+from plait.compile.checks import structure, templates
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import GraphLoadError
 from plait.compile.load import LoadedGraph, load_graph
@@ -40,7 +42,6 @@ PASSES = (
     node_checks.check_tools,
     node_checks.check_context_include,
     templates.check_templates,
-    executable.check_executable,
 )
 
 
@@ -129,10 +130,19 @@ def _expand(result: CompileResult, loaded: LoadedGraph, chain: tuple[str, ...]) 
     result.warnings.extend(expansion.warnings)
     if expansion.errors:
         return
-    result.expanded = expansion.graph
+
+    def compile_body(doc: SourceDoc, sub_chain: tuple[str, ...]) -> CompileResult:
+        return compile_doc(doc, chain=sub_chain)
+
+    embedded = embed_bodies(expansion.graph, loaded, chain, compile_skill, compile_body)
+    result.errors.extend(embedded.errors)
+    result.warnings.extend(embedded.warnings)
+    if embedded.errors:
+        return
+    result.expanded = embedded.graph
     result.aliases = expansion.aliases
-    if expansion.graph is not loaded.graph:
+    if embedded.graph is not loaded.graph:
         result.topology = Topology.build(
-            [n.id for n in expansion.graph.nodes],
-            [(e.source_node_id, e.target_node_id) for e in expansion.graph.edges],
+            [n.id for n in embedded.graph.nodes],
+            [(e.source_node_id, e.target_node_id) for e in embedded.graph.edges],
         )

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from plait.compile.bodies import runs_graph
 from plait.compile.template_types import Template, TemplateError
 from plait.compile.templates import parse_template
 from plait.compile.topology import Topology
@@ -93,6 +94,8 @@ def _template_texts(node: NodeBase) -> Iterator[str]:
         yield from env.values()
     if node.skill_scope is not None:
         yield from _strings(node.skill_scope.inputs)
+    if runs_graph(node):
+        yield from _strings(node_field(node, "inputs", {}))
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -122,8 +125,14 @@ def _reads(node: NodeBase, templates: dict[str, Template], known: set[str]) -> I
     if node.type in (NodeType.TRANSFORM, NodeType.CONDITION):
         yield RUN_INPUT
     yield from (n for n in node.context_include or () if n == RUN_INPUT or n in known)
-    for name in PROMPT_FIELDS:
-        text = node_field(node, name, None)
+    texts = [node_field(node, name, None) for name in PROMPT_FIELDS]
+    if runs_graph(node):
+        texts.extend(_strings(node_field(node, "inputs", {})))
+        items = node_field(node, "items", None)
+        if isinstance(items, str):  # a MAP reads the list it fans out over
+            texts.append("{{ " + items + " }}")
+            templates = {**templates, **_parsed(iter(texts[-1:]))}
+    for text in texts:
         template = templates.get(text) if isinstance(text, str) else None
         for ref in template.refs if template is not None else ():
             root = ref.root

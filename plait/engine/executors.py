@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from plait.engine.graph_nodes import run_loop, run_map, run_subgraph
 from plait.engine.llm_call import run_llm_call
 from plait.engine.llm_condition import run_llm_condition
 from plait.engine.program_nodes import run_code, run_tool
@@ -169,6 +170,9 @@ EXECUTORS: dict[NodeType, Executor] = {
     NodeType.WAIT: run_wait,
     NodeType.TOOL: run_tool,
     NodeType.CODE: run_code,
+    NodeType.SUBGRAPH: run_subgraph,
+    NodeType.MAP: run_map,
+    NodeType.LOOP: run_loop,
 }
 SUPPORTED = frozenset(EXECUTORS)
 """The node types this engine executes: those it has an executor for."""

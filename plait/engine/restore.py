@@ -27,6 +27,8 @@ def restore(state: RunState, records: list[NodeRunRecord]) -> None:
         elif rec.input_snapshot is not None and "due_at" in rec.input_snapshot and not rec.status.ended:
             # a parked WAIT: executed again, with the time it was given when it was first reached
             state.wait_due[node_id] = float(rec.input_snapshot["due_at"])
+        elif rec.input_snapshot is not None and "waiting_for" in rec.input_snapshot and not rec.status.ended:
+            pass  # a node waiting for its child runs: executed again, it finds them where they are
         elif rec.status == NodeStatus.PENDING and rec.input_snapshot is not None:
             state.set_phase(node_id, Phase.WAITING)  # a HUMAN_REVIEW parked for a person
         elif rec.status == NodeStatus.PENDING and rec.no_cache:

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from plait.config import CodeConfig, McpServerConfig, ToolsConfig
+from plait.engine.child_runs import ChildGraph, ChildRuns, driven_by_parent
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
 from plait.engine.events import EventBus
@@ -38,7 +39,7 @@ from plait.engine.state import CompiledRun, RunState
 from plait.llm.provider import Provider
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.model.nodes import NodeBase, NodeType, node_field
-from plait.store import RunRecord, Store, StoredGraph
+from plait.store import ChildOf, RunRecord, Store, StoredGraph
 
 __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
 
@@ -125,6 +126,7 @@ class Engine:
         llm: dict[str, Any] | None = None,
         tools: ToolsConfig | None = None,
         code: CodeConfig | None = None,
+        child_settled: Callable[[RunRecord], str | None] | None = None,
     ):
         """`graphs`: how a WORKFLOW_TASK tool's graph reference is found; by default only stored
         graphs (the CLI lets it name graph files on this machine too; a server must not, so that
@@ -132,7 +134,12 @@ class Engine:
         `llm`: the model selection `provider` stands for, stored on the runs this engine creates
         (see `plait.runs.model_choice`).
         `tools`, `code`: what TOOL and CODE nodes may run (default: plait.toml's `[tools]` and
-        `[code]` in force)."""
+        `[code]` in force).
+        `child_settled`: called when a child run continued on its own (after a correction in
+        it) ended while its parent's node had already completed: passes the child's output on
+        to the parent (`plait.runs.children.settle`); returns a parent run to drive next, if any.
+        Without it such a child's new output stays in the child."""
+        self.child_settled = child_settled
         self.llm = llm
         _tune_collector()
         self.graphs = graphs or (lambda ref: stored_graph(store, ref))
@@ -152,6 +159,8 @@ class Engine:
         self._compiled: dict[tuple[str, int], CompiledRun] = {}
         self.commits = GroupCommit(store.runs.nodes)
         self.runtime.sub_run = self._sub_run
+        self.runtime.children = ChildRuns(self, self.graphs)
+        self.runtime.emit = self.events.emit
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
         would otherwise all be set up before any of them executes a node: the loop would run
@@ -160,25 +169,79 @@ class Engine:
     async def aclose(self) -> None:
         await self.runtime.aclose()
 
-    def compiled_for(self, graph_id: str, version: int) -> CompiledRun:
+    def compiled_for(self, graph_id: str, version: int, body: str | None = None) -> CompiledRun:
+        """A graph version (or, with `body`, an inline body in it) compiled for execution, once."""
         key = (graph_id, version)
         if key not in self._compiled:
             self._compiled[key] = load_compiled(self.store, graph_id, version)
-        return self._compiled[key]
+        return self._compiled[key].at(body)
 
     async def run(self, run_id: str) -> RunOutcome:
-        """Execute (or continue) a run until it completes, fails or pauses for a person."""
+        """Execute (or continue) a run until it completes, fails or pauses for a person. A child
+        run continued on its own (after a review or a correction in it) then continues its
+        parent, when the parent's node is waiting for it."""
         async with self._admitted() as set_up:
             record, acquired = self._begin(run_id)
             if not acquired:
                 return RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
-            compiled = self.compiled_for(record.graph_id, record.graph_version)
-            state = RunState(compiled, record.input or {}, run_id=run_id, graph_id=record.graph_id)
+            compiled = self.compiled_for(record.graph_id, record.graph_version, record.body)
+            state = RunState(
+                compiled,
+                record.input or {},
+                run_id=run_id,
+                graph_id=record.graph_id,
+                graph_version=record.graph_version,
+                body=record.body,
+            )
             if record.started_at is not None:  # a fresh run has no node runs to restore
                 restore(state, self.store.runs.node_runs(run_id))
                 restore_ledger(state, self.store, run_id)
             graph = (record.graph_slug, record.graph_version)
-            return await self._drive(run_id, state, graph, set_up, seen=record.corrections)
+            outcome = await self._drive(run_id, state, graph, set_up, seen=record.corrections)
+        if record.parent_run_id is not None and not driven_by_parent():
+            await self._continue_parent(record)
+        return outcome
+
+    async def _continue_parent(self, child: RunRecord) -> None:
+        """After a child was continued on its own: drive its parent when the parent is paused with
+        the child's node waiting (the node executes again and finds its children), or pass the
+        child's output on when that node had completed (`child_settled`)."""
+        assert child.parent_run_id is not None
+        assert child.parent_node_run_id is not None
+        parent = self.store.runs.get(child.parent_run_id)
+        node_run = self.store.runs.node_run(child.parent_node_run_id)
+        if parent.status == RunStatus.PAUSED and not node_run.status.ended:
+            await self.run(parent.id)
+        elif node_run.status.has_output and self.child_settled is not None:
+            ended = self.store.runs.get(child.id)
+            follow = await asyncio.to_thread(self.child_settled, ended) if ended.status == RunStatus.COMPLETED else None
+            if follow is not None:
+                await self.run(follow)
+
+    async def start_child(self, target: ChildGraph, run_input: dict[str, Any], child: ChildOf) -> RunOutcome:
+        """Create child run `child` of `target` and drive it (like `start`); ChildExists when that
+        key of that node run was started already."""
+        async with self._admitted() as set_up:
+            self._check_supported(target.compiled)
+            run_id = self.store.runs.add(
+                graph_id=target.graph_id,
+                graph_version=target.version,
+                schema_version=target.schema_version,
+                input=run_input,
+                lease=(self.owner, self.lease_ttl_s),
+                llm=self.llm,
+                child=child,
+                body=target.body,
+            )
+            state = RunState(
+                target.compiled,
+                run_input,
+                run_id=run_id,
+                graph_id=target.graph_id,
+                graph_version=target.version,
+                body=target.body,
+            )
+            return await self._drive(run_id, state, (target.slug, target.version), set_up)
 
     async def start(self, graph: StoredGraph, run_input: dict[str, Any]) -> RunOutcome:
         """Create a run of a stored graph and execute it (the input is checked by the caller,
@@ -200,7 +263,7 @@ class Engine:
                 lease=(self.owner, self.lease_ttl_s),
                 llm=self.llm,
             )
-            state = RunState(compiled, run_input, run_id=run_id, graph_id=graph.graph_id)
+            state = RunState(compiled, run_input, run_id=run_id, graph_id=graph.graph_id, graph_version=graph.version)
             return await self._drive(run_id, state, (graph.slug, graph.version), set_up)
 
     @contextlib.asynccontextmanager
@@ -273,7 +336,7 @@ class Engine:
         )
 
     def _check_record(self, record: RunRecord) -> None:
-        self._check_supported(self.compiled_for(record.graph_id, record.graph_version))
+        self._check_supported(self.compiled_for(record.graph_id, record.graph_version, record.body))
 
     def check_executable(self, graph: StoredGraph) -> None:
         """Raise EngineError when this engine could not execute a run of `graph` (a node type not
@@ -282,7 +345,11 @@ class Engine:
         self._check_supported(self.compiled_for(graph.graph_id, graph.version))
 
     def _check_supported(self, compiled: CompiledRun) -> None:
+        """Refuse what this engine could not execute, in the graph and in its inline bodies
+        (a stored graph a node runs is checked when its child starts)."""
         for node in compiled.nodes.values():
+            if node_field(node, "body", None) is not None:
+                self._check_supported(compiled.body(node.id))
             if node.type not in SUPPORTED:
                 raise EngineError(
                     f"node '{node.id}' is a {node.type} node, which this release validates but does "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ from plait.llm.tokens import ESTIMATE, TokenCounter
 
 if TYPE_CHECKING:
     from plait.config import CodeConfig, McpServerConfig, ToolsConfig
+    from plait.engine.child_runs import ChildRuns
     from plait.engine.fewshot import FewshotLookup, FewshotSource
     from plait.engine.inline_tools import SubRun
     from plait.engine.state import RunState
@@ -104,6 +105,10 @@ class Runtime:
         self.mcp_servers = {server.id: server for server in mcp_servers}
         """The `[[mcp_servers]]` of plait.toml, by id."""
         self._mcp: dict[str | None, McpSessions] = {}
+        self.emit: Callable[..., None] | None = None
+        """The engine's `EventBus.emit`, for executors that report progress (a MAP's items)."""
+        self.children: ChildRuns | None = None
+        """Starts and continues the child runs of SUBGRAPH, MAP and LOOP nodes; set by the engine."""
         self.sub_run: SubRun | None = None
         """Starts a sub-run of a stored graph and returns its output (WORKFLOW_TASK tools); set by the engine."""
         self.fewshot = fewshot

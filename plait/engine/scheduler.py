@@ -228,6 +228,7 @@ class Scheduler:
         self.kernel.events.emit("node:start", self.run_id, node_id, type=str(node.type))
         read = consumed(self.state, node)
         self.state.nodes[node_id].read = read
+        self.state.nodes[node_id].node_run_id = claimed.id
         try:
             result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run

@@ -57,6 +57,9 @@ class NodeState:
     """The node's current activation (a rerun adds one; older ones are history)."""
     read: dict[str, int] | None = None
     """Ledger versions the current activation read when it started (set by the scheduler)."""
+    node_run_id: str | None = None
+    """The stored node run of the activation executing now (set by the scheduler): what child
+    runs of a SUBGRAPH, MAP or LOOP belong to."""
     after: str | None = None
     """Set by a correction arriving while the node runs: end it `stale`, or `rerun` it."""
     routed: dict[str, Any] = field(default_factory=dict)
@@ -80,6 +83,26 @@ class CompiledRun:
     output_nodes: list[str] = field(default_factory=list)
     """Whose effective outputs make the run's output: the exit nodes, and nodes with an edge to
     `END` (the virtual exit binds a graph output even on a node with successors)."""
+    _bodies: dict[str, CompiledRun] = field(default_factory=dict, repr=False)
+
+    def body(self, node_id: str) -> CompiledRun:
+        """The inline body of node `node_id` (a SUBGRAPH, MAP or LOOP), compiled once; KeyError
+        when the node has none."""
+        if node_id not in self._bodies:
+            node = self.nodes.get(node_id)
+            body = node_field(node, "body", None) if node is not None else None
+            if body is None:
+                raise KeyError(f"graph '{self.graph.id}' has no node '{node_id}' with a body")
+            self._bodies[node_id] = CompiledRun.from_graph(GraphDef.model_validate(body))
+        return self._bodies[node_id]
+
+    def at(self, path: str | None) -> CompiledRun:
+        """This graph (None) or the inline body at `path` in it (node ids joined by `/`, see
+        `RunRecord.body`)."""
+        compiled = self
+        for node_id in path.split("/") if path else ():
+            compiled = compiled.body(node_id)
+        return compiled
 
     @classmethod
     def from_graph(cls, graph: GraphDef) -> CompiledRun:
@@ -144,13 +167,24 @@ class RunState:
     """
 
     def __init__(
-        self, compiled: CompiledRun, run_input: dict[str, Any], *, run_id: str = "", graph_id: str | None = None
+        self,
+        compiled: CompiledRun,
+        run_input: dict[str, Any],
+        *,
+        run_id: str = "",
+        graph_id: str | None = None,
+        graph_version: int = 0,
+        body: str | None = None,
     ):
         self.compiled = compiled
         self.input = run_input
         self.run_id = run_id
         self.graph_id = graph_id
         """The stored graph the run belongs to (None in a dry run of a file)."""
+        self.graph_version = graph_version
+        """Its version (0 in a dry run of a file)."""
+        self.body = body
+        """The inline body this run executes (see `RunRecord.body`); None: the graph itself."""
         self.nodes = {node_id: NodeState(node) for node_id, node in compiled.nodes.items()}
         self._outputs: dict[str, Any] = {}
         """Data of the completed nodes, kept current so that building a node's view stays cheap."""

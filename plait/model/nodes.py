@@ -248,37 +248,83 @@ class CodeNode(NodeBase):
     cleanup: str | None = None
 
 
+GRAPH_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+"""A SUBGRAPH/MAP/LOOP `graph` ending so names a graph file; anything else is a stored graph."""
+
+
+def is_graph_file(ref: str) -> bool:
+    return ref.lower().endswith(GRAPH_FILE_SUFFIXES)
+
+
 class _SubgraphCall(NodeBase):
-    graph: NonEmptyStr
-    """A stored graph id, or a graph file path relative to this file."""
+    """A node that runs a graph as child runs: a stored graph (`graph` + `graph_version`), a graph
+    file (`graph` ending in .yaml/.yml/.json, relative to this file: the compiler embeds it as
+    `body`), or an inline graph (`body`)."""
+
+    graph: NonEmptyStr | None = None
+    """A stored graph id or slug, or a graph file path relative to this file."""
     graph_version: Annotated[int, Field(ge=1)] | None = None
+    """Pins a stored graph's version; without it, the newest version when the node starts."""
+    body: dict[str, Any] | None = None
+    """An inline graph (nodes, edges, schemas, input_schema as in a graph file; `id` and `name`
+    may be left out). A graph file named by `graph` is embedded here by the compiler."""
     inputs: dict[str, Any] = Field(default_factory=dict)
-    """Run input of the sub-graph; string values may contain template references."""
+    """Run input of the child graph; string values may contain template references (a string that
+    is exactly `{{ path }}` keeps the value's type). Empty: the child's input is `current`."""
+
+    @model_validator(mode="after")
+    def _one_graph(self) -> _SubgraphCall:
+        if self.body is None and self.graph is None:
+            raise ValueError(f"a {self.type} node needs `graph` (a stored graph or a graph file) or `body`")
+        if self.body is not None and self.graph is not None and not is_graph_file(self.graph):
+            raise ValueError(f"a {self.type} node takes `graph` (a stored graph) or `body`, not both")
+        if self.graph_version is not None and (self.graph is None or is_graph_file(self.graph)):
+            raise ValueError("graph_version pins a stored graph: give `graph` as a stored graph id or slug")
+        return self
 
 
 class SubgraphNode(_SubgraphCall):
-    """Runs another graph once as a sub-run; its output is the sub-run's output."""
+    """Runs a graph once as a child run; its output is the child's output."""
 
     type: Literal[NodeType.SUBGRAPH] = NodeType.SUBGRAPH
 
 
+class ItemErrors(StrEnum):
+    """What a MAP does with an item whose child run failed."""
+
+    FAIL = "fail"
+    """The node fails (items not started yet are not started)."""
+    SKIP = "skip"
+    """The item is left out of the gathered list."""
+    COLLECT = "collect"
+    """The item's place holds `{"error": {...}, "index": i}`."""
+
+
 class MapNode(_SubgraphCall):
-    """Runs another graph once per item of a list, at most `max_concurrency` at a time."""
+    """Runs a graph once per item of a list, at most `max_concurrency` at a time; its output is
+    the list of the children's outputs, in the items' order."""
 
     type: Literal[NodeType.MAP] = NodeType.MAP
     items: NonEmptyStr
     """Path to the list to fan out over, e.g. `chapter_split.chapters`."""
     item_name: Identifier = "item"
+    """The name `inputs` templates read the item under (its position is `index`)."""
     max_concurrency: Annotated[int, Field(ge=1, le=1000)] = 4
+    on_item_error: ItemErrors = ItemErrors.FAIL
 
 
 class LoopNode(_SubgraphCall):
-    """Runs another graph repeatedly while `while_expr` holds, at most `max_iterations` times."""
+    """Runs a graph repeatedly, one child run per iteration, while `while_expr` holds and at most
+    `max_iterations` times; its output is the last iteration's output."""
 
     type: Literal[NodeType.LOOP] = NodeType.LOOP
     while_expr: str
-    """JS over `input`, `nodes`, `current`, `iteration`, `last`; the loop repeats while it is truthy."""
+    """JS over `input`, `nodes`, `current`, `iteration` (iterations done so far) and `last` (the
+    output of the last one, null before the first): another iteration runs while it is truthy."""
     max_iterations: Annotated[int, Field(ge=1, le=10_000)] = 10
+    on_max_iterations: Literal["fail", "stop"] = "fail"
+    """At `max_iterations` with `while_expr` still true: fail the node, or `stop` and complete with
+    the last iteration's output (the snapshot says it was cut short)."""
 
 
 class WaitNode(NodeBase):

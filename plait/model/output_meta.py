@@ -2,7 +2,8 @@
 
 An output bound to a schema carries `_schema_id` and `_schema_version`, so that a later reader
 knows which version of the schema it was written against (and can migrate it); an LLM_CALL
-output whose tools sent results down other edges carries `_routed`. A MERGE output is a map
+output whose tools sent results down other edges carries `_routed`; the output of a SUBGRAPH or
+LOOP carries `_prompt_graph_run_id`, the child run it came from. A MERGE output is a map
 `{predecessor: output}` whose members may carry them.
 """
 
@@ -16,12 +17,16 @@ from plait.model.semver import major
 SCHEMA_ID, SCHEMA_VERSION = "_schema_id", "_schema_version"
 ROUTED = "_routed"
 """On an LLM_CALL output: {out-edge id: tool result} for edges its tools' results go down."""
-META_KEYS = (SCHEMA_ID, SCHEMA_VERSION, ROUTED)
+CHILD_RUN = "_prompt_graph_run_id"
+"""On a SUBGRAPH or LOOP output (an object): the child run it came from."""
+META_KEYS = (SCHEMA_ID, SCHEMA_VERSION, ROUTED, CHILD_RUN)
 
 
 def strip_meta(value: Any) -> Any:
     """`value` without the keys Plait added (the same object when it has none)."""
-    if isinstance(value, dict) and (SCHEMA_ID in value or SCHEMA_VERSION in value or ROUTED in value):
+    if isinstance(value, dict) and (
+        SCHEMA_ID in value or SCHEMA_VERSION in value or ROUTED in value or CHILD_RUN in value
+    ):
         return {k: v for k, v in value.items() if k not in META_KEYS}
     return value
 

@@ -54,6 +54,8 @@ class Correction:
     queued: list[str] = field(default_factory=list)
     resume: bool = False
     """A review was answered: the paused run continues."""
+    parent: Correction | None = None
+    """In a child run: the correction it made to its parent's node (gathered again), if any."""
 
     @property
     def needs_run(self) -> bool:
@@ -134,9 +136,10 @@ class Corrections:
         yet read the corrected value."""
         for _ in range(3):
             try:
-                return self._override(run_id, node_id, value, policy, note)
+                result = self._override(run_id, node_id, value, policy, note)
             except CorrectionConflict:
                 continue  # the run ended (or was corrected) under us: read it again
+            return self._reach_parent(result, policy)
         raise CorrectionError(f"run {run_id} kept changing while being corrected", "try again")
 
     def _override(
@@ -169,6 +172,15 @@ class Corrections:
                 changes.append(RunOutput(_run_output(run, {node_id: stored})))
             self._writer.apply(run_id, owner, changes)
             return result
+
+    def _reach_parent(self, result: Correction, policy: DownstreamPolicy | None) -> Correction:
+        """A child's output changed at once (nothing left to run in it): its parent's node is
+        gathered again (`plait.runs.children`)."""
+        if not result.needs_run:
+            from plait.runs.children import reach_parent
+
+            result.parent = reach_parent(self, result.run_id, policy)
+        return result
 
     def review(
         self, run_id: str, node_id: str, value: Any = None, *, approve: bool = False, note: str | None = None
@@ -261,7 +273,7 @@ class Corrections:
             if readers:
                 changes.append(MarkStale([r.id for r in readers]))
             self._writer.apply(run_id, owner, changes)
-            return result
+        return self._reach_parent(result, DownstreamPolicy.INVALIDATE)
 
     # -- checks ------------------------------------------------------------------------------------
 
@@ -358,7 +370,7 @@ class Corrections:
 
     def _load(self, run_id: str) -> _Run:
         record = self.store.runs.get(run_id)
-        compiled = load_compiled(self.store, record.graph_id, record.graph_version)
+        compiled = load_compiled(self.store, record.graph_id, record.graph_version, record.body)
         newest = current_activations(self.store.runs.node_runs(run_id))
         return _Run(record, compiled, newest, self.store.ledger.heads(run_id))
 

@@ -12,15 +12,17 @@ schema managed by the Alembic migrations shipped in `plait/store/migrations/`.
 
 from __future__ import annotations
 
-from plait.store.errors import NotFoundError, StoreError
+from plait.store.errors import ChildExists, NotFoundError, StoreError
 from plait.store.graphs import GraphRepository
-from plait.store.records import GraphListing, NodeRunRecord, RunRecord, StoredGraph, current_activations
+from plait.store.records import ChildOf, GraphListing, NodeRunRecord, RunRecord, StoredGraph, current_activations
 from plait.store.runs import RunRepository
 from plait.store.store import Store
 from plait.store.url import DEFAULT_URL, database_url, redact
 
 __all__ = [
     "DEFAULT_URL",
+    "ChildExists",
+    "ChildOf",
     "GraphListing",
     "GraphRepository",
     "NodeRunRecord",

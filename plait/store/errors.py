@@ -25,3 +25,7 @@ class NotFoundError(StoreError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "not found"
+
+
+class ChildExists(StoreError):
+    """A node run already has a child run with that key (another engine started it first)."""

@@ -136,6 +136,12 @@ GRAPH_RUN = Table(
     # A run parked by WAIT nodes is continued at this time (by `plait serve`, a worker, or the
     # `plait run` that is waiting for it); None for every other run.
     _optional("wake_at", Double),
+    # A child run (of a SUBGRAPH, MAP or LOOP node; its parent run and node run are
+    # workflow_run_id and workflow_node_run_id): its item or iteration (0 for a SUBGRAPH).
+    _optional("child_key", Integer),
+    # A child run of an inline body: the path of node ids to that body in the graph version
+    # (`map1`, `outer/inner`); None when the run executes the graph itself.
+    _optional("body", Text),
     ForeignKeyConstraint(
         ["prompt_graph_def_id", "graph_def_ver"],
         ["prompt_graph_def_version.def_id", "prompt_graph_def_version.version"],
@@ -146,6 +152,7 @@ GRAPH_RUN = Table(
     Index("idx_pgr_status", "status"),
     Index("idx_pgr_created", "created_at"),
     Index("idx_pgr_wake", "wake_at"),
+    Index("uq_pgr_child", "workflow_node_run_id", "child_key", unique=True),
 )
 """A run, pinned to the graph version it started with."""
 

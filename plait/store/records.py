@@ -78,6 +78,16 @@ class GraphListing:
 
 
 @dataclass(frozen=True, slots=True)
+class ChildOf:
+    """Where a child run belongs: the parent run, the node run (one activation of the SUBGRAPH,
+    MAP or LOOP node) that started it, and its key there (item or iteration, from 0)."""
+
+    run_id: str
+    node_run_id: str
+    key: int
+
+
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     """One run as the store had it when read: the graph version it is pinned to, which never
     changes, its status, input and output, its lease, and its token and cost totals. A snapshot:
@@ -111,6 +121,15 @@ class RunRecord:
     """Seconds engines spent executing the run (the time people took between executions excluded)."""
     wake_at: float | None = None
     """When a run parked by its WAIT nodes is due to continue (None: it is not waiting for a time)."""
+    parent_run_id: str | None = None
+    """A child run (of a SUBGRAPH, MAP or LOOP node): the run whose node started it."""
+    parent_node_run_id: str | None = None
+    """A child run: the node run (one activation of that node) it belongs to."""
+    child_key: int | None = None
+    """A child run: its item (MAP) or iteration (LOOP), from 0; 0 for a SUBGRAPH."""
+    body: str | None = None
+    """A child run of an inline body: the path of node ids to it in the graph version (`map1`,
+    `outer/inner`); None when the run executes the graph version itself."""
 
     def summary(self) -> dict[str, Any]:
         """The run as `plait runs list --json` and `GET /api/runs` present it."""
@@ -128,6 +147,10 @@ class RunRecord:
             "cost_usd": self.cost_usd,
             "execution_s": self.active_s,
             "wake_at": self.wake_at,
+            "parent_run_id": self.parent_run_id,
+            "parent_node_run_id": self.parent_node_run_id,
+            "child_key": self.child_key,
+            "body": self.body,
             "corrections": self.corrections,
             "llm": self.llm,
             "llm_history": list(self.llm_history),
@@ -247,6 +270,10 @@ def run_from_row(row: Any) -> RunRecord:
         llm_history=tuple(row.llm_history_json or ()),
         active_s=row.active_s or 0.0,
         wake_at=row.wake_at,
+        parent_run_id=row.workflow_run_id,
+        parent_node_run_id=row.workflow_node_run_id,
+        child_key=row.child_key,
+        body=row.body,
     )
 
 

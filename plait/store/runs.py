@@ -28,12 +28,12 @@ from sqlalchemy.exc import IntegrityError
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
 from plait.store.db import json_dumps, writer
-from plait.store.errors import NotFoundError, StoreError
+from plait.store.errors import ChildExists, NotFoundError, StoreError
 from plait.store.fastpath import Statements
 from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN
 from plait.store.node_writes import Claim, Finish, NodeWriter, Skip
 from plait.store.prefix import resolve_node_run_id, resolve_run_id
-from plait.store.records import NodeRunRecord, RunRecord, node_run_from_row, run_from_row
+from plait.store.records import ChildOf, NodeRunRecord, RunRecord, node_run_from_row, run_from_row
 
 _RUN_COLS = (*GRAPH_RUN.c, GRAPH_DEF.c.slug)
 _RUNS = GRAPH_RUN.join(GRAPH_DEF, GRAPH_DEF.c.id == GRAPH_RUN.c.prompt_graph_def_id)
@@ -55,6 +55,10 @@ _INSERT_RUN = insert(GRAPH_RUN).values(
             "lease_owner",
             "lease_expires_at",
             "llm_json",
+            "workflow_run_id",
+            "workflow_node_run_id",
+            "child_key",
+            "body",
         )
     }
 )
@@ -133,13 +137,17 @@ class RunRepository:
         input: dict[str, Any],
         lease: tuple[str, float] | None = None,
         llm: dict[str, Any] | None = None,
+        child: ChildOf | None = None,
+        body: str | None = None,
     ) -> str:
         """`create` without reading the run back: its id (starting runs in bulk needs no more).
 
         With `lease=(owner, ttl_s)` the run is created already begun (`running`, leased to
         `owner`), as `begin` would leave it: one transaction instead of two for a run that its
         creator executes at once. `llm`: the model selection its executions use (see
-        `plait.runs.model_choice`; never a secret).
+        `plait.runs.model_choice`; never a secret). `child`: the node run and key of a child run
+        (ChildExists when that node run already has a child with that key); `body`: the path
+        to the inline body it executes (see `RunRecord.body`).
         """
         run_id, now = str(uuid.uuid4()), time.time()
         owner, expires = (lease[0], now + lease[1]) if lease else (None, None)
@@ -157,11 +165,17 @@ class RunRepository:
             "lease_owner": owner,
             "lease_expires_at": expires,
             "llm_json": llm,
+            "workflow_run_id": child.run_id if child else None,
+            "workflow_node_run_id": child.node_run_id if child else None,
+            "child_key": child.key if child else None,
+            "body": body,
         }
         try:
             with self._statements.transaction() as session:
                 session.execute("insert_run", row)
         except IntegrityError as exc:
+            if child is not None and self.child(child.node_run_id, child.key) is not None:
+                raise ChildExists(f"node run {child.node_run_id} already has child {child.key}") from exc
             raise NotFoundError(
                 f"cannot start a run of graph {graph_id} version {graph_version}: that graph version is not in "
                 "this database; save the graph first (Store.graphs.save) and use the id and version it returns"
@@ -176,12 +190,51 @@ class RunRepository:
             raise self._no_run(run_id)
         return run_from_row(row)
 
+    def child(self, node_run_id: str, key: int) -> RunRecord | None:
+        """The child run `key` of the node run `node_run_id`, if it was started."""
+        query = (
+            select(*_RUN_COLS)
+            .select_from(_RUNS)
+            .where(GRAPH_RUN.c.workflow_node_run_id == node_run_id, GRAPH_RUN.c.child_key == key)
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(query).one_or_none()
+        return None if row is None else run_from_row(row)
+
+    def children(self, node_run_id: str) -> builtins.list[RunRecord]:
+        """The child runs of the node run `node_run_id`, by key."""
+        query = (
+            select(*_RUN_COLS)
+            .select_from(_RUNS)
+            .where(GRAPH_RUN.c.workflow_node_run_id == node_run_id)
+            .order_by(GRAPH_RUN.c.child_key)
+        )
+        with self._engine.connect() as conn:
+            return [run_from_row(row) for row in conn.execute(query)]
+
+    def child_outcomes(self, node_run_id: str) -> dict[int, tuple[str, RunStatus, Any]]:
+        """Key -> (run id, status, output) of each child of `node_run_id`: what a MAP or LOOP
+        resuming needs to know of its children, without their inputs."""
+        query = select(GRAPH_RUN.c.child_key, GRAPH_RUN.c.id, GRAPH_RUN.c.status, GRAPH_RUN.c.output_json).where(
+            GRAPH_RUN.c.workflow_node_run_id == node_run_id
+        )
+        with self._engine.connect() as conn:
+            return {row.child_key: (row.id, RunStatus(row.status), row.output_json) for row in conn.execute(query)}
+
     def list(
-        self, *, graph: str | None = None, status: str | None = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        graph: str | None = None,
+        status: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        children: bool = False,
     ) -> list[RunRecord]:
         """Newest first; `graph` is a graph id or slug, `status` a `RunStatus` value; `offset`
-        skips that many (paging)."""
+        skips that many (paging). Child runs are listed only with `children`."""
         query = select(*_RUN_COLS).select_from(_RUNS)
+        if not children:
+            query = query.where(GRAPH_RUN.c.workflow_run_id.is_(None))
         if graph is not None:
             query = query.where((GRAPH_RUN.c.prompt_graph_def_id == graph) | (GRAPH_DEF.c.slug == graph))
         if status is not None:
@@ -198,7 +251,11 @@ class RunRepository:
         the earliest first, each with its `wake_at`."""
         query = (
             select(GRAPH_RUN.c.id, GRAPH_RUN.c.wake_at)
-            .where(GRAPH_RUN.c.status == RunStatus.PAUSED.value, GRAPH_RUN.c.wake_at <= now)
+            .where(
+                GRAPH_RUN.c.status == RunStatus.PAUSED.value,
+                GRAPH_RUN.c.wake_at <= now,
+                GRAPH_RUN.c.workflow_run_id.is_(None),  # a child is continued by its parent
+            )
             .order_by(GRAPH_RUN.c.wake_at)
             .limit(limit)
         )
@@ -207,7 +264,9 @@ class RunRepository:
 
     def next_wake(self) -> float | None:
         """The earliest time a paused run is due to continue (None: no run waits for a time)."""
-        query = select(func.min(GRAPH_RUN.c.wake_at)).where(GRAPH_RUN.c.status == RunStatus.PAUSED.value)
+        query = select(func.min(GRAPH_RUN.c.wake_at)).where(
+            GRAPH_RUN.c.status == RunStatus.PAUSED.value, GRAPH_RUN.c.workflow_run_id.is_(None)
+        )
         with self._engine.connect() as conn:
             value = conn.execute(query).scalar()
         return None if value is None else float(value)

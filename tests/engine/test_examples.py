@@ -190,3 +190,39 @@ def test_text_report_runs_a_tool_javascript_and_python(store: Store) -> None:
     nodes = {n.node_id: n for n in store.runs.node_runs(outcome.run_id)}
     assert nodes["count"].input_snapshot["argv"] == ["wc", "-w"]
     assert nodes["words"].output["total"] == 30
+
+
+def test_data_cleaning_batch_maps_the_record_graph_and_keeps_a_failed_record(store: Store) -> None:
+    outcome = run_example(store, "data_cleaning_batch")
+    assert outcome.status == RunStatus.COMPLETED, outcome
+    assert {k: outcome.output[k] for k in ("good", "fixable", "junk", "failed")} == {
+        "good": 1,
+        "fixable": 1,
+        "junk": 1,
+        "failed": 1,
+    }
+    records = outcome.output["records"]
+    assert records[0]["record"]["email"] == "john.smith@acme.com"
+    assert records[3]["index"] == 3
+    children = [r for r in store.runs.list(children=True) if r.parent_run_id == outcome.run_id]
+    assert sorted(str(c.status) for c in children) == ["completed", "completed", "completed", "failed"]
+
+
+def test_video_clips_maps_over_the_chapters_in_order(store: Store) -> None:
+    outcome = run_example(store, "video_clips")
+    assert outcome.status == RunStatus.COMPLETED, outcome
+    assert [(c["chapter"], c["at_sec"]) for c in outcome.output["clips"]] == [
+        ("Introduction", 4),
+        ("Cutting the pieces", 31),
+        ("Assembly and painting", 75),
+    ]
+
+
+def test_refine_draft_loops_until_the_reviewer_approves(store: Store) -> None:
+    outcome = run_example(store, "refine_draft")
+    assert outcome.status == RunStatus.COMPLETED, outcome
+    assert outcome.output["approved"] is True
+    assert outcome.output["round"] == 1
+    assert outcome.output["draft"].startswith("Build a cosy birdhouse")
+    children = [r for r in store.runs.list(children=True) if r.parent_run_id == outcome.run_id]
+    assert len(children) == 2

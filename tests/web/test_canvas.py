@@ -195,3 +195,20 @@ def test_the_workflow_node_types_show_their_fields(server: Served, page: Any) ->
     page.get_by_role("tab", name="YAML").click()
     added = next(n for n in yaml.safe_load(editor_text(page, "Graph YAML"))["nodes"] if n["id"] == "tool_1")
     assert added["command"] == ["date", "+%Y"]
+
+
+def test_map_and_loop_nodes_show_their_fields_and_start_with_a_body(server: Served, page: Any) -> None:
+    server.import_graph(EXAMPLES / "refine_draft.yaml")
+    page.goto(server.url + "/#/graphs/refine_draft")
+    node(page, "refine").click()
+    assert editor_text(page, "Repeat while (JavaScript)") == "last === null || !last.approved"
+    expect(page.get_by_label("Most iterations")).to_have_value("4")
+    expect(page.get_by_label("At the limit (fail or stop)")).to_have_value("stop")
+
+    page.get_by_label("Node type").select_option("MAP")
+    page.get_by_role("button", name="Add node").click()
+    node(page, "map_1").click()
+    expect(page.get_by_label("Items (path of the list)")).to_have_value("input.items")
+    page.get_by_role("tab", name="YAML").click()
+    added = next(n for n in yaml.safe_load(editor_text(page, "Graph YAML"))["nodes"] if n["id"] == "map_1")
+    assert added["body"]["nodes"][0]["type"] == "TRANSFORM"  # a valid graph from the first moment

@@ -52,9 +52,10 @@ def list_runs(
     status: Annotated[RunStatusName | None, Query(description="Only runs with this status.")] = None,
     offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    children: Annotated[bool, Query(description="Include child runs (of SUBGRAPH, MAP and LOOP nodes).")] = False,
 ) -> RunPage:
-    """Runs, newest first."""
-    runs = state.store.runs.list(graph=graph, status=status, limit=limit + 1, offset=offset)
+    """Runs, newest first; child runs only with `children`."""
+    runs = state.store.runs.list(graph=graph, status=status, limit=limit + 1, offset=offset, children=children)
     items = [RunOut(**run_fields(r, state.executor.driving(r.id))) for r in runs[:limit]]
     return RunPage(items=items, offset=offset, limit=limit, next_offset=offset + limit if len(runs) > limit else None)
 

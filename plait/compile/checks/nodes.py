@@ -10,12 +10,11 @@ from typing import Literal
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
 from plait.compile.source import Path_
-from plait.model.nodes import LlmCallNode, NodeBase, NodeType, node_field
+from plait.model.nodes import LlmCallNode, NodeBase, NodeType, is_graph_file, node_field
 from plait.model.tools import ToolChoiceFunction, ToolHandler
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 EXPRESSION_FIELDS = ("condition_expr", "transform_expr", "while_expr", "code", "until_expr")
-GRAPH_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 
 SyntaxKind = Literal["expression", "function", "body"]
 _EXAMPLES = {
@@ -284,7 +283,7 @@ def check_graph_files(ctx: CheckContext, base_dir: Path | None) -> None:
         return
     for node_id, node in ctx.nodes.items():
         ref = node_field(node, "graph", None)
-        if isinstance(ref, str) and ref.lower().endswith(GRAPH_FILE_SUFFIXES) and not (base_dir / ref).is_file():
+        if isinstance(ref, str) and is_graph_file(ref) and not (base_dir / ref).is_file():
             ctx.report(
                 CONFIG,
                 "unknown_graph",

@@ -109,7 +109,10 @@ def check_templates(ctx: CheckContext) -> None:
                     hint="fix the template; `{{ path }}` or `%path%`",
                 )
                 continue
+            local = child_input_names(node) if tf.path[0] == "inputs" else frozenset()
             for ref in template.refs:
+                if str(ref.path[0]) in local:
+                    continue  # the item or the loop, given when the child run starts
                 resolved = _check_ref(ctx, node, ref.path, tf.path, params)
                 if tf.system and not allow_system_data and resolved is not None and _is_data(resolved, params):
                     ctx.report(
@@ -125,6 +128,16 @@ def check_templates(ctx: CheckContext) -> None:
                 _check_ref(ctx, node, _param_path(param.reference_node), ("params", index, "reference_node"), {})
         if isinstance(node, MapNode):
             _check_ref(ctx, node, split_path(node.items), ("items",), params)
+
+
+def child_input_names(node: NodeBase) -> frozenset[str]:
+    """The names a MAP's or LOOP's `inputs` templates read besides the node's own: the item and
+    its `index`, or `loop` (`iteration`, `previous`)."""
+    if isinstance(node, MapNode):
+        return frozenset({node.item_name, "index"})
+    if node.type == NodeType.LOOP:
+        return frozenset({"loop"})
+    return frozenset()
 
 
 def _mcp_context_field(node: NodeBase, path: tuple[Segment, ...]) -> bool:

@@ -2,7 +2,22 @@
 // the old one untouched, so undo is keeping the old one.
 import { END, type GraphDoc, type GraphEdgeDef, type GraphNodeDef, edgeId, source, target } from "./model";
 
-export const NODE_TYPES = ["LLM_CALL", "TRANSFORM", "CONDITION", "MERGE", "HUMAN_REVIEW", "CODE", "TOOL", "WAIT"] as const;
+export const NODE_TYPES = [
+  "LLM_CALL",
+  "TRANSFORM",
+  "CONDITION",
+  "MERGE",
+  "HUMAN_REVIEW",
+  "CODE",
+  "TOOL",
+  "WAIT",
+  "SUBGRAPH",
+  "MAP",
+  "LOOP",
+] as const;
+
+/** A one-node inline body a new SUBGRAPH, MAP or LOOP starts with. */
+const STEP_BODY = { nodes: [{ id: "step", type: "TRANSFORM", transform_expr: "current" }], edges: [] };
 
 /** Fields a new node of each type starts with (the rest take their defaults). */
 const STARTERS: Record<string, Partial<GraphNodeDef>> = {
@@ -13,6 +28,9 @@ const STARTERS: Record<string, Partial<GraphNodeDef>> = {
   CODE: { code: "return {};" },
   TOOL: { command: ["echo", "{{ input }}"] },
   WAIT: { delay_s: 1 },
+  SUBGRAPH: { body: STEP_BODY },
+  MAP: { items: "input.items", body: STEP_BODY },
+  LOOP: { while_expr: "last === null", max_iterations: 10, body: STEP_BODY },
 };
 
 /** The document without the fields that only say "the default" (null), as a person writes it. */

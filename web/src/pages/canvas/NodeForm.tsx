@@ -31,6 +31,23 @@ const FIELDS: Record<string, Field[]> = {
     { name: "parse", label: "Read stdout as (text or json)", kind: "line" },
     { name: "timeout_s", label: "Timeout (s)", kind: "number" },
   ],
+  SUBGRAPH: [
+    { name: "graph", label: "Graph (stored id, or a graph file; an inline body is under Other fields)", kind: "line" },
+    { name: "graph_version", label: "Graph version (empty: the newest)", kind: "number" },
+  ],
+  MAP: [
+    { name: "items", label: "Items (path of the list)", kind: "line" },
+    { name: "item_name", label: "Item name", kind: "line" },
+    { name: "max_concurrency", label: "Items at once", kind: "number" },
+    { name: "on_item_error", label: "On a failed item (fail, skip or collect)", kind: "line" },
+    { name: "graph", label: "Graph (stored id, or a graph file; an inline body is under Other fields)", kind: "line" },
+  ],
+  LOOP: [
+    { name: "while_expr", label: "Repeat while (JavaScript)", kind: "javascript" },
+    { name: "max_iterations", label: "Most iterations", kind: "number" },
+    { name: "on_max_iterations", label: "At the limit (fail or stop)", kind: "line" },
+    { name: "graph", label: "Graph (stored id, or a graph file; an inline body is under Other fields)", kind: "line" },
+  ],
 };
 
 /** The editor language of a field: a CODE node's code is JavaScript or Python (shown as text). */

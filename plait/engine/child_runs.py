@@ -1,0 +1,207 @@
+"""Child runs: the runs SUBGRAPH, MAP and LOOP nodes start, linked to the node run they belong to.
+
+A child is a full run (listed with `--children`, resumable, correctable) of a stored graph or
+of an inline body of the parent's graph version (`RunRecord.body`). Each belongs to one node
+run (one activation of the node) under a key: the item or iteration, from 0; 0 for a SUBGRAPH.
+The key is unique per node run, so a node executed again after a crash or a pause finds its
+children where they are: a finished child is not run again, an unfinished one is continued.
+
+Which graph a child runs is decided once per node run: a body of the graph version, a stored
+graph at its pinned `graph_version`, or the newest version when the node first started (the
+version of its first child, on resume). A stored graph that is among the run's ancestors is a
+cycle, and children nest at most `MAX_CHILD_DEPTH` deep: both fail the node, not the engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from plait.engine.contracts import schema_violations
+from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.run_input import GraphResolver, StartError
+from plait.engine.state import CompiledRun, RunState
+from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
+from plait.model.limits import MAX_DEPTH, value_problem
+from plait.model.nodes import NodeBase, node_field
+from plait.store import ChildExists, ChildOf, RunRecord, Store, StoreError
+
+if TYPE_CHECKING:
+    from plait.engine.runner import Engine
+
+MAX_CHILD_DEPTH = 5
+"""How deeply child runs nest (a child of a child...): the compiler's limit for bodies too."""
+
+_inside_parent: contextvars.ContextVar[bool] = contextvars.ContextVar("plait_inside_parent", default=False)
+
+
+class ChildGraphError(Exception):
+    """The node cannot start its children (missing graph, cycle, too deep, input refused); the
+    message says what to fix."""
+
+    def __init__(self, message: str, kind: str = "child_graph"):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True)
+class ChildGraph:
+    """What a node's children run: a graph version, or a body in one, compiled for execution."""
+
+    graph_id: str
+    version: int
+    schema_version: str
+    slug: str
+    body: str | None
+    compiled: CompiledRun
+
+    def describe(self) -> dict[str, Any]:
+        """For the node's input snapshot."""
+        return {"graph_id": self.graph_id, "graph": self.slug, "version": self.version, "body": self.body}
+
+
+def driven_by_parent() -> bool:
+    """Whether the code running now is a parent's node driving its child (so the engine does
+    not, when the child ends, continue the parent that is already waiting for it)."""
+    return _inside_parent.get()
+
+
+@contextlib.contextmanager
+def _as_child() -> Iterator[None]:
+    token = _inside_parent.set(True)
+    try:
+        yield
+    finally:
+        _inside_parent.reset(token)
+
+
+class ChildRuns:
+    """An engine's child runs: which graph a node's children run, and driving one to its end."""
+
+    def __init__(self, engine: Engine, graphs: GraphResolver):
+        self.engine = engine
+        self.store: Store = engine.store
+        self.graphs = graphs
+
+    # -- which graph -------------------------------------------------------------------------------------------
+
+    def target(self, state: RunState, node: NodeBase) -> ChildGraph:
+        """The graph `node`'s children run in this activation; ChildGraphError when there is none
+        it may run."""
+        ancestors = self._ancestors(state)
+        if len(ancestors) >= MAX_CHILD_DEPTH:
+            raise ChildGraphError(
+                f"child runs nest deeper than {MAX_CHILD_DEPTH} levels (run {state.run_id} is at depth "
+                f"{len(ancestors)}); flatten the graphs",
+                kind="depth",
+            )
+        if node_field(node, "body", None) is not None:
+            if not state.graph_id:
+                raise ChildGraphError("an inline body runs only in a run of a stored graph")
+            path = node.id if state.body is None else f"{state.body}/{node.id}"
+            stored = self.store.graphs.get(state.graph_id, state.graph_version)
+            compiled = self.engine.compiled_for(state.graph_id, state.graph_version, path)
+            return ChildGraph(state.graph_id, state.graph_version, stored.schema_version, stored.slug, path, compiled)
+        ref = str(node_field(node, "graph", ""))
+        stored_graph = self._stored(state, node, ref)
+        if any(graph_id == stored_graph.graph_id and body is None for graph_id, body in ancestors):
+            trail = " → ".join([*(self._slug(g) for g, _ in reversed(ancestors)), stored_graph.slug])
+            raise ChildGraphError(f"graphs run each other in a cycle: {trail}", kind="cycle")
+        compiled = self.engine.compiled_for(stored_graph.graph_id, stored_graph.version)
+        return ChildGraph(
+            stored_graph.graph_id, stored_graph.version, stored_graph.schema_version, stored_graph.slug, None, compiled
+        )
+
+    def _stored(self, state: RunState, node: NodeBase, ref: str) -> Any:
+        pinned = node_field(node, "graph_version", None)
+        node_run_id = state.nodes[node.id].node_run_id
+        first = self.store.runs.child(node_run_id, 0) if node_run_id else None
+        try:
+            if first is not None:  # resumed: the version its children already run
+                return self.store.graphs.get(first.graph_id, first.graph_version)
+            if pinned is not None:
+                return self.store.graphs.get(ref, int(pinned))
+            return self.graphs(ref)
+        except (StoreError, StartError) as exc:  # not stored, or deleted: the reason is in the message
+            version = f" version {pinned}" if pinned else ""
+            raise ChildGraphError(
+                f"node '{node.id}' runs the graph '{ref}'{version}, which is not stored ({exc}); store it first "
+                "(`plait graphs import FILE`) or name a graph file",
+                kind="not_found",
+            ) from None
+
+    def _ancestors(self, state: RunState) -> list[tuple[str, str | None]]:
+        """(graph id, body) of this run and each run above it, nearest first."""
+        chain: list[tuple[str, str | None]] = []
+        run_id: str | None = state.run_id
+        while run_id and len(chain) <= MAX_CHILD_DEPTH:
+            record = self.store.runs.get(run_id)
+            chain.append((record.graph_id, record.body))
+            run_id = record.parent_run_id
+        return chain
+
+    def _slug(self, graph_id: str) -> str:
+        try:
+            return self.store.graphs.get(graph_id).slug
+        except StoreError:
+            return graph_id
+
+    # -- driving a child ---------------------------------------------------------------------------------------
+
+    def outcomes(self, state: RunState, node: NodeBase) -> dict[int, tuple[str, RunStatus, Any]]:
+        """Key -> (run id, status, output) of the children this activation has already."""
+        node_run_id = state.nodes[node.id].node_run_id
+        return self.store.runs.child_outcomes(node_run_id) if node_run_id else {}
+
+    async def run(
+        self, state: RunState, node: NodeBase, target: ChildGraph, key: int, run_input: Any
+    ) -> tuple[RunOutcome, RunRecord | None]:
+        """Drive child `key` of this activation of `node` to its end (or its pause): started now
+        with `run_input`, or continued where it is. Returns its outcome, and for a paused child
+        its record (its `wake_at`). ChildGraphError when `run_input` is refused."""
+        node_run_id = state.nodes[node.id].node_run_id
+        if not node_run_id:
+            raise EngineError(f"node '{node.id}' has no node run to attach its child runs to")
+        existing = self.store.runs.child(node_run_id, key)
+        with _as_child():
+            if existing is None:
+                self._check_input(target, run_input, node, key)
+                try:
+                    outcome = await self.engine.start_child(target, run_input, ChildOf(state.run_id, node_run_id, key))
+                except ChildExists:
+                    existing = self.store.runs.child(node_run_id, key)
+                else:
+                    return outcome, self._paused(outcome)
+            assert existing is not None
+            if existing.status in TERMINAL_RUN_STATUSES:
+                return RunOutcome(existing.id, existing.status, existing.output, existing.error), None
+            outcome = await self.engine.run(existing.id)
+            return outcome, self._paused(outcome)
+
+    def _paused(self, outcome: RunOutcome) -> RunRecord | None:
+        return self.store.runs.get(outcome.run_id) if outcome.status == RunStatus.PAUSED else None
+
+    def _check_input(self, target: ChildGraph, run_input: Any, node: NodeBase, key: int) -> None:
+        where = f"node '{node.id}', child {key}"
+        if not isinstance(run_input, dict):
+            raise ChildGraphError(
+                f"{where}: a child run's input must be an object, not {type(run_input).__name__}; map it with `inputs`",
+                kind="input",
+            )
+        problem = value_problem(run_input)
+        if problem is not None:
+            raise ChildGraphError(
+                f"{where}: the input cannot be stored: {problem.describe('input')} (at most {MAX_DEPTH} levels)",
+                kind="input",
+            )
+        graph = target.compiled.graph
+        if graph.input_schema:
+            problems = schema_violations(graph.input_schema, run_input, graph.schemas)
+            if problems:
+                raise ChildGraphError(
+                    f"{where}: the input does not match the input_schema of '{target.slug}': {'; '.join(problems[:5])}",
+                    kind="input",
+                )

@@ -1,6 +1,6 @@
 """What a MAP item costs next to a plain node, and what a long MAP holds in memory.
 
-    .venv/bin/python bench/map_overhead.py [--items 1000] [--db sqlite|postgresql]
+    .venv/bin/python bench/map_overhead.py [--items 1000] [--db sqlite|URL] [--trials 3]
 
 In one process, on one store: a chain of N TRANSFORM nodes (the plain node's cost: claim,
 execute, commit), and a MAP over N items whose body is one such TRANSFORM (each item a child
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import tempfile
 import time
 import tracemalloc
@@ -62,7 +63,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--db", default="sqlite")
+    parser.add_argument("--db", default="sqlite", help="sqlite (a new file), or a database URL")
+    parser.add_argument("--trials", type=int, default=3)
     args = parser.parse_args()
     n = args.items
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,10 +73,13 @@ def main() -> None:
         with Store(url) as store:
             timed(store, chain(20), {"n": 0}, folder)  # warm: QuickJS, statements, the plan cache
             timed(store, fan_out(20, args.concurrency), {"values": [{"n": i} for i in range(20)]}, folder)
-            plain = timed(store, chain(n), {"n": 0}, folder) / n * 1000
-            mapped = timed(store, fan_out(n, args.concurrency), {"values": [{"n": i} for i in range(n)]}, folder)
-            per_item = mapped / n * 1000
-            print(f"plain TRANSFORM node in a chain of {n}: {plain:.2f} ms")
+            plains, items = [], []
+            for _ in range(args.trials):  # alternated, so that both see the same machine
+                plains.append(timed(store, chain(n), {"n": 0}, folder) / n * 1000)
+                values = {"values": [{"n": i} for i in range(n)]}
+                items.append(timed(store, fan_out(n, args.concurrency), values, folder) / n * 1000)
+            plain, per_item = statistics.median(plains), statistics.median(items)
+            print(f"plain TRANSFORM node in a chain of {n}: {plain:.2f} ms (median of {args.trials})")
             print(f"MAP item ({n} items, {args.concurrency} at once, one TRANSFORM each): {per_item:.2f} ms")
             print(f"ratio MAP item / plain node: {per_item / plain:.2f}x")
             for count in (n // 5, n):

@@ -63,13 +63,28 @@ def with_cause(run_id: str, error: dict[str, Any] | None, nodes: list[Any]) -> d
 
 
 def waiting_reviews(run_id: str, nodes: list[Any]) -> list[dict[str, Any]]:
-    """The HUMAN_REVIEW nodes waiting for a person: prompt, value under review, the commands that answer."""
+    """The nodes waiting for a person (HUMAN_REVIEWs, LLM_CALLs a repair hook escalated, and
+    nodes waiting for child runs that wait for one): prompt, value under review, the commands
+    that answer."""
     from plait.model.output_meta import strip_meta_deep
 
     out = []
     for n in newest(nodes).values():
         snapshot = n.input_snapshot or {}
-        if n.status != "pending" or snapshot.get("node_type") != "HUMAN_REVIEW":
+        if n.status == "pending" and snapshot.get("waiting_for") and "due_at" not in snapshot:
+            children = snapshot["waiting_for"]
+            out.append(
+                {
+                    "node_id": n.node_id,
+                    "node_run_id": n.id,
+                    "review_prompt": f"waiting for its child runs: {', '.join(children)}",
+                    "value": None,
+                    "commands": [f"plait runs show {child}" for child in children[:3]],
+                }
+            )
+            continue
+        escalated = "escalated" in snapshot  # an LLM_CALL its repair hook handed to a person
+        if n.status != "pending" or (snapshot.get("node_type") != "HUMAN_REVIEW" and not escalated):
             continue
         out.append(
             {
@@ -99,6 +114,10 @@ def review_lines(review: dict[str, Any]) -> list[str]:
     value = json.dumps(review["value"], ensure_ascii=False, indent=2)
     if len(value) > _VALUE_CHARS:
         value = value[:_VALUE_CHARS] + "\n… (the whole value: `plait runs show RUN_ID --json`)"
+    if review["value"] is None and review["review_prompt"].startswith("waiting for its child runs"):
+        lines = [f"node '{review['node_id']}' is {review['review_prompt']}"]
+        lines += [f"  see one: {command}" for command in review["commands"]]
+        return lines
     lines = [f"review '{review['node_id']}' is waiting for a person"]
     if review["review_prompt"]:
         lines.append(f"  prompt: {review['review_prompt']}")

@@ -42,7 +42,7 @@ def list_runs(
     for r in runs:
         table.add_row(
             r.id,
-            r.graph_slug,
+            r.graph_slug if r.body is None else f"{r.graph_slug} › {r.body}",
             str(r.graph_version),
             r.status,
             when(r.created_at),

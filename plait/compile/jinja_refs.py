@@ -65,3 +65,38 @@ def _collect_dynamic_indexes(node: nodes.Node, local: set[str], refs: list[Templ
         if isinstance(node, nodes.Getitem) and not isinstance(node.arg, nodes.Const):
             _collect(node.arg, local, refs)
         node = node.node
+
+
+def printed_paths(source: str) -> list[tuple[Segment, ...]]:
+    """The static paths a template prints unconditionally, without a `default`: outside `if`,
+    `for` and macros, and not only tested or compared. A value missing at one of them prints as
+    nothing, which is what a pre-check looks for. Paths it sets itself (`{% set %}`) are left out."""
+    env = environment()
+    try:
+        tree = env.parse(source)
+    except TemplateSyntaxError as exc:
+        raise TemplateError(f"template syntax error: {exc.message}", exc.lineno) from None
+    local = {n.name for n in tree.find_all(nodes.Name) if n.ctx in ("store", "param")}
+    paths: list[tuple[Segment, ...]] = []
+    for output in tree.body:
+        if isinstance(output, nodes.Output):
+            for expr in output.nodes:
+                _printed(expr, local, paths)
+    return paths
+
+
+def _printed(node: nodes.Node, local: set[str], paths: list[tuple[Segment, ...]]) -> None:
+    if isinstance(node, nodes.TemplateData | nodes.Const):
+        return
+    if isinstance(node, nodes.Filter):
+        if node.name in ("default", "d") or node.node is None:
+            return
+        _printed(node.node, local, paths)
+        return
+    if isinstance(node, nodes.Concat):
+        for part in node.nodes:
+            _printed(part, local, paths)
+        return
+    chain = _chain(node) if isinstance(node, nodes.Getattr | nodes.Getitem | nodes.Name) else None
+    if chain is not None and chain[0].ctx == "load" and chain[0].name not in local:
+        paths.append((chain[0].name, *chain[1]))

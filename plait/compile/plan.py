@@ -37,11 +37,11 @@ class NodePlan:
     field ledger records as consumed and `on_consume` freezes)."""
 
     def template(self, text: str) -> Template:
-        """The parsed form of one of the node's template texts (TemplateError for any other)."""
+        """The parsed form of one of the node's template texts. A text outside its definition
+        (the prompt a repair's fix gives the node for one more try) is parsed when asked for:
+        TemplateError when it does not parse."""
         parsed = self.templates.get(text)
-        if parsed is None:
-            raise TemplateError(f"the template {text[:60]!r} is not part of this node's definition, or does not parse")
-        return parsed
+        return parsed if parsed is not None else parse_template(text)
 
 
 @dataclass(frozen=True, slots=True)

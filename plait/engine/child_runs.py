@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from plait.engine.contracts import schema_violations
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.run_input import GraphResolver, StartError
+from plait.engine.runtime import NodeResult
 from plait.engine.state import CompiledRun, RunState
-from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
+from plait.model.enums import RunStatus
 from plait.model.limits import MAX_DEPTH, value_problem
 from plait.model.nodes import NodeBase, node_field
 from plait.store import ChildExists, ChildOf, RunRecord, Store, StoreError
@@ -49,7 +50,8 @@ class ChildGraphError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ChildGraph:
-    """What a node's children run: a graph version, or a body in one, compiled for execution."""
+    """What a node's children run (and what `Engine.start` runs): a graph version, or a body in
+    one, compiled for execution."""
 
     graph_id: str
     version: int
@@ -104,7 +106,8 @@ class ChildRuns:
             path = node.id if state.body is None else f"{state.body}/{node.id}"
             stored = self.store.graphs.get(state.graph_id, state.graph_version)
             compiled = self.engine.compiled_for(state.graph_id, state.graph_version, path)
-            return ChildGraph(state.graph_id, state.graph_version, stored.schema_version, stored.slug, path, compiled)
+            slug = compiled.graph.id  # the graph file's id, or `<graph>.<node>` for an inline body
+            return ChildGraph(state.graph_id, state.graph_version, stored.schema_version, slug, path, compiled)
         ref = str(node_field(node, "graph", ""))
         stored_graph = self._stored(state, node, ref)
         if any(graph_id == stored_graph.graph_id and body is None for graph_id, body in ancestors):
@@ -157,29 +160,54 @@ class ChildRuns:
         return self.store.runs.child_outcomes(node_run_id) if node_run_id else {}
 
     async def run(
-        self, state: RunState, node: NodeBase, target: ChildGraph, key: int, run_input: Any
+        self,
+        state: RunState,
+        node: NodeBase,
+        target: ChildGraph,
+        key: int,
+        run_input: Any,
+        existing: str | None = None,
     ) -> tuple[RunOutcome, RunRecord | None]:
-        """Drive child `key` of this activation of `node` to its end (or its pause): started now
-        with `run_input`, or continued where it is. Returns its outcome, and for a paused child
-        its record (its `wake_at`). ChildGraphError when `run_input` is refused."""
+        """Drive child `key` of this activation of `node` to its end (or its pause): continued
+        where it is when it exists (`existing`, its id from `outcomes`), else started with
+        `run_input`. Returns its outcome, and for a paused child its record (its `wake_at`).
+        ChildGraphError when `run_input` is refused."""
         node_run_id = state.nodes[node.id].node_run_id
         if not node_run_id:
             raise EngineError(f"node '{node.id}' has no node run to attach its child runs to")
-        existing = self.store.runs.child(node_run_id, key)
         with _as_child():
             if existing is None:
                 self._check_input(target, run_input, node, key)
                 try:
                     outcome = await self.engine.start_child(target, run_input, ChildOf(state.run_id, node_run_id, key))
-                except ChildExists:
-                    existing = self.store.runs.child(node_run_id, key)
-                else:
                     return outcome, self._paused(outcome)
-            assert existing is not None
-            if existing.status in TERMINAL_RUN_STATUSES:
-                return RunOutcome(existing.id, existing.status, existing.output, existing.error), None
-            outcome = await self.engine.run(existing.id)
+                except ChildExists:  # another engine started it a moment ago: continue that one
+                    found = self.store.runs.child(node_run_id, key)
+                    assert found is not None
+                    existing = found.id
+            outcome = await self.engine.run(existing)  # an ended child: its stored outcome
             return outcome, self._paused(outcome)
+
+    def spent(self, state: RunState, node: NodeBase, result: NodeResult) -> NodeResult:
+        """`result` with the tokens and cost of this activation's children added: a node's
+        totals (and its run's, and the run's budget after it) include what its children spent."""
+        node_run_id = state.nodes[node.id].node_run_id
+        if node_run_id:
+            tokens_input, tokens_output, cost = self.store.runs.child_totals(node_run_id)
+            result.tokens_input += tokens_input
+            result.tokens_output += tokens_output
+            result.cost_usd += cost
+        return result
+
+    def failure(self, outcome: RunOutcome) -> str:
+        """Why a child failed, in the words of the node that failed in it."""
+        error = outcome.error or {}
+        node_id = error.get("node_id")
+        if error.get("kind") != "node_failed" or not node_id:
+            return str(error.get("message") or "")
+        failed = [r for r in self.store.runs.node_runs(outcome.run_id) if r.node_id == node_id and r.error]
+        detail = failed[-1].error.get("message") if failed and failed[-1].error else None
+        return f"node '{node_id}' failed: {detail}" if detail else str(error.get("message") or "")
 
     def _paused(self, outcome: RunOutcome) -> RunRecord | None:
         return self.store.runs.get(outcome.run_id) if outcome.status == RunStatus.PAUSED else None

@@ -23,6 +23,7 @@ continues once the child is continued (it is due to wake no later than the child
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from plait.compile.templates import split_path
@@ -37,6 +38,8 @@ from plait.model.nodes import ItemErrors, LoopNode, MapNode, NodeBase, SubgraphN
 from plait.model.output_meta import CHILD_RUN
 from plait.store import RunRecord
 
+Executor = Callable[[NodeBase, RunState, Runtime], Awaitable[NodeResult]]
+
 
 def _children(rt: Runtime) -> ChildRuns:
     if rt.children is None:
@@ -49,8 +52,8 @@ def with_child_run(output: Any, run_id: str) -> Any:
     return {**output, CHILD_RUN: run_id} if isinstance(output, dict) else output
 
 
-def child_failure(outcome: RunOutcome, slug: str, where: str) -> str:
-    message = (outcome.error or {}).get("message", "")
+def child_failure(children: ChildRuns, outcome: RunOutcome, slug: str, where: str) -> str:
+    message = children.failure(outcome)
     return f"{where}: child run {outcome.run_id} of '{slug}' ended {outcome.status}{f': {message}' if message else ''}"
 
 
@@ -79,7 +82,7 @@ def _start(node: NodeBase, state: RunState, rt: Runtime) -> tuple[NodeView, Chil
     return build_view(state, node), children, children.target(state, node)
 
 
-async def run_subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+async def _subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     """SUBGRAPH: one child run; its output is the node's output, checked against the out-edge schemas."""
     assert isinstance(node, SubgraphNode)
     timer = Timer()
@@ -89,7 +92,8 @@ async def run_subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResu
         snapshot["graph"] = target.describe()
         names = view.names
         child_input = render_value(node.inputs, names, view.plan) if node.inputs else names["current"]
-        outcome, paused = await children.run(state, node, target, 0, child_input)
+        existing = children.outcomes(state, node).get(0)
+        outcome, paused = await children.run(state, node, target, 0, child_input, existing and existing[0])
     except ChildGraphError as exc:
         return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind=exc.kind, message=str(exc))
     snapshot["children"] = [outcome.run_id]
@@ -98,7 +102,7 @@ async def run_subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResu
         waiting.add(paused)
         return waiting.result(node, state, snapshot)
     if outcome.status != RunStatus.COMPLETED:
-        message = child_failure(outcome, target.slug, f"node '{node.id}'")
+        message = child_failure(children, outcome, target.slug, f"node '{node.id}'")
         return NodeResult.failed(snapshot, [timer.attempt(error=message)], kind="child_failed", message=message)
     value = with_child_run(outcome.output, outcome.run_id)
     return checked_output(node, state, value, snapshot, [timer.attempt()])
@@ -123,7 +127,7 @@ def gather(node: MapNode, count: int, done: dict[int, Any], failed: dict[int, di
     return out
 
 
-async def run_map(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+async def _map(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     """MAP: a child run per item, `max_concurrency` at a time; the outputs gathered in order."""
     assert isinstance(node, MapNode)
     timer = Timer()
@@ -202,7 +206,10 @@ class _FanOut:
         where = f"node '{self.node.id}', item {index}"
         try:
             child_input = item_input(self.node, self.view, self.items[index], index)
-            outcome, paused = await self.children.run(self.state, self.node, self.target, index, child_input)
+            known = self.known.get(index)
+            outcome, paused = await self.children.run(
+                self.state, self.node, self.target, index, child_input, known and known[0]
+            )
         except ChildGraphError as exc:
             self.failed[index] = {"kind": exc.kind, "message": str(exc)}
             return
@@ -211,7 +218,7 @@ class _FanOut:
         elif outcome.status == RunStatus.COMPLETED:
             self.done[index] = outcome.output
         else:
-            message = child_failure(outcome, self.target.slug, where)
+            message = child_failure(self.children, outcome, self.target.slug, where)
             self.failed[index] = {"kind": "child_failed", "message": message, "run_id": outcome.run_id}
         self._announce(index, outcome)
 
@@ -230,7 +237,7 @@ class _FanOut:
             )
 
 
-async def run_loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     """LOOP: a child run per iteration while `while_expr` holds, at most `max_iterations`."""
     assert isinstance(node, LoopNode)
     timer = Timer()
@@ -282,7 +289,7 @@ async def run_loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
             else:
                 child_input = {**(current if isinstance(current, dict) else {"current": current}), "loop": loop}
             try:
-                outcome, paused = await children.run(state, node, target, iteration, child_input)
+                outcome, paused = await children.run(state, node, target, iteration, child_input, found and found[0])
             except ChildGraphError as exc:
                 snapshot["children"] = ran
                 return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind=exc.kind, message=str(exc))
@@ -294,7 +301,7 @@ async def run_loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
                 return waiting.result(node, state, snapshot)
             if outcome.status != RunStatus.COMPLETED:
                 snapshot["children"] = ran
-                message = child_failure(outcome, target.slug, f"node '{node.id}', iteration {iteration}")
+                message = child_failure(children, outcome, target.slug, f"node '{node.id}', iteration {iteration}")
                 return NodeResult.failed(snapshot, [timer.attempt(error=message)], kind="child_failed", message=message)
             last_run, last = outcome.run_id, outcome.output
         if last_run not in ran:
@@ -304,3 +311,19 @@ async def run_loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     snapshot["iterations"] = iteration
     value = current if iteration == 0 else with_child_run(last, last_run or "")
     return checked_output(node, state, value, snapshot, [timer.attempt(iterations=iteration)])
+
+
+def _counting(execute: Executor) -> Executor:
+    """`execute` with the tokens and cost its children spent added to its result."""
+
+    async def counted(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
+        result = await execute(node, state, rt)
+        return rt.children.spent(state, node, result) if rt.children is not None else result
+
+    counted.__doc__ = execute.__doc__
+    return counted
+
+
+run_subgraph = _counting(_subgraph)
+run_map = _counting(_map)
+run_loop = _counting(_loop)

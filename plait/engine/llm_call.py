@@ -14,13 +14,15 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from plait.engine.checks import judged, postcheck, precheck
 from plait.engine.contracts import OutputContract
 from plait.engine.fewshot import FewshotLookup, render_examples
 from plait.engine.inline_tools import ToolContext
 from plait.engine.llm_cache import CacheSlot
 from plait.engine.mcp_inputs import McpInputs, uses_mcp_inputs
 from plait.engine.mcp_inputs import gather as gather_mcp_inputs
-from plait.engine.render import build_view, prompt_budget
+from plait.engine.render import NodeView, build_view, prompt_budget
+from plait.engine.repair import REPAIRABLE, repaired
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
 from plait.engine.tool_loop import RoutedResultInvalid, offers_tools, tool_rounds
@@ -35,10 +37,26 @@ from plait.tools.mcp import McpFailure
 
 
 async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
-    """Execute an LLM_CALL node: take its MCP inputs, render its request, run its tool rounds if it
-    offers tools, then ask until an answer meets the out-edge schemas, `max_retries` more times
-    at most. Provider faults, timeouts, MCP failures and invalid answers end in a failed result;
-    they are not raised."""
+    """Execute an LLM_CALL node: take its MCP inputs, render its request, pre-check it, run its
+    tool rounds if it offers tools, then ask until an answer meets the out-edge schemas and the
+    post-checks, `max_retries` more times at most; a check that fails for good goes to the
+    repair hook when the node has one. Provider faults, timeouts, MCP failures and invalid
+    answers end in a failed result; they are not raised."""
+    result = await _run_once(node, state, rt)
+    kind = (result.error or {}).get("kind")
+    if node.repair is None or result.phase != Phase.FAILED or kind not in REPAIRABLE or rt.provider is None:
+        return result
+
+    async def send(request: ChatRequest, attempts: list[dict[str, Any]], usage: dict[str, Any]) -> ChatResponse:
+        return await _send(rt, state, request, 0.0, usage, _new_attempt(attempts, repair=True))
+
+    if rt.emit is not None:
+        rt.emit("node.repair_diagnosing", state.run_id, node.id, error_kind=kind)
+    return await repaired(node, result, send, lambda fixed: _run_once(fixed, state, rt))
+
+
+async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
+    """One execution of the node, without the repair hook."""
     if node.prompt_script is not None:
         return NodeResult.failed(
             {},
@@ -55,9 +73,26 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
     fewshot = rt.fewshot_lookup(state) if node.use_overrides_as_fewshot else None
     counter = rt.counter(node.model_role, node.model_id_override)
     request, snapshot = build_request(node, state, counter, fewshot, mcp)
+    blocked = _prechecked(node, state, node_view(node, state, mcp), snapshot)
+    if blocked is not None:
+        return blocked
     if offers_tools(node) and rt.provider is not None:
         return await run_with_tools(node, request, snapshot, rt, state)
     return await _attempts(node, request, state.compiled.contracts[node.id], snapshot, rt, state)
+
+
+def _prechecked(node: LlmCallNode, state: RunState, view: NodeView, snapshot: dict[str, Any]) -> NodeResult | None:
+    """The failed result of a pre-check that blocks the call (no tokens spent), or None."""
+    if not node.checks.pre:
+        return None
+    reasons = precheck(node, state, view)
+    snapshot["precheck"] = {"passed": not reasons, "reasons": reasons}
+    if not reasons:
+        return None
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return NodeResult.failed(
+        snapshot, [], kind="precheck_failed", message=f"pre-check failed: {reasons[0]}{more}", details=reasons
+    )
 
 
 async def ask(node: LlmCallNode, contract: OutputContract, state: RunState, rt: Runtime) -> NodeResult:
@@ -65,7 +100,19 @@ async def ask(node: LlmCallNode, contract: OutputContract, state: RunState, rt: 
     inputs): what a CONDITION decided by a model asks."""
     counter = rt.counter(node.model_role, node.model_id_override)
     request, snapshot = build_request(node, state, counter, contract=contract)
+    blocked = _prechecked(node, state, node_view(node, state), snapshot)
+    if blocked is not None:
+        return blocked
     return await _attempts(node, request, contract, snapshot, rt, state)
+
+
+def node_view(node: LlmCallNode, state: RunState, mcp: McpInputs | None = None) -> NodeView:
+    """What the node's prompts see: its names, with the fields its MCP resources gave."""
+    view = build_view(state, node)
+    if mcp is not None and mcp.fields:
+        view.context_slice.update(mcp.fields)
+        view.names.update({k: v for k, v in mcp.fields.items() if k not in view.names})
+    return view
 
 
 def build_request(
@@ -81,10 +128,7 @@ def build_request(
     where corrected examples come from (`use_overrides_as_fewshot`), appended to the system prompt;
     `mcp`: the resources and prompt the node's MCP servers gave; `contract`: the answer's schema
     when it is not the out-edges' (a CONDITION decided by a model)."""
-    view = build_view(state, node)
-    if mcp is not None and mcp.fields:
-        view.context_slice.update(mcp.fields)
-        view.names.update({k: v for k, v in mcp.fields.items() if k not in view.names})
+    view = node_view(node, state, mcp)
     budget = prompt_budget(node, counter)
     examples: list[Any] = []
     if mcp is not None and mcp.messages is not None:  # mcp_prompt replaces the node's own prompts
@@ -183,17 +227,22 @@ async def _attempts(
                 break
             continue
         value, problems = contract.parse(response.content)
+        schema_ok = not problems
+        value, problems = postcheck(node, contract, value, problems)
+        kind, message = ("schema", "the model's answer is not valid for the out-edge schema")
+        if schema_ok and problems:
+            kind, message = ("postcheck", "the model's answer has empty required fields")
+        if not problems and node.spj_prompt:
+            rejected = await _judge(node, state, value, rt, usage, attempts)
+            if rejected is not None:
+                problems = [f"a reviewer rejected the answer: {rejected}"]
+                kind, message = ("judge", f"the judge (spj_prompt) rejected the answer: {rejected}")
         if not problems:
             result = NodeResult.completed(contract.annotate(value), snapshot, attempts, **usage)
             result.cache_entry = slot.entry(response) if slot is not None else None
             return result
         record["violations"] = problems
-        last = {
-            "kind": "schema",
-            "message": "the model's answer is not valid for the out-edge schema",
-            "details": problems,
-            "last_output": response.content,
-        }
+        last = {"kind": kind, "message": message, "details": problems, "last_output": response.content}
         request = replace(
             request,
             messages=[
@@ -211,6 +260,27 @@ async def _attempts(
         last_output=last.get("last_output"),
         **usage,
     )
+
+
+async def _judge(
+    node: LlmCallNode,
+    state: RunState,
+    answer: Any,
+    rt: Runtime,
+    usage: dict[str, Any],
+    attempts: list[dict[str, Any]],
+) -> str | None:
+    """Ask the judge about a valid answer (one attempt of the node run, marked `judge`); its
+    reason when it fails the answer. A judge that cannot be reached fails the answer, saying so."""
+
+    async def send(request: ChatRequest) -> ChatResponse:
+        record = _new_attempt(attempts, judge=True)
+        return await _send(rt, state, request, 0.0, usage, record)
+
+    try:
+        return await judged(node, state, answer, send)
+    except (ProviderError, TimeoutError) as exc:
+        return f"the judge could not be asked: {exc or 'timed out'}"
 
 
 def new_usage() -> dict[str, Any]:

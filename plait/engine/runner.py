@@ -221,6 +221,23 @@ class Engine:
     async def start_child(self, target: ChildGraph, run_input: dict[str, Any], child: ChildOf) -> RunOutcome:
         """Create child run `child` of `target` and drive it (like `start`); ChildExists when that
         key of that node run was started already."""
+        return await self._create(target, run_input, child)
+
+    async def start(self, graph: StoredGraph, run_input: dict[str, Any]) -> RunOutcome:
+        """Create a run of a stored graph and execute it (the input is checked by the caller,
+        see `plait.engine.run_input.check_input`).
+
+        Unlike `start_run` followed by `run`, the run row is written once this engine admits
+        the run, already begun (one transaction): of many runs started together, the first
+        ones execute while the later ones wait to be created, instead of every run being
+        created before any model call goes out.
+        """
+        compiled = self.compiled_for(graph.graph_id, graph.version)
+        target = ChildGraph(graph.graph_id, graph.version, graph.schema_version, graph.slug, None, compiled)
+        return await self._create(target, run_input, None)
+
+    async def _create(self, target: ChildGraph, run_input: dict[str, Any], child: ChildOf | None) -> RunOutcome:
+        """Write the run of `target` once admitted, already begun, and drive it."""
         async with self._admitted() as set_up:
             self._check_supported(target.compiled)
             run_id = self.store.runs.add(
@@ -242,29 +259,6 @@ class Engine:
                 body=target.body,
             )
             return await self._drive(run_id, state, (target.slug, target.version), set_up)
-
-    async def start(self, graph: StoredGraph, run_input: dict[str, Any]) -> RunOutcome:
-        """Create a run of a stored graph and execute it (the input is checked by the caller,
-        see `plait.engine.run_input.check_input`).
-
-        Unlike `start_run` followed by `run`, the run row is written once this engine admits
-        the run, already begun (one transaction): of many runs started together, the first
-        ones execute while the later ones wait to be created, instead of every run being
-        created before any model call goes out.
-        """
-        async with self._admitted() as set_up:
-            compiled = self.compiled_for(graph.graph_id, graph.version)
-            self._check_supported(compiled)
-            run_id = self.store.runs.add(
-                graph_id=graph.graph_id,
-                graph_version=graph.version,
-                schema_version=graph.schema_version,
-                input=run_input,
-                lease=(self.owner, self.lease_ttl_s),
-                llm=self.llm,
-            )
-            state = RunState(compiled, run_input, run_id=run_id, graph_id=graph.graph_id, graph_version=graph.version)
-            return await self._drive(run_id, state, (graph.slug, graph.version), set_up)
 
     @contextlib.asynccontextmanager
     async def _admitted(self) -> AsyncIterator[Callable[[], None]]:

@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from plait.model.common import (
     Identifier,
@@ -113,6 +113,27 @@ class NodeBase(PlaitModel):
     skill_scope: SkillScope | None = None
 
 
+class NodeChecks(PlaitModel):
+    """The checks around an LLM_CALL's model call, each logic only (no tokens): `pre` before the
+    call (the inputs it reads are present and typed, every path its prompts print resolves),
+    and after it, beyond the out-edge schemas, `non_empty` (required fields hold something) and
+    `coerce_json` (JSON written inside a string where the schema wants an object or a list is
+    read as that value)."""
+
+    pre: bool = True
+    non_empty: bool = True
+    coerce_json: bool = True
+
+
+class RepairHook(PlaitModel):
+    """When a check fails for good, a model is asked for a diagnosis: `fix` (config overrides
+    applied for one more try, when its confidence is at least `min_confidence`), `escalate` (the
+    run pauses for a person) or `giveup` (the node fails)."""
+
+    model_role: NonEmptyStr = "chat"
+    min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.5
+
+
 class LlmCallNode(NodeBase):
     """Calls a model with a rendered prompt, optionally with tools and MCP servers. It has
     exactly one prompt source: `user_prompt_tpl`, `prompt_script` or `mcp_prompt`."""
@@ -144,7 +165,18 @@ class LlmCallNode(NodeBase):
     """Opt-in for run data in `system_prompt`. Off by default: the system prompt is the trusted
     instruction channel, and run data placed there could carry instructions of its own."""
     spj_prompt: str | None = None
-    """Optional LLM-judge instruction for the post-execution check."""
+    """A judge's instruction (a template): after a valid answer, a model reads it with the answer
+    and says pass or fail with a reason; a fail is fed back like a schema error."""
+    checks: NodeChecks = Field(default_factory=NodeChecks)
+    repair: RepairHook | None = None
+    """Ask a model to diagnose a check that failed for good (`repair: true` for the defaults)."""
+
+    @field_validator("repair", mode="before")
+    @classmethod
+    def _repair_switch(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        return None if value is False else value
 
     @model_validator(mode="after")
     def _one_prompt_source(self) -> LlmCallNode:

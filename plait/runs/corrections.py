@@ -185,13 +185,16 @@ class Corrections:
     def review(
         self, run_id: str, node_id: str, value: Any = None, *, approve: bool = False, note: str | None = None
     ) -> Correction:
-        """Answer a paused HUMAN_REVIEW: approve the value under review, or give a corrected one
-        (`note`: why, kept with the answer and in the ledger)."""
+        """Answer a paused HUMAN_REVIEW, or a node its repair hook escalated to a person: approve
+        the value under review, or give a corrected one (`note`: why, kept with the answer and
+        in the ledger)."""
         with self._held(run_id) as (owner, run):
             rec = run.node(node_id)
-            if run.compiled.nodes[node_id].type != NodeType.HUMAN_REVIEW:
+            escalated = "escalated" in (rec.input_snapshot or {})  # a repair hook asked for a person
+            if run.compiled.nodes[node_id].type != NodeType.HUMAN_REVIEW and not escalated:
                 raise CorrectionError(
-                    f"node '{node_id}' is a {run.compiled.nodes[node_id].type} node, not a HUMAN_REVIEW",
+                    f"node '{node_id}' is a {run.compiled.nodes[node_id].type} node, not a HUMAN_REVIEW "
+                    "(nor a node its repair hook escalated)",
                     kind=Refusal.INVALID,
                 )
             if rec.status != NodeStatus.PENDING or rec.input_snapshot is None:

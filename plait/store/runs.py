@@ -221,6 +221,18 @@ class RunRepository:
         with self._engine.connect() as conn:
             return {row.child_key: (row.id, RunStatus(row.status), row.output_json) for row in conn.execute(query)}
 
+    def child_totals(self, node_run_id: str) -> tuple[int, int, float]:
+        """Input tokens, output tokens and cost of all the child runs of `node_run_id`, summed:
+        what the node that started them spent through them."""
+        query = select(
+            func.coalesce(func.sum(GRAPH_RUN.c.tokens_input), 0),
+            func.coalesce(func.sum(GRAPH_RUN.c.tokens_output), 0),
+            func.coalesce(func.sum(GRAPH_RUN.c.cost_usd), 0.0),
+        ).where(GRAPH_RUN.c.workflow_node_run_id == node_run_id)
+        with self._engine.connect() as conn:
+            row = conn.execute(query).one()
+        return int(row[0]), int(row[1]), float(row[2])
+
     def list(
         self,
         *,

@@ -16,7 +16,7 @@ plait: 1
 id: tiny
 nodes:
   - {id: a, type: LLM_CALL, user_prompt_tpl: "Say hi to {{ input.name }}"}
-  - {id: b, type: LLM_CALL, user_prompt_tpl: "Repeat: {{ a.text }}"}
+  - {id: b, type: LLM_CALL, user_prompt_tpl: "Repeat: {{ a }}"}
 edges:
   - {source: a, target: b}
 """

@@ -66,6 +66,9 @@ def test_dumped_examples_compile_like_the_originals(path: Path, tmp_path: Path) 
     copy.write_text(dump_yaml(graph), encoding="utf-8")
     for skill_dir in path.parent.glob("skills"):  # skills are referenced by relative path
         (tmp_path / "skills").symlink_to(skill_dir)
+    for sibling in path.parent.glob("*.yaml"):  # so are the graph files a MAP or SUBGRAPH runs
+        if sibling != path:
+            (tmp_path / sibling.name).symlink_to(sibling)
     result = compile_file(copy)
     assert result.errors == original.errors == []
     assert result.expanded is not None

@@ -32,8 +32,9 @@ def test_the_plan_holds_every_prompt_parsed_and_what_each_node_reads() -> None:
                 assert plan.nodes[node.id].template(text).source
     reads = {node_id: set(p.reads) for node_id, p in plan.nodes.items()}
     assert "input" in reads["classify"]  # its prompt names the run input
-    with pytest.raises(TemplateError, match="not part of this node's definition"):
-        plan.nodes["classify"].template("{{ something.else }}")
+    assert plan.nodes["classify"].template("{{ something.else }}").refs[0].root == "something"  # a repair's fix
+    with pytest.raises(TemplateError, match="syntax"):
+        plan.nodes["classify"].template("{{ unclosed")
 
 
 def test_an_invalid_graph_has_no_plan(tmp_path: Path) -> None:

@@ -91,7 +91,7 @@ def assert_invariants(tmp_path: Path, db: str, run_id: str) -> None:
 
 def test_clean_run_matches_the_expected_output(db_url: str, tmp_path: Path) -> None:
     graph, script = write_case(tmp_path)
-    proc = plait(["run", str(graph), "--db", db_url, "--llm", f"scripted:{script}", "--quiet"])
+    proc = plait(["run", str(graph), "-i", "text=go", "--db", db_url, "--llm", f"scripted:{script}", "--quiet"])
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert json.loads(out) == {"text": f"out{CHAIN - 1}!"}
@@ -101,7 +101,7 @@ def test_clean_run_matches_the_expected_output(db_url: str, tmp_path: Path) -> N
 def test_kill_at_a_commit_then_resume(db_url: str, tmp_path: Path, failpoint: str) -> None:
     graph, script = write_case(tmp_path)
     proc = plait(
-        ["run", str(graph), "--db", db_url, "--llm", f"scripted:{script}", "--quiet"],
+        ["run", str(graph), "-i", "text=go", "--db", db_url, "--llm", f"scripted:{script}", "--quiet"],
         env={"PLAIT_FAILPOINTS": failpoint},
     )
     proc.communicate(timeout=60)
@@ -121,7 +121,7 @@ def test_sigkill_at_random_moments_then_resume_until_done(db_url: str, tmp_path:
     graph, script = write_case(tmp_path)
     rng = random.Random(7)
     llm = f"scripted:{script}"
-    proc = plait(["run", str(graph), "--db", db_url, "--llm", llm, "--quiet"])
+    proc = plait(["run", str(graph), "-i", "text=go", "--db", db_url, "--llm", llm, "--quiet"])
     kills = 0
     for _ in range(6):
         time.sleep(rng.uniform(0.3, 0.8))
@@ -132,7 +132,7 @@ def test_sigkill_at_random_moments_then_resume_until_done(db_url: str, tmp_path:
         kills += 1
         ids = run_ids(db_url)
         if not ids:  # killed before the run row existed: start again
-            proc = plait(["run", str(graph), "--db", db_url, "--llm", llm, "--quiet"])
+            proc = plait(["run", str(graph), "-i", "text=go", "--db", db_url, "--llm", llm, "--quiet"])
             continue
         proc = plait(["resume", ids[0], "--db", db_url, "--llm", llm, "--quiet"])
     _out, err = proc.communicate(timeout=60)
@@ -145,7 +145,7 @@ def test_sigkill_at_random_moments_then_resume_until_done(db_url: str, tmp_path:
 def test_two_engines_on_one_run_never_execute_a_node_twice(db_url: str, tmp_path: Path) -> None:
     graph, script = write_case(tmp_path)
     llm = f"scripted:{script}"
-    first = plait(["run", str(graph), "--db", db_url, "--llm", llm, "--quiet"])
+    first = plait(["run", str(graph), "-i", "text=go", "--db", db_url, "--llm", llm, "--quiet"])
     deadline = time.time() + 20
     while not run_ids(db_url) and time.time() < deadline:
         time.sleep(0.05)

@@ -204,6 +204,7 @@ def test_data_cleaning_batch_maps_the_record_graph_and_keeps_a_failed_record(sto
     records = outcome.output["records"]
     assert records[0]["record"]["email"] == "john.smith@acme.com"
     assert records[3]["index"] == 3
+    assert "(repair: giveup: the record holds no customer data)" in records[3]["error"]["message"]
     children = [r for r in store.runs.list(children=True) if r.parent_run_id == outcome.run_id]
     assert sorted(str(c.status) for c in children) == ["completed", "completed", "completed", "failed"]
 

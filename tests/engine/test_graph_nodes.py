@@ -364,3 +364,17 @@ def test_a_start_run_of_a_graph_file_body_embeds_the_file(store: Store, tmp_path
             await engine.aclose()
 
     assert asyncio.run(go()).output == {"n": 8}
+
+
+def test_a_maps_node_run_counts_the_tokens_its_children_spent(store: Store, tmp_path: Path) -> None:
+    from tests.engine.test_engine import script
+
+    body = {"nodes": [{"id": "say", "type": "LLM_CALL", "user_prompt_tpl": "say {{ input.n }}"}], "edges": []}
+    provider = script(tmp_path, [{"node": "say", "text": "ok", "usage": {"input": 7, "output": 3}}])
+    node = {"id": "m", "type": "MAP", "items": "input.values", "inputs": {"n": "{{ item }}"}, "body": body}
+    outcome = execute(store, graph_file(tmp_path, [node], []), provider, {"values": [1, 2, 3]})
+    assert outcome.status == RunStatus.COMPLETED
+    mapped = nodes_of(store, outcome.run_id)["m"]
+    assert (mapped.tokens_input, mapped.tokens_output) == (21, 9)
+    run = store.runs.get(outcome.run_id)
+    assert (run.tokens_input, run.tokens_output) == (21, 9)  # the run's totals include its children's

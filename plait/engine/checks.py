@@ -1,0 +1,207 @@
+"""The checks around an LLM_CALL's model call: logic only, so the normal path spends no tokens.
+
+- **Pre-check**, before the call (`checks.pre`): the inputs the node reads arrive typed as their
+  edges' schemas say, and every path its prompts print unconditionally (outside `if`/`for`,
+  without `default`) holds a value. A failure blocks the call (`precheck_failed`, with the
+  reasons); the run's budget is checked before every call too (`budget`).
+- **Post-check**, after an answer, beyond the out-edge schemas: JSON written inside a string
+  where the schema wants an object or a list is read as that value (`checks.coerce_json`), and
+  required fields must hold something, not "" or an empty list or object (`checks.non_empty`).
+- **Judge** (`spj_prompt`): a model reads the instruction with the answer and says pass or fail
+  with a reason.
+A post-check or judge failure is fed back to the model like a schema error, within the node's
+`max_retries`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from functools import lru_cache
+from typing import Any
+
+from plait.compile.template_types import Segment
+from plait.engine.contracts import OutputContract, schema_violations
+from plait.engine.render import NodeView, build_view, lookup, to_text
+from plait.engine.state import RunState
+from plait.llm.types import ChatRequest, ChatResponse
+from plait.model.nodes import LlmCallNode
+from plait.model.output_meta import strip_meta
+
+PROMPTS = ("system_prompt", "user_prompt_tpl")
+
+
+# -- before the call ---------------------------------------------------------------------------------------
+
+
+def precheck(node: LlmCallNode, state: RunState, view: NodeView) -> list[str]:
+    """Why the node's model call would be wasted now, `view` being what its prompts see; empty:
+    it may go out."""
+    return [*_inputs_typed(node, state), *_printed_paths_resolve(node, view)]
+
+
+def _inputs_typed(node: LlmCallNode, state: RunState) -> Iterator[str]:
+    graph = state.compiled.graph
+    for edge in state.compiled.in_edges[node.id]:
+        entry = graph.schema_entry(edge.schema_id) if edge.schema_id else None
+        if entry is None or not state.edge_active(edge):
+            continue
+        source = state.nodes[edge.source_node_id]
+        data = source.routed.get(edge.id, source.data) if edge.id in source.routed else source.data
+        for problem in schema_violations(entry.schema_, strip_meta(data), graph.schemas)[:5]:
+            yield f"the input from '{edge.source_node_id}' breaks schema '{entry.id}': {problem}"
+
+
+def _printed_paths_resolve(node: LlmCallNode, view: NodeView) -> Iterator[str]:
+    for field in PROMPTS:
+        text = getattr(node, field)
+        if not text or ("{" not in text and "%" not in text):
+            continue
+        for path in printed(view.plan.template(text).source):
+            value = _value_at(view, path)
+            if value is None or value == "":
+                dotted = ".".join(str(p) for p in path)
+                yield f"{field} prints '{dotted}', which is {'empty' if value == '' else 'missing'} in this run"
+
+
+def _value_at(view: NodeView, path: tuple[Segment, ...]) -> Any:
+    """What the renderer would print at `path` (`context.x` reads the node's context slice)."""
+    if path[0] != "context":
+        return lookup(view.names, path)
+    value: Any = view.names["context"]
+    for step in path[1:]:
+        value = value.get(str(step)) if isinstance(value, dict) else None
+    return value
+
+
+@lru_cache(maxsize=2048)
+def printed(source: str) -> tuple[tuple[Segment, ...], ...]:
+    """`plait.compile.jinja_refs.printed_paths`, once per template."""
+    from plait.compile.jinja_refs import printed_paths
+
+    return tuple(printed_paths(source))
+
+
+# -- after the call ----------------------------------------------------------------------------------------
+
+
+def postcheck(node: LlmCallNode, contract: OutputContract, value: Any, problems: list[str]) -> tuple[Any, list[str]]:
+    """The answer after the post-check: coerced where JSON was written inside a string, and the
+    problems left (schema violations, then empty required fields)."""
+    if not contract.schemas:
+        return value, problems
+    schema = contract.combined()
+    if problems and node.checks.coerce_json and value is not None:
+        coerced = coerce_json(value, schema)
+        if coerced is not value:
+            value, problems = coerced, contract.violations(coerced)
+    if not problems and node.checks.non_empty:
+        problems = list(empty_required(value, schema))
+    return value, problems
+
+
+def _schemas(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """`schema` and the members of its `allOf` (how several out-edge schemas combine)."""
+    return [schema, *[s for s in schema.get("allOf", ()) if isinstance(s, dict)]]
+
+
+def _wants(schema: dict[str, Any]) -> type | None:
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        return dict
+    if kind == "array" or "items" in schema:
+        return list
+    return None
+
+
+def coerce_json(value: Any, schema: dict[str, Any]) -> Any:
+    """`value` with JSON text read where `schema` wants an object or a list (the same object when
+    nothing changed)."""
+    for part in _schemas(schema):
+        wanted = _wants(part)
+        if isinstance(value, str) and wanted is not None:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if isinstance(parsed, wanted):
+                return coerce_json(parsed, part)
+        if isinstance(value, dict) and isinstance(part.get("properties"), dict):
+            changed = {
+                key: coerce_json(item, part["properties"][key])
+                for key, item in value.items()
+                if isinstance(part["properties"].get(key), dict)
+            }
+            changed = {k: v for k, v in changed.items() if v is not value[k]}
+            if changed:
+                value = {**value, **changed}
+        if isinstance(value, list) and isinstance(part.get("items"), dict):
+            items = [coerce_json(item, part["items"]) for item in value]
+            if any(new is not old for new, old in zip(items, value, strict=True)):
+                value = items
+    return value
+
+
+def empty_required(value: Any, schema: dict[str, Any], at: str = "") -> Iterator[str]:
+    """Each required field of `value` that holds only "" (or whitespace), [] or {}."""
+    for part in _schemas(schema):
+        found = part.get("properties")
+        properties: dict[str, Any] = found if isinstance(found, dict) else {}
+        if isinstance(value, dict):
+            for key in part.get("required", ()):
+                item = value.get(key)
+                if key in value and (item in ([], {}) or (isinstance(item, str) and not item.strip())):
+                    yield f"{at}{key}: is empty; a required field must hold a value"
+            for key, sub in properties.items():
+                if isinstance(sub, dict) and isinstance(value.get(key), dict | list):
+                    yield from empty_required(value[key], sub, f"{at}{key}.")
+        if isinstance(value, list) and isinstance(part.get("items"), dict):
+            for index, item in enumerate(value):
+                yield from empty_required(item, part["items"], f"{at}[{index}].")
+
+
+# -- the judge ---------------------------------------------------------------------------------------------
+
+VERDICT = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": ["pass", "fail"]}, "reason": {"type": "string"}},
+    "required": ["verdict", "reason"],
+    "additionalProperties": False,
+}
+JUDGE_SYSTEM = (
+    "You check an answer against an instruction. Reply with JSON only: "
+    '{"verdict": "pass" or "fail", "reason": one sentence}.'
+)
+
+
+def judge_request(node: LlmCallNode, state: RunState, answer: Any) -> ChatRequest:
+    """The question put to the judge: `spj_prompt` rendered, then the answer to judge."""
+    assert node.spj_prompt is not None
+    instruction = build_view(state, node).render(node.spj_prompt)
+    return ChatRequest(
+        node_id=node.id,
+        messages=[
+            {"role": "system", "content": JUDGE_SYSTEM},
+            {"role": "user", "content": f"Instruction: {instruction}\n\nThe answer:\n{to_text(strip_meta(answer))}"},
+        ],
+        model_role=node.model_role,
+        model=node.model_id_override,
+        response_format={"type": "json_schema", "json_schema": {"name": "verdict", "schema": VERDICT}},
+        temperature=0.0,
+        timeout_s=node.timeout_s,
+    )
+
+
+async def judged(
+    node: LlmCallNode, state: RunState, answer: Any, send: Callable[[ChatRequest], Awaitable[ChatResponse]]
+) -> str | None:
+    """The judge's reason when it fails the answer, None when it passes it (an answer it gives
+    that is not a verdict counts as a fail, saying so)."""
+    response = await send(judge_request(node, state, answer))
+    try:
+        verdict = json.loads(response.content or "")
+    except ValueError:
+        return f"the judge's answer is not a verdict: {(response.content or '')[:200]!r}"
+    if not isinstance(verdict, dict) or verdict.get("verdict") not in ("pass", "fail"):
+        return f"the judge's answer is not a verdict: {str(verdict)[:200]}"
+    return None if verdict["verdict"] == "pass" else str(verdict.get("reason") or "no reason given")

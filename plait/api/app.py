@@ -54,13 +54,14 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
     """The application. Opens the store (unless given one: then the caller closes it) and the
     provider now, so that a bad database, config or auth set-up fails before serving."""
     settings = settings or ServerSettings()
-    from plait.evolve.system import open_store, sync_system_graphs
+    from plait.evolve.system import open_store, sync_system_graphs, sync_system_templates
 
     own_store = store is None
     if store is None:
         store = open_store(settings.db)
     else:
         sync_system_graphs(store)
+        sync_system_templates(store)
     try:
         if settings.auth_required and store.tokens.count() == 0:
             why = "it listens beyond loopback" if not settings.require_auth else "--require-auth is set"

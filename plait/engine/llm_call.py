@@ -21,6 +21,7 @@ from plait.engine.inline_tools import ToolContext
 from plait.engine.llm_cache import CacheSlot
 from plait.engine.mcp_inputs import McpInputs, uses_mcp_inputs
 from plait.engine.mcp_inputs import gather as gather_mcp_inputs
+from plait.engine.prompt_script import run_prompt_script
 from plait.engine.render import NodeView, build_view, prompt_budget
 from plait.engine.repair import REPAIRABLE, repaired
 from plait.engine.runtime import NodeResult, Runtime
@@ -33,6 +34,7 @@ from plait.llm.tokens import ESTIMATE, TokenCounter
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
 from plait.model.output_meta import ROUTED
+from plait.sandbox.scripts import ScriptOutcome
 from plait.tools.mcp import McpFailure
 
 
@@ -57,13 +59,12 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
 
 async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
     """One execution of the node, without the repair hook."""
+    script: ScriptOutcome | None = None
     if node.prompt_script is not None:
-        return NodeResult.failed(
-            {},
-            [],
-            kind="unsupported",
-            message="prompt_script nodes need the prompt-script support of a later release; use user_prompt_tpl",
-        )
+        script_or_failure = await run_prompt_script(node, state, rt)
+        if isinstance(script_or_failure, NodeResult):
+            return script_or_failure
+        script = script_or_failure
     mcp: McpInputs | None = None
     if uses_mcp_inputs(node):
         try:
@@ -72,7 +73,9 @@ async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResu
             return NodeResult.failed({"node_type": "LLM_CALL"}, [], kind="mcp", message=str(exc))
     fewshot = rt.fewshot_lookup(state) if node.use_overrides_as_fewshot else None
     counter = rt.counter(node.model_role, node.model_id_override)
-    request, snapshot = build_request(node, state, counter, fewshot, mcp)
+    request, snapshot = build_request(node, state, counter, fewshot, mcp, prompt=script.prompt if script else None)
+    if script is not None:
+        snapshot["prompt_script"] = script.record()
     blocked = _prechecked(node, state, node_view(node, state, mcp), snapshot)
     if blocked is not None:
         return blocked
@@ -122,12 +125,14 @@ def build_request(
     fewshot: FewshotLookup | None = None,
     mcp: McpInputs | None = None,
     contract: OutputContract | None = None,
+    prompt: str | None = None,
 ) -> tuple[ChatRequest, dict[str, Any]]:
     """The chat request a node sends in this state, and its input snapshot (also `--dry-run`'s view).
     `counter`: the tokenizer of the model serving the node, for `token_budget_input`; `fewshot`:
     where corrected examples come from (`use_overrides_as_fewshot`), appended to the system prompt;
     `mcp`: the resources and prompt the node's MCP servers gave; `contract`: the answer's schema
-    when it is not the out-edges' (a CONDITION decided by a model)."""
+    when it is not the out-edges' (a CONDITION decided by a model); `prompt`: the user prompt a
+    prompt script returned, instead of `user_prompt_tpl` rendered."""
     view = node_view(node, state, mcp)
     budget = prompt_budget(node, counter)
     examples: list[Any] = []
@@ -135,7 +140,7 @@ def build_request(
         messages = mcp.messages
     else:
         system = view.render(node.system_prompt, budget) if node.system_prompt else None
-        user = view.render(node.user_prompt_tpl or "", budget)
+        user = prompt if prompt is not None else view.render(node.user_prompt_tpl or "", budget)
         examples = fewshot(node, user) if fewshot is not None else []
         if examples:
             system = f"{system}\n\n{render_examples(examples)}" if system else render_examples(examples)

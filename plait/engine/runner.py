@@ -39,7 +39,7 @@ from plait.engine.state import CompiledRun, RunState
 from plait.llm.provider import Provider
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.model.nodes import NodeBase, NodeType, node_field
-from plait.store import ChildOf, RunRecord, Store, StoredGraph
+from plait.store import ChildOf, RunRecord, Store, StoredGraph, StoreError
 
 __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
 
@@ -161,6 +161,7 @@ class Engine:
         self.runtime.sub_run = self._sub_run
         self.runtime.children = ChildRuns(self, self.graphs)
         self.runtime.emit = self.events.emit
+        self.runtime.templates = self._template_code
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
         would otherwise all be set up before any of them executes a node: the loop would run
@@ -296,6 +297,13 @@ class Engine:
             if scheduler is None or not scheduler.ended:  # stopped mid-way (cancelled, lease lost, error)
                 self.store.runs.give_up(run_id, self.owner, active_s=time.monotonic() - began)
             await self.runtime.end_run(run_id)
+
+    def _template_code(self, template_id: str) -> str | None:
+        """The code of the stored prompt-script template `template_id` (None: there is none)."""
+        try:
+            return self.store.templates.get(template_id).script_code
+        except StoreError:
+            return None
 
     async def _sub_run(self, ref: str, run_input: dict[str, Any]) -> Any:
         """A WORKFLOW_TASK tool's sub-run: a new run of a stored graph, driven to its end here."""

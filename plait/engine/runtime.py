@@ -15,10 +15,12 @@ if TYPE_CHECKING:
     from plait.engine.child_runs import ChildRuns
     from plait.engine.fewshot import FewshotLookup, FewshotSource
     from plait.engine.inline_tools import SubRun
+    from plait.engine.script_host import RouteReader
     from plait.engine.state import RunState
     from plait.llm.provider import Provider
     from plait.llm.types import ChatRequest
     from plait.sandbox import JsSandbox
+    from plait.sandbox.scripts import ScriptPool
     from plait.store.cache import CacheRepository
     from plait.tools.mcp import McpSessions
 
@@ -117,6 +119,11 @@ class Runtime:
         """The response cache to read (None: `--no-cache`); entries are written by the engine's commits."""
         self.llm_slots = asyncio.Semaphore(llm_concurrency) if llm_concurrency else None
         self._sandbox: JsSandbox | None = None
+        self._scripts: ScriptPool | None = None
+        self.templates: Callable[[str], str | None] | None = None
+        """A stored prompt-script template's code by its id (None: not stored); set by the engine."""
+        self.routes: RouteReader | None = None
+        """Reads Plait's own GET routes for prompt scripts' `readRoute` (set by `plait serve`)."""
 
     def unserved(self, role: str) -> str | None:
         """Why a model call for `role` would fail here before it is sent (no provider; a role no
@@ -176,10 +183,21 @@ class Runtime:
             self._sandbox = JsSandbox()
         return self._sandbox
 
+    def scripts(self) -> ScriptPool:
+        """Prompt scripts run on a pool of threads of their own (`plait.sandbox.scripts`)."""
+        if self._scripts is None:
+            from plait.sandbox.scripts import ScriptPool
+
+            self._scripts = ScriptPool()
+        return self._scripts
+
     def close_sandbox(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
+        if self._scripts is not None:
+            self._scripts.close()
+            self._scripts = None
 
     async def aclose(self) -> None:
         for run_id in list(self._mcp):

@@ -1,4 +1,5 @@
-"""System graphs: the YAML graphs that ship inside the package (`plait/system_graphs/`).
+"""System graphs: the YAML graphs that ship inside the package (`plait/system_graphs/`), and
+likewise the system prompt-script templates (`plait/system_templates/`, `sync_system_templates`).
 
 They are stored with `source_type: system`, listed with the user's graphs, and read-only:
 saving over one or deleting one is refused (fork it instead). When a newer Plait ships a
@@ -49,12 +50,39 @@ def sync_system_graphs(store: Store, folder: Path = SYSTEM_DIR) -> list[StoredGr
     return stored
 
 
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "system_templates"
+TEMPLATES_SYNCED = "system_templates_digest"
+
+
+def sync_system_templates(store: Store, folder: Path = TEMPLATES_DIR) -> int:
+    """Store every system prompt-script template of `folder` as shipped (read-only rows); how
+    many were stored (none while the files are unchanged since the last sync)."""
+    import yaml
+
+    files = sorted(folder.glob("*.yaml"))
+    digest = hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in files)).hexdigest()
+    if store.settings.get(TEMPLATES_SYNCED) == digest:
+        return 0
+    from plait.sandbox import JsSyntaxError, check_syntax
+
+    for file in files:
+        template = yaml.safe_load(file.read_text(encoding="utf-8"))
+        try:
+            check_syntax(template["script_code"], kind="script")
+        except (JsSyntaxError, KeyError, TypeError) as exc:
+            raise SystemGraphError(f"the system template {file.name} shipped with Plait is invalid: {exc}") from None
+        store.templates.store_system(template)
+    store.settings.set(TEMPLATES_SYNCED, digest)
+    return len(files)
+
+
 def open_store(url: str | None = None) -> Store:
     """The store at `url` with this Plait's system graphs stored (what the CLI and `plait serve`
     open); raises StoreError when it cannot be opened."""
     store = Store(url)
     try:
         sync_system_graphs(store)
+        sync_system_templates(store)
     except Exception:
         store.close()
         raise

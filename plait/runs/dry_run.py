@@ -20,7 +20,8 @@ from typing import Any
 from plait.engine.contracts import OutputContract
 from plait.engine.llm_call import build_request
 from plait.engine.llm_condition import asker, choice_contract
-from plait.engine.runtime import Runtime
+from plait.engine.prompt_script import run_prompt_script
+from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.pool import DEFAULT_ANSWER_TOKENS
 from plait.llm.tokens import count_messages
@@ -128,14 +129,18 @@ async def _render(
             "runs; dry runs do not connect to MCP servers"
         )
         return
-    if node.user_prompt_tpl is None:
-        dry.problems.append("prompt_script nodes are not rendered by this release")
-        return
+    prompt = None
+    if node.prompt_script is not None:  # the script runs (it only reads): its prompt is shown
+        script = await run_prompt_script(node, state, runtime)
+        if isinstance(script, NodeResult):
+            dry.problems.append(str((script.error or {}).get("message")))
+            return
+        prompt = script.prompt
     if node.mcp_resources:
         uris = ", ".join(f"{r.server_id}:{r.uri}" for r in node.mcp_resources)
         dry.problems.append(f"MCP resources ({uris}) are read when the node runs and are not shown here")
     counter = runtime.counter(node.model_role, node.model_id_override)
-    request, _ = build_request(node, state, counter, contract=contract)
+    request, _ = build_request(node, state, counter, contract=contract, prompt=prompt)
     dry.messages = request.messages
     dry.response_format = request.response_format
     counted = await runtime.count_tokens(request.messages)  # the embedded model counts its own chat template

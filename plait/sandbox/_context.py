@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from plait.sandbox._prelude import PRELUDE, RUNNER_PLACEHOLDER
@@ -53,6 +55,10 @@ COMPILED_CACHE = 256
 
 class Interrupted(Exception):
     """The evaluation, or the microtasks it queued, ran past its time limit."""
+
+
+class Stopped(Exception):
+    """The host asked a run to stop (`Context.run`'s `stop`), between two slices of JavaScript."""
 
 
 class OutOfMemory(Exception):
@@ -79,13 +85,18 @@ class Answer(NamedTuple):
 class Context:
     """A locked-down QuickJS context; `run` evaluates one expression in it."""
 
-    def __init__(self, *, max_memory_bytes: int) -> None:
+    def __init__(self, *, max_memory_bytes: int, preamble: str | None = None) -> None:
+        """`preamble`: a script evaluated before the lockdown (its script-scope declarations stay
+        reachable by name, as the runner's are), for a host that talks to its scripts through
+        an object of its own (prompt scripts: `plait.sandbox.scripts`)."""
         import quickjs
 
         self._js = quickjs.Context()
         self._js.set_memory_limit(max_memory_bytes)
         self._js.set_max_stack_size(STACK_BYTES)
         self._js.set_time_limit(PRELUDE_TIMEOUT_S)
+        if preamble is not None:
+            self._js.eval(preamble)
         runner = "__plait_runner_" + secrets.token_hex(8)
         self._js.eval("\n" * RUNTIME_LINES + PRELUDE.replace(RUNNER_PLACEHOLDER, runner))
         self._runners: dict[Kind, quickjs.Object] = {
@@ -97,20 +108,35 @@ class Context:
         self.broken = False
         """Set after an interruption or memory exhaustion: the owner replaces the context."""
 
-    def run(self, kind: Kind, source: str, names: list[str], payload: str, max_output: int, timeout_s: float) -> Answer:
+    def run(
+        self,
+        kind: Kind,
+        source: str,
+        names: list[str],
+        payload: str,
+        max_output: int,
+        timeout_s: float,
+        serve: Callable[[], bool] | None = None,
+        stop: threading.Event | None = None,
+    ) -> Answer:
         """Evaluate `source` (an expression; for `call`, one whose value is the function to call)
         with the JSON `payload` as its arguments. Raises `Interrupted`, `OutOfMemory` or
-        `ContextFailed`; a value the script threw comes back in the answer."""
+        `ContextFailed`; a value the script threw comes back in the answer. `serve`: called,
+        between slices of JavaScript, while a promise the function returned is unsettled; it
+        answers what the script asked its host for and says whether it did anything (False: the
+        promise never settles). `stop` set ends the run with `Stopped` at the next microtask."""
         deadline = time.monotonic() + timeout_s
         self._js.set_time_limit(timeout_s)
         try:
             compiled = self._compile(kind, source, names)
             out = self._runners[kind](compiled, payload, max_output)
-            self._drain(deadline)
-            if out is None:  # a promise (`async function main`): settled while draining, or never
+            self._drain(deadline, stop)
+            while out is None:  # a promise (`async function main`): settled while draining, or never
                 out = self._settled()
                 if out is None:
-                    return Answer(None, {"name": "Error", "message": NEVER_SETTLED, "stack": ""})
+                    if serve is None or not serve():
+                        return Answer(None, {"name": "Error", "message": NEVER_SETTLED, "stack": ""})
+                    self._drain(deadline, stop)
         except Exception as exc:
             raise self._failure(exc) from None
         if isinstance(out, str):
@@ -124,6 +150,11 @@ class Context:
             # from `throw null`, which no expression has a reason to write.
             raise self._failure(OutOfMemory(as_null=True)) from None
         return Answer(None, thrown)
+
+    def value(self, expression: str) -> Any:
+        """What `expression` evaluates to in this context (the host reaching an object its
+        preamble declared); a function comes back callable from Python."""
+        return self._js.eval(expression)
 
     def _compile(self, kind: Kind, source: str, names: list[str]) -> quickjs.Object:
         """The expression as a frozen function (its text starts on line 2 of the script), once
@@ -145,12 +176,15 @@ class Context:
             self._compiled.popitem(last=False)
         return compiled
 
-    def _drain(self, deadline: float) -> None:
+    def _drain(self, deadline: float, stop: threading.Event | None = None) -> None:
         """Run the microtasks the evaluation queued, within what is left of its deadline."""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise Interrupted
+            if stop is not None and stop.is_set():
+                self.broken = True
+                raise Stopped
             self._js.set_time_limit(left)
             if not self._js.execute_pending_job():
                 return
@@ -159,6 +193,8 @@ class Context:
         """What an exception out of QuickJS means; the context is unusable after any of them
         but a plain JavaScript error that escaped the runner."""
         text = str(exc)
+        if isinstance(exc, Stopped):
+            return exc
         if isinstance(exc, Interrupted) or "InternalError: interrupted" in text:
             self.broken = True
             return Interrupted()

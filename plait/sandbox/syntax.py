@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from plait.sandbox.errors import JsSyntaxError, SandboxError
 
-Kind = Literal["expression", "function", "body"]
+Kind = Literal["expression", "function", "body", "script"]
 CODE_PARAMS = ("input", "nodes", "current")
 
 SENTINEL = "__plait_parsed__"
@@ -53,9 +53,11 @@ def check_syntax(expression: str, *, kind: Kind = "expression") -> None:
     as one JavaScript expression. `kind="function"` is for text that must evaluate to a function
     (`old => ({...old})`); its syntax is that of any expression, whether it is a function is
     known only when it runs. `kind="body"` is for the statements of a CODE node: the body of
-    `code_function`. Line and column are 1-based, within `expression`."""
-    if kind == "body":
-        found = _check_cached("function", code_function(expression))
+    `code_function`; `kind="script"` for a prompt script (`script_function`). Line and column
+    are 1-based, within `expression`."""
+    if kind in ("body", "script"):
+        wrapper = code_function(expression) if kind == "body" else script_function(expression)
+        found = _check_cached("function", wrapper)
         if found is not None:
             found = _shift(found, expression)
     else:
@@ -92,6 +94,28 @@ def code_function(body: str) -> str:
         f"function __plait_code__({params}) {{\n{body}\n"
         f";return typeof main === 'function' ? main({params}) : undefined;\n}}"
     )
+
+
+_SCRIPT_HEAD = (
+    "function __plait_script__() {{ const getVar = (path) => {b}.request('getVar', [String(path)]);"
+    " const getSchemaHint = (target) => {b}.request('getSchemaHint', [String(target)]);"
+    " const readRoute = (route, params) =>"
+    " {b}.request('readRoute', [String(route), params === undefined ? {{}} : params]);"
+    " const console = Object.freeze({{ log: (...a) => {b}.log('log', a), info: (...a) => {b}.log('info', a),"
+    " warn: (...a) => {b}.log('warn', a), error: (...a) => {b}.log('error', a) }});"
+)
+_SCRIPT_TAIL = (
+    ";if (typeof main !== 'function') throw new Error('__plait_no_main__');"
+    " if (Object.getPrototypeOf(main) !== Object.getPrototypeOf(async function () {})) {"
+    " throw new Error('__plait_not_async__'); } return main(); }"
+)
+
+
+def script_function(code: str, bridge: str = "__plait_bridge__") -> str:
+    """The function a prompt script becomes (`plait.sandbox.scripts`): the host APIs and the
+    console as local names talking to the run's `bridge`, the script (from its line 2), then
+    the call of its `main`."""
+    return _SCRIPT_HEAD.format(b=bridge) + "\n" + code + "\n" + _SCRIPT_TAIL
 
 
 def _shift(found: tuple[str, int | None, int | None], body: str) -> tuple[str, int | None, int | None]:

@@ -252,6 +252,37 @@ API_TOKEN = Table(
 """A bearer token of the HTTP API (`plait token create`): its SHA-256 digest, never the token."""
 
 
+PROMPT_TEMPLATE = Table(
+    "prompt_script_template",
+    METADATA,
+    Column("id", String(128), primary_key=True),
+    _required("name", Text),
+    _optional("description", Text),
+    _required("category", String(64), server_default=text("'general'")),
+    _required("source_type", String(16), server_default=text("'user'")),
+    _required("script_language", String(16), server_default=text("'js'")),
+    _required("script_code", Text),
+    _optional("schema_target", Text),
+    _optional("based_on_template_id", String(128)),
+    _required("created_at", Double),
+    _required("updated_at", Double),
+    _optional("deleted_at", Double),
+    Index("idx_pst_category", "category"),
+)
+"""A prompt-script template (docs/prompt-scripts.md): a user's own, or one Plait ships
+(`source_type` system, read-only). Deleting sets `deleted_at`; the row stays for the runs that
+named it."""
+
+TEMPLATE_USAGE = Table(
+    "prompt_script_template_usage",
+    METADATA,
+    Column("category", String(64), primary_key=True),
+    _required("template_id", String(128)),
+    _required("used_at", Double),
+)
+"""The template last used in each category (what the editor opens with)."""
+
+
 def full_metadata() -> MetaData:
     """`METADATA` with the indexes that carry dialect options: what Alembic compares with.
 

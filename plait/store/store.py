@@ -20,6 +20,7 @@ from plait.store.ledger import LedgerRepository
 from plait.store.run_admin import RunAdmin
 from plait.store.runs import RunRepository
 from plait.store.settings import SettingsRepository
+from plait.store.templates import TemplateRepository
 from plait.store.tokens import TokenRepository
 from plait.store.url import database_url, parse_url, redact
 
@@ -80,6 +81,7 @@ class Store:
         self.ledger = LedgerRepository(self.db)
         self.settings = SettingsRepository(self.db)
         self.tokens = TokenRepository(self.db)
+        self.templates = TemplateRepository(self.db)
         self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

@@ -16,7 +16,7 @@ from plait.model.tools import ToolChoiceFunction, ToolHandler
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
 EXPRESSION_FIELDS = ("condition_expr", "transform_expr", "while_expr", "code", "until_expr")
 
-SyntaxKind = Literal["expression", "function", "body"]
+SyntaxKind = Literal["expression", "function", "body", "script"]
 _EXAMPLES = {
     "condition_expr": "nodes.classify.label",
     "transform_expr": "({text: input.text.trim()})",
@@ -87,6 +87,11 @@ def check_expressions(ctx: CheckContext) -> None:
                     tool.transform_expr, "expression", f"tool '{tool.name}' transform_expr", hint, path, node_id
                 )
             )
+        script = node_field(node, "prompt_script", None)
+        if script is not None and not isinstance(script, str):
+            hint = "a prompt script declares `async function main()` returning the prompt (docs/prompt-scripts.md)"
+            path = ctx.node_path(node_id, "prompt_script", "code")
+            pending.append(_Expression(script.code, "script", "prompt_script", hint, path, node_id))
     for index, migration in enumerate(ctx.graph.migrations):
         path = ("migrations", index, "migrate_expr")
         if not migration.migrate_expr.strip():

@@ -1,0 +1,128 @@
+"""What a prompt script's host APIs read in a run: the node's names, the graph's schemas, and
+(where the surface running the engine gives one) Plait's own GET routes.
+
+- `getVar(path)`: the paths templates use (`input.topic`, `nodes.classify.label`, `current`,
+  `context.x`, a bare node id), `/` accepted as the separator as in the seed
+  (`input/topic`); a path with no value is an error the script can catch.
+- `getSchemaHint(target)`: a readable description of a schema of the graph's registry (its id),
+  or of the node's out-edge contract (`output`): what the model is asked to produce.
+- `readRoute(route, params)`: handed to the `RouteReader` the engine was given; none: an error
+  saying where it works.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from plait.compile.templates import split_path
+from plait.engine.render import NodeView, lookup
+from plait.engine.state import RunState
+from plait.model.nodes import NodeBase
+from plait.sandbox.scripts import HostError
+
+RouteReader = Callable[[str, dict[str, Any]], Any]
+"""(a GET route of Plait's own HTTP API, query parameters) -> its JSON answer; raises HostError
+for a route it does not allow."""
+
+OUTPUT = "output"
+"""`getSchemaHint("output")`: the node's own out-edge contract."""
+
+
+class RunScriptHost:
+    """The host of one node's prompt script in one run (a `ScriptHost`)."""
+
+    def __init__(self, node: NodeBase, state: RunState, view: NodeView, routes: RouteReader | None = None):
+        self.node, self.state, self.view, self.routes = node, state, view, routes
+
+    def get_var(self, path: str) -> Any:
+        dotted = path.strip().replace("/", ".")
+        if not dotted:
+            raise HostError("getVar needs a path, such as 'input.topic' or 'nodes.classify.label'")
+        parts = split_path(dotted)
+        if parts[0] == "context":
+            value: Any = self.view.names["context"]
+            for step in parts[1:]:
+                value = value.get(str(step)) if isinstance(value, dict) else None
+        else:
+            value = lookup(self.view.names, parts)
+        if value is None:
+            raise HostError(
+                f"no value at '{path}' in this run; paths start with input, current, context, nodes or a node "
+                f"id upstream of '{self.node.id}'"
+            )
+        return value
+
+    def schema_hint(self, target: str) -> str:
+        graph = self.state.compiled.graph
+        if target == OUTPUT:
+            contract = self.state.compiled.contracts[self.node.id]
+            if not contract.schemas:
+                return "free text (no schema is bound to this node's out-edges)"
+            return describe(contract.combined(), "the answer")
+        entry = graph.schema_entry(target)
+        if entry is None:
+            known = ", ".join([OUTPUT, *(s.id for s in graph.schemas)])
+            raise HostError(f"no schema '{target}' in this graph (known: {known})")
+        title = f"{entry.id} (version {entry.version})" + (f": {entry.description}" if entry.description else "")
+        return describe(entry.schema_, title)
+
+    def read_route(self, route: str, params: dict[str, Any]) -> Any:
+        if self.routes is None:
+            raise HostError(
+                "readRoute reads Plait's own HTTP API, which this engine has not been given; it works in runs "
+                "executed by `plait serve` and in the workbench's preview"
+            )
+        return self.routes(route, params)
+
+
+def describe(schema: dict[str, Any], title: str) -> str:
+    """A JSON Schema as a person (or a model) reads it: one line per field, with its type,
+    whether it is required, and its constraints."""
+    lines = [f"{title}:"]
+    _fields(schema, lines, "  ")
+    return "\n".join(lines)
+
+
+def _fields(schema: dict[str, Any], lines: list[str], indent: str) -> None:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        lines.append(f"{indent}{_kind(schema)}")
+        return
+    required = set(schema.get("required") or ())
+    for name, sub in properties.items():
+        sub = sub if isinstance(sub, dict) else {}
+        note = "required" if name in required else "optional"
+        constraints = ", ".join(_constraints(sub))
+        text = f"{indent}- {name}: {_kind(sub)} ({note}{', ' + constraints if constraints else ''})"
+        if sub.get("description"):
+            text += f": {sub['description']}"
+        lines.append(text)
+        if isinstance(sub.get("properties"), dict):
+            _fields(sub, lines, indent + "  ")
+        elif isinstance(sub.get("items"), dict) and isinstance(sub["items"].get("properties"), dict):
+            lines.append(f"{indent}  each item:")
+            _fields(sub["items"], lines, indent + "    ")
+
+
+def _kind(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
+    kind = schema.get("type", "any")
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        return f"list of {_kind(schema['items'])}"
+    return " or ".join(kind) if isinstance(kind, list) else str(kind)
+
+
+def _constraints(schema: dict[str, Any]) -> list[str]:
+    names = {
+        "minLength": "at least {} characters",
+        "maxLength": "at most {} characters",
+        "minimum": "at least {}",
+        "maximum": "at most {}",
+        "minItems": "at least {} items",
+        "maxItems": "at most {} items",
+        "pattern": "matching {}",
+    }
+    return [text.format(schema[key]) for key, text in names.items() if key in schema]

@@ -1,0 +1,428 @@
+"""Prompt scripts: an `async function main()` that returns a prompt, run in a QuickJS context of
+its own with host APIs and quotas.
+
+The script sees three host APIs, each returning a promise (`await getVar("input.topic")`):
+`getVar(path)`, `getSchemaHint(target)` and `readRoute(route, params)`, and a `console` whose
+`log`, `info`, `warn` and `error` are captured as events. The host answers them through a
+`ScriptHost` (the engine's run data, the graph's schemas, Plait's own GET routes), in Python,
+between slices of JavaScript: a call queues a request on a bridge object declared before the
+lockdown, the runner drains microtasks, and the host settles the requests it finds. No Python
+function is ever called from JavaScript, so the context keeps its time limit the whole time,
+and nothing a script does can reach the host other than these requests.
+
+Each run gets a fresh context (nothing survives from one script to the next) and these limits,
+each enforced here and reported as a `ScriptError` of its own kind:
+
+- time: a `warning` event at `soft_s`, and the script is stopped at `hard_s` (QuickJS
+  interrupts it; microtasks run only while time is left, so `while (true) await 0` ends too);
+- memory: the context's allocator limit, everything counted;
+- the prompt: a string of at most `max_prompt_bytes`;
+- host calls: at most `max_host_calls`; the next one fails the script;
+- console: at most `max_console_entries` entries and `max_console_bytes`; the rest is dropped
+  and counted;
+- host values: a value over `max_host_value_bytes` (as JSON) is cut, with a marker.
+
+Every host call is recorded (`ScriptOutcome.host_calls`: api, arguments, the value given), so
+that a replay reproduces the same prompt from the record alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from plait.sandbox._context import RUNTIME_LINES, Context, ContextFailed, Interrupted, OutOfMemory, Stopped
+from plait.sandbox.errors import JsSyntaxError, SandboxError
+from plait.sandbox.syntax import check_syntax, script_function
+
+EventType = Literal["log", "warning", "error", "result"]
+HOST_APIS = ("getVar", "getSchemaHint", "readRoute")
+CONSOLE_LEVELS = ("log", "info", "warn", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptLimits:
+    """What one run of a script may use."""
+
+    soft_s: float = 5.0
+    hard_s: float = 8.0
+    memory_mb: int = 64
+    max_prompt_bytes: int = 64 * 1024
+    max_host_calls: int = 20
+    max_console_entries: int = 50
+    max_console_bytes: int = 10 * 1024
+    max_host_value_bytes: int = 16 * 1024
+
+
+PREVIEW = ScriptLimits(soft_s=3.0, hard_s=5.0)
+"""A preview in the editor: it should answer quickly."""
+GENERATE = ScriptLimits(soft_s=5.0, hard_s=8.0)
+"""A script that renders a prompt for a model call (a run's LLM_CALL, or generate)."""
+
+
+class HostError(Exception):
+    """A host API refused a call (unknown path, route not allowed); the message reaches the
+    script as the rejection of its promise."""
+
+
+class ScriptHost(Protocol):
+    """What a script's host APIs read; each may raise HostError."""
+
+    def get_var(self, path: str) -> Any: ...
+
+    def schema_hint(self, target: str) -> str: ...
+
+    def read_route(self, route: str, params: dict[str, Any]) -> Any: ...
+
+
+ScriptErrorKind = Literal[
+    "syntax",
+    "no_main",
+    "not_async",
+    "thrown",
+    "not_string",
+    "too_large",
+    "timeout",
+    "memory",
+    "host_calls",
+    "cancelled",
+]
+
+
+class ScriptError(SandboxError):
+    """The script failed; `kind` says how, `line` and `column` where in the script (1-based)."""
+
+    def __init__(self, kind: ScriptErrorKind, message: str, line: int | None = None, column: int | None = None):
+        where = f" (line {line}, column {column})" if line is not None else ""
+        super().__init__(message + where)
+        self.kind = kind
+        self.message = message
+        self.line = line
+        self.column = column
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "line": self.line, "column": self.column}
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptEvent:
+    """One thing a run reports: a console entry (`log`, or `warning`/`error` for `console.warn`
+    and `console.error` and for the host's own warnings), or the `result`."""
+
+    type: EventType
+    level: str
+    args: list[Any]
+    ts: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {"type": self.type, "level": self.level, "args": self.args, "ts": self.ts}
+
+
+@dataclass
+class ScriptOutcome:
+    """How a run ended: the prompt, or the error; with every event and host call."""
+
+    prompt: str | None = None
+    error: ScriptError | None = None
+    events: list[ScriptEvent] = field(default_factory=list)
+    host_calls: list[dict[str, Any]] = field(default_factory=list)
+    dropped_console: int = 0
+    duration_ms: float = 0.0
+    template: dict[str, Any] | None = None
+    """The stored template the script came from (`id`, and the `code` run), if it came from one."""
+
+    def record(self) -> dict[str, Any]:
+        """What a node run's input snapshot keeps of it."""
+        return {
+            "template": self.template,
+            "prompt": self.prompt,
+            "error": self.error.as_json() if self.error else None,
+            "events": [e.as_json() for e in self.events],
+            "host_calls": self.host_calls,
+            "dropped_console": self.dropped_console,
+            "duration_ms": self.duration_ms,
+        }
+
+
+_BRIDGE = r"""
+const __BRIDGE__ = (() => {
+  const queue = [];
+  const logs = [];
+  const waiting = new Map();
+  const { stringify, parse } = JSON;
+  const freeze = Object.freeze;
+  const ErrorCtor = Error;
+  let next = 0;
+  const shown = (value) => {
+    if (typeof value === "string") return value;
+    if (value === undefined) return "undefined";
+    if (typeof value === "function") return "[function]";
+    if (typeof value === "bigint" || typeof value === "symbol") return String(value);
+    try { const text = stringify(value); return text === undefined ? String(value) : parse(text); }
+    catch (e) { return "[" + (e && e.message ? e.message : "unprintable") + "]"; }
+  };
+  return freeze({
+    request(api, args) {
+      const id = next++;
+      const origin = new ErrorCtor("");  // where the script asked: a refusal reports that line
+      queue.push([id, api, args]);
+      return freeze({ then(ok, fail) { waiting.set(id, [ok, fail, origin]); } });
+    },
+    log(level, args) { logs.push([level, args.map(shown)]); },
+    take() { const out = stringify([queue.splice(0), logs.splice(0)]); return out; },
+    settle(id, ok, text) {
+      const found = waiting.get(id);
+      if (found === undefined) return;
+      waiting.delete(id);
+      if (ok) { found[0](parse(text)); return; }
+      found[2].message = text;
+      found[1](found[2]);
+    },
+  });
+})();
+"""
+
+
+class _Run:
+    """One run of one script: the host side of its bridge."""
+
+    def __init__(
+        self,
+        host: ScriptHost,
+        limits: ScriptLimits,
+        on_event: Callable[[ScriptEvent], None] | None,
+        cancel: threading.Event | None,
+    ):
+        self.host, self.limits, self.on_event, self.cancel = host, limits, on_event, cancel
+        self.outcome = ScriptOutcome()
+        self.console_bytes = 0
+        self.console_entries = 0
+        self.bridge = "__plait_bridge_" + secrets.token_hex(8)
+        self.context = Context(
+            max_memory_bytes=limits.memory_mb << 20,
+            # after as many empty lines as the prelude: the bridge's own frames are never the script's
+            preamble="\n" * (2 * RUNTIME_LINES) + _BRIDGE.replace("__BRIDGE__", self.bridge),
+        )
+        self._take = self.context.value(f"{self.bridge}.take")
+        self._settle = self.context.value(f"{self.bridge}.settle")
+        self.over_quota: ScriptError | None = None
+
+    def emit(self, event: ScriptEvent) -> None:
+        self.outcome.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def serve(self) -> bool:
+        """Pass on the console entries and answer the host calls queued since the last slice."""
+        if self.cancel is not None and self.cancel.is_set():
+            raise ScriptError("cancelled", "the script was cancelled (a newer run replaced it)")
+        requests, logs = json.loads(self._take())
+        for level, args in logs:
+            self._console(level, args)
+        for request_id, api, args in requests:
+            ok, text = self._call(api, args)
+            self._settle(request_id, ok, text)
+        return bool(requests)
+
+    def _console(self, level: str, args: list[Any]) -> None:
+        size = len(json.dumps(args, ensure_ascii=False))
+        if (
+            self.console_entries >= self.limits.max_console_entries
+            or self.console_bytes + size > self.limits.max_console_bytes
+        ):
+            self.outcome.dropped_console += 1
+            return
+        self.console_entries += 1
+        self.console_bytes += size
+        kind: EventType = "warning" if level == "warn" else "error" if level == "error" else "log"
+        self.emit(ScriptEvent(kind, level, args, time.time()))
+
+    def _call(self, api: str, args: list[Any]) -> tuple[bool, str]:
+        calls = self.outcome.host_calls
+        if len(calls) >= self.limits.max_host_calls:
+            self.over_quota = ScriptError(
+                "host_calls",
+                f"the script made more than {self.limits.max_host_calls} host calls (getVar, "
+                "getSchemaHint, readRoute); read what you need in fewer calls",
+            )
+            return False, self.over_quota.message
+        record: dict[str, Any] = {"api": api, "args": args}
+        calls.append(record)
+        try:
+            if api == "getVar":
+                value: Any = self.host.get_var(str(args[0]))
+            elif api == "getSchemaHint":
+                value = self.host.schema_hint(str(args[0]))
+            elif api == "readRoute":
+                params = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
+                value = self.host.read_route(str(args[0]), params)
+            else:
+                raise HostError(f"no host API named {api!r}")
+        except HostError as exc:
+            record["error"] = str(exc)
+            return False, f"{api}: {exc}"
+        value = self._bounded(value, api)
+        record["value"] = value
+        return True, json.dumps(value, ensure_ascii=False)
+
+    def _bounded(self, value: Any, api: str) -> Any:
+        text = json.dumps(value, ensure_ascii=False)
+        limit = self.limits.max_host_value_bytes
+        if len(text.encode("utf-8")) <= limit:
+            return value
+        cut = text.encode("utf-8")[:limit].decode("utf-8", "ignore")
+        source = value if isinstance(value, str) else cut
+        kept = source[: max(0, limit - 64)]
+        marker = f"…[truncated: {len(text)} characters over the {limit} bytes a host value may hold]"
+        self.emit(ScriptEvent("warning", "host", [f"{api} returned more than {limit} bytes; it was cut"], time.time()))
+        return kept + marker
+
+
+def run_script(
+    code: str,
+    host: ScriptHost,
+    limits: ScriptLimits = GENERATE,
+    *,
+    on_event: Callable[[ScriptEvent], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> ScriptOutcome:
+    """Run a prompt script to its prompt, on the calling thread (a thread of its own: it may take
+    up to `limits.hard_s`). Never raises for what the script does: the outcome holds its error.
+    `on_event` is called (on this thread, and once from a timer thread for the soft limit) with
+    each event as it happens; `cancel` set stops the script at its next host call or yield."""
+    started = time.monotonic()
+    try:
+        check_syntax(code, kind="script")
+    except JsSyntaxError as exc:
+        outcome = ScriptOutcome(error=ScriptError("syntax", f"SyntaxError: {exc.message}", exc.line, exc.column))
+        outcome.events.append(ScriptEvent("error", "script", [str(outcome.error)], time.time()))
+        if on_event is not None:
+            on_event(outcome.events[-1])
+        return outcome
+    run = _Run(host, limits, on_event, cancel)
+    done = threading.Event()
+
+    def soft() -> None:
+        if not done.is_set():
+            message = f"the script has run for {limits.soft_s:g} s; it is stopped at {limits.hard_s:g} s"
+            run.emit(ScriptEvent("warning", "time", [message], time.time()))
+
+    timer = threading.Timer(limits.soft_s, soft)
+    timer.daemon = True
+    timer.start()
+    try:
+        answer = run.context.run(
+            "call",
+            script_function(code, run.bridge),
+            [],
+            "[]",
+            limits.max_prompt_bytes * 4,
+            limits.hard_s,
+            serve=run.serve,
+            stop=cancel,
+        )
+        run.serve()  # the console entries of the last slice
+        run.outcome.prompt = _prompt(answer.json, answer.thrown, limits, run.over_quota)
+    except ScriptError as exc:
+        run.outcome.error = exc
+    except Stopped:
+        run.outcome.error = ScriptError("cancelled", "the script was cancelled (a newer run replaced it)")
+    except Interrupted:
+        run.outcome.error = ScriptError("timeout", f"the script ran past its time limit of {limits.hard_s:g} s")
+    except OutOfMemory:
+        run.outcome.error = ScriptError("memory", f"the script used more than its {limits.memory_mb} MB of memory")
+    except ContextFailed as exc:
+        run.outcome.error = ScriptError("thrown", str(exc))
+    finally:
+        done.set()
+        timer.cancel()
+    run.outcome.duration_ms = round((time.monotonic() - started) * 1000, 3)
+    if run.outcome.error is not None:
+        run.emit(ScriptEvent("error", "script", [str(run.outcome.error)], time.time()))
+    else:
+        run.emit(ScriptEvent("result", "script", [run.outcome.prompt], time.time()))
+    return run.outcome
+
+
+def _prompt(text: str | None, thrown: dict[str, Any] | None, limits: ScriptLimits, quota: ScriptError | None) -> str:
+    if quota is not None:
+        raise quota
+    if thrown is not None:
+        raise _thrown(thrown)
+    value = json.loads(text) if text is not None else None
+    if not isinstance(value, str):
+        got = "nothing" if value is None else f"a {type(value).__name__}"
+        raise ScriptError("not_string", f"main() must return the prompt as a string; it returned {got}")
+    size = len(value.encode("utf-8"))
+    if size > limits.max_prompt_bytes:
+        raise ScriptError("too_large", f"the prompt is {size} bytes, over the limit of {limits.max_prompt_bytes} bytes")
+    return value
+
+
+_FRAME = re.compile(r"<input>:(\d+):(\d+)")
+
+
+def _script_position(stack: str) -> tuple[int | None, int | None]:
+    """The innermost frame in the script itself: the compiled text puts the function's head
+    (the host APIs) on line 2 and the script from line 3; frames from `RUNTIME_LINES` on are
+    the runner's and the bridge's."""
+    for match in _FRAME.finditer(stack):
+        line, column = int(match.group(1)), int(match.group(2))
+        if 3 <= line < RUNTIME_LINES:
+            return line - 2, column
+    return None, None
+
+
+def _thrown(info: dict[str, Any]) -> ScriptError:
+    message = str(info.get("message", ""))
+    if message == "__plait_no_main__":
+        return ScriptError(
+            "no_main", "the script defines no `async function main()`; declare one that returns the prompt"
+        )
+    if message == "__plait_not_async__":
+        return ScriptError("not_async", "`main` must be an async function: write `async function main() { ... }`")
+    line, column = _script_position(str(info.get("stack", "")))
+    name = str(info.get("name", "Error"))
+    text = f"threw {message}" if name == "thrown value" else f"{name}: {message}"
+    if name == "SyntaxError":
+        return ScriptError("syntax", text, line, column)
+    return ScriptError("thrown", text, line, column)
+
+
+class ScriptPool:
+    """Threads that run prompt scripts for an event loop, `max_workers` at a time (a script holds
+    its thread up to its hard time limit)."""
+
+    def __init__(self, max_workers: int = 4):
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="plait-script")
+
+    async def run(
+        self,
+        code: str,
+        host: ScriptHost,
+        limits: ScriptLimits = GENERATE,
+        *,
+        on_event: Callable[[ScriptEvent], None] | None = None,
+    ) -> ScriptOutcome:
+        """`run_script` on one of the pool's threads. Cancelling the caller stops the script at
+        its next host call or yield (at the latest at its hard limit)."""
+        cancel = threading.Event()
+        call = functools.partial(run_script, code, host, limits, on_event=on_event, cancel=cancel)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+
+    def close(self) -> None:
+        """Start no more scripts; the running ones end within their limits."""
+        self._executor.shutdown(wait=False, cancel_futures=True)

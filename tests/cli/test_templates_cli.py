@@ -1,0 +1,81 @@
+"""`plait templates`: the system templates listed read-only, a user copy made and edited, a
+preview printing the console on stderr and the prompt on stdout, against an input or against a
+run's node, and a failing script's layered error. Real `plait` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PLAIT_DB": f"sqlite:///{cwd / 'plait.db'}"}
+    return subprocess.run(
+        [sys.executable, "-m", "plait", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_system_templates_are_listed_read_only_and_copied_into_your_own(tmp_path: Path) -> None:
+    listed = json.loads(plait("templates", "list", "--json", cwd=tmp_path).stdout)
+    system = {t["id"]: t for t in listed}
+    assert system["plait.summary"]["source_type"] == "system"
+    refused = plait("templates", "update", "plait.summary", "--name", "mine", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "read-only" in refused.stderr
+    assert "plait templates create ID --from plait.summary" in refused.stderr
+    made = plait("templates", "create", "my_summary", "--from", "plait.summary", "--json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["based_on_template_id"] == "plait.summary"
+    (tmp_path / "v2.js").write_text('async function main() {\n  return "v2: " + await getVar("input.text");\n}\n')
+    assert plait("templates", "update", "my_summary", "--file", "v2.js", cwd=tmp_path).returncode == 0
+    shown = plait("templates", "show", "my_summary", cwd=tmp_path)
+    assert shown.stdout.startswith('async function main() {\n  return "v2: "')
+
+
+def test_a_preview_prints_the_console_then_the_prompt(tmp_path: Path) -> None:
+    (tmp_path / "in.json").write_text(json.dumps({"text": "Birds fly south in winter."}))
+    done = plait("templates", "preview", "plait.summary", "--input-file", "in.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "[info] summarising 5 words" in done.stderr
+    assert done.stdout.startswith("Summarise the text below in two sentences.")
+    assert "Birds fly south in winter." in done.stdout
+
+
+def test_a_failing_script_says_what_and_where_and_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "bad.js").write_text('async function main() {\n  console.warn("careful");\n  return nothing;\n}\n')
+    failed = plait("templates", "preview", "--file", "bad.js", cwd=tmp_path)
+    assert failed.returncode == 1
+    assert "[warn] careful" in failed.stderr
+    assert "the script failed (thrown): ReferenceError: nothing is not defined (line 3, column 10)" in failed.stderr
+    (tmp_path / "broken.js").write_text("async function main( {\n")
+    refused = plait("templates", "create", "broken", "--file", "broken.js", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert "the script in --file does not parse" in refused.stderr
+
+
+def test_a_preview_against_a_runs_node_sees_what_that_node_sees(tmp_path: Path) -> None:
+    ran = plait(
+        "run",
+        str(EXAMPLES / "feedback_triage.yaml"),
+        "--input-file",
+        str(EXAMPLES / "inputs" / "feedback_triage.yaml"),
+        "--llm",
+        f"scripted:{EXAMPLES / 'scripted' / 'feedback_triage.yaml'}",
+        "--quiet",
+        cwd=tmp_path,
+    )
+    assert ran.returncode == 0, ran.stderr
+    run_id = json.loads(plait("runs", "list", "--json", cwd=tmp_path).stdout)[0]["id"]
+    (tmp_path / "see.js").write_text(
+        'async function main() { return "label: " + await getVar("classify.label") + "\\n" + '
+        'await getSchemaHint("label") }\n'
+    )
+    seen = plait("templates", "preview", "--file", "see.js", "--run", run_id, "--node", "route", cwd=tmp_path)
+    assert seen.returncode == 0, seen.stderr
+    assert seen.stdout.startswith("label: ")
+    assert "label (version" in seen.stdout

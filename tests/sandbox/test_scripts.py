@@ -1,0 +1,161 @@
+"""Prompt scripts in the sandbox: the contract (`async function main()` returns the prompt), the
+host APIs through the bridge, and every limit crossed, each a clear error of its own kind."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from plait.sandbox.scripts import HostError, ScriptEvent, ScriptLimits, run_script
+
+FAST = ScriptLimits(soft_s=0.3, hard_s=0.8)
+
+
+class Host:
+    """Answers getVar from a dict; counts the calls it saw."""
+
+    def __init__(self, values: dict[str, Any] | None = None):
+        self.values = values or {"input.topic": "birds"}
+        self.calls: list[tuple[str, Any]] = []
+
+    def get_var(self, path: str) -> Any:
+        self.calls.append(("getVar", path))
+        if path not in self.values:
+            raise HostError(f"no value at '{path}'")
+        return self.values[path]
+
+    def schema_hint(self, target: str) -> str:
+        self.calls.append(("getSchemaHint", target))
+        return f"{target}: an object with a title"
+
+    def read_route(self, route: str, params: dict[str, Any]) -> Any:
+        self.calls.append(("readRoute", route))
+        raise HostError(f"route {route} is not on the allow-list")
+
+
+def test_main_returns_the_prompt_with_host_values_and_console_events() -> None:
+    code = """
+async function main() {
+  const topic = await getVar("input.topic");
+  console.log("topic is", topic, {n: 1});
+  console.warn("careful");
+  return `Write about ${topic}. ${await getSchemaHint("summary")}`;
+}"""
+    outcome = run_script(code, Host(), FAST)
+    assert outcome.error is None
+    assert outcome.prompt == "Write about birds. summary: an object with a title"
+    assert [(e.type, e.level, e.args) for e in outcome.events] == [
+        ("log", "log", ["topic is", "birds", {"n": 1}]),
+        ("warning", "warn", ["careful"]),
+        ("result", "script", [outcome.prompt]),
+    ]
+    assert outcome.host_calls == [
+        {"api": "getVar", "args": ["input.topic"], "value": "birds"},
+        {"api": "getSchemaHint", "args": ["summary"], "value": "summary: an object with a title"},
+    ]  # enough to replay the prompt without the host
+
+
+def test_a_host_refusal_rejects_the_promise_and_the_script_may_catch_it() -> None:
+    code = 'async function main() { try { await readRoute("/admin") } catch (e) { return "no: " + e.message } }'
+    outcome = run_script(code, Host(), FAST)
+    assert outcome.prompt == "no: readRoute: route /admin is not on the allow-list"
+    assert outcome.host_calls == [
+        {"api": "readRoute", "args": ["/admin", {}], "error": "route /admin is not on the allow-list"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("code", "kind", "line"),
+    [
+        ("async function main( { return 1 }", "syntax", 1),
+        ("const x = 1;", "no_main", None),
+        ('function main() { return "x" }', "not_async", None),
+        ("async function main() {\n  const a = 1;\n  throw new Error('boom');\n}", "thrown", 3),
+        ("async function main() {\n  return missing();\n}", "thrown", 2),
+        ("async function main() { return 42 }", "not_string", None),
+        ('async function main() { return "x".repeat(70000) }', "too_large", None),
+    ],
+)
+def test_each_way_a_script_fails_is_its_own_error_with_its_position(code: str, kind: str, line: int | None) -> None:
+    outcome = run_script(code, Host(), FAST)
+    assert outcome.prompt is None
+    assert outcome.error is not None
+    assert outcome.error.kind == kind, outcome.error
+    assert outcome.error.line == line
+    assert outcome.events[-1].type == "error"
+
+
+@pytest.mark.parametrize(
+    "loop", ["while (true) {}", "while (true) await 0", "for (;;) { await getVar('input.topic') }"]
+)
+def test_a_script_that_never_ends_is_stopped_at_the_hard_limit_after_a_warning(loop: str) -> None:
+    events: list[ScriptEvent] = []
+    started = time.monotonic()
+    host = Host()
+    outcome = run_script(f"async function main() {{ {loop} }}", host, FAST, on_event=events.append)
+    elapsed = time.monotonic() - started
+    assert outcome.error is not None
+    assert outcome.error.kind in ("timeout", "host_calls")  # the getVar loop hits the call quota first
+    assert elapsed < FAST.hard_s + 1.0
+    if outcome.error.kind == "timeout":
+        assert [e.args for e in events if e.level == "time"] == [
+            ["the script has run for 0.3 s; it is stopped at 0.8 s"]
+        ]
+
+
+def test_memory_is_bounded_array_buffers_included() -> None:
+    code = "async function main() { const a = []; for (;;) a.push(new ArrayBuffer(1 << 20)) }"
+    outcome = run_script(code, Host(), ScriptLimits(soft_s=1, hard_s=3, memory_mb=32))
+    assert outcome.error is not None
+    assert outcome.error.kind == "memory"
+    assert "32 MB" in outcome.error.message
+
+
+def test_host_calls_are_bounded_and_the_flood_fails_the_script() -> None:
+    host = Host()
+    code = "async function main() { for (let i = 0; i < 100; i++) await getVar('input.topic'); return 'x' }"
+    outcome = run_script(code, host, FAST)
+    assert outcome.error is not None
+    assert outcome.error.kind == "host_calls"
+    assert len(host.calls) == FAST.max_host_calls  # the 21st never reached the host
+
+
+def test_console_entries_and_bytes_are_bounded_and_the_excess_counted() -> None:
+    many = run_script("async function main() { for (let i = 0; i < 80; i++) console.log(i); return 'x' }", Host(), FAST)
+    assert len([e for e in many.events if e.type == "log"]) == 50
+    assert many.dropped_console == 30
+    big = run_script(
+        "async function main() { for (let i = 0; i < 5; i++) console.log('y'.repeat(4000)); return 'x' }", Host(), FAST
+    )
+    assert len([e for e in big.events if e.type == "log"]) == 2  # 10 KB in all
+    assert big.dropped_console == 3
+
+
+def test_a_host_value_over_the_limit_is_cut_with_a_marker() -> None:
+    host = Host({"input.text": "z" * 50_000})
+    outcome = run_script("async function main() { return await getVar('input.text') }", host, FAST)
+    assert outcome.prompt is not None
+    assert len(outcome.prompt) < 17_000
+    assert "…[truncated: " in outcome.prompt
+    assert any(e.type == "warning" and "getVar returned more than" in e.args[0] for e in outcome.events)
+
+
+def test_runs_share_nothing_and_reach_no_network_or_host_objects() -> None:
+    first = run_script("var leaked = 1; async function main() { return String(typeof fetch) }", Host(), FAST)
+    second = run_script("async function main() { return String(typeof leaked) + ' ' + typeof process }", Host(), FAST)
+    assert first.prompt == "undefined"
+    assert second.prompt == "undefined undefined"
+
+
+def test_cancelling_stops_the_script_at_its_next_yield() -> None:
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    code = "async function main() { for (;;) { await 0; for (let i = 0; i < 1e5; i++) {} } }"
+    started = time.monotonic()
+    outcome = run_script(code, Host(), ScriptLimits(soft_s=5, hard_s=10), cancel=cancel)
+    assert outcome.error is not None
+    assert outcome.error.kind in ("cancelled", "timeout")
+    assert time.monotonic() - started < 5

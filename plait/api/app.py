@@ -24,7 +24,7 @@ from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
 from plait.api.limits import BodyLimit
 from plait.api.openapi import ERROR_RESPONSES, describe
-from plait.api.routes import corrections, events, graphs, inspection, runs, seed, system
+from plait.api.routes import corrections, events, graphs, inspection, runs, seed, system, templates
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
 from plait.config import PlaitConfig, config_path, load_config
@@ -96,7 +96,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
         )
     protected = [Depends(caller)]
     app.include_router(system.router, prefix="/api")
-    for module in (inspection, graphs, runs, corrections, events):
+    for module in (inspection, graphs, runs, corrections, events, templates):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # the original API's routes, at their exact paths
     mount_workbench(app)  # `/` and `/assets`: the page only calls the routes above, with the caller's token

@@ -54,6 +54,8 @@ NAMED_ELSEWHERE: frozenset[Operation] = frozenset(
         ("GET", "/PromptGraphRunGetRoute"),
         ("POST", "/PromptGraphNodeOverrideRoute"),
         ("POST", "/PromptGraphNodeRerunRoute"),
+        ("POST", "/api/templates/preview"),  # the template, or the run and node, to preview with
+        ("POST", "/api/templates"),  # the template to start `from`
     }
 )
 READS_OUTPUTS: frozenset[Operation] = frozenset(
@@ -87,6 +89,9 @@ CONFLICTS: frozenset[Operation] = READS_OUTPUTS | {
     ("POST", "/PromptGraphDefUpdateRoute"),
     ("POST", "/PromptGraphDefDeleteRoute"),
     ("POST", "/PromptGraphDefForkRoute"),
+    ("POST", "/api/templates"),  # the id is taken
+    ("PUT", "/api/templates/{template_id}"),  # a system template is read-only
+    ("DELETE", "/api/templates/{template_id}"),
 }
 SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
     {

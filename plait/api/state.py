@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from fastapi import Request
 
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
+from plait.api.script_slots import ScriptSlots
 from plait.api.settings import ServerSettings
 from plait.config import PlaitConfig
 from plait.llm.provider import Provider
@@ -27,6 +28,8 @@ class ServerState:
     """The plait.toml in use (None: there is none)."""
     executor: RunExecutor
     events: EventLog
+    script_slots: ScriptSlots = field(default_factory=ScriptSlots)
+    """How many prompt-script previews and generations run at once (`plait.api.script_slots`)."""
 
 
 def server_state(request: Request) -> ServerState:

@@ -71,11 +71,18 @@ def _root(
 def validate(
     graph: Annotated[Path, typer.Argument(help="A graph file (.yaml/.yml/.json), or a folder of them.")],
     json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Where the prompt-script templates it names are looked up (default: $PLAIT_DB, ./.plait/plait.db).",
+        ),
+    ] = None,
 ) -> None:
     """Check a graph file: fields, schemas, templates and structure. Exit 0 valid, 2 invalid."""
     from plait.cli.validate import run_validate
 
-    raise typer.Exit(run_validate(graph, json_output))
+    raise typer.Exit(run_validate(graph, json_output, db))
 
 
 def _named_only(argv: list[str]) -> tuple[list[TyperInfo], list[CommandInfo]]:

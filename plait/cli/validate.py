@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from plait.compile import CompileResult, compile_file
-from plait.compile.diagnostics import Category, Diagnostic
+from plait.compile.diagnostics import Category, Diagnostic, Severity
 
 GRAPH_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -19,9 +19,10 @@ def graph_files(target: Path) -> list[Path]:
     return [target]
 
 
-def run_validate(target: Path, json_output: bool) -> int:
+def run_validate(target: Path, json_output: bool, db: str | None = None) -> int:
     """Compile `target` (a graph file, or every graph file in a folder) and print the diagnostics,
-    as text or JSON; the exit code: 0 when every file is valid, else 2."""
+    as text or JSON; the exit code: 0 when every file is valid, else 2. Prompt-script templates
+    a graph names must be system templates or stored in `db`."""
     if not target.exists():
         diag = Diagnostic(
             Category.CONFIG,
@@ -37,11 +38,64 @@ def run_validate(target: Path, json_output: bool) -> int:
             sys.stderr.write(f"plait: no graph files (.yaml, .yml, .json) in {target}\n")
             return 2
         results = [compile_file(path) for path in files]
+        for result in results:
+            result.warnings.extend(unknown_templates(result, db))
     if json_output:
         _print_json(results)
     else:
         _print_text(results)
     return 0 if all(r.valid for r in results) else 2
+
+
+def unknown_templates(result: CompileResult, db: str | None) -> list[Diagnostic]:
+    """A warning for each `prompt_script` template id the graph names that is neither shipped with
+    Plait nor stored in `db` (the store is opened only when a graph names one). Not an error: the
+    graph is valid, and the template may be stored where it will run; a run there fails the node
+    if it is not."""
+    graph = result.expanded or result.graph
+    named = [
+        (node.id, script)
+        for node in (graph.nodes if graph is not None else [])
+        if isinstance(script := getattr(node, "prompt_script", None), str)
+    ]
+    if not named:
+        return []
+    known = _known_templates(db)
+    return [
+        Diagnostic(
+            Category.CONFIG,
+            "unknown_template",
+            f"prompt_script names the template '{template_id}', which is not a system template nor stored in "
+            "the database",
+            node_id=node_id,
+            file=result.file,
+            hint="store it with `plait templates create ID --file F` (--db names the database), or write the "
+            "script inline: prompt_script: {language: js, code: ...}",
+            severity=Severity.WARNING,
+        )
+        for node_id, template_id in named
+        if template_id not in known
+    ]
+
+
+def _known_templates(db: str | None) -> set[str]:
+    """The ids of the system templates, and of those stored in `db` when it can be read (an
+    SQLite file that does not exist is not created: nothing is stored there)."""
+    import yaml
+
+    from plait.evolve.system import TEMPLATES_DIR
+    from plait.store import Store, database_url
+
+    known = {str(yaml.safe_load(f.read_text(encoding="utf-8"))["id"]) for f in TEMPLATES_DIR.glob("*.yaml")}
+    url = database_url(db)
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        return known
+    try:
+        with Store(url, migrate=False) as store:
+            known |= {t.id for t in store.templates.list()}
+    except Exception:  # unreachable, or from before templates were stored: only the system ones are known
+        pass
+    return known
 
 
 def _print_json(results: list[CompileResult]) -> None:

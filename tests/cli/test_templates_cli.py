@@ -79,3 +79,21 @@ def test_a_preview_against_a_runs_node_sees_what_that_node_sees(tmp_path: Path) 
     assert seen.returncode == 0, seen.stderr
     assert seen.stdout.startswith("label: ")
     assert "label (version" in seen.stdout
+
+
+def test_validate_warns_about_a_named_template_neither_shipped_nor_stored(tmp_path: Path) -> None:
+    graph = tmp_path / "g.yaml"
+    graph.write_text(
+        "plait: 1\nid: g\nnodes:\n"
+        "  - {id: a, type: LLM_CALL, prompt_script: plait.summary}\n"
+        "  - {id: b, type: LLM_CALL, prompt_script: my_title}\n"
+        "edges:\n  - {source: a, target: b}\n"
+    )
+    missing = plait("validate", str(graph), "--json", cwd=tmp_path)
+    assert missing.returncode == 0  # valid: the template may be stored where the graph runs
+    warnings = json.loads(missing.stdout)["warnings"]
+    assert [(w["code"], w["node_id"]) for w in warnings] == [("unknown_template", "b")]  # the system one is known
+    (tmp_path / "t.js").write_text('async function main() { return "t" }\n')
+    assert plait("templates", "create", "my_title", "--file", "t.js", cwd=tmp_path).returncode == 0
+    stored = plait("validate", str(graph), "--json", cwd=tmp_path)
+    assert json.loads(stored.stdout)["warnings"] == []

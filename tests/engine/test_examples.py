@@ -227,3 +227,22 @@ def test_refine_draft_loops_until_the_reviewer_approves(store: Store) -> None:
     assert outcome.output["draft"].startswith("Build a cosy birdhouse")
     children = [r for r in store.runs.list(children=True) if r.parent_run_id == outcome.run_id]
     assert len(children) == 2
+
+
+def test_prompt_templates_runs_a_system_and_a_user_template(store: Store) -> None:
+    from plait.evolve.system import sync_system_templates
+
+    sync_system_templates(store)
+    code = (EXAMPLES / "templates" / "short_title.js").read_text()
+    store.templates.create("short_title", name="Short title", script_code=code, category="titles")
+    outcome = run_example(store, "prompt_templates")
+    assert outcome.status == RunStatus.COMPLETED, outcome
+    assert outcome.output == {"title": "Feeding birds through winter"}
+    nodes = {n.node_id: n for n in store.runs.node_runs(outcome.run_id)}
+    summarise = nodes["summarise"].input_snapshot
+    assert summarise["prompt_script"]["template"]["id"] == "plait.summary"
+    assert summarise["rendered_user_prompt"].startswith("Summarise the text below in two sentences.")
+    title = nodes["title"].input_snapshot["prompt_script"]
+    assert title["template"]["id"] == "short_title"
+    assert "Winter birds need food" in title["prompt"]
+    assert [e["args"] for e in title["events"] if e["type"] == "log"] == [["the summary has", 13, "words"]]

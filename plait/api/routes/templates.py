@@ -1,0 +1,150 @@
+"""/api/templates: prompt-script templates (as `plait templates` does) and their live preview.
+
+`POST /api/templates/preview` streams Server-Sent Events: each console entry as it happens
+(`log`, `warning`, `error`), then one `result` (the prompt) or `error` (kind, message, line,
+column). The script runs with the preview's limits (3 s soft, 5 s hard).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+from sse_starlette.sse import EventSourceResponse
+from starlette.concurrency import run_in_threadpool
+
+from plait.api.errors import ApiError
+from plait.api.state import ServerState, get_state
+from plait.api.template_schemas import LastUsedOut, PreviewIn, TemplateChange, TemplateIn, TemplateOut
+from plait.runs.templates import InputHost, node_host, preview
+from plait.sandbox import JsSyntaxError, check_syntax
+from plait.sandbox.scripts import ScriptEvent
+from plait.store.templates import TemplateRecord
+
+router = APIRouter(prefix="/templates", tags=["templates"])
+State = Annotated[ServerState, Depends(get_state)]
+
+
+def _out(record: TemplateRecord, *, code: bool) -> TemplateOut:
+    data = record.as_json()
+    if not code:
+        data["script_code"] = None
+    return TemplateOut(**data)
+
+
+def _parsed(code: str) -> None:
+    try:
+        check_syntax(code, kind="script")
+    except JsSyntaxError as exc:
+        where = f" at line {exc.line}, column {exc.column}" if exc.line is not None else ""
+        raise ApiError(422, "invalid", f"script_code does not parse: {exc.message}{where}") from None
+
+
+@router.get("", response_model=list[TemplateOut])
+def list_templates(state: State, category: Annotated[str | None, Query(max_length=64)] = None) -> list[TemplateOut]:
+    """The templates by category, then name (without their scripts)."""
+    return [_out(t, code=False) for t in state.store.templates.list(category=category)]
+
+
+@router.get("/last-used", response_model=LastUsedOut)
+def last_used(state: State, category: Annotated[str, Query(min_length=1, max_length=64)]) -> LastUsedOut:
+    """The template last used in `category` (null: none yet)."""
+    return LastUsedOut(category=category, template_id=state.store.templates.last_used(category))
+
+
+@router.post("/preview", response_class=EventSourceResponse, responses={200: {"content": {"text/event-stream": {}}}})
+async def preview_template(state: State, body: PreviewIn) -> Response:
+    """Run a template (or `script_code`) once and stream its console, then its prompt or its
+    error. 503 `sandbox_busy` when every preview place is taken."""
+    code = await run_in_threadpool(_code_of, state, body)
+    host = await run_in_threadpool(_host_of, state, body)
+    place = state.script_slots.take("preview", body.session)  # refused here (503) before the stream starts
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[ScriptEvent | None] = asyncio.Queue()
+
+    def on_event(event: ScriptEvent) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, event)
+
+    async def run() -> None:
+        try:
+            await run_in_threadpool(preview, code, host, on_event=on_event, cancel=place.cancel)
+        finally:
+            place.release()
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+
+    task = asyncio.create_task(run())
+
+    async def stream() -> AsyncIterator[dict[str, Any]]:
+        try:
+            while (event := await queue.get()) is not None:
+                yield {"event": event.type, "data": json.dumps(event.as_json(), ensure_ascii=False)}
+        finally:
+            place.cancel.set()  # the client went away: stop the script at its next await
+            await asyncio.shield(task)
+
+    return EventSourceResponse(stream())
+
+
+@router.get("/{template_id}", response_model=TemplateOut)
+def get_template(state: State, template_id: str) -> TemplateOut:
+    """One template with its script; 404 for an unknown or deleted one."""
+    return _out(state.store.templates.get(template_id), code=True)
+
+
+@router.post("", response_model=TemplateOut, status_code=201)
+def create_template(state: State, body: TemplateIn) -> TemplateOut:
+    """A new user template; 409 when the id is taken, 422 for a script that does not parse."""
+    templates = state.store.templates
+    origin = templates.get(body.from_template) if body.from_template else None
+    code = body.script_code if body.script_code is not None else (origin.script_code if origin else None)
+    if code is None:
+        raise ApiError(422, "invalid", "give script_code, or `from`: the template to start from")
+    _parsed(code)
+    created = templates.create(
+        body.id,
+        name=body.name or (origin.name if origin else body.id),
+        script_code=code,
+        category=body.category or (origin.category if origin else "general"),
+        description=body.description if body.description is not None else (origin.description if origin else None),
+        schema_target=body.schema_target
+        if body.schema_target is not None
+        else (origin.schema_target if origin else None),
+        based_on_template_id=body.from_template,
+    )
+    return _out(created, code=True)
+
+
+@router.put("/{template_id}", response_model=TemplateOut)
+def update_template(state: State, template_id: str, body: TemplateChange) -> TemplateOut:
+    """Change a user template; 409 for a system template (copy it with `from` instead)."""
+    if body.script_code is not None:
+        _parsed(body.script_code)
+    return _out(state.store.templates.update(template_id, **body.model_dump()), code=True)
+
+
+@router.delete("/{template_id}", response_model=TemplateOut)
+def delete_template(state: State, template_id: str) -> TemplateOut:
+    """Delete a user template (softly: runs that named it keep reading it)."""
+    return _out(state.store.templates.delete(template_id), code=True)
+
+
+def _code_of(state: ServerState, body: PreviewIn) -> str:
+    if (body.template_id is None) == (body.script_code is None):
+        raise ApiError(422, "invalid", "give template_id or script_code (one of them)")
+    if body.script_code is not None:
+        return body.script_code
+    assert body.template_id is not None
+    found = state.store.templates.get(body.template_id)
+    state.store.templates.used(found.id)
+    return found.script_code
+
+
+def _host_of(state: ServerState, body: PreviewIn) -> Any:
+    if (body.run_id is None) != (body.node_id is None):
+        raise ApiError(422, "invalid", "run_id and node_id go together: the node of the run whose view the script gets")
+    if body.run_id is not None and body.node_id is not None:
+        return node_host(state.store, body.run_id, body.node_id)
+    return InputHost(body.input)

@@ -1,0 +1,120 @@
+"""/api/templates: CRUD with read-only system templates, and the live preview over SSE (console
+events, then the prompt or the layered error), bounded to 3 previews at once (503
+`sandbox_busy`), one per editor session, while the server keeps answering. A real server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import httpx
+from api_helpers import Api
+
+SLOW = "async function main() { for (;;) { await 0 } }"
+
+
+def preview(client: httpx.Client, body: dict[str, Any]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    """POST a preview: (status, [(event, data)]) until the stream ends."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    with client.stream("POST", "/api/templates/preview", json=body, timeout=30) as response:
+        if response.status_code != 200:
+            response.read()
+            return response.status_code, [("refused", response.json())]
+        fields: dict[str, str] = {}
+        for line in response.iter_lines():
+            if line.startswith(":"):
+                continue
+            if line:
+                key, _, value = line.partition(":")
+                fields[key] = value.removeprefix(" ")
+                continue
+            if "data" in fields:
+                events.append((fields.get("event", ""), json.loads(fields["data"])))
+            fields = {}
+    return 200, events
+
+
+def test_templates_are_created_read_updated_and_deleted_and_system_ones_copied(api: Api) -> None:
+    client = api.client
+    system = {t["id"]: t for t in client.get("/api/templates").json()}
+    assert system["plait.summary"]["source_type"] == "system"
+    assert system["plait.summary"]["script_code"] is None  # lists leave the code out
+    refused = client.put("/api/templates/plait.summary", json={"name": "mine"})
+    assert refused.status_code == 409
+    assert "read-only" in refused.json()["error"]["message"]
+    made = client.post("/api/templates", json={"id": "mine", "from": "plait.summary", "category": "mine"})
+    assert made.status_code == 201, made.text
+    assert made.json()["based_on_template_id"] == "plait.summary"
+    assert "async function main()" in made.json()["script_code"]
+    bad = client.put("/api/templates/mine", json={"script_code": "async function main( {"})
+    assert bad.status_code == 422
+    assert "does not parse" in bad.json()["error"]["message"]
+    changed = client.put("/api/templates/mine", json={"script_code": 'async function main() { return "v2" }'})
+    assert changed.json()["script_code"] == 'async function main() { return "v2" }'
+    assert client.post("/api/templates", json={"id": "mine", "script_code": SLOW}).status_code == 409
+    assert client.delete("/api/templates/mine").json()["deleted_at"] is not None
+    assert client.get("/api/templates/mine").status_code == 404
+
+
+def test_a_preview_streams_the_console_then_the_prompt_and_remembers_the_template(api: Api) -> None:
+    status, events = preview(api.client, {"template_id": "plait.summary", "input": {"text": "Birds fly south."}})
+    assert status == 200
+    kinds = [kind for kind, _ in events]
+    assert kinds[0] == "log"
+    assert events[0][1]["args"] == ["summarising", 3, "words"]
+    assert kinds[-1] == "result"
+    assert events[-1][1]["args"][0].startswith("Summarise the text below in two sentences.")
+    used = api.client.get("/api/templates/last-used", params={"category": "summary"}).json()
+    assert used["template_id"] == "plait.summary"
+
+
+def test_a_failing_preview_ends_with_its_layered_error(api: Api) -> None:
+    code = 'async function main() {\n  console.warn("careful");\n  return missing();\n}'
+    status, events = preview(api.client, {"script_code": code})
+    assert status == 200
+    assert [kind for kind, _ in events] == ["warning", "error"]
+    assert events[-1][1]["args"][0] == "ReferenceError: missing is not defined (line 3, column 10)"
+
+
+def test_previews_beyond_three_are_refused_and_the_server_keeps_answering(api: Api) -> None:
+    results: list[int] = []
+
+    def slow() -> None:
+        with httpx.Client(base_url=api.url, timeout=30) as client:
+            results.append(preview(client, {"script_code": SLOW})[0])
+
+    threads = [threading.Thread(target=slow) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.8)  # the three are running (each for up to 5 s)
+    status, refused = preview(api.client, {"script_code": SLOW})
+    health = api.client.get("/api/health")
+    for thread in threads:
+        thread.join()
+    assert status == 503
+    assert refused[0][1]["error"]["code"] == "sandbox_busy"
+    assert health.status_code == 200  # answered while three scripts spun
+    assert results == [200, 200, 200]
+
+
+def test_a_newer_preview_of_the_same_session_cancels_the_older(api: Api) -> None:
+    older: list[list[tuple[str, dict[str, Any]]]] = []
+
+    def first() -> None:
+        with httpx.Client(base_url=api.url, timeout=30) as client:
+            older.append(preview(client, {"script_code": SLOW, "session": "editor-1"})[1])
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    status, newer = preview(
+        api.client, {"script_code": 'async function main() { return "new" }', "session": "editor-1"}
+    )
+    thread.join()
+    assert status == 200
+    assert newer[-1] == ("result", newer[-1][1])
+    assert "cancelled" in older[0][-1][1]["args"][0]
+    assert time.monotonic() - started < 4  # well before the older one's 5 s limit

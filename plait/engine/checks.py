@@ -22,7 +22,7 @@ from typing import Any
 
 from plait.compile.template_types import Segment
 from plait.engine.contracts import OutputContract, schema_violations
-from plait.engine.render import NodeView, build_view, lookup, to_text
+from plait.engine.render import NodeView, build_view, to_text, value_at
 from plait.engine.state import RunState
 from plait.llm.types import ChatRequest, ChatResponse
 from plait.model.nodes import LlmCallNode
@@ -58,20 +58,10 @@ def _printed_paths_resolve(node: LlmCallNode, view: NodeView) -> Iterator[str]:
         if not text or ("{" not in text and "%" not in text):
             continue
         for path in printed(view.plan.template(text).source):
-            value = _value_at(view, path)
+            value = value_at(view.names, path)
             if value is None or value == "":
                 dotted = ".".join(str(p) for p in path)
                 yield f"{field} prints '{dotted}', which is {'empty' if value == '' else 'missing'} in this run"
-
-
-def _value_at(view: NodeView, path: tuple[Segment, ...]) -> Any:
-    """What the renderer would print at `path` (`context.x` reads the node's context slice)."""
-    if path[0] != "context":
-        return lookup(view.names, path)
-    value: Any = view.names["context"]
-    for step in path[1:]:
-        value = value.get(str(step)) if isinstance(value, dict) else None
-    return value
 
 
 @lru_cache(maxsize=2048)

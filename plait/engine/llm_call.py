@@ -59,24 +59,27 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
 
 async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
     """One execution of the node, without the repair hook."""
+    view = build_view(state, node)  # built once: the script, the MCP URIs, the prompts, the pre-check
     script: ScriptOutcome | None = None
     if node.prompt_script is not None:
-        script_or_failure = await run_prompt_script(node, state, rt)
+        script_or_failure = await run_prompt_script(node, state, rt, view)
         if isinstance(script_or_failure, NodeResult):
             return script_or_failure
         script = script_or_failure
     mcp: McpInputs | None = None
     if uses_mcp_inputs(node):
         try:
-            mcp = await gather_mcp_inputs(node, build_view(state, node), rt.mcp(state.run_id))
+            mcp = await gather_mcp_inputs(node, view, rt.mcp(state.run_id))
         except McpFailure as exc:
             return NodeResult.failed({"node_type": "LLM_CALL"}, [], kind="mcp", message=str(exc))
+        with_mcp_fields(view, mcp)
     fewshot = rt.fewshot_lookup(state) if node.use_overrides_as_fewshot else None
     counter = rt.counter(node.model_role, node.model_id_override)
-    request, snapshot = build_request(node, state, counter, fewshot, mcp, prompt=script.prompt if script else None)
+    prompt = script.prompt if script else None
+    request, snapshot = build_request(node, state, counter, fewshot, mcp, prompt=prompt, view=view)
     if script is not None:
         snapshot["prompt_script"] = script.record()
-    blocked = _prechecked(node, state, node_view(node, state, mcp), snapshot)
+    blocked = _prechecked(node, state, view, snapshot)
     if blocked is not None:
         return blocked
     if offers_tools(node) and rt.provider is not None:
@@ -102,20 +105,19 @@ async def ask(node: LlmCallNode, contract: OutputContract, state: RunState, rt: 
     """One question to the model under `contract`, with the node's retries (no tools, no MCP
     inputs): what a CONDITION decided by a model asks."""
     counter = rt.counter(node.model_role, node.model_id_override)
-    request, snapshot = build_request(node, state, counter, contract=contract)
-    blocked = _prechecked(node, state, node_view(node, state), snapshot)
+    view = build_view(state, node)
+    request, snapshot = build_request(node, state, counter, contract=contract, view=view)
+    blocked = _prechecked(node, state, view, snapshot)
     if blocked is not None:
         return blocked
     return await _attempts(node, request, contract, snapshot, rt, state)
 
 
-def node_view(node: LlmCallNode, state: RunState, mcp: McpInputs | None = None) -> NodeView:
-    """What the node's prompts see: its names, with the fields its MCP resources gave."""
-    view = build_view(state, node)
-    if mcp is not None and mcp.fields:
+def with_mcp_fields(view: NodeView, mcp: McpInputs) -> None:
+    """Add to what the node's prompts see the fields its MCP resources gave."""
+    if mcp.fields:
         view.context_slice.update(mcp.fields)
         view.names.update({k: v for k, v in mcp.fields.items() if k not in view.names})
-    return view
 
 
 def build_request(
@@ -126,14 +128,19 @@ def build_request(
     mcp: McpInputs | None = None,
     contract: OutputContract | None = None,
     prompt: str | None = None,
+    view: NodeView | None = None,
 ) -> tuple[ChatRequest, dict[str, Any]]:
     """The chat request a node sends in this state, and its input snapshot (also `--dry-run`'s view).
     `counter`: the tokenizer of the model serving the node, for `token_budget_input`; `fewshot`:
     where corrected examples come from (`use_overrides_as_fewshot`), appended to the system prompt;
     `mcp`: the resources and prompt the node's MCP servers gave; `contract`: the answer's schema
     when it is not the out-edges' (a CONDITION decided by a model); `prompt`: the user prompt a
-    prompt script returned, instead of `user_prompt_tpl` rendered."""
-    view = node_view(node, state, mcp)
+    prompt script returned, instead of `user_prompt_tpl` rendered; `view`: the node's names when
+    the caller has built them already (with `mcp`'s fields added)."""
+    if view is None:
+        view = build_view(state, node)
+        if mcp is not None:
+            with_mcp_fields(view, mcp)
     budget = prompt_budget(node, counter)
     examples: list[Any] = []
     if mcp is not None and mcp.messages is not None:  # mcp_prompt replaces the node's own prompts

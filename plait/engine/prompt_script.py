@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plait.engine.render import build_view
+from plait.engine.render import NodeView, build_view
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.script_host import RunScriptHost
 from plait.engine.state import RunState
@@ -16,9 +16,11 @@ from plait.model.nodes import LlmCallNode
 from plait.sandbox.scripts import GENERATE, ScriptOutcome
 
 
-async def run_prompt_script(node: LlmCallNode, state: RunState, rt: Runtime) -> ScriptOutcome | NodeResult:
+async def run_prompt_script(
+    node: LlmCallNode, state: RunState, rt: Runtime, view: NodeView | None = None
+) -> ScriptOutcome | NodeResult:
     """Run the node's prompt script for its user prompt (docs/prompt-scripts.md); the failed
-    result when it gives none."""
+    result when it gives none. `view`: the node's names, when the caller has built them."""
     source = node.prompt_script
     assert source is not None
     snapshot: dict[str, Any] = {"node_type": "LLM_CALL"}
@@ -33,7 +35,7 @@ async def run_prompt_script(node: LlmCallNode, state: RunState, rt: Runtime) -> 
             return NodeResult.failed(snapshot, [], kind="prompt_script", message=message)
     else:
         code = source.code
-    host = RunScriptHost(node, state, build_view(state, node), rt.routes)
+    host = RunScriptHost(node, state, view if view is not None else build_view(state, node), rt.routes)
     script = await rt.scripts().run(code, host, GENERATE)
     if isinstance(source, str):
         script.template = {"id": source, "code": code}

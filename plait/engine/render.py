@@ -204,6 +204,17 @@ def lookup(names: dict[str, Any], path: tuple[str | int, ...]) -> Any:
     return current
 
 
+def value_at(names: dict[str, Any], path: tuple[str | int, ...]) -> Any:
+    """`lookup`, where `context.x` reads the node's context slice too: the value a template
+    printing `path` would show (None when there is none)."""
+    if path[0] != "context":
+        return lookup(names, path)
+    value: Any = names.get("context")
+    for step in path[1:]:
+        value = value.get(str(step)) if isinstance(value, dict) else None
+    return value
+
+
 def render(template: Template, names: dict[str, Any], budget: _Budget | None = None) -> str:
     """Render one parsed template (any of the three spellings, normalised) against `names`."""
     if not template.refs and "{" not in template.source:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from plait.compile.templates import split_path
-from plait.engine.render import NodeView, lookup
+from plait.engine.render import NodeView, value_at
 from plait.engine.state import RunState
 from plait.model.nodes import NodeBase
 from plait.sandbox.scripts import HostError
@@ -40,13 +40,7 @@ class RunScriptHost:
         dotted = path.strip().replace("/", ".")
         if not dotted:
             raise HostError("getVar needs a path, such as 'input.topic' or 'nodes.classify.label'")
-        parts = split_path(dotted)
-        if parts[0] == "context":
-            value: Any = self.view.names["context"]
-            for step in parts[1:]:
-                value = value.get(str(step)) if isinstance(value, dict) else None
-        else:
-            value = lookup(self.view.names, parts)
+        value = value_at(self.view.names, split_path(dotted))
         if value is None:
             raise HostError(
                 f"no value at '{path}' in this run; paths start with input, current, context, nodes or a node "

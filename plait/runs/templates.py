@@ -12,8 +12,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from plait.compile.templates import split_path
 from plait.engine.compiled import load_compiled
-from plait.engine.render import build_view
+from plait.engine.render import build_view, value_at
 from plait.engine.restore import restore
 from plait.engine.script_host import RunScriptHost
 from plait.engine.state import RunState
@@ -30,13 +31,11 @@ class InputHost:
     """A preview's host with only a run input: `input` (and `current`) are that input."""
 
     def __init__(self, run_input: dict[str, Any]):
-        self.names = {"input": run_input, "current": run_input}
+        self.names: dict[str, Any] = {"input": run_input, "current": run_input, "nodes": {}, "context": {}}
 
     def get_var(self, path: str) -> Any:
-        parts = path.strip().replace("/", ".").split(".")
-        value: Any = self.names.get(parts[0])
-        for step in parts[1:]:
-            value = value.get(step) if isinstance(value, dict) else None
+        dotted = path.strip().replace("/", ".")
+        value = value_at(self.names, split_path(dotted)) if dotted else None
         if value is None:
             raise HostError(f"no value at '{path}' in this preview's input (give one with --input-file)")
         return value

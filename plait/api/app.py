@@ -24,6 +24,7 @@ from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
 from plait.api.limits import BodyLimit
 from plait.api.openapi import ERROR_RESPONSES, describe
+from plait.api.route_reader import ApiRouteReader
 from plait.api.routes import corrections, events, graphs, inspection, runs, seed, system, templates
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
@@ -120,6 +121,8 @@ def _lifespan(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         bus = EventBus()
         events = EventLog(bus)
+        routes = ApiRouteReader(app)
+        routes.bind(asyncio.get_running_loop())
         executor = RunExecutor(
             store,
             provider,
@@ -128,8 +131,9 @@ def _lifespan(
             mcp_servers=config.mcp_servers if config is not None else (),
             cache=settings.cache,
             llm=describe_llm(settings.llm, settings.config),  # stored on its runs: they go on with this model
+            routes=routes,
         )
-        app.state.plait = ServerState(settings, store, provider, config, executor, events)
+        app.state.plait = ServerState(settings, store, provider, config, executor, events, routes=routes)
         waker: asyncio.Task[None] | None = None
         try:
             if settings.resume_on_start:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated
@@ -24,10 +25,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 
 from plait.api.errors import ApiError
+from plait.api.route_reader import ApiRouteReader
 from plait.api.state import server_state
 from plait.store.tokens import TokenRepository
 
 _bearer = HTTPBearer(auto_error=False, description="A token from `plait token create --name NAME`.")
+INTERNAL = "plait.readRoute"
+"""The caller name of a prompt script's `readRoute` request."""
 HOW = "send `Authorization: Bearer TOKEN` with a token issued by this server's operator"
 
 
@@ -59,12 +63,20 @@ async def caller(
     state = server_state(request)
     if not state.settings.auth_required:
         return Caller(None)
+    if credentials is not None and state.routes is not None and internal(credentials.credentials, state.routes):
+        return Caller(INTERNAL)
     if credentials is None:
         raise ApiError(401, "unauthorized", "this server needs a bearer token", hint=HOW)
     info = await run_in_threadpool(state.store.tokens.verify, credentials.credentials)
     if info is None:
         raise ApiError(401, "unauthorized", "the bearer token is not valid (revoked, or mistyped)", hint=HOW)
     return Caller(info.name, info.id)
+
+
+def internal(token: str, routes: ApiRouteReader) -> bool:
+    """Whether a request comes from this process's own prompt scripts (`readRoute`), which
+    carry a key that never leaves the process."""
+    return secrets.compare_digest(token.encode(), routes.internal_key.encode())
 
 
 CallerDep = Annotated[Caller, Depends(caller)]

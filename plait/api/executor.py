@@ -30,6 +30,7 @@ from plait.engine.events import EventBus
 from plait.engine.outcome import EngineError
 from plait.engine.run_input import StartError
 from plait.engine.runner import Engine
+from plait.engine.script_host import RouteReader
 from plait.errors import Refusal
 from plait.llm.provider import Provider
 from plait.llm.select import LlmConfigError
@@ -67,8 +68,10 @@ class RunExecutor:
         cache: bool = True,
         lease_ttl_s: float = 30.0,
         llm: Selection = None,
+        routes: RouteReader | None = None,
     ) -> None:
-        """`llm`: the model selection `provider` stands for (stored on the runs started here)."""
+        """`llm`: the model selection `provider` stands for (stored on the runs started here);
+        `routes`: answers prompt scripts' `readRoute` in the runs executed here."""
         self.store = store
         self.bus = bus
         self.events = events
@@ -79,6 +82,7 @@ class RunExecutor:
             "mcp_servers": mcp_servers,
             "lease_ttl_s": lease_ttl_s,
             "child_settled": settle(store),
+            "routes": routes,
             # no `graphs`: sub-runs name stored graphs only, a graph sent here must not make the server read its files
         }
         self.engine = Engine(store, provider, llm=llm, **self._engine_options)

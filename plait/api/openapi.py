@@ -55,6 +55,7 @@ NAMED_ELSEWHERE: frozenset[Operation] = frozenset(
         ("POST", "/PromptGraphNodeOverrideRoute"),
         ("POST", "/PromptGraphNodeRerunRoute"),
         ("POST", "/api/templates/preview"),  # the template, or the run and node, to preview with
+        ("POST", "/api/templates/generate"),
         ("POST", "/api/templates"),  # the template to start `from`
     }
 )

@@ -491,10 +491,20 @@ class ProviderLoad(BaseModel):
     tpm: int | None
 
 
+class RoleOut(BaseModel):
+    """A model role as a model picker shows it: what serves it here, or why nothing can."""
+
+    role: str
+    default: bool = Field(description="The role model calls use when a node names none (`chat`).")
+    serves: str | None = Field(description="The provider/model its requests go to first; null: none can serve it.")
+    refusal: str | None = Field(description="Why no request for the role can be served here; null: it can be.")
+
+
 class ProvidersOut(BaseModel):
     """Where model calls go, the configuration in use, and each provider's load."""
 
     provider: str | None = Field(description="What model calls go to: pool, scripted, local; null: none.")
+    roles: list[RoleOut] = Field(default_factory=list, description="Every role, the default first.")
     config: dict[str, Any] | None = Field(description="`plait config check --json` of the plait.toml in use.")
     load: list[ProviderLoad] | None = Field(
         default=None, description="Per configured provider, its state in this server now (the provider pool only)."

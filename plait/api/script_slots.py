@@ -3,12 +3,14 @@
 Previews and generations each have their own number of places (3 and 2 by default). A request
 beyond them is refused at once with 503 `sandbox_busy`, never queued: the editor shows the
 refusal and the person tries again. A newer preview from the same editor session cancels the
-older one (its script stops at its next await; its stream ends with a `cancelled` error).
+older one (its script stops at its next await; its stream ends with a `cancelled` error); the
+same goes for generations (the older one's model call is stopped).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from plait.api.errors import ApiError
@@ -23,6 +25,14 @@ class Place:
     session: str | None
     cancel: threading.Event = field(default_factory=threading.Event)
     released: bool = False
+    on_stop: Callable[[], None] | None = None
+    """Called (from any thread) when the place is stopped: what must stop besides the script."""
+
+    def stop(self) -> None:
+        """Stop what holds the place: its script at its next await, and whatever `on_stop` ends."""
+        self.cancel.set()
+        if self.on_stop is not None:
+            self.on_stop()
 
     def release(self) -> None:
         self.slots._release(self)
@@ -34,13 +44,16 @@ class ScriptSlots:
     def __init__(self, previews: int = 3, generations: int = 2):
         self.limits = {"preview": previews, "generate": generations}
         self._busy = {"preview": 0, "generate": 0}
-        self._sessions: dict[str, Place] = {}
+        self._sessions: dict[tuple[str, str], Place] = {}
         self._lock = threading.Lock()
 
     def take(self, kind: str, session: str | None = None) -> Place:
         """A place of `kind`; 503 `sandbox_busy` when every one is taken. The session's older
-        preview, if one runs, is cancelled."""
+        script of that kind, if one runs, is cancelled."""
         with self._lock:
+            older = self._sessions.get((kind, session)) if session is not None else None
+            if older is not None:  # cancelled even when no place is free: it frees its place soon
+                older.stop()
             if self._busy[kind] >= self.limits[kind]:
                 raise ApiError(
                     503,
@@ -51,10 +64,7 @@ class ScriptSlots:
             self._busy[kind] += 1
             place = Place(self, kind, session)
             if session is not None:
-                older = self._sessions.get(session)
-                if older is not None:
-                    older.cancel.set()
-                self._sessions[session] = place
+                self._sessions[(kind, session)] = place
             return place
 
     def _release(self, place: Place) -> None:
@@ -63,5 +73,6 @@ class ScriptSlots:
                 return
             place.released = True
             self._busy[place.kind] -= 1
-            if place.session is not None and self._sessions.get(place.session) is place:
-                del self._sessions[place.session]
+            key = (place.kind, place.session or "")
+            if place.session is not None and self._sessions.get(key) is place:
+                del self._sessions[key]

@@ -9,6 +9,7 @@ from fastapi import Request
 
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
+from plait.api.route_reader import ApiRouteReader
 from plait.api.script_slots import ScriptSlots
 from plait.api.settings import ServerSettings
 from plait.config import PlaitConfig
@@ -30,6 +31,8 @@ class ServerState:
     events: EventLog
     script_slots: ScriptSlots = field(default_factory=ScriptSlots)
     """How many prompt-script previews and generations run at once (`plait.api.script_slots`)."""
+    routes: ApiRouteReader | None = None
+    """Prompt scripts' `readRoute`: this app's own allowed GET routes, in-process."""
 
 
 def server_state(request: Request) -> ServerState:

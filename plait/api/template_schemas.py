@@ -69,3 +69,14 @@ class PreviewIn(BaseModel):
     run_id: str | None = None
     node_id: str | None = None
     session: str | None = Field(None, max_length=128, description="The editor session (one preview at a time).")
+
+
+class GenerateIn(PreviewIn):
+    """A generation: the preview's script and host, then a model call whose answer streams back.
+    The model is the pool's `role` (or a `model` of it by name); `schema_target` (default: the
+    template's) asks for JSON and checks the answer against that schema where it is known."""
+
+    role: str = Field("chat", min_length=1, max_length=64)
+    model: str | None = Field(None, max_length=200)
+    schema_target: str | None = Field(None, max_length=200)
+    max_tokens: int | None = Field(None, ge=1, le=32_000)

@@ -1,4 +1,4 @@
-"""`plait templates list | show | create | update | delete | preview`: prompt-script templates
+"""`plait templates list | show | create | update | delete | preview | run`: prompt-script templates
 (docs/prompt-scripts.md). System templates are read-only: `create ID --from plait.summary`
 saves an edited copy as your own."""
 
@@ -14,15 +14,23 @@ import typer
 
 from plait.cli.common import fail, print_json, read_file_option, store_for, when
 from plait.cli.help import PlaitTyper
-from plait.cli.options import DbOption, JsonOption
+from plait.cli.options import ConfigOption, DbOption, JsonOption, LlmOption
 
-app = PlaitTyper(help="Prompt-script templates: list, show, create, update, delete, preview.", no_args_is_help=True)
+app = PlaitTyper(
+    help="Prompt-script templates: list, show, create, update, delete, preview, run.", no_args_is_help=True
+)
 
 IdArg = Annotated[str, typer.Argument(help="The template id (e.g. plait.summary).")]
 FileOption = Annotated[
     Path | None,
     typer.Option("--file", "-f", help="A file holding the script (JavaScript with `async function main()`)."),
 ]
+SourceArg = Annotated[str | None, typer.Argument(help="A stored template (or give --file).")]
+InputFileOption = Annotated[
+    Path | None, typer.Option("--input-file", help="A run input (JSON or YAML) for getVar('input.…').")
+]
+RunOption = Annotated[str | None, typer.Option("--run", help="Run the script as --node of this run sees it.")]
+NodeOption = Annotated[str | None, typer.Option("--node", help="The node of --run whose view the script gets.")]
 CategoryOption = Annotated[str | None, typer.Option("--category", help="The category it is listed under.")]
 
 
@@ -163,25 +171,18 @@ def delete_command(template_id: IdArg, db: DbOption = None, json_output: JsonOpt
 
 @app.command("preview")
 def preview_command(
-    template_id: Annotated[str | None, typer.Argument(help="A stored template (or give --file).")] = None,
+    template_id: SourceArg = None,
     file: FileOption = None,
-    input_file: Annotated[
-        Path | None, typer.Option("--input-file", help="A run input (JSON or YAML) for getVar('input.…').")
-    ] = None,
-    run: Annotated[str | None, typer.Option("--run", help="Preview as --node of this run would see it.")] = None,
-    node: Annotated[str | None, typer.Option("--node", help="The node of --run whose view the script gets.")] = None,
+    input_file: InputFileOption = None,
+    run: RunOption = None,
+    node: NodeOption = None,
     watch: Annotated[bool, typer.Option("--watch", help="Run again each time --file changes (Ctrl-C stops).")] = False,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Run a script once with the preview's limits (3 s soft, 5 s hard): its console on stderr as
     it happens, the prompt on stdout (exit 1 when the script fails)."""
-    from plait.runs.templates import InputHost, node_host
-
-    if (template_id is None) == (file is None):
-        fail("give a stored template id, or the script with --file F (one of them)")
-    if (run is None) != (node is None):
-        fail("--run and --node go together: the node of the run whose view the script gets")
+    check_source(template_id, file, run, node)
     if watch and file is None:
         fail("--watch follows a --file as you edit it")
     with store_for(db) as store:
@@ -189,14 +190,7 @@ def preview_command(
             found = store.templates.get(template_id)
             code = found.script_code
             store.templates.used(found.id)
-        host: Any
-        if run is not None and node is not None:
-            from plait.cli.common import resolve_run
-
-            host = node_host(store, resolve_run(store, run), node)
-        else:
-            run_input = read_file_option(input_file, "--input-file", "input") if input_file else {}
-            host = InputHost(run_input if isinstance(run_input, dict) else {"value": run_input})
+        host = script_host(store, run, node, input_file)
         if file is None:
             raise typer.Exit(_preview_once(code, host, json_output))
         if not watch:
@@ -204,12 +198,32 @@ def preview_command(
         _watch(file, host, json_output)
 
 
+def check_source(template_id: str | None, file: Path | None, run: str | None, node: str | None) -> None:
+    """The script and the view it gets, as the options name them, or a refusal saying how."""
+    if (template_id is None) == (file is None):
+        fail("give a stored template id, or the script with --file F (one of them)")
+    if (run is None) != (node is None):
+        fail("--run and --node go together: the node of the run whose view the script gets")
+
+
+def script_host(store: Any, run: str | None, node: str | None, input_file: Path | None) -> Any:
+    """The host a script run from the CLI gets: as --node of --run sees it, else --input-file."""
+    from plait.runs.templates import InputHost, node_host
+
+    if run is not None and node is not None:
+        from plait.cli.common import resolve_run
+
+        return node_host(store, resolve_run(store, run), node)
+    run_input = read_file_option(input_file, "--input-file", "input") if input_file else {}
+    return InputHost(run_input if isinstance(run_input, dict) else {"value": run_input})
+
+
 def _preview_once(code: str, host: Any, json_output: bool) -> int:
     from plait.runs.templates import preview
 
     def show(event: Any) -> None:
         if not json_output and event.type in ("log", "warning", "error") and event.level != "script":
-            sys.stderr.write(f"[{event.level}] {' '.join(_shown(a) for a in event.args)}\n")
+            sys.stderr.write(f"[{event.level}] {' '.join(shown(a) for a in event.args)}\n")
 
     outcome = preview(code, host, on_event=show)
     if json_output:
@@ -223,7 +237,7 @@ def _preview_once(code: str, host: Any, json_output: bool) -> int:
     return 0 if outcome.error is None else 1
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
@@ -239,3 +253,40 @@ def _watch(file: Path, host: Any, json_output: bool) -> None:
             time.sleep(0.3)
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+
+
+@app.command("run")
+def run_command(
+    template_id: SourceArg = None,
+    file: FileOption = None,
+    input_file: InputFileOption = None,
+    run: RunOption = None,
+    node: NodeOption = None,
+    role: Annotated[str, typer.Option("--role", help="The model role (of plait.toml) to ask.")] = "chat",
+    model: Annotated[str | None, typer.Option("--model", help="A model of the role's provider, by name.")] = None,
+    schema_target: Annotated[
+        str | None,
+        typer.Option("--schema-target", help="Parse the answer as JSON against this schema (default: the template's)."),
+    ] = None,
+    llm: LlmOption = None,
+    config: ConfigOption = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Run a script, send its prompt to the model and stream the answer on stdout (the console on
+    stderr). Ctrl-C stops the model call; what arrived is kept. Exit 1 when a step fails, naming
+    the step: script, preview, llm_request, http, stream or parse."""
+    from plait.cli.templates_run import generate_once
+
+    check_source(template_id, file, run, node)
+    with store_for(db) as store:
+        target = schema_target
+        if template_id is not None:
+            found = store.templates.get(template_id)
+            code = found.script_code
+            target = target or found.schema_target
+            store.templates.used(found.id)
+        else:
+            code = _code(file) or ""
+        host = script_host(store, run, node, input_file)
+        raise typer.Exit(generate_once(code, host, role, model, target, llm, config, json_output))

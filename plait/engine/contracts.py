@@ -65,14 +65,8 @@ class OutputContract:
         text = text or ""
         if not self.schemas:
             return text, []
-        fenced = _FENCE.match(text)
-        try:
-            # strict=False: a raw newline or tab inside a string (llama.cpp's JSON grammar lets the
-            # model write one) is read as that character; the value is still schema-checked
-            value = json.loads(fenced.group(1) if fenced else text, strict=False)
-        except json.JSONDecodeError as exc:
-            return None, [f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
-        return value, self.violations(value)
+        value, problems = parse_json(text)
+        return (value, problems) if problems else (value, self.violations(value))
 
     def violations(self, value: Any) -> list[str]:
         """Every way `value` breaks a schema, as `path: message (schema 'id')` lines (empty when valid)."""
@@ -92,6 +86,17 @@ class OutputContract:
             return value
         first = self.schemas[0]
         return {**value, SCHEMA_ID: first.id, SCHEMA_VERSION: first.version}
+
+
+def parse_json(text: str) -> tuple[Any, list[str]]:
+    """A model's JSON answer (it may come inside a ``` fence) as a value, or why it is not JSON."""
+    fenced = _FENCE.match(text)
+    try:
+        # strict=False: a raw newline or tab inside a string (llama.cpp's JSON grammar lets the
+        # model write one) is read as that character; the value is still schema-checked
+        return json.loads(fenced.group(1) if fenced else text, strict=False), []
+    except json.JSONDecodeError as exc:
+        return None, [f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
 
 
 def contract_for(graph: GraphDef, out_edges: list[EdgeDef]) -> OutputContract:

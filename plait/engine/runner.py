@@ -35,6 +35,7 @@ from plait.engine.restore import restore, restore_ledger
 from plait.engine.run_input import GraphResolver, check_input, stored_graph
 from plait.engine.runtime import Runtime
 from plait.engine.scheduler import Kernel, Scheduler
+from plait.engine.script_host import RouteReader
 from plait.engine.state import CompiledRun, RunState
 from plait.llm.provider import Provider
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
@@ -127,6 +128,7 @@ class Engine:
         tools: ToolsConfig | None = None,
         code: CodeConfig | None = None,
         child_settled: Callable[[RunRecord], str | None] | None = None,
+        routes: RouteReader | None = None,
     ):
         """`graphs`: how a WORKFLOW_TASK tool's graph reference is found; by default only stored
         graphs (the CLI lets it name graph files on this machine too; a server must not, so that
@@ -138,7 +140,9 @@ class Engine:
         `child_settled`: called when a child run continued on its own (after a correction in
         it) ended while its parent's node had already completed: passes the child's output on
         to the parent (`plait.runs.children.settle`); returns a parent run to drive next, if any.
-        Without it such a child's new output stays in the child."""
+        Without it such a child's new output stays in the child.
+        `routes`: answers prompt scripts' `readRoute` (the server's own GET routes); without
+        it, `readRoute` refuses, saying where it works."""
         self.child_settled = child_settled
         self.llm = llm
         _tune_collector()
@@ -162,6 +166,7 @@ class Engine:
         self.runtime.children = ChildRuns(self, self.graphs)
         self.runtime.emit = self.events.emit
         self.runtime.templates = self._template_code
+        self.runtime.routes = routes
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
         would otherwise all be set up before any of them executes a node: the loop would run

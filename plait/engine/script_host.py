@@ -16,7 +16,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from plait.compile.schema_validator import registry_key
 from plait.compile.templates import split_path
+from plait.engine.contracts import BoundSchema, OutputContract
 from plait.engine.render import NodeView, value_at
 from plait.engine.state import RunState
 from plait.model.nodes import NodeBase
@@ -61,6 +63,18 @@ class RunScriptHost:
             raise HostError(f"no schema '{target}' in this graph (known: {known})")
         title = f"{entry.id} (version {entry.version})" + (f": {entry.description}" if entry.description else "")
         return describe(entry.schema_, title)
+
+    def contract(self, target: str) -> OutputContract | None:
+        """The contract an answer is parsed with when a template's `schema_target` is `target`:
+        the node's out-edge contract for `output`, else the graph's schema of that id (None:
+        no such schema)."""
+        if target == OUTPUT:
+            return self.state.compiled.contracts[self.node.id]
+        graph = self.state.compiled.graph
+        entry = graph.schema_entry(target)
+        if entry is None:
+            return None
+        return OutputContract((BoundSchema(entry.id, entry.version, entry.schema_),), registry_key(graph.schemas))
 
     def read_route(self, route: str, params: dict[str, Any]) -> Any:
         if self.routes is None:

@@ -91,10 +91,8 @@ class LocalProvider(Provider):
 
     async def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         """Prompt tokens as the model counts them (its own tokenizer, chat template included)."""
-        turns = "".join(f"<|im_start|>{m.get('role')}\n{m.get('content') or ''}<|im_end|>\n" for m in messages)
-        text = turns + "<|im_start|>assistant\n"  # SmolLM2's ChatML template, with the answer's opening
         async with self._model() as llama:
-            return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+            return _prompt_tokens(llama, messages)
 
     def counter_for_role(self, role: str, model: str | None = None) -> TokenCounter:
         """Every role is served by the embedded model: its own tokenizer."""
@@ -104,9 +102,10 @@ class LocalProvider(Provider):
         return f"{self.name}/{EMBEDDED_MODEL}/seed-{self._seed}"
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        forward = _forwarder(request.on_delta)
         async with self._model() as llama:
             stop = threading.Event()
-            raw = await _on_thread(functools.partial(self._generate, llama, request, stop), stop)
+            raw = await _on_thread(functools.partial(self._generate, llama, request, stop, forward), stop)
         return _response(raw)
 
     @contextlib.asynccontextmanager
@@ -133,7 +132,9 @@ class LocalProvider(Provider):
         threads = self._threads or max(1, min(4, os.cpu_count() or 1))
         self._llama = _open_gguf(n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed)
 
-    def _generate(self, llama: Any, request: ChatRequest, stop: threading.Event) -> dict[str, Any]:
+    def _generate(
+        self, llama: Any, request: ChatRequest, stop: threading.Event, forward: Callable[[str], None] | None
+    ) -> dict[str, Any]:
         arguments: dict[str, Any] = {
             "messages": request.messages,
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
@@ -145,6 +146,8 @@ class LocalProvider(Provider):
             arguments["response_format"] = {"type": "json_object", "schema": schema}
         llama.eval = _stoppable(llama.eval, stop)  # generation evaluates every token through it
         try:
+            if forward is not None:
+                return _streamed(llama, arguments, forward)
             result: dict[str, Any] = llama.create_chat_completion(**arguments)
         except ValueError as exc:  # e.g. the prompt does not fit the context window
             message = f"the embedded model refused the request: {exc}"
@@ -152,6 +155,38 @@ class LocalProvider(Provider):
         finally:
             del llama.eval  # the class's own again
         return result
+
+
+def _forwarder(on_delta: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """`on_delta` made callable from the generating thread: each piece is handed to the loop."""
+    if on_delta is None:
+        return None
+    loop = asyncio.get_running_loop()
+
+    def forward(text: str) -> None:
+        loop.call_soon_threadsafe(on_delta, text)
+
+    return forward
+
+
+def _streamed(llama: Any, arguments: dict[str, Any], forward: Callable[[str], None]) -> dict[str, Any]:
+    """Generate token by token, passing each piece of text on; the answer as the unstreamed call
+    gives it (llama.cpp's stream reports no usage: one chunk is one token, and the prompt is
+    counted with the model's tokenizer)."""
+    parts: list[str] = []
+    for chunk in llama.create_chat_completion(**arguments, stream=True):
+        text = ((chunk.get("choices") or [{}])[0].get("delta") or {}).get("content")
+        if text:
+            parts.append(text)
+            forward(text)
+    usage = {"prompt_tokens": _prompt_tokens(llama, arguments["messages"]), "completion_tokens": len(parts)}
+    return {"choices": [{"message": {"content": "".join(parts)}}], "usage": usage}
+
+
+def _prompt_tokens(llama: Any, messages: list[dict[str, Any]]) -> int:
+    turns = "".join(f"<|im_start|>{m.get('role')}\n{m.get('content') or ''}<|im_end|>\n" for m in messages)
+    text = turns + "<|im_start|>assistant\n"  # SmolLM2's ChatML template, with the answer's opening
+    return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
 
 class _Stopped(Exception):

@@ -25,6 +25,7 @@ again (or elsewhere) may help: 429, 5xx, timeouts and connection errors may; oth
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NoReturn
 
@@ -53,7 +54,8 @@ class OpenAIProvider(Provider):
     - Every failure is a `ProviderError`. 429, 5xx, timeouts, connection errors, malformed and
       broken-off answers are retryable; other 4xx, and a refusal of the weakest form, are not.
     - A streamed answer that ends before the model finished is an error (`truncated`), never a
-      short answer.
+      short answer. A request with `on_delta` is always streamed, each piece of text passed on
+      as it arrives; once one has been, a break is kind `stream` and not retryable.
     - The answer names the model called and this provider's id, and is priced from the prices
       configured for that model (0.0 without).
     `aclose` closes the HTTP client; call nothing on the provider after it.
@@ -87,19 +89,21 @@ class OpenAIProvider(Provider):
         notes: list[dict[str, Any]] = []
         while True:
             try:
-                response = await self._send(self._arguments(request, model, mode), model)
+                response = await self._send(self._arguments(request, model, mode), model, request.on_delta)
             except openai.APIStatusError as exc:
                 mode = self._weaker_after(exc, mode, model, notes)
                 continue
             return replace(response, decisions=[*response.decisions, *notes]) if notes else response
 
-    async def _send(self, arguments: dict[str, Any], model: str) -> ChatResponse:
+    async def _send(
+        self, arguments: dict[str, Any], model: str, on_delta: Callable[[str], None] | None = None
+    ) -> ChatResponse:
         """One call; every error but a status error becomes a ProviderError here."""
         import openai
 
         try:
-            if self.config.stream:
-                return await self._streamed(arguments, model)
+            if self.config.stream or on_delta is not None:
+                return await self._streamed(arguments, model, on_delta)
             response = await self._client.chat.completions.create(**arguments)
         except openai.APITimeoutError:
             raise ProviderError(f"{self.name}: the request timed out", kind="timeout") from None
@@ -130,39 +134,31 @@ class OpenAIProvider(Provider):
             error.retryable = False
         raise error from None
 
-    async def _streamed(self, arguments: dict[str, Any], model: str) -> ChatResponse:
+    async def _streamed(
+        self, arguments: dict[str, Any], model: str, on_delta: Callable[[str], None] | None
+    ) -> ChatResponse:
         """Read the answer as a stream; one that ends before the model said it finished is a
-        retryable error (`truncated`), never a short answer."""
+        retryable error (`truncated`), never a short answer, unless some text was already passed
+        to `on_delta`: then it is a `stream` error, not retried (that text has been shown)."""
         import openai
 
         stream = await self._client.chat.completions.create(
             **arguments, stream=True, stream_options={"include_usage": True}
         )
-        parts: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        finished: str | None = None
-        usage: Any = None
+        answer = _Streamed(on_delta)
         try:
-            async for chunk in stream:
-                usage = chunk.usage or usage
-                for choice in chunk.choices:
-                    delta = choice.delta
-                    if delta.content:
-                        parts.append(delta.content)
-                    for call in delta.tool_calls or []:
-                        entry = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-                        entry["id"] = call.id or entry["id"]
-                        if call.function is not None:
-                            entry["name"] += call.function.name or ""
-                            entry["arguments"] += call.function.arguments or ""
-                    finished = choice.finish_reason or finished
+            async with stream:  # closed at once when the caller gives up: the server stops generating
+                async for chunk in stream:
+                    answer.add(chunk)
         except (openai.APIError, OSError) as exc:
-            raise ProviderError(f"{self.name}: the answer stream broke off: {exc}", kind="truncated") from None
-        if finished is None:
-            raise ProviderError(f"{self.name}: the answer stream ended before the model finished", kind="truncated")
+            raise _broken(f"{self.name}: the answer stream broke off: {exc}", answer.parts, on_delta) from None
+        if answer.finished is None:
+            raise _broken(f"{self.name}: the answer stream ended before the model finished", answer.parts, on_delta)
+        usage = answer.usage
         tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage is not None else Usage()
-        tool_calls = [ToolCall(c["id"], c["name"], _arguments_of(c["arguments"])) for _, c in sorted(calls.items())]
-        return self._priced("".join(parts) if parts or not tool_calls else None, tool_calls, tokens, model)
+        tool_calls = answer.tool_calls()
+        content = "".join(answer.parts) if answer.parts or not tool_calls else None
+        return self._priced(content, tool_calls, tokens, model)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -209,6 +205,43 @@ class OpenAIProvider(Provider):
         return ChatResponse(
             content=content, tool_calls=calls, usage=tokens, model=model, provider=self.name, cost_usd=cost
         )
+
+
+class _Streamed:
+    """The pieces of a streamed answer, gathered chunk by chunk (text passed on as it comes)."""
+
+    def __init__(self, on_delta: Callable[[str], None] | None):
+        self.on_delta = on_delta
+        self.parts: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finished: str | None = None
+        self.usage: Any = None
+
+    def add(self, chunk: Any) -> None:
+        self.usage = chunk.usage or self.usage
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                self.parts.append(delta.content)
+                if self.on_delta is not None:
+                    self.on_delta(delta.content)
+            for call in delta.tool_calls or []:
+                entry = self.calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                entry["id"] = call.id or entry["id"]
+                if call.function is not None:
+                    entry["name"] += call.function.name or ""
+                    entry["arguments"] += call.function.arguments or ""
+            self.finished = choice.finish_reason or self.finished
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [ToolCall(c["id"], c["name"], _arguments_of(c["arguments"])) for _, c in sorted(self.calls.items())]
+
+
+def _broken(message: str, parts: list[str], on_delta: Callable[[str], None] | None) -> ProviderError:
+    """A stream cut short: retryable while nobody has seen any of it."""
+    if on_delta is not None and parts:
+        return ProviderError(message, kind="stream", retryable=False)
+    return ProviderError(message, kind="truncated")
 
 
 def _arguments_of(raw: str | None) -> dict[str, Any]:

@@ -6,7 +6,8 @@
         output: {chapters: []}    # JSON returned as the assistant content
         # or  text: "raw text"  |  tool_calls: [{name: x, arguments: {...}}]
         # or  error: 429 | 500 | timeout | malformed      (fault injection)
-        delay_ms: 0               # simulated latency
+        delay_ms: 0               # simulated latency (streamed: spread over the answer's words)
+        stream_break_after: 12    # optional: a streamed answer breaks off after this many characters
         times: 1                  # use N times, then fall through (omit = forever)
         usage: {input: 10, output: 5}
     log: calls.jsonl              # optional: append one JSON line per call (relative to this file)
@@ -21,6 +22,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -63,6 +65,8 @@ class ScriptedResponse(_Strict):
     tool_calls: list[ScriptedToolCall] | None = None
     error: Literal[429, 500, "timeout", "malformed"] | None = None
     delay_ms: Annotated[int, Field(ge=0)] = 0
+    stream_break_after: Annotated[int, Field(ge=0)] | None = None
+    """A streamed answer breaks off once this many characters are sent (a stream fault)."""
     times: Annotated[int, Field(ge=1)] | None = None
     usage: ScriptedUsage | None = None
 
@@ -140,11 +144,34 @@ class ScriptedProvider(Provider):
         rule = self._rules[index]
         self._used[index] += 1
         self._record(request, index)
-        if rule.delay_ms:
+        if rule.delay_ms and (request.on_delta is None or rule.error is not None):
             await asyncio.sleep(rule.delay_ms / 1000)
         if rule.error is not None:
             return await self._fault(rule, request)
+        if request.on_delta is not None:
+            await self._stream(rule, self._contents[index] or "", request.on_delta)
+        elif rule.stream_break_after is not None:
+            raise ProviderError(f"scripted stream for node '{request.node_id}' broke off", kind="truncated")
         return self._answer(index, request)
+
+    async def _stream(self, rule: ScriptedResponse, content: str, on_delta: Callable[[str], None]) -> None:
+        """Pass the answer on word by word, `delay_ms` spread between the words; break off after
+        `stream_break_after` characters when the rule says so."""
+        words = re.findall(r"\s*\S+\s*", content) or [content]
+        pause = rule.delay_ms / 1000 / len(words)
+        sent = 0
+        for word in words:
+            if rule.stream_break_after is not None and sent + len(word) > rule.stream_break_after:
+                cut = word[: rule.stream_break_after - sent]
+                if cut:
+                    on_delta(cut)
+                if sent + len(cut) == 0:  # nothing shown yet: as a real provider, retryable
+                    raise ProviderError("the scripted answer stream broke off", kind="truncated")
+                raise ProviderError("the scripted answer stream broke off", kind="stream", retryable=False)
+            if pause:
+                await asyncio.sleep(pause)
+            on_delta(word)
+            sent += len(word)
 
     def _pick(self, request: ChatRequest) -> int:
         prompt = request.user_prompt

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,11 @@ class ChatRequest:
     timeout_s: float | None = None
     priority: int = 5
     """The node's priority, 0-10: the pool serves higher ones first and keeps a reserve for 8-10."""
+    on_delta: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
+    """Set: the answer is streamed, each piece of its text passed here as it arrives (on the
+    event loop's thread). Once a piece has been passed on, a broken stream is not retried: the
+    caller has shown that text, and a second answer would follow it. Not part of the request's
+    identity (the response cache ignores it)."""
 
     @property
     def user_prompt(self) -> str:

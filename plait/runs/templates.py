@@ -14,9 +14,10 @@ from typing import Any
 
 from plait.compile.templates import split_path
 from plait.engine.compiled import load_compiled
+from plait.engine.contracts import OutputContract
 from plait.engine.render import build_view, value_at
 from plait.engine.restore import restore
-from plait.engine.script_host import RunScriptHost
+from plait.engine.script_host import RouteReader, RunScriptHost
 from plait.engine.state import RunState
 from plait.errors import PlaitError, Refusal
 from plait.sandbox.scripts import PREVIEW, HostError, ScriptEvent, ScriptLimits, ScriptOutcome, run_script
@@ -30,8 +31,9 @@ class PreviewError(PlaitError):
 class InputHost:
     """A preview's host with only a run input: `input` (and `current`) are that input."""
 
-    def __init__(self, run_input: dict[str, Any]):
+    def __init__(self, run_input: dict[str, Any], routes: RouteReader | None = None):
         self.names: dict[str, Any] = {"input": run_input, "current": run_input, "nodes": {}, "context": {}}
+        self.routes = routes
 
     def get_var(self, path: str) -> Any:
         dotted = path.strip().replace("/", ".")
@@ -45,11 +47,17 @@ class InputHost:
         against a run's node shows it)."""
         return f"[the hint of schema '{target}' goes here when the script runs in a node of a graph]"
 
+    def contract(self, target: str) -> OutputContract | None:
+        """No graph, so no schema to parse an answer with (JSON is still required)."""
+        return None
+
     def read_route(self, route: str, params: dict[str, Any]) -> Any:
-        raise HostError("readRoute is answered by `plait serve`: preview in the workbench to use it")
+        if self.routes is None:
+            raise HostError("readRoute is answered by `plait serve`: preview in the workbench to use it")
+        return self.routes(route, params)
 
 
-def node_host(store: Store, run_id: str, node_id: str) -> RunScriptHost:
+def node_host(store: Store, run_id: str, node_id: str, routes: RouteReader | None = None) -> RunScriptHost:
     """The host the script would have as node `node_id` of run `run_id` now."""
     record = store.runs.get(run_id)
     compiled = load_compiled(store, record.graph_id, record.graph_version, record.body)
@@ -60,7 +68,7 @@ def node_host(store: Store, run_id: str, node_id: str) -> RunScriptHost:
     state = RunState(compiled, record.input or {}, run_id=run_id, graph_id=record.graph_id)
     restore(state, store.runs.node_runs(run_id))
     node = compiled.nodes[node_id]
-    return RunScriptHost(node, state, build_view(state, node))
+    return RunScriptHost(node, state, build_view(state, node), routes)
 
 
 def preview(

@@ -122,9 +122,14 @@ class ScriptEvent:
     level: str
     args: list[Any]
     ts: float
+    error: ScriptError | None = None
+    """On the last event of a script that failed: the error (its kind, line and column)."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"type": self.type, "level": self.level, "args": self.args, "ts": self.ts}
+        data = {"type": self.type, "level": self.level, "args": self.args, "ts": self.ts}
+        if self.error is not None:
+            data["error"] = self.error.as_json()
+        return data
 
 
 @dataclass
@@ -304,7 +309,7 @@ def run_script(
         check_syntax(code, kind="script")
     except JsSyntaxError as exc:
         outcome = ScriptOutcome(error=ScriptError("syntax", f"SyntaxError: {exc.message}", exc.line, exc.column))
-        outcome.events.append(ScriptEvent("error", "script", [str(outcome.error)], time.time()))
+        outcome.events.append(ScriptEvent("error", "script", [str(outcome.error)], time.time(), outcome.error))
         if on_event is not None:
             on_event(outcome.events[-1])
         return outcome
@@ -347,7 +352,7 @@ def run_script(
         timer.cancel()
     run.outcome.duration_ms = round((time.monotonic() - started) * 1000, 3)
     if run.outcome.error is not None:
-        run.emit(ScriptEvent("error", "script", [str(run.outcome.error)], time.time()))
+        run.emit(ScriptEvent("error", "script", [str(run.outcome.error)], time.time(), run.outcome.error))
     else:
         run.emit(ScriptEvent("result", "script", [run.outcome.prompt], time.time()))
     return run.outcome

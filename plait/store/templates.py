@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from plait.errors import Refusal
 from plait.store.db import conflict_insert, writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.models import PROMPT_TEMPLATE, TEMPLATE_USAGE
@@ -93,7 +94,8 @@ class TemplateRepository:
         if not TEMPLATE_ID.match(template_id):
             raise StoreError(
                 f"'{template_id}' is not a template id: use letters, digits, '_', '.' and '-' (128 at most), "
-                "starting with a letter or digit"
+                "starting with a letter or digit",
+                kind=Refusal.INVALID,
             )
         now = time.time()
         row = {

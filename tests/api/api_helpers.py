@@ -76,6 +76,28 @@ responses:
 """
 
 
+def sse_post(client: httpx.Client, path: str, body: dict[str, Any]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    """POST to a Server-Sent Events route: (status, [(event, data)]) until the stream ends; a
+    refusal is (status, [("refused", its JSON body)])."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    with client.stream("POST", path, json=body, timeout=30) as response:
+        if response.status_code != 200:
+            response.read()
+            return response.status_code, [("refused", response.json())]
+        fields: dict[str, str] = {}
+        for line in response.iter_lines():
+            if line.startswith(":"):
+                continue
+            if line:
+                key, _, value = line.partition(":")
+                fields[key] = value.removeprefix(" ")
+                continue
+            if "data" in fields:
+                events.append((fields.get("event", ""), json.loads(fields["data"])))
+            fields = {}
+    return 200, events
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

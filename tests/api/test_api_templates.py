@@ -4,36 +4,18 @@ events, then the prompt or the layered error), bounded to 3 previews at once (50
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
 
 import httpx
-from api_helpers import Api
+from api_helpers import Api, sse_post
 
 SLOW = "async function main() { for (;;) { await 0 } }"
 
 
 def preview(client: httpx.Client, body: dict[str, Any]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
-    """POST a preview: (status, [(event, data)]) until the stream ends."""
-    events: list[tuple[str, dict[str, Any]]] = []
-    with client.stream("POST", "/api/templates/preview", json=body, timeout=30) as response:
-        if response.status_code != 200:
-            response.read()
-            return response.status_code, [("refused", response.json())]
-        fields: dict[str, str] = {}
-        for line in response.iter_lines():
-            if line.startswith(":"):
-                continue
-            if line:
-                key, _, value = line.partition(":")
-                fields[key] = value.removeprefix(" ")
-                continue
-            if "data" in fields:
-                events.append((fields.get("event", ""), json.loads(fields["data"])))
-            fields = {}
-    return 200, events
+    return sse_post(client, "/api/templates/preview", body)
 
 
 def test_templates_are_created_read_updated_and_deleted_and_system_ones_copied(api: Api) -> None:
@@ -76,6 +58,8 @@ def test_a_failing_preview_ends_with_its_layered_error(api: Api) -> None:
     assert status == 200
     assert [kind for kind, _ in events] == ["warning", "error"]
     assert events[-1][1]["args"][0] == "ReferenceError: missing is not defined (line 3, column 10)"
+    error = events[-1][1]["error"]  # where in the script, for the editor to mark
+    assert (error["kind"], error["line"], error["column"]) == ("thrown", 3, 10)
 
 
 def test_previews_beyond_three_are_refused_and_the_server_keeps_answering(api: Api) -> None:

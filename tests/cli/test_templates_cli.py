@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,70 @@ def test_validate_warns_about_a_named_template_neither_shipped_nor_stored(tmp_pa
     assert plait("templates", "create", "my_title", "--file", "t.js", cwd=tmp_path).returncode == 0
     stored = plait("validate", str(graph), "--json", cwd=tmp_path)
     assert json.loads(stored.stdout)["warnings"] == []
+
+
+STREAMS = """
+responses:
+  - {match: BREAK, text: "the answer that breaks off here", stream_break_after: 14}
+  - {match: SLOW, text: "one two three four five six seven eight nine ten", delay_ms: 20000}
+  - {match: JSON, output: {title: Birds}}
+  - {text: "Birds fly south in winter."}
+"""
+ASKS = """async function main() {
+  const t = await getVar("input.topic");
+  console.warn("topic", t);
+  return `ask ${t}`;
+}
+"""
+
+
+def generation(tmp_path: Path, topic: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "streams.yaml").write_text(STREAMS)
+    (tmp_path / "ask.js").write_text(ASKS)
+    (tmp_path / "in.json").write_text(json.dumps({"topic": topic}))
+    return plait("templates", "run", "--file", "ask.js", "--input-file", "in.json", "--llm", "scripted:streams.yaml",
+                 *extra, cwd=tmp_path)  # fmt: skip
+
+
+def test_run_streams_the_answer_on_stdout_and_the_console_on_stderr(tmp_path: Path) -> None:
+    done = generation(tmp_path, "birds")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Birds fly south in winter.\n"
+    assert "[warn] topic birds" in done.stderr
+    parsed = generation(tmp_path, "JSON", "--schema-target", "title", "--json")
+    assert json.loads(parsed.stdout)["value"] == {"title": "Birds"}
+
+
+def test_run_names_the_step_that_failed_and_keeps_a_partial_answer(tmp_path: Path) -> None:
+    broken = generation(tmp_path, "BREAK")
+    assert broken.returncode == 1
+    assert broken.stdout == "the answer tha\n"
+    assert "the stream step failed (stream)" in broken.stderr
+    assert "partial" in broken.stderr
+    (tmp_path / "bad.js").write_text("async function main() {\n  return 1 +;\n}\n")
+    syntax = plait("templates", "run", "--file", "bad.js", "--llm", "scripted:streams.yaml", cwd=tmp_path)
+    assert syntax.returncode == 1
+    assert "the script step failed (syntax) at line 2, column" in syntax.stderr
+    unparsed = generation(tmp_path, "birds", "--schema-target", "title")
+    assert unparsed.returncode == 1
+    assert "the parse step failed (not_json)" in unparsed.stderr
+
+
+def test_ctrl_c_stops_the_model_call_and_keeps_what_arrived(tmp_path: Path) -> None:
+    (tmp_path / "streams.yaml").write_text(STREAMS)
+    (tmp_path / "ask.js").write_text(ASKS)
+    (tmp_path / "in.json").write_text(json.dumps({"topic": "SLOW"}))
+    env = {**os.environ, "PLAIT_DB": f"sqlite:///{tmp_path / 'plait.db'}", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "plait", "templates", "run", "--file", "ask.js", "--input-file", "in.json",
+         "--llm", "scripted:streams.yaml"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    first = process.stdout.read(4)  # "one " arrives after 2 s; the rest would take 18 s more
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    assert first == "one "
+    assert process.returncode == 130
+    assert "cancelled" in err
+    assert "ten" not in out

@@ -8,6 +8,8 @@ then answer normally):
 - `slow`: answers after 3 s (clients with a shorter timeout give up);
 - `notjson`: an answer that is not JSON; `badschema`: JSON that breaks the label schema;
 - `truncate`: with `stream: true`, a stream that stops in the middle of the answer;
+- `dribble`: with `stream: true`, ten words 0.3 s apart; counts `dribble|finished` when all
+  were sent and `dribble|closed` when the client closed the stream before;
 - `echo401`: HTTP 401 quoting the API key it was sent (as OpenAI's "Incorrect API key provided");
   `echo500`: HTTP 500 whose message repeats the request's Authorization header;
 - `noschema`: HTTP 500 naming `response_format` to the json_schema form (as llama.cpp's server),
@@ -36,6 +38,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+DRIBBLE = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
 CONTENT = {"ok": '{"label": "bug"}', "notjson": "I think it is a bug.", "badschema": '{"label": "urgent"}'}
 
 
@@ -84,6 +87,8 @@ def make_app(calls: Counter[str]) -> FastAPI:
         if behaviour == "slow":
             await asyncio.sleep(3)
             behaviour = "ok"
+        if behaviour == "dribble" and body.get("stream"):
+            return StreamingResponse(_dribble(model, calls), media_type="text/event-stream")
         content = CONTENT.get(behaviour, CONTENT["ok"])
         if body.get("stream"):
             return StreamingResponse(
@@ -102,11 +107,28 @@ def _form(response_format: Any) -> str:
     return "json_object_schema" if "schema" in response_format else "json_object"
 
 
+def _event(model: str, choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> str:
+    chunk = {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": int(time.time()),
+             "model": model, "choices": choices, "usage": usage}  # fmt: skip
+    return f"data: {json.dumps(chunk)}\n\n"
+
+
+async def _dribble(model: str, calls: Counter[str]) -> AsyncIterator[str]:
+    finished = False
+    try:
+        for word in DRIBBLE:
+            yield _event(model, [{"index": 0, "delta": {"content": word + " "}, "finish_reason": None}])
+            await asyncio.sleep(0.3)
+        yield _event(model, [{"index": 0, "delta": {}, "finish_reason": "stop"}])
+        yield "data: [DONE]\n\n"
+        finished = True
+    finally:
+        calls["dribble|finished" if finished else "dribble|closed"] += 1
+
+
 async def _chunks(model: str, content: str, *, cut: bool) -> AsyncIterator[str]:
     def event(choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> str:
-        chunk = {"id": "chatcmpl-fault", "object": "chat.completion.chunk", "created": int(time.time()),
-                 "model": model, "choices": choices, "usage": usage}  # fmt: skip
-        return f"data: {json.dumps(chunk)}\n\n"
+        return _event(model, choices, usage)
 
     half = len(content) // 2
     yield event([{"index": 0, "delta": {"role": "assistant", "content": content[:half]}, "finish_reason": None}])

@@ -68,9 +68,10 @@ class Served:
 
 
 def serve(
-    tmp_path: Path, *extra: str, script: Path = EXAMPLES / "scripted" / "video_chapters.yaml"
+    tmp_path: Path, *extra: str, script: Path | None = EXAMPLES / "scripted" / "video_chapters.yaml"
 ) -> Iterator[Served]:
-    """`plait serve` on a fresh SQLite file with the scripted provider; stopped after."""
+    """`plait serve` on a fresh SQLite file with the scripted provider (`script=None`: no `--llm`,
+    the models of a `--config` in `extra`); stopped after."""
     port = free_port()
     db = f"sqlite:///{tmp_path / 'workbench.db'}"
     log = (tmp_path / "serve.log").open("w")
@@ -84,8 +85,7 @@ def serve(
             str(port),
             "--db",
             db,
-            "--llm",
-            f"scripted:{script}",
+            *(["--llm", f"scripted:{script}"] if script is not None else []),
             *extra,
         ],
         stdout=log,

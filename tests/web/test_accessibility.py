@@ -39,6 +39,8 @@ def story(server: Served) -> tuple[Served, str]:
         ("#/runs", "table[aria-label='Runs'] tbody tr"),
         ("#/runs/{run}", ".box[data-node='review']"),
         ("#/dashboard", "[data-testid='active-runs']"),
+        ("#/scripts", "li[data-template='plait.summary']"),
+        ("#/scripts/plait.summary", ".cm-content[aria-label='Prompt script']"),
     ],
 )
 def test_no_accessibility_violation(story: tuple[Served, str], page: Any, route: str, ready: str) -> None:

@@ -7,11 +7,13 @@ import { DashboardPage } from "./pages/Dashboard";
 import { GraphsPage } from "./pages/Graphs";
 import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
+import { ScriptsPage } from "./pages/Scripts";
 
 const NAV = [
   ["graphs", "Graphs"],
   ["runs", "Runs"],
   ["dashboard", "Dashboard"],
+  ["scripts", "Scripts"],
 ] as const;
 
 export function App() {
@@ -43,9 +45,6 @@ export function App() {
               {label}
             </a>
           ))}
-          <span className="soon" title="Prompt scripts get their editor here">
-            Scripts
-          </span>
         </nav>
         <span className="meta">
           {health ? `v${health.version}` : ""}
@@ -75,6 +74,8 @@ function Page({ page, params, query }: { page: string; params: string[]; query: 
       return params[0] ? <RunPage runId={params[0]} /> : <RunsPage graph={query.get("graph")} status={query.get("status")} />;
     case "dashboard":
       return <DashboardPage />;
+    case "scripts":
+      return <ScriptsPage templateId={params[0] ?? null} />;
     default:
       return <ErrorView error={new Error(`no page '${page}': choose one above`)} />;
   }

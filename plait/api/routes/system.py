@@ -8,10 +8,12 @@ from fastapi import APIRouter, Depends
 
 from plait import __version__
 from plait.api.auth import caller
-from plait.api.schemas import HealthOut, ProviderLoad, ProvidersOut
+from plait.api.schemas import HealthOut, ProviderLoad, ProvidersOut, RoleOut
 from plait.api.state import ServerState, get_state
+from plait.config import DEFAULT_ROLE
 from plait.llm.check import check_config, report_json
 from plait.llm.pool import ProviderPool
+from plait.llm.provider import Provider
 
 router = APIRouter(tags=["system"])
 State = Annotated[ServerState, Depends(get_state)]
@@ -37,4 +39,20 @@ def providers(state: State) -> ProvidersOut:
     provider = state.provider
     report = report_json(check_config(state.config)) if state.config is not None else None
     rows = [ProviderLoad(**row) for row in provider.load()] if isinstance(provider, ProviderPool) else None
-    return ProvidersOut(provider=provider.name if provider is not None else None, config=report, load=rows)
+    name = provider.name if provider is not None else None
+    return ProvidersOut(provider=name, roles=_roles(provider), config=report, load=rows)
+
+
+def _roles(provider: Provider | None) -> list[RoleOut]:
+    """A pool's roles of plait.toml; a single provider serves every role itself."""
+    if provider is None:
+        refusal = "no model is configured: start `plait serve` with --llm or a plait.toml"
+        return [RoleOut(role=DEFAULT_ROLE, default=True, serves=None, refusal=refusal)]
+    if not isinstance(provider, ProviderPool):
+        return [RoleOut(role=DEFAULT_ROLE, default=True, serves=provider.name, refusal=None)]
+    served = {r.role: r.resolves_to for r in check_config(provider.config).roles}
+    names = sorted(provider.config.roles, key=lambda role: (role != DEFAULT_ROLE, role))
+    return [
+        RoleOut(role=role, default=role == DEFAULT_ROLE, serves=served.get(role), refusal=provider.refusal(role))
+        for role in names
+    ]

@@ -3,13 +3,18 @@
 `POST /api/templates/preview` streams Server-Sent Events: each console entry as it happens
 (`log`, `warning`, `error`), then one `result` (the prompt) or `error` (kind, message, line,
 column). The script runs with the preview's limits (3 s soft, 5 s hard).
+
+`POST /api/templates/generate` runs the script with the generation's limits (5 s / 8 s), sends
+the prompt to the model and streams the answer (`plait.runs.generate` names its events and the
+layers of its errors).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
@@ -17,8 +22,10 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from plait.api.errors import ApiError
+from plait.api.script_slots import Place
 from plait.api.state import ServerState, get_state
-from plait.api.template_schemas import LastUsedOut, PreviewIn, TemplateChange, TemplateIn, TemplateOut
+from plait.api.template_schemas import GenerateIn, LastUsedOut, PreviewIn, TemplateChange, TemplateIn, TemplateOut
+from plait.runs.generate import GenerateRequest, generate
 from plait.runs.templates import InputHost, node_host, preview
 from plait.sandbox import JsSyntaxError, check_syntax
 from plait.sandbox.scripts import ScriptEvent
@@ -59,14 +66,14 @@ def last_used(state: State, category: Annotated[str, Query(min_length=1, max_len
 async def preview_template(state: State, body: PreviewIn) -> Response:
     """Run a template (or `script_code`) once and stream its console, then its prompt or its
     error. 503 `sandbox_busy` when every preview place is taken."""
-    code = await run_in_threadpool(_code_of, state, body)
+    code, _ = await run_in_threadpool(_code_of, state, body)
     host = await run_in_threadpool(_host_of, state, body)
     place = state.script_slots.take("preview", body.session)  # refused here (503) before the stream starts
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[ScriptEvent | None] = asyncio.Queue()
+    queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
 
     def on_event(event: ScriptEvent) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, event)
+        loop.call_soon_threadsafe(queue.put_nowait, (event.type, event.as_json()))
 
     async def run() -> None:
         try:
@@ -75,17 +82,51 @@ async def preview_template(state: State, body: PreviewIn) -> Response:
             place.release()
             loop.call_soon_threadsafe(queue.put_nowait, None)
 
-    task = asyncio.create_task(run())
+    return EventSourceResponse(_events(queue, asyncio.create_task(run()), place))
 
-    async def stream() -> AsyncIterator[dict[str, Any]]:
+
+@router.post("/generate", response_class=EventSourceResponse, responses={200: {"content": {"text/event-stream": {}}}})
+async def generate_template(state: State, body: GenerateIn) -> Response:
+    """Run a template (or `script_code`), send its prompt to the model and stream the answer:
+    console events, `prompt`, each `delta` of the answer, then `done` or `failed` (with the
+    `layer` that failed and the text received so far). 503 `sandbox_busy` when every generation
+    place is taken; closing the stream stops the model call."""
+    code, schema_target = await run_in_threadpool(_code_of, state, body)
+    host = await run_in_threadpool(_host_of, state, body)
+    place = state.script_slots.take("generate", body.session)
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+    target = body.schema_target or schema_target
+    request = GenerateRequest(code, host, role=body.role, model=body.model, schema_target=target,
+                              max_tokens=body.max_tokens)  # fmt: skip
+
+    async def run() -> None:
         try:
-            while (event := await queue.get()) is not None:
-                yield {"event": event.type, "data": json.dumps(event.as_json(), ensure_ascii=False)}
+            await generate(request, state.provider, lambda kind, data: queue.put_nowait((kind, data)))
         finally:
-            place.cancel.set()  # the client went away: stop the script at its next await
-            await asyncio.shield(task)
+            place.release()
+            queue.put_nowait(None)
 
-    return EventSourceResponse(stream())
+    task = asyncio.create_task(run())
+    place.on_stop = lambda: _soon(loop, task.cancel)  # a newer generation of the session, or the client gone
+    return EventSourceResponse(_events(queue, task, place))
+
+
+def _soon(loop: asyncio.AbstractEventLoop, call: Callable[[], Any]) -> None:
+    loop.call_soon_threadsafe(call)
+
+
+async def _events(
+    queue: asyncio.Queue[tuple[str, dict[str, Any]] | None], task: asyncio.Task[None], place: Place
+) -> AsyncIterator[dict[str, Any]]:
+    """The queued events as SSE; a client gone stops the script (and a generation's model call)."""
+    try:
+        while (item := await queue.get()) is not None:
+            yield {"event": item[0], "data": json.dumps(item[1], ensure_ascii=False)}
+    finally:
+        place.stop()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
 
 
 @router.get("/{template_id}", response_model=TemplateOut)
@@ -131,20 +172,21 @@ def delete_template(state: State, template_id: str) -> TemplateOut:
     return _out(state.store.templates.delete(template_id), code=True)
 
 
-def _code_of(state: ServerState, body: PreviewIn) -> str:
+def _code_of(state: ServerState, body: PreviewIn) -> tuple[str, str | None]:
+    """The script to run, and its template's `schema_target`."""
     if (body.template_id is None) == (body.script_code is None):
         raise ApiError(422, "invalid", "give template_id or script_code (one of them)")
     if body.script_code is not None:
-        return body.script_code
+        return body.script_code, None
     assert body.template_id is not None
     found = state.store.templates.get(body.template_id)
     state.store.templates.used(found.id)
-    return found.script_code
+    return found.script_code, found.schema_target
 
 
 def _host_of(state: ServerState, body: PreviewIn) -> Any:
     if (body.run_id is None) != (body.node_id is None):
         raise ApiError(422, "invalid", "run_id and node_id go together: the node of the run whose view the script gets")
     if body.run_id is not None and body.node_id is not None:
-        return node_host(state.store, body.run_id, body.node_id)
-    return InputHost(body.input)
+        return node_host(state.store, body.run_id, body.node_id, state.routes)
+    return InputHost(body.input, state.routes)

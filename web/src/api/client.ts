@@ -40,14 +40,14 @@ export function onUnauthorized(listener: Listener): () => void {
   return () => unauthorized.delete(listener);
 }
 
-function headers(extra: Record<string, string> = {}): Record<string, string> {
+export function headers(extra: Record<string, string> = {}): Record<string, string> {
   const sent: Record<string, string> = { Accept: "application/json", ...extra };
   const bearer = token();
   if (bearer) sent.Authorization = `Bearer ${bearer}`;
   return sent;
 }
 
-async function failure(response: Response): Promise<ApiError> {
+export async function failure(response: Response): Promise<ApiError> {
   let body: { error?: { code?: string; message?: string; hint?: string | null; details?: unknown[] } } = {};
   try {
     body = await response.json();

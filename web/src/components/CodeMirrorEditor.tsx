@@ -6,6 +6,7 @@ import { EditorView, basicSetup } from "codemirror";
 import { useEffect, useRef } from "react";
 
 import type { CodeEditorProps, CodeLanguage } from "./CodeEditor";
+import { readableHighlighting } from "./highlight";
 
 const LANGUAGES = { yaml, json, javascript, text: () => [] } as const satisfies Record<CodeLanguage, unknown>;
 
@@ -30,10 +31,12 @@ export default function CodeMirrorEditor({
       doc: value,
       extensions: [
         basicSetup,
+        readableHighlighting,
         LANGUAGES[language](),
         ...(complete ? [autocompletion({ override: [complete] })] : []),
         EditorView.editable.of(!readOnly),
-        EditorView.contentAttributes.of({ "aria-label": label }),
+        // tabindex: the scroller's one focusable content, as axe sees it when lines overflow
+        EditorView.contentAttributes.of({ "aria-label": label, tabindex: "0" }),
         EditorView.updateListener.of((update) => {
           if (update.docChanged) changed.current?.(update.state.doc.toString());
         }),

@@ -1,0 +1,134 @@
+import type { Completion } from "@codemirror/autocomplete";
+import { useEffect, useMemo, useRef, useState } from "react";
+import { get, q, type Schemas } from "../api/client";
+import { CodeEditor } from "../components/CodeEditor";
+import { ErrorView } from "../components/ErrorView";
+import { useApi } from "../components/useApi";
+import { go } from "../router";
+import { readablePaths, scriptCompletion } from "./scripts/completion";
+import { GeneratePane } from "./scripts/GeneratePane";
+import { DEFAULT_INPUT, parseInput, scriptBody, SKELETON, type Target, type Template } from "./scripts/model";
+import { PreviewPane } from "./scripts/PreviewPane";
+import { SaveBar } from "./scripts/SaveBar";
+import { TargetFields, useRunDetail } from "./scripts/TargetFields";
+import { SourceBadge, TemplateList } from "./scripts/TemplateList";
+
+const TARGET_KEY = "plait.scripts.target";
+
+/** What the script was last previewed against, kept while the tab lives (choosing another
+ * template opens the page anew). */
+function storedTarget(): Target {
+  try {
+    const kept = JSON.parse(sessionStorage.getItem(TARGET_KEY) ?? "null") as Target | null;
+    if (kept && typeof kept.inputText === "string") return kept;
+  } catch {
+    // not ours: start afresh
+  }
+  return { inputText: DEFAULT_INPUT, runId: "", nodeId: "" };
+}
+
+/** The prompt-script editor: the stored templates, the script in CodeMirror (host APIs and
+ * getVar paths completed), its preview and a generation with a model, and saving it. */
+export function ScriptsPage({ templateId }: { templateId: string | null }) {
+  const list = useApi(() => get<Template[]>("/api/templates"), []);
+  const [lastUsed, setLastUsed] = useState<Record<string, string | null>>({});
+  const [template, setTemplate] = useState<Template | null>(null);
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const [code, setCode] = useState(templateId ? "" : SKELETON);
+  const [target, setTarget] = useState<Target>(storedTarget);
+  const { run, problem: runProblem } = useRunDetail(target.runId);
+
+  useEffect(() => sessionStorage.setItem(TARGET_KEY, JSON.stringify(target)), [target]);
+
+  useEffect(() => {
+    if (!templateId) return;
+    get<Template>(`/api/templates/${q(templateId)}`).then((found) => {
+      setTemplate(found);
+      setCode(found.script_code ?? "");
+    }, setLoadError);
+  }, [templateId]);
+
+  useEffect(() => {
+    const categories = [...new Set((list.data ?? []).map((t) => t.category))];
+    Promise.all(
+      categories.map((c) => get<Schemas["LastUsedOut"]>(`/api/templates/last-used?category=${q(c)}`)),
+    ).then(
+      (answers) => setLastUsed(Object.fromEntries(answers.map((a) => [a.category, a.template_id ?? null]))),
+      () => setLastUsed({}),
+    );
+  }, [list.data]);
+
+  // The completion source is made once (the editor keeps it); it reads the paths of now.
+  const paths = useRef<Completion[]>([]);
+  const parsed = parseInput(target.inputText);
+  paths.current = readablePaths("input" in parsed ? parsed.input : {}, run);
+  const complete = useMemo(() => scriptCompletion(() => paths.current), []);
+
+  const body = () => scriptBody(code, template, target);
+
+  function startNew() {
+    if (templateId) {
+      go("scripts");
+      return;
+    }
+    setTemplate(null);
+    setCode(SKELETON);
+  }
+
+  return (
+    <div className="scripts">
+      <aside className="scripts-list">
+        <ErrorView error={list.error} />
+        <TemplateList templates={list.data ?? []} selected={templateId} lastUsed={lastUsed} onNew={startNew} />
+      </aside>
+      <section className="scripts-editor" aria-label="Script">
+        <ErrorView error={loadError} />
+        <header className="script-head" data-testid="script-head">
+          {template ? (
+            <>
+              <h2>
+                {template.name} <code>{template.id}</code> <SourceBadge template={template} />
+              </h2>
+              <p className="muted">
+                category {template.category}
+                {template.based_on_template_id ? ` · based on ${template.based_on_template_id}` : ""}
+                {template.schema_target ? ` · schema target ${template.schema_target}` : ""}
+              </p>
+              {template.description ? <p>{template.description}</p> : null}
+              {template.source_type === "system" ? (
+                <p className="muted">Read-only: edit and preview freely, then save the edit as your own template.</p>
+              ) : null}
+            </>
+          ) : templateId && !loadError ? (
+            <p aria-busy="true">Loading {templateId}…</p>
+          ) : !templateId ? (
+            <h2>New script</h2>
+          ) : null}
+        </header>
+        {!templateId || template ? (
+          <>
+            <CodeEditor value={code} onChange={setCode} language="javascript" label="Prompt script" complete={complete} />
+            <SaveBar
+              template={template}
+              code={code}
+              onSaved={(saved) => {
+                list.reload();
+                if (saved.id === templateId) setTemplate(saved);
+                else go("scripts", saved.id);
+              }}
+              onDeleted={() => {
+                list.reload();
+                go("scripts");
+              }}
+            />
+          </>
+        ) : null}
+      </section>
+      <section className="scripts-run" aria-label="Run the script">
+        <TargetFields target={target} onChange={setTarget} run={run} runProblem={runProblem} />
+        <PreviewPane body={body} />
+        <GeneratePane body={body} schemaTarget={template?.schema_target ?? null} />
+      </section>
+    </div>
+  );
+}

@@ -25,7 +25,7 @@ from plait.api.executor import RunExecutor
 from plait.api.limits import BodyLimit
 from plait.api.openapi import ERROR_RESPONSES, describe
 from plait.api.route_reader import ApiRouteReader
-from plait.api.routes import corrections, events, graphs, inspection, runs, seed, system, templates
+from plait.api.routes import corrections, events, graphs, inspection, runs, schedules, seed, system, templates
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
 from plait.config import PlaitConfig, config_path, load_config
@@ -34,6 +34,7 @@ from plait.errors import PlaitError, Refusal
 from plait.llm.provider import Provider
 from plait.llm.select import provider_from_spec
 from plait.runs.model_choice import describe as describe_llm
+from plait.runs.schedules import Scheduler
 from plait.sandbox.shared import close_shared_sandbox
 from plait.store import Store
 from plait.web import mount as mount_workbench
@@ -97,7 +98,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
         )
     protected = [Depends(caller)]
     app.include_router(system.router, prefix="/api")
-    for module in (inspection, graphs, runs, corrections, events, templates):
+    for module in (inspection, graphs, runs, corrections, events, templates, schedules):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # the original API's routes, at their exact paths
     mount_workbench(app)  # `/` and `/assets`: the page only calls the routes above, with the caller's token
@@ -134,15 +135,18 @@ def _lifespan(
             routes=routes,
         )
         app.state.plait = ServerState(settings, store, provider, config, executor, events, routes=routes)
-        waker: asyncio.Task[None] | None = None
+        background: list[asyncio.Task[None]] = []
         try:
             if settings.resume_on_start:
                 await executor.recover()
-                waker = asyncio.create_task(executor.wake_due(), name="plait-wake-due")
+                background.append(asyncio.create_task(executor.wake_due(), name="plait-wake-due"))
+            if settings.schedules:
+                scheduler = Scheduler(store, lambda run_id: executor.launch(run_id, fresh=True))
+                background.append(asyncio.create_task(scheduler.loop(), name="plait-schedules"))
             yield
         finally:
-            if waker is not None:
-                waker.cancel()
+            for task in background:
+                task.cancel()
             await executor.aclose()
             close_shared_sandbox()  # the readers' sandbox (migrations on read): killed, not waited for
             if own_store:

@@ -43,6 +43,9 @@ class ServerSettings:
     """Continue the runs a stopped or crashed process left `running`/`pending` (see executor.py)."""
     cache: bool = True
     """Answer identical model requests from the response cache."""
+    schedules: bool = True
+    """Fire the cron schedules that are due (`plait.runs.schedules`); with several servers on one
+    database each firing still happens once."""
 
     @property
     def auth_required(self) -> bool:

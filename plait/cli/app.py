@@ -17,7 +17,8 @@ from typer.main import get_command_name
 from typer.models import CommandInfo, TyperInfo
 
 from plait import __version__
-from plait.cli import config, graphs, runs, templates
+from plait.cli import config, graphs, runs, schedules, templates
+from plait.cli.batch import batch_command
 from plait.cli.common import EXIT_FAILED, EXIT_INVALID, report_refusal
 from plait.cli.corrections import override_command, rerun_command, review_command, rollback_command
 from plait.cli.help import PlaitTyper
@@ -38,9 +39,11 @@ app.add_typer(runs.app, name="runs")
 app.add_typer(config.app, name="config")
 app.add_typer(token_app, name="token")
 app.add_typer(templates.app, name="templates")
+app.add_typer(schedules.app, name="schedules")
 app.add_commands(
     {
         "run": run_command,
+        "batch": batch_command,
         "resume": resume_command,
         "replay": replay_command,
         "override": override_command,

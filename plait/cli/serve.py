@@ -41,6 +41,9 @@ def serve_command(
     no_resume: Annotated[
         bool, typer.Option("--no-resume", help="Do not continue the runs a stopped server left unfinished.")
     ] = False,
+    no_schedules: Annotated[
+        bool, typer.Option("--no-schedules", help="Do not fire cron schedules here (another scheduler does).")
+    ] = False,
 ) -> None:
     """Serve the REST API, SSE run events and OpenAPI docs (/docs); runs execute in this process."""
     import uvicorn
@@ -61,6 +64,7 @@ def serve_command(
         max_body_bytes=max_body,
         cors_origins=tuple(cors_origin),
         resume_on_start=not no_resume,
+        schedules=not no_schedules,
     )
     listener = _listen(host, port)
     try:

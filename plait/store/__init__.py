@@ -12,7 +12,7 @@ schema managed by the Alembic migrations shipped in `plait/store/migrations/`.
 
 from __future__ import annotations
 
-from plait.store.errors import ChildExists, NotFoundError, StoreError
+from plait.store.errors import ChildExists, NotFoundError, RunExists, StoreError
 from plait.store.graphs import GraphRepository
 from plait.store.records import ChildOf, GraphListing, NodeRunRecord, RunRecord, StoredGraph, current_activations
 from plait.store.runs import RunRepository
@@ -27,6 +27,7 @@ __all__ = [
     "GraphRepository",
     "NodeRunRecord",
     "NotFoundError",
+    "RunExists",
     "RunRecord",
     "RunRepository",
     "Store",

@@ -29,3 +29,7 @@ class NotFoundError(StoreError, KeyError):
 
 class ChildExists(StoreError):
     """A node run already has a child run with that key (another engine started it first)."""
+
+
+class RunExists(StoreError):
+    """A run with the id asked for exists already (another process created it first)."""

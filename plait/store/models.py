@@ -283,6 +283,74 @@ TEMPLATE_USAGE = Table(
 """The template last used in each category (what the editor opens with)."""
 
 
+BATCH = Table(
+    "batch",
+    METADATA,
+    Column("id", Id, primary_key=True),
+    _required("graph_id", Id),
+    _required("graph_version", Integer),
+    _required("input_path", Text),
+    _required("output_path", Text),
+    _required("failed_path", Text),
+    _required("status", String(16)),
+    _optional("total", BigInteger),
+    _required("created_at", Double),
+    _required("updated_at", Double),
+    Index("idx_batch_files", "input_path", "output_path"),
+)
+"""A `plait batch`: one run per record of a JSONL file. `status`: running, completed (every
+record finished) or interrupted; `--resume` continues the newest batch of the same files."""
+
+BATCH_RECORD = Table(
+    "batch_record",
+    METADATA,
+    Column("batch_id", Id, ForeignKey("batch.id", ondelete="CASCADE"), primary_key=True),
+    Column("record_index", BigInteger, primary_key=True),
+    _optional("run_id", Id),
+    _required("status", String(16)),
+    _optional("reason", Text),
+    _required("updated_at", Double),
+)
+"""One record of a batch, by its 0-based line in the input file: `running` (its run exists and
+may be unfinished), `completed` or `failed` (with the reason); a record without a row has not
+been started. The rows are the batch's cursor: `--resume` skips what they say is finished."""
+
+SCHEDULE = Table(
+    "schedule",
+    METADATA,
+    Column("id", Id, primary_key=True),
+    _required("graph_id", Id),
+    _required("cron", Text),
+    _required("timezone", String(64), server_default=text("'UTC'")),
+    _optional("input_json", Json),
+    _required("catch_up", String(8), server_default=text("'one'")),
+    _required("status", String(16), server_default=text("'active'")),
+    _required("next_fire_at", Double),
+    _optional("last_fired_at", Double),
+    _optional("last_run_id", Id),
+    _required("created_at", Double),
+    _required("updated_at", Double),
+    _optional("deleted_at", Double),
+    Index("idx_schedule_due", "status", "next_fire_at"),
+)
+"""A cron schedule of a graph (docs/schedules.md): `next_fire_at` is the next firing not yet
+claimed; `catch_up` (none | one | all) says what happens to firings missed while no scheduler
+ran. `status`: active or paused."""
+
+SCHEDULE_FIRING = Table(
+    "schedule_firing",
+    METADATA,
+    Column("schedule_id", Id, ForeignKey("schedule.id", ondelete="CASCADE"), primary_key=True),
+    Column("fire_at", Double, primary_key=True),
+    _optional("run_id", Id),
+    _required("claimed_at", Double),
+    _required("claimed_by", Text),
+)
+"""Each firing of a schedule, claimed once: the key makes a second claim of the same instant
+fail, whichever scheduler makes it. `run_id` is set once the firing's run exists; a firing
+claimed by a scheduler that died before is given its run by the next one."""
+
+
 def full_metadata() -> MetaData:
     """`METADATA` with the indexes that carry dialect options: what Alembic compares with.
 

@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
 from plait.store.db import json_dumps, writer
-from plait.store.errors import ChildExists, NotFoundError, StoreError
+from plait.store.errors import ChildExists, NotFoundError, RunExists, StoreError
 from plait.store.fastpath import Statements
 from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN
 from plait.store.node_writes import Claim, Finish, NodeWriter, Skip
@@ -139,6 +139,7 @@ class RunRepository:
         llm: dict[str, Any] | None = None,
         child: ChildOf | None = None,
         body: str | None = None,
+        run_id: str | None = None,
     ) -> str:
         """`create` without reading the run back: its id (starting runs in bulk needs no more).
 
@@ -147,9 +148,10 @@ class RunRepository:
         creator executes at once. `llm`: the model selection its executions use (see
         `plait.runs.model_choice`; never a secret). `child`: the node run and key of a child run
         (ChildExists when that node run already has a child with that key); `body`: the path
-        to the inline body it executes (see `RunRecord.body`).
+        to the inline body it executes (see `RunRecord.body`). `run_id`: the id to give it, when
+        the caller recorded it elsewhere first (a batch's record names its run before it exists).
         """
-        run_id, now = str(uuid.uuid4()), time.time()
+        run_id, now = run_id or str(uuid.uuid4()), time.time()
         owner, expires = (lease[0], now + lease[1]) if lease else (None, None)
         row = {
             "id": run_id,
@@ -176,6 +178,8 @@ class RunRepository:
         except IntegrityError as exc:
             if child is not None and self.child(child.node_run_id, child.key) is not None:
                 raise ChildExists(f"node run {child.node_run_id} already has child {child.key}") from exc
+            if self.exists(run_id):
+                raise RunExists(f"run {run_id} exists already") from exc
             raise NotFoundError(
                 f"cannot start a run of graph {graph_id} version {graph_version}: that graph version is not in "
                 "this database; save the graph first (Store.graphs.save) and use the id and version it returns"
@@ -189,6 +193,10 @@ class RunRepository:
         if row is None:
             raise self._no_run(run_id)
         return run_from_row(row)
+
+    def exists(self, run_id: str) -> bool:
+        with self._engine.connect() as conn:
+            return conn.execute(select(GRAPH_RUN.c.id).where(GRAPH_RUN.c.id == run_id)).first() is not None
 
     def child(self, node_run_id: str, key: int) -> RunRecord | None:
         """The child run `key` of the node run `node_run_id`, if it was started."""

@@ -10,6 +10,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from plait.deprecation import deprecated_alias
 from plait.redact import register
+from plait.store.batches import BatchRepository
 from plait.store.cache import CacheRepository
 from plait.store.checkpoint import Checkpointer
 from plait.store.db import create_store_engine, upgrade
@@ -19,6 +20,7 @@ from plait.store.graphs import GraphRepository
 from plait.store.ledger import LedgerRepository
 from plait.store.run_admin import RunAdmin
 from plait.store.runs import RunRepository
+from plait.store.schedules import ScheduleRepository
 from plait.store.settings import SettingsRepository
 from plait.store.templates import TemplateRepository
 from plait.store.tokens import TokenRepository
@@ -82,6 +84,8 @@ class Store:
         self.settings = SettingsRepository(self.db)
         self.tokens = TokenRepository(self.db)
         self.templates = TemplateRepository(self.db)
+        self.batches = BatchRepository(self.db)
+        self.schedules = ScheduleRepository(self.db)
         self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

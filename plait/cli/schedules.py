@@ -1,0 +1,120 @@
+"""`plait schedules add | list | show | pause | resume | delete`: cron schedules of graphs.
+A schedule fires while a scheduler runs: `plait serve`, or `plait worker --beat`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from plait.cli.common import console, print_json, print_table, read_file_option, store_for, when
+from plait.cli.help import PlaitTyper
+from plait.cli.options import DbOption, JsonOption
+
+app = PlaitTyper(help="Cron schedules of graphs: add, list, show, pause, resume, delete.", no_args_is_help=True)
+IdArg = Annotated[str, typer.Argument(help="The schedule's id (or a unique prefix of it).")]
+
+
+@app.command("add")
+def add_command(
+    graph: Annotated[str, typer.Argument(help="A graph file, or the id/slug of a stored graph.")],
+    cron: Annotated[str, typer.Option("--cron", help="When: five cron fields, e.g. '*/5 * * * *'.")],
+    input_file: Annotated[Path | None, typer.Option("--input-file", help="The run input (JSON or YAML).")] = None,
+    catch_up: Annotated[
+        str, typer.Option("--catch-up", help="Firings missed while no scheduler ran: none | one | all.")
+    ] = "one",
+    timezone: Annotated[str, typer.Option("--timezone", help="The cron's time zone (IANA name).")] = "UTC",
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Run GRAPH at the instants --cron names (the schedule is stored: it survives restarts)."""
+    from plait.runs.schedules import add_schedule
+
+    run_input = read_file_option(input_file, "--input-file", "input") if input_file else {}
+    if not isinstance(run_input, dict):
+        from plait.cli.common import fail
+
+        fail("--input-file must hold an object: the run input")
+    with store_for(db) as store:
+        made = add_schedule(store, graph, cron, run_input, catch_up=catch_up, timezone=timezone)
+    if json_output:
+        print_json(made.as_json())
+        return
+    sys.stderr.write(f"schedule {made.id} added: first firing {when(made.next_fire_at)}; it fires while "
+                     "`plait serve` or `plait worker --beat` runs\n")  # fmt: skip
+    sys.stdout.write(f"{made.id}\n")
+
+
+@app.command("list")
+def list_command(db: DbOption = None, json_output: JsonOption = False) -> None:
+    """Every schedule: its graph, cron, status, next and last firing."""
+    from rich.table import Table
+
+    with store_for(db) as store:
+        schedules = store.schedules.list()
+        names = {s.graph_id: _graph_name(store, s.graph_id) for s in schedules}
+    if json_output:
+        print_json([s.as_json() for s in schedules])
+        return
+    table = Table("id", "graph", "cron", "status", "next", "last run")
+    for s in schedules:
+        table.add_row(s.id[:8], names[s.graph_id], f"{s.cron} ({s.timezone})", s.status,
+                      when(s.next_fire_at) if s.status == "active" else "", s.last_run_id or "")  # fmt: skip
+    print_table(table)
+
+
+@app.command("show")
+def show_command(schedule_id: IdArg, db: DbOption = None, json_output: JsonOption = False) -> None:
+    """One schedule and its newest firings with their runs."""
+    with store_for(db) as store:
+        found = store.schedules.get(schedule_id)
+        firings = store.schedules.firings(found.id)
+    if json_output:
+        print_json({**found.as_json(), "firings": [{"fire_at": at, "run_id": run} for at, run in firings]})
+        return
+    out = console()
+    out.print(f"schedule {found.id}: {found.cron} ({found.timezone}), {found.status}, catch-up {found.catch_up}")
+    out.print(f"next firing: {when(found.next_fire_at)}")
+    for at, run_id in firings:
+        out.print(f"  {when(at)}  run {run_id}")
+
+
+@app.command("pause")
+def pause_command(schedule_id: IdArg, db: DbOption = None, json_output: JsonOption = False) -> None:
+    """Stop firing (nothing is caught up when it resumes)."""
+    from plait.runs.schedules import pause
+
+    with store_for(db) as store:
+        _done(pause(store, schedule_id), "paused", json_output)
+
+
+@app.command("resume")
+def resume_command(schedule_id: IdArg, db: DbOption = None, json_output: JsonOption = False) -> None:
+    """Fire again, from the next instant on."""
+    from plait.runs.schedules import resume
+
+    with store_for(db) as store:
+        _done(resume(store, schedule_id), "resumed", json_output)
+
+
+@app.command("delete")
+def delete_command(schedule_id: IdArg, db: DbOption = None, json_output: JsonOption = False) -> None:
+    """Delete a schedule (its past runs stay)."""
+    with store_for(db) as store:
+        _done(store.schedules.delete(schedule_id), "deleted", json_output)
+
+
+def _done(schedule: Any, what: str, json_output: bool) -> None:
+    if json_output:
+        print_json(schedule.as_json())
+    else:
+        sys.stderr.write(f"schedule {schedule.id} {what}\n")
+
+
+def _graph_name(store: Any, graph_id: str) -> str:
+    try:
+        return str(store.graphs.get(graph_id).graph.id)
+    except KeyError:
+        return graph_id

@@ -1,0 +1,176 @@
+"""Batches (`batch`, `batch_record`): one run per record of a JSONL file, and the cursor that
+lets `plait batch --resume` skip what is finished.
+
+A record is named by its 0-based line in the input file, so the cursor needs no copy of the
+input. Finished records are read back in index order, a page at a time (`finished`), so a
+resumed batch of a million records walks them beside the input file instead of loading them.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, func, insert, select, update
+
+from plait.store.db import conflict_insert, writer
+from plait.store.errors import NotFoundError
+from plait.store.models import BATCH, BATCH_RECORD
+
+RUNNING, COMPLETED, FAILED, INTERRUPTED = "running", "completed", "failed", "interrupted"
+FINISHED = (COMPLETED, FAILED)
+PAGE = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """One batch as stored."""
+
+    id: str
+    graph_id: str
+    graph_version: int
+    input_path: str
+    output_path: str
+    failed_path: str
+    status: str
+    total: int | None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class RecordState:
+    """Where one record of a batch stands."""
+
+    index: int
+    status: str
+    run_id: str | None
+    reason: str | None
+
+
+class BatchRepository:
+    """Creates batches and keeps each record's state."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._writer = writer(engine)
+        self._upsert = conflict_insert(engine)
+
+    def create(self, *, graph_id: str, graph_version: int, input_path: str, output_path: str,
+               failed_path: str) -> BatchRecord:  # fmt: skip
+        now = time.time()
+        record = BatchRecord(str(uuid.uuid4()), graph_id, graph_version, input_path, output_path, failed_path,
+                             RUNNING, None, now, now)  # fmt: skip
+        with self._writer.begin() as conn:
+            conn.execute(insert(BATCH).values({name: getattr(record, name) for name in BatchRecord.__slots__}))
+        return record
+
+    def get(self, batch_id: str) -> BatchRecord:
+        with self._engine.connect() as conn:
+            row = conn.execute(select(BATCH).where(BATCH.c.id == batch_id)).one_or_none()
+        if row is None:
+            raise NotFoundError(f"no batch {batch_id}")
+        return BatchRecord(**row._mapping)
+
+    def newest(self, input_path: str, output_path: str) -> BatchRecord | None:
+        """The newest batch of these files (what `--resume` continues)."""
+        query = (
+            select(BATCH)
+            .where(BATCH.c.input_path == input_path, BATCH.c.output_path == output_path)
+            .order_by(BATCH.c.created_at.desc())
+            .limit(1)
+        )
+        with self._engine.connect() as conn:
+            row = conn.execute(query).one_or_none()
+        return BatchRecord(**row._mapping) if row is not None else None
+
+    def set_status(self, batch_id: str, status: str, *, total: int | None = None) -> None:
+        values: dict[str, Any] = {"status": status, "updated_at": time.time()}
+        if total is not None:
+            values["total"] = total
+        with self._writer.begin() as conn:
+            conn.execute(update(BATCH).where(BATCH.c.id == batch_id).values(**values))
+
+    def mark(self, batch_id: str, index: int, status: str, *, run_id: str | None = None,
+             reason: str | None = None) -> None:  # fmt: skip
+        """Record where record `index` stands (its run, once it has one, is kept)."""
+        row = {"batch_id": batch_id, "record_index": index, "run_id": run_id, "status": status, "reason": reason,
+               "updated_at": time.time()}  # fmt: skip
+        changed = {"status": status, "reason": reason, "updated_at": row["updated_at"]}
+        if run_id is not None:
+            changed["run_id"] = run_id
+        statement = self._upsert(BATCH_RECORD).values(**row)
+        statement = statement.on_conflict_do_update(index_elements=["batch_id", "record_index"], set_=changed)
+        with self._writer.begin() as conn:
+            conn.execute(statement)
+
+    def finished(self, batch_id: str) -> Iterator[int]:
+        """The indices of the finished records (completed or failed), ascending, read a page at
+        a time (no transaction stays open between pages)."""
+        after = -1
+        while True:
+            query = (
+                select(BATCH_RECORD.c.record_index)
+                .where(
+                    BATCH_RECORD.c.batch_id == batch_id,
+                    BATCH_RECORD.c.record_index > after,
+                    BATCH_RECORD.c.status.in_(FINISHED),
+                )
+                .order_by(BATCH_RECORD.c.record_index)
+                .limit(PAGE)
+            )
+            with self._engine.connect() as conn:
+                page = [int(i) for i in conn.execute(query).scalars()]
+            yield from page
+            if len(page) < PAGE:
+                return
+            after = page[-1]
+
+    def unfinished(self, batch_id: str) -> dict[int, str]:
+        """Records whose run was started but not finished (by index: the run to continue);
+        at most as many as ran at once when the batch stopped."""
+        query = select(BATCH_RECORD.c.record_index, BATCH_RECORD.c.run_id).where(
+            BATCH_RECORD.c.batch_id == batch_id, BATCH_RECORD.c.status == RUNNING, BATCH_RECORD.c.run_id.is_not(None)
+        )
+        with self._engine.connect() as conn:
+            return {int(index): str(run_id) for index, run_id in conn.execute(query)}
+
+    def completed_runs(self, batch_id: str, indices: set[int] | None = None) -> Iterator[tuple[int, str]]:
+        """(index, run id) of the completed records, ascending (`indices`: only those)."""
+        after = -1
+        while True:
+            query = (
+                select(BATCH_RECORD.c.record_index, BATCH_RECORD.c.run_id)
+                .where(
+                    BATCH_RECORD.c.batch_id == batch_id,
+                    BATCH_RECORD.c.record_index > after,
+                    BATCH_RECORD.c.status == COMPLETED,
+                )
+                .order_by(BATCH_RECORD.c.record_index)
+                .limit(PAGE)
+            )
+            with self._engine.connect() as conn:
+                page = [(int(i), str(r)) for i, r in conn.execute(query)]
+            yield from (p for p in page if indices is None or p[0] in indices)
+            if len(page) < PAGE:
+                return
+            after = page[-1][0]
+
+    def counts(self, batch_id: str) -> dict[str, int]:
+        """How many records are in each state."""
+        query = (
+            select(BATCH_RECORD.c.status, func.count())
+            .where(BATCH_RECORD.c.batch_id == batch_id)
+            .group_by(BATCH_RECORD.c.status)
+        )
+        with self._engine.connect() as conn:
+            return {str(status): int(n) for status, n in conn.execute(query)}
+
+    def record(self, batch_id: str, index: int) -> RecordState | None:
+        query = select(BATCH_RECORD).where(BATCH_RECORD.c.batch_id == batch_id, BATCH_RECORD.c.record_index == index)
+        with self._engine.connect() as conn:
+            row = conn.execute(query).one_or_none()
+        return RecordState(int(row.record_index), row.status, row.run_id, row.reason) if row is not None else None

@@ -1,0 +1,133 @@
+"""Batches as a use case, on both stores: one run per record, bounded at once; a malformed line
+or a refused input is reported with its line and the batch goes on; a stopped batch resumed
+skips what finished, continues the runs it had started (never a second run for a record), and
+writes a completed record whose line was lost; every record ends in exactly one file, once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plait.engine.runner import Engine
+from plait.runs.batch import BatchError, BatchFiles, BatchProgress, open_batch
+from plait.store import Store
+from tests.engine.test_engine import graph_file, script
+
+TEXT_INPUT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+
+def graph(tmp_path: Path) -> str:
+    return graph_file(
+        tmp_path,
+        [{"id": "clean", "type": "LLM_CALL", "user_prompt_tpl": "Clean: {{ input.text }}"}],
+        [{"source": "clean", "target": "END", "schema_id": "text"}],
+        input_schema=TEXT_INPUT,
+    )
+
+
+def write_records(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def lines_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def execute(store: Store, provider: Any, ref: str, files: BatchFiles, *, resume: bool = False,
+            concurrency: int = 4, stop_after: int | None = None) -> BatchProgress:  # fmt: skip
+    """Run the batch; with `stop_after`, cancel it once that many records finished (as Ctrl-C)."""
+    engine = Engine(store, provider, cache=False)
+    batch, progress = open_batch(store, engine, ref, files, resume=resume)
+    if resume:
+        batch.catch_up_output()
+
+    async def go() -> None:
+        task = asyncio.ensure_future(batch.run(concurrency, progress, lambda p: None))
+        try:
+            if stop_after is None:
+                await task
+                return
+            while progress.done + progress.failed < stop_after:
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            await engine.aclose()
+
+    asyncio.run(go())
+    return progress
+
+
+def test_every_record_runs_once_and_bad_lines_are_reported_with_their_line(store: Store, tmp_path: Path) -> None:
+    provider = script(tmp_path, [{"output": {"text": "clean"}}])
+    records = [json.dumps({"text": f"r{i}"}) for i in range(10)]
+    records[3] = "{not json"
+    records[6] = json.dumps({"wrong": 1})
+    records.insert(8, "")  # a blank line is not a record
+    files = BatchFiles.of(write_records(tmp_path / "in.jsonl", records), tmp_path / "out.jsonl")
+    progress = execute(store, provider, graph(tmp_path), files)
+    assert (progress.total, progress.done, progress.failed) == (10, 8, 2)
+    done = lines_of(files.output)
+    assert sorted(d["index"] for d in done) == [0, 1, 2, 4, 5, 7, 9, 10]
+    assert all(d["output"]["text"] == "clean" for d in done)
+    failed = {f["line"]: f["reason"] for f in lines_of(files.failed)}
+    assert set(failed) == {4, 7}
+    assert failed[4].startswith("not JSON")
+    assert "input_schema" in failed[7]
+    assert len(store.runs.list(limit=100)) == 8  # no run for a record that could not start
+
+
+def test_a_stopped_batch_resumed_finishes_every_record_exactly_once(store: Store, tmp_path: Path) -> None:
+    provider = script(tmp_path, [{"output": {"text": "clean"}, "delay_ms": 30}])
+    records = [json.dumps({"text": f"r{i}"}) for i in range(40)]
+    files = BatchFiles.of(write_records(tmp_path / "in.jsonl", records), tmp_path / "out.jsonl")
+    ref = graph(tmp_path)
+    first = execute(store, provider, ref, files, concurrency=6, stop_after=10)
+    assert 10 <= first.done < 40
+    batch_id = store.batches.newest(str(files.input), str(files.output))
+    assert batch_id is not None
+    assert batch_id.status == "interrupted"
+    interrupted = store.batches.unfinished(batch_id.id)
+    assert interrupted  # runs were in flight when it stopped
+    second = execute(store, provider, ref, files, resume=True, concurrency=6)
+    assert second.resumed == first.done
+    assert first.done + second.done == 40
+    indices = [d["index"] for d in lines_of(files.output)]
+    assert sorted(indices) == list(range(40))  # each once
+    runs = store.runs.list(limit=1000)
+    assert len(runs) == 40  # the interrupted records' runs were continued, not started again
+    by_index = {d["index"]: d["run_id"] for d in lines_of(files.output)}
+    assert all(by_index[i] == run_id for i, run_id in interrupted.items())
+
+
+def test_a_completed_record_whose_line_was_lost_is_written_on_resume(store: Store, tmp_path: Path) -> None:
+    provider = script(tmp_path, [{"output": {"text": "clean"}}])
+    files = BatchFiles.of(write_records(tmp_path / "in.jsonl", [json.dumps({"text": "a"})] * 3), tmp_path / "o.jsonl")
+    ref = graph(tmp_path)
+    execute(store, provider, ref, files)
+    kept = files.output.read_text().splitlines()
+    files.output.write_text("\n".join(kept[:2]) + "\n" + kept[2][:10])  # killed while writing the third
+    execute(store, provider, ref, files, resume=True)
+    assert sorted(d["index"] for d in lines_of(files.output)) == [0, 1, 2]
+
+
+def test_files_that_cannot_start_a_batch_are_refused(store: Store, tmp_path: Path) -> None:
+    provider = script(tmp_path, [{"output": {"text": "clean"}}])
+    engine = Engine(store, provider)
+    ref = graph(tmp_path)
+    missing = BatchFiles.of(tmp_path / "none.jsonl", tmp_path / "o.jsonl")
+    with pytest.raises(BatchError, match="no such input file"):
+        open_batch(store, engine, ref, missing, resume=False)
+    files = BatchFiles.of(write_records(tmp_path / "in.jsonl", ["{}"]), tmp_path / "o.jsonl")
+    with pytest.raises(BatchError, match="to resume"):
+        open_batch(store, engine, ref, files, resume=True)
+    files.output.write_text('{"index": 0}\n')
+    with pytest.raises(BatchError, match="exists") as refused:
+        open_batch(store, engine, ref, files, resume=False)
+    assert "--resume" in (refused.value.hint or "")

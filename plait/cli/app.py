@@ -25,6 +25,7 @@ from plait.cli.help import PlaitTyper
 from plait.cli.replay import replay_command
 from plait.cli.run import resume_command, run_command
 from plait.cli.serve import serve_command, token_app
+from plait.cli.worker import worker_command
 from plait.errors import PlaitError
 
 app = PlaitTyper(
@@ -44,6 +45,7 @@ app.add_commands(
     {
         "run": run_command,
         "batch": batch_command,
+        "worker": worker_command,
         "resume": resume_command,
         "replay": replay_command,
         "override": override_command,

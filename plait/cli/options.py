@@ -28,6 +28,14 @@ ConfigOption = Annotated[
     str | None,
     typer.Option("--config", help="Providers and roles: a plait.toml (default: $PLAIT_CONFIG, else ./plait.toml)."),
 ]
+QueueOption = Annotated[
+    str | None,
+    typer.Option(
+        "--queue",
+        help="Hand runs to `plait worker`s through this broker (redis://HOST:6379/0); default: [workers] broker; "
+        "`none`: execute here.",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")]
 CacheOption = Annotated[

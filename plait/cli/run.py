@@ -18,6 +18,7 @@ from plait.cli.options import (
     Driving,
     JsonOption,
     LlmOption,
+    QueueOption,
     QuietOption,
     drives_a_run,
 )
@@ -47,8 +48,10 @@ def run_command(
     upstream: UpstreamOption = None,
     json_output: JsonOption = False,
     quiet: QuietOption = False,
+    queue: QueueOption = None,
 ) -> None:
-    """Run a graph: store it (a new version only if it changed), start a run, execute it."""
+    """Run a graph: store it (a new version only if it changed), start a run, execute it (here,
+    or on workers with --queue or a [workers] broker in plait.toml)."""
     from plait.cli.drive import execute, provider_from_options
     from plait.engine.run_input import StartError
     from plait.runs.start import start_run
@@ -65,14 +68,21 @@ def run_command(
 
     with store_for(db) as store:
         provider, selection = _chosen(llm, config)
+        workers = queued_settings(queue, db=db, llm=llm, config=config)
         try:
             check = _executable(store, provider, config)
-            run_id = start_run(store, graph, run_input, llm=selection, check=check)
+            run_id = start_run(store, graph, run_input, llm=selection, check=check,
+                               announce="start" if workers is not None else None)  # fmt: skip
         except StartError as exc:
             refuse(exc)
         except EngineError as exc:  # refused before the run exists: nothing is left behind
             fail(str(exc))
-        execute(store, provider, run_id, Driving(llm, config, json_output, quiet, cache=not no_cache))
+        how = Driving(llm, config, json_output, quiet, cache=not no_cache)
+        if workers is not None:
+            from plait.cli.queued import follow
+
+            follow(store, workers, run_id, how)
+        execute(store, provider, run_id, how)
 
 
 @drives_a_run
@@ -90,6 +100,21 @@ def resume_command(
         run_id = resolve_run(store, run_id)
         provider = run_provider(store, run_id, how.llm, how.config, by="resume")
         execute(store, provider, run_id, how)
+
+
+def queued_settings(queue: str | None, **given: str | None) -> Any:
+    """The workers' settings when runs go to workers (--queue, or a [workers] broker), else None."""
+    from plait.config import ConfigError, load_config
+
+    try:
+        workers = load_config(given.get("config")).workers
+    except ConfigError as exc:
+        fail(str(exc))
+    if queue == "none" or (queue is None and workers.broker is None):
+        return None
+    from plait.cli.worker import worker_settings
+
+    return worker_settings(queue, **given)
 
 
 def _chosen(spec: str | None, config: str | None) -> tuple[Any, Any]:

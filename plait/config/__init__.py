@@ -31,6 +31,7 @@ from plait.config.providers import (
     Tokenizer,
 )
 from plait.config.sandbox import SandboxConfig
+from plait.config.workers import WorkersConfig
 from plait.config.workflow import CodeConfig, ToolsConfig
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "SandboxConfig",
     "Tokenizer",
     "ToolsConfig",
+    "WorkersConfig",
     "builtin_config",
     "code_settings",
     "config_path",

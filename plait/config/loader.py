@@ -57,6 +57,7 @@ from plait.config.providers import (
     Strict,
 )
 from plait.config.sandbox import SandboxConfig
+from plait.config.workers import WorkersConfig
 from plait.config.workflow import CodeConfig, ToolsConfig
 from plait.errors import PlaitError, Refusal
 from plait.model.documents import DocumentError, decode_text, read_limited
@@ -87,6 +88,8 @@ class PlaitConfig(Strict):
     """Whether and how CODE nodes run Python."""
     providers: tuple[ProviderConfig, ...] = ()
     pool: PoolConfig = PoolConfig()
+    workers: WorkersConfig = WorkersConfig()
+    """Where runs execute: here, or on Celery workers (plait/config/workers.py)."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """MCP servers nodes may use (plait/config/mcp.py)."""
     roles: dict[str, tuple[str, ...]] = Field(default_factory=dict)

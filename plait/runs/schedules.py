@@ -117,9 +117,13 @@ class Scheduler:
     """Claims due firings and creates their runs; in `loop`, `started(run_id)` is called (on the
     loop's thread) for each new run: the server drives it, a worker queues it."""
 
-    def __init__(self, store: Store, started: Callable[[str], object], *, owner: str | None = None):
+    def __init__(
+        self, store: Store, started: Callable[[str], object], *, owner: str | None = None, announce: str | None = None
+    ):
+        """`announce`: write each firing's run to the workers' outbox with it (`plait worker --beat`)."""
         self.store = store
         self.started = started
+        self.announce = announce
         self.owner = owner or f"scheduler-{uuid.uuid4().hex[:8]}"
 
     def tick(self, now: float | None = None) -> list[str]:
@@ -146,7 +150,7 @@ class Scheduler:
         try:
             self.store.runs.add(graph_id=stored.graph_id, graph_version=stored.version,
                                 schema_version=stored.schema_version, input=schedule.input,
-                                run_id=firing.run_id)  # fmt: skip
+                                run_id=firing.run_id, announce=self.announce if refusal is None else None)  # fmt: skip
         except RunExists:  # another scheduler created it (it took over the same orphan)
             return False
         if refusal is not None:

@@ -57,13 +57,15 @@ def start_run(
     files: bool = True,
     check: Callable[[StoredGraph], None] | None = None,
     llm: dict[str, Any] | None = None,
+    announce: str | None = None,
 ) -> str:
     """Create a `pending` run of a graph file or stored graph; `Engine.run` executes it.
 
     `check(stored)` runs after the input check and may refuse before the run row exists (the
     CLI and the HTTP API ask their engine whether it can execute the graph at all: a refused
     run is never created). `llm`: the model selection its executions use
-    (`plait.runs.model_choice`)."""
+    (`plait.runs.model_choice`). `announce`: hand the run to workers (its message is written with
+    it, `plait.store.outbox`)."""
     stored = resolve_graph(store, ref, files=files)
     check_input(stored, run_input)
     if check is not None:
@@ -74,4 +76,5 @@ def start_run(
         schema_version=stored.schema_version,
         input=run_input,
         llm=llm,
+        announce=announce,
     )

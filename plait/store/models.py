@@ -351,6 +351,22 @@ fail, whichever scheduler makes it. `run_id` is set once the firing's run exists
 claimed by a scheduler that died before is given its run by the next one."""
 
 
+OUTBOX = Table(
+    "outbox",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    _required("run_id", Id),
+    _required("reason", String(32)),
+    _required("created_at", Double),
+    _optional("sent_at", Double),
+    Index("idx_outbox_unsent", "sent_at", "id"),
+)
+"""Messages to workers (`plait.worker`), written in the transaction of what they announce: a
+run to execute, created or reopened. A relay sends the unsent ones to the broker and marks them
+sent; a row rolled back with its run is never sent, a row committed is sent however often the
+broker or the relay fails (a message sent twice is harmless: a run is executed under a lease)."""
+
+
 def full_metadata() -> MetaData:
     """`METADATA` with the indexes that carry dialect options: what Alembic compares with.
 

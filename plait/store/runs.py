@@ -30,7 +30,7 @@ from plait.redact import redact
 from plait.store.db import json_dumps, writer
 from plait.store.errors import ChildExists, NotFoundError, RunExists, StoreError
 from plait.store.fastpath import Statements
-from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN
+from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN, OUTBOX
 from plait.store.node_writes import Claim, Finish, NodeWriter, Skip
 from plait.store.prefix import resolve_node_run_id, resolve_run_id
 from plait.store.records import ChildOf, NodeRunRecord, RunRecord, node_run_from_row, run_from_row
@@ -38,6 +38,9 @@ from plait.store.records import ChildOf, NodeRunRecord, RunRecord, node_run_from
 _RUN_COLS = (*GRAPH_RUN.c, GRAPH_DEF.c.slug)
 _RUNS = GRAPH_RUN.join(GRAPH_DEF, GRAPH_DEF.c.id == GRAPH_RUN.c.prompt_graph_def_id)
 # Statements of `add` and `begin`, built once (building a statement costs more than running it).
+_ANNOUNCE_RUN = insert(OUTBOX).values(
+    {"run_id": bindparam("run_id"), "reason": bindparam("reason"), "created_at": bindparam("created_at")}
+)
 _INSERT_RUN = insert(GRAPH_RUN).values(
     {
         name: bindparam(name)
@@ -107,6 +110,7 @@ class RunRepository:
             engine,
             {
                 "insert_run": _INSERT_RUN,
+                "announce_run": _ANNOUNCE_RUN,
                 "run_for_update": _RUN_FOR_UPDATE,
                 "begin_run": _BEGIN_RUN,
                 "refuse_run": _REFUSE_RUN,
@@ -140,6 +144,7 @@ class RunRepository:
         child: ChildOf | None = None,
         body: str | None = None,
         run_id: str | None = None,
+        announce: str | None = None,
     ) -> str:
         """`create` without reading the run back: its id (starting runs in bulk needs no more).
 
@@ -150,6 +155,8 @@ class RunRepository:
         (ChildExists when that node run already has a child with that key); `body`: the path
         to the inline body it executes (see `RunRecord.body`). `run_id`: the id to give it, when
         the caller recorded it elsewhere first (a batch's record names its run before it exists).
+        `announce`: a reason (`start`, `batch`, `schedule`) to tell the workers about the run,
+        written to the outbox in the same transaction (see `OutboxRepository`).
         """
         run_id, now = run_id or str(uuid.uuid4()), time.time()
         owner, expires = (lease[0], now + lease[1]) if lease else (None, None)
@@ -175,6 +182,8 @@ class RunRepository:
         try:
             with self._statements.transaction() as session:
                 session.execute("insert_run", row)
+                if announce is not None:
+                    session.execute("announce_run", {"run_id": run_id, "reason": announce, "created_at": now})
         except IntegrityError as exc:
             if child is not None and self.child(child.node_run_id, child.key) is not None:
                 raise ChildExists(f"node run {child.node_run_id} already has child {child.key}") from exc
@@ -263,6 +272,26 @@ class RunRepository:
                 raise StoreError(f"unknown run status '{status}': use one of {choices}")
             query = query.where(GRAPH_RUN.c.status == RunStatus(status).value)
         query = query.order_by(GRAPH_RUN.c.created_at.desc(), GRAPH_RUN.c.id).limit(limit).offset(offset)
+        with self._engine.connect() as conn:
+            return [run_from_row(row) for row in conn.execute(query)]
+
+    def abandoned(self, now: float, idle_s: float, limit: int = 100) -> builtins.list[RunRecord]:
+        """Runs left `running` or `pending` whose lease has run out (or was never taken) and
+        which nothing has touched for `idle_s`: what workers take over. Child runs are left to
+        their parent's engine."""
+        lease_gone = GRAPH_RUN.c.lease_expires_at.is_(None) | (GRAPH_RUN.c.lease_expires_at < now)
+        query = (
+            select(*_RUN_COLS)
+            .select_from(_RUNS)
+            .where(
+                GRAPH_RUN.c.status.in_([RunStatus.RUNNING.value, RunStatus.PENDING.value]),
+                GRAPH_RUN.c.workflow_run_id.is_(None),
+                GRAPH_RUN.c.updated_at < now - idle_s,
+                lease_gone,
+            )
+            .order_by(GRAPH_RUN.c.updated_at)
+            .limit(limit)
+        )
         with self._engine.connect() as conn:
             return [run_from_row(row) for row in conn.execute(query)]
 

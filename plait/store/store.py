@@ -18,6 +18,7 @@ from plait.store.errors import StoreError
 from plait.store.graph_admin import GraphAdmin
 from plait.store.graphs import GraphRepository
 from plait.store.ledger import LedgerRepository
+from plait.store.outbox import OutboxRepository
 from plait.store.run_admin import RunAdmin
 from plait.store.runs import RunRepository
 from plait.store.schedules import ScheduleRepository
@@ -86,6 +87,7 @@ class Store:
         self.templates = TemplateRepository(self.db)
         self.batches = BatchRepository(self.db)
         self.schedules = ScheduleRepository(self.db)
+        self.outbox = OutboxRepository(self.db)
         self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

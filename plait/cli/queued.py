@@ -1,0 +1,71 @@
+"""A run handed to workers (`plait run --queue`): created with its message in one transaction,
+sent, then followed here through the workers' events until it ends, as if it ran here."""
+
+from __future__ import annotations
+
+import queue
+import sys
+import time
+from typing import Any
+
+import typer
+
+from plait.cli.common import EXIT_FAILED, EXIT_OK, EXIT_PAUSED
+from plait.cli.options import Driving
+
+POLL_S = 0.5
+EXIT_DETACHED = 130
+
+
+def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
+    """Send the run's message, show its progress, report how it ended (always exits)."""
+    from plait.cli.live import LiveView
+    from plait.cli.outcome import report_outcome
+    from plait.engine.outcome import RunOutcome
+    from plait.model.enums import RunStatus
+    from plait.worker.app import make_app
+    from plait.worker.events import EventFollower
+    from plait.worker.relay import Relay
+
+    events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    follower = EventFollower(
+        settings.broker, settings.queue, lambda event: events.put(event) if event.run_id == run_id else None
+    )
+    follower.wait_ready()
+    relay = Relay(store, make_app(settings), settings)
+    relay.flush()
+    view = None if how.quiet else LiveView(store, run_id)
+    ended = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED}
+    try:
+        with view if view is not None else _Quiet():
+            while True:
+                deadline = time.monotonic() + POLL_S
+                while (left := deadline - time.monotonic()) > 0:
+                    try:
+                        event = events.get(timeout=left)
+                    except queue.Empty:
+                        break
+                    if view is not None:
+                        view.on_event(event)
+                record = store.runs.get(run_id)
+                if record.status in ended and not (record.status == RunStatus.PAUSED and record.wake_at):
+                    break
+                if store.outbox.unsent():
+                    relay.flush()  # the broker was away when the run was created
+    except KeyboardInterrupt:
+        sys.stderr.write(f"stopped following: run {run_id} goes on on the workers (plait runs show {run_id})\n")
+        raise typer.Exit(EXIT_DETACHED) from None
+    finally:
+        follower.close()
+    outcome = RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
+    report_outcome(store, outcome, how.json_output, how.quiet)
+    codes = {RunStatus.COMPLETED: EXIT_OK, RunStatus.PAUSED: EXIT_PAUSED}
+    raise typer.Exit(codes.get(outcome.status, EXIT_FAILED))
+
+
+class _Quiet:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,61 @@
+"""The outbox (`outbox`): messages to workers, written in the transaction of what they announce
+(`RunRepository.add(announce=...)`), or on their own for a run reopened elsewhere (`announce`).
+
+A relay reads the unsent messages in order, hands each to the broker, then marks the ones the
+broker took as sent (no lock is held while the broker is called); a relay that dies in between,
+or two relays at once, send a message twice. At least once, then: a worker receiving a run
+twice finds it leased, or finished, and does nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from sqlalchemy import Engine, delete, insert, select, update
+
+from plait.store.db import writer
+from plait.store.models import OUTBOX
+
+PAGE = 100
+KEEP_SENT_S = 24 * 3600.0
+"""Sent messages are kept this long (to see what was sent), then removed."""
+
+
+class OutboxRepository:
+    """Writes, relays and prunes outbox messages."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._writer = writer(engine)
+
+    def announce(self, run_id: str, reason: str) -> None:
+        """A message about a run that changed in a transaction of its own (resumed, corrected)."""
+        with self._writer.begin() as conn:
+            conn.execute(insert(OUTBOX).values(run_id=run_id, reason=reason, created_at=time.time()))
+
+    def relay(self, send: Callable[[str, str], None]) -> int:
+        """Send the unsent messages in order (`send(run_id, reason)`, which raises when the broker
+        cannot take it: the message stays unsent), marking each sent; how many were sent."""
+        query = select(OUTBOX.c.id, OUTBOX.c.run_id, OUTBOX.c.reason).where(OUTBOX.c.sent_at.is_(None))
+        with self._engine.connect() as conn:
+            pending = conn.execute(query.order_by(OUTBOX.c.id).limit(PAGE)).all()
+        sent: list[int] = []
+        try:
+            for message_id, run_id, reason in pending:
+                send(run_id, reason)
+                sent.append(message_id)
+        finally:
+            if sent:
+                with self._writer.begin() as conn:
+                    conn.execute(update(OUTBOX).where(OUTBOX.c.id.in_(sent)).values(sent_at=time.time()))
+        return len(sent)
+
+    def unsent(self) -> int:
+        with self._engine.connect() as conn:
+            return len(conn.execute(select(OUTBOX.c.id).where(OUTBOX.c.sent_at.is_(None)).limit(10_000)).all())
+
+    def prune(self, now: float | None = None) -> None:
+        cutoff = (time.time() if now is None else now) - KEEP_SENT_S
+        with self._writer.begin() as conn:
+            conn.execute(delete(OUTBOX).where(OUTBOX.c.sent_at.is_not(None), OUTBOX.c.sent_at < cutoff))

@@ -1,0 +1,108 @@
+"""One worker process's engine: an event loop on a thread of its own, where every run this
+process executes shares one `Engine` (one provider pool, one store); Celery's threads hand it
+runs and wait for them.
+
+A run given to `execute` ends in one of four ways, which the task turns into what the broker
+is told: it `ended` (completed, failed or paused: acknowledged), it is `busy` (another live
+engine holds its lease: retried after a lease's length, when it has finished or its holder is
+gone), it was `given_back` (this worker is shutting down: the engine released it, nodes in
+flight back to pending, and it is announced again for another worker), or it was `refused`
+(this worker cannot execute it: a never-started run is failed with the reason, as the server
+does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from typing import Literal
+
+from plait.engine.events import EventBus
+from plait.engine.outcome import EngineError
+from plait.engine.runner import Engine
+from plait.model.enums import RunStatus
+from plait.store import Store
+from plait.worker.app import WorkerSettings
+from plait.worker.events import EventPublisher
+
+Ending = Literal["ended", "busy", "given_back", "refused"]
+log = logging.getLogger("plait.worker")
+
+
+class WorkerRuntime:
+    """The store, the engine and its loop of one worker process."""
+
+    def __init__(self, settings: WorkerSettings):
+        from plait.config import configured_servers
+        from plait.llm.select import provider_from_spec
+        from plait.runs.children import settle
+
+        self.settings = settings
+        self.store = Store(settings.db)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="plait-worker-loop", daemon=True)
+        self._thread.start()
+        self.publisher = EventPublisher(settings.broker, settings.queue)
+        bus = EventBus()
+        bus.subscribe(self.publisher)
+        provider = provider_from_spec(settings.llm, settings.config)
+        servers = configured_servers(settings.config)
+
+        async def build() -> Engine:
+            return Engine(self.store, provider, events=bus, lease_ttl_s=settings.lease_ttl_s, mcp_servers=servers,
+                          child_settled=settle(self.store))  # fmt: skip
+
+        self.engine = asyncio.run_coroutine_threadsafe(build(), self.loop).result()
+        self._running: dict[str, concurrent.futures.Future[Ending]] = {}
+        self._lock = threading.Lock()
+        self.stopping = False
+
+    def execute(self, run_id: str) -> Ending:
+        """Execute (or continue) the run here until it ends, or this worker gives it back."""
+        with self._lock:
+            if self.stopping:
+                return "given_back"
+            future = asyncio.run_coroutine_threadsafe(self._drive(run_id), self.loop)
+            self._running[run_id] = future
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            return "given_back"
+        finally:
+            with self._lock:
+                self._running.pop(run_id, None)
+
+    async def _drive(self, run_id: str) -> Ending:
+        try:
+            await self.engine.run(run_id)
+        except EngineError as exc:
+            record = await asyncio.to_thread(self.store.runs.get, run_id)
+            live = record.lease_owner is not None and (record.lease_expires_at or 0.0) >= time.time()
+            if live and record.status == RunStatus.RUNNING:
+                return "busy"
+            if record.status == RunStatus.PENDING:
+                error = {"kind": "engine", "message": str(exc)}
+                await asyncio.to_thread(self.store.runs.set_status, run_id, RunStatus.FAILED, error=error)
+            log.warning("run %s refused: %s", run_id, exc)
+            return "refused"
+        return "ended"
+
+    def give_back(self, timeout_s: float = 30.0) -> None:
+        """Stop every run in flight here (their nodes go back to pending, their leases are
+        released) and take no more; waits for the engine to have given them up."""
+        with self._lock:
+            self.stopping = True
+            futures = list(self._running.values())
+        for future in futures:
+            future.cancel()
+        concurrent.futures.wait(futures, timeout=timeout_s)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.engine.aclose(), self.loop).result(timeout=30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.publisher.close()
+        self.store.close()

@@ -1,0 +1,114 @@
+"""Runs executed by real `plait worker` processes over real Redis and PostgreSQL: `plait run
+--queue` gives the same output as a run in-process, with the workers' events shown; a worker
+SIGKILLed in the middle of a node has its run finished by another worker, each node's effect
+once, within the lease; SIGTERM gives the run back at once; a message whose run rolled back is
+never sent, and one the broker could not take is sent when it is back."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import yaml
+from conftest import Cluster, wait_until
+
+from plait.model.enums import RunStatus
+
+GRAPH = {
+    "id": "slow_then_shape",
+    "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "nodes": [
+        {"id": "think", "type": "LLM_CALL", "user_prompt_tpl": "Think about {{ input.text }}"},
+        {"id": "shape", "type": "TRANSFORM", "transform_expr": "({answer: current, asked: input.text})"},
+    ],
+    "edges": [{"source": "think", "target": "shape"}, {"source": "shape", "target": "END"}],
+}
+
+
+def setup(cluster: Cluster, delay_ms: int) -> None:
+    (cluster.folder / "graph.yaml").write_text(yaml.safe_dump(GRAPH, sort_keys=False))
+    (cluster.folder / "model.yaml").write_text(
+        yaml.safe_dump({"responses": [{"text": "a thought", "delay_ms": delay_ms}]})
+    )
+
+
+def start_queued(cluster: Cluster) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "plait", "run", "graph.yaml", "-i", "text=birds", "--json"],
+                            cwd=cluster.folder, env=cluster.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+
+
+def test_a_queued_run_executes_on_a_worker_with_the_same_output_and_its_events(cluster: Cluster) -> None:
+    setup(cluster, delay_ms=200)
+    local = cluster.plait("run", "graph.yaml", "-i", "text=birds", "--json", "--queue", "none")  # here
+    cluster.worker()
+    queued = cluster.plait("run", "graph.yaml", "-i", "text=birds", "--json")
+    assert queued.returncode == 0, queued.stderr + cluster.logs()
+    assert json.loads(queued.stdout)["output"] == {"answer": "a thought", "asked": "birds"}
+    assert "node:complete  think" in queued.stderr  # the worker's events, shown here
+    with cluster.store() as store:
+        run = store.runs.get(json.loads(queued.stdout)["run_id"])
+        assert run.lease_owner is None
+    assert local.returncode == 0, local.stderr
+    assert json.loads(local.stdout)["output"] == json.loads(queued.stdout)["output"]
+
+
+def test_a_worker_killed_mid_node_has_its_run_finished_by_another_exactly_once(cluster: Cluster) -> None:
+    setup(cluster, delay_ms=3000)
+    first, second = cluster.worker(), cluster.worker()
+    follower = start_queued(cluster)
+    with cluster.store() as store:
+        run_id = wait_until(lambda: next((r.id for r in store.runs.list(limit=5)), None), 30, "the run")
+        holder = wait_until(lambda: store.runs.get(run_id).lease_owner, 30, "a worker to take the run")
+        pid = int(holder.split(":")[1])
+        killed = first if first.pid == pid else second
+        assert killed.pid == pid, f"the run is held by {holder}, not by a worker of this test"
+        time.sleep(0.5)  # in the middle of the 3 s model call
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=10)
+        died = time.monotonic()
+        out, err = follower.communicate(timeout=60)
+        taken_over = time.monotonic() - died
+        assert follower.returncode == 0, err + cluster.logs()
+        assert json.loads(out)["output"] == {"answer": "a thought", "asked": "birds"}
+        nodes = store.runs.node_runs(run_id)
+        assert [n.node_id for n in nodes if n.status.has_output] == ["think", "shape"]  # each effect once
+        assert len({(n.node_id, n.activation) for n in nodes}) == len(nodes)
+        assert store.runs.get(run_id).status == RunStatus.COMPLETED
+    assert taken_over < 4 + 1 + 3 + 5  # the lease, a relay pass, the node again, and slack
+
+
+def test_sigterm_gives_the_run_back_to_another_worker_at_once(cluster: Cluster) -> None:
+    setup(cluster, delay_ms=2000)
+    first, second = cluster.worker(), cluster.worker()
+    follower = start_queued(cluster)
+    with cluster.store() as store:
+        run_id = wait_until(lambda: next((r.id for r in store.runs.list(limit=5)), None), 30, "the run")
+        holder = wait_until(lambda: store.runs.get(run_id).lease_owner, 30, "a worker to take the run")
+        stopping = first if first.pid == int(holder.split(":")[1]) else second
+        time.sleep(0.3)
+        stopping.send_signal(signal.SIGTERM)
+        assert stopping.wait(timeout=15) == 0
+        released = store.runs.get(run_id)
+        assert released.lease_owner != holder  # given back, not left to expire
+        out, err = follower.communicate(timeout=60)
+        assert follower.returncode == 0, err + cluster.logs()
+        assert json.loads(out)["output"]["answer"] == "a thought"
+
+
+def test_a_message_the_broker_could_not_take_is_sent_when_it_is_back(cluster: Cluster) -> None:
+    setup(cluster, delay_ms=0)
+    (cluster.folder / "away.toml").write_text(
+        cluster.config.read_text().replace(cluster.broker, "redis://127.0.0.1:9/0")  # nothing listens there
+    )
+    from plait.runs.start import start_run
+
+    with cluster.store() as store:
+        run_id = start_run(store, str(cluster.folder / "graph.yaml"), {"text": "later"}, announce="start")
+        assert store.outbox.unsent() == 1  # written with the run, not yet sent
+        cluster.worker()  # its relay sends what is unsent
+        wait_until(lambda: store.runs.get(run_id).status == RunStatus.COMPLETED, 30, "the run to complete")
+        assert store.outbox.unsent() == 0

@@ -9,17 +9,19 @@ sending by the target model's tokenizer, `plait.llm.tokens`, then taken from the
 error that trying again may fix (429, 5xx, a timeout, a refused connection) is retried on the
 same target `retries` times with exponential backoff and jitter (a longer `Retry-After` from the
 server wins), then the request fails over to the next target; any other error fails the attempt
-at once. Limits hold per process, not across the processes of a deployment.
+at once. Limits hold per process, and across every process of a deployment when `[workers]`
+names a Redis broker (`shared_limits.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from typing import Any
 from plait.config import DEFAULT_ROLE, PlaitConfig, ProviderConfig
 from plait.llm.check import check_config
 from plait.llm.provider import Provider
+from plait.llm.shared_limits import SharedLimits
 from plait.llm.slots import CRITICAL, PrioritySlots, hand_over
 from plait.llm.tokens import ESTIMATE, TokenCounter, count_messages, counter_for
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
@@ -54,8 +57,8 @@ class ProviderPool(Provider):
     - What can be used here is checked once, when the pool is built (`check_config`):
       `refusal`, `lacks` and `complete` agree on it for the pool's lifetime.
     - `complete` tries the role's targets in order, a target with capacity now going first. It
-      holds each provider to its `max_concurrency`, `rpm` and `tpm` within this process (not
-      across processes), retries a retryable error on the same target with backoff, then fails
+      holds each provider to its `max_concurrency`, `rpm` and `tpm` within this process (and
+      across processes with `shared` limits), retries a retryable error on the same target with backoff, then fails
       over to the next target, and after the last tries `[pool] degrade_to` if that is set.
     - The answer names the target that served it (provider id and model as in `plait.toml`)
       and its cost, and its `decisions` record every step (queued, sent, retry, failover...).
@@ -74,8 +77,11 @@ class ProviderPool(Provider):
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        shared: SharedLimits | None = None,
     ):
+        """`shared`: hold the providers' limits across processes too (a Redis of the deployment)."""
         self.config = config
+        self.shared = shared
         self._report = check_config(config)
         """What can be used here, checked once: `complete` and `refusal` agree on it."""
         self._usable = {s.provider.id for s in self._report.providers if s.usable}
@@ -263,6 +269,8 @@ class ProviderPool(Provider):
         providers, self._providers = list(self._providers.values()), {}
         for provider in providers:
             await provider.aclose()
+        if self.shared is not None:
+            await self.shared.aclose()
 
     # -- one target ------------------------------------------------------------------------------------------
 
@@ -295,9 +303,10 @@ class ProviderPool(Provider):
                 lane.tokens.append((self._clock(), estimate))
                 decisions.append({"event": "sent", "target": target})
                 try:
-                    response = await self._provider(config).complete(
-                        request if request.model == model else replace(request, model=model)
-                    )
+                    async with self._shared(config, estimate, target, decisions):
+                        response = await self._provider(config).complete(
+                            request if request.model == model else replace(request, model=model)
+                        )
                 finally:
                     lane.slots.release()
                 await hand_over()
@@ -312,6 +321,25 @@ class ProviderPool(Provider):
             lane.tokens.append((self._clock(), response.usage.input_tokens + response.usage.output_tokens - estimate))
             return self._priced(config, model, response, decisions)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    @contextlib.asynccontextmanager
+    async def _shared(
+        self, config: ProviderConfig, estimate: int, target: str, decisions: list[dict[str, Any]]
+    ) -> AsyncIterator[None]:
+        """The deployment-wide minute and slot of `config`, when limits are shared."""
+        if self.shared is None:
+            yield
+            return
+        waited = await self.shared.window_wait(config.id, config.rpm, config.tpm, estimate)
+        if waited > 0.001:
+            decisions.append(
+                {"event": "queued", "target": target, "reason": "shared rpm/tpm", "wait_s": round(waited, 3)}
+            )
+        async with self.shared.slot(config.id, config.max_concurrency) as slot_wait:
+            if slot_wait > 0.001:
+                decisions.append({"event": "queued", "target": target, "reason": "shared max_concurrency",
+                                  "wait_s": round(slot_wait, 3)})  # fmt: skip
+            yield
 
     async def _wait_for_capacity(
         self, config: ProviderConfig, lane: _Lane, estimate: int, target: str, decisions: list[dict[str, Any]]

@@ -25,11 +25,14 @@ def provider_from_spec(spec: str | None, config: str | None = None) -> Provider 
 
         if config_path(config) is not None:
             from plait.llm.pool import ProviderPool
+            from plait.llm.shared_limits import shared_limits_for
 
             try:
-                return ProviderPool(load_config(config))
+                loaded = load_config(config)
             except ConfigError as exc:
                 raise LlmConfigError(str(exc)) from None
+            workers = loaded.workers
+            return ProviderPool(loaded, shared=shared_limits_for(workers.broker, workers.shared_limits))
         from plait.llm import local
 
         return local.LocalProvider() if local.available() else None

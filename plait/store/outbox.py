@@ -2,19 +2,20 @@
 (`RunRepository.add(announce=...)`), or on their own for a run reopened elsewhere (`announce`).
 
 A relay reads the unsent messages in order, hands each to the broker, then marks the ones the
-broker took as sent (no lock is held while the broker is called); a relay that dies in between,
-or two relays at once, send a message twice. At least once, then: a worker receiving a run
-twice finds it leased, or finished, and does nothing.
+broker took as sent (`relay`); a relay that dies in between sends a message twice. At least
+once, then: a worker receiving a run twice finds it leased, being executed, or finished, and
+does nothing more.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy import Engine, delete, insert, select, update
 
-from plait.store.db import writer
+from plait.store.db import is_sqlite, writer
 from plait.store.models import OUTBOX
 
 PAGE = 100
@@ -36,10 +37,23 @@ class OutboxRepository:
 
     def relay(self, send: Callable[[str, str], None]) -> int:
         """Send the unsent messages in order (`send(run_id, reason)`, which raises when the broker
-        cannot take it: the message stays unsent), marking each sent; how many were sent."""
+        cannot take it: the message stays unsent), marking each sent; how many were sent.
+
+        On PostgreSQL the messages are taken under `FOR UPDATE SKIP LOCKED`, so relays in several
+        processes send each message once (barring a relay that dies between the send and the
+        commit); SQLite has one writer at a time, and is not kept locked while the broker is
+        called, so two relays there may both send a message."""
         query = select(OUTBOX.c.id, OUTBOX.c.run_id, OUTBOX.c.reason).where(OUTBOX.c.sent_at.is_(None))
-        with self._engine.connect() as conn:
-            pending = conn.execute(query.order_by(OUTBOX.c.id).limit(PAGE)).all()
+        query = query.order_by(OUTBOX.c.id).limit(PAGE)
+        if is_sqlite(self._engine):
+            with self._engine.connect() as conn:
+                pending = conn.execute(query).all()
+            return self._send(pending, send)
+        with self._writer.begin() as conn:
+            pending = conn.execute(query.with_for_update(skip_locked=True)).all()
+            return self._send(pending, send, conn)
+
+    def _send(self, pending: Sequence[Any], send: Callable[[str, str], None], conn: Any = None) -> int:
         sent: list[int] = []
         try:
             for message_id, run_id, reason in pending:
@@ -47,8 +61,12 @@ class OutboxRepository:
                 sent.append(message_id)
         finally:
             if sent:
-                with self._writer.begin() as conn:
-                    conn.execute(update(OUTBOX).where(OUTBOX.c.id.in_(sent)).values(sent_at=time.time()))
+                marked = update(OUTBOX).where(OUTBOX.c.id.in_(sent)).values(sent_at=time.time())
+                if conn is not None:
+                    conn.execute(marked)
+                else:
+                    with self._writer.begin() as own:
+                        own.execute(marked)
         return len(sent)
 
     def unsent(self) -> int:

@@ -43,7 +43,7 @@ def serve(settings: WorkerSettings, *, concurrency: int = 8, beat: bool = False,
     global _runtime
     app = make_app(settings)
     register(app)
-    _runtime = WorkerRuntime(settings)
+    _runtime = WorkerRuntime(settings, concurrency)
     relay = Relay(_runtime.store, app, settings, reap=True)
     relay.start()
     scheduler = _beat(_runtime) if beat else None

@@ -8,7 +8,8 @@ engine holds its lease: retried after a lease's length, when it has finished or 
 gone), it was `given_back` (this worker is shutting down: the engine released it, nodes in
 flight back to pending, and it is announced again for another worker), or it was `refused`
 (this worker cannot execute it: a never-started run is failed with the reason, as the server
-does).
+does). A message for a run this process is executing already is a `duplicate` (the outbox sends
+at least once): acknowledged, as the run is in hand.
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ from plait.store import Store
 from plait.worker.app import WorkerSettings
 from plait.worker.events import EventPublisher
 
-Ending = Literal["ended", "busy", "given_back", "refused"]
+Ending = Literal["ended", "busy", "given_back", "refused", "duplicate"]
 log = logging.getLogger("plait.worker")
 
 
 class WorkerRuntime:
     """The store, the engine and its loop of one worker process."""
 
-    def __init__(self, settings: WorkerSettings):
+    def __init__(self, settings: WorkerSettings, concurrency: int = 8):
         from plait.config import configured_servers
         from plait.llm.select import provider_from_spec
         from plait.runs.children import settle
@@ -43,6 +44,9 @@ class WorkerRuntime:
         self.settings = settings
         self.store = Store(settings.db)
         self.loop = asyncio.new_event_loop()
+        # every run's store calls and lease renewals go through the loop's threads: enough of them
+        # that a lease is never renewed late because the other runs' writes hold every thread
+        self.loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max(16, 3 * concurrency)))
         self._thread = threading.Thread(target=self.loop.run_forever, name="plait-worker-loop", daemon=True)
         self._thread.start()
         self.publisher = EventPublisher(settings.broker, settings.queue)
@@ -65,6 +69,8 @@ class WorkerRuntime:
         with self._lock:
             if self.stopping:
                 return "given_back"
+            if run_id in self._running:  # a second message for a run this process executes: one driver
+                return "duplicate"
             future = asyncio.run_coroutine_threadsafe(self._drive(run_id), self.loop)
             self._running[run_id] = future
         try:

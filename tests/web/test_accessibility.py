@@ -23,12 +23,17 @@ def violations(page: Any) -> list[str]:
 
 
 @pytest.fixture
-def story(server: Served) -> tuple[Served, str]:
-    """A server with the video-chapters graph and a run paused at its review."""
+def story(server: Served) -> tuple[Served, str, str]:
+    """A server with the video-chapters graph, a run paused at its review, and a schedule of
+    the graph (9:00 on weekdays)."""
     server.import_graph(EXAMPLES / "video_chapters.yaml")
     run_id = server.start("video_chapters", {"transcript": "We build a birdhouse."})
     server.wait_status(run_id, "paused")
-    return server, run_id
+    made = server.client.post(
+        "/api/schedules", json={"graph": "video_chapters", "cron": "0 9 * * 1-5", "input": {"transcript": "Daily."}}
+    )
+    assert made.status_code == 201, made.text
+    return server, run_id, str(made.json()["id"])
 
 
 @pytest.mark.parametrize(
@@ -38,14 +43,16 @@ def story(server: Served) -> tuple[Served, str]:
         ("#/graphs/video_chapters", ".box[data-node='chapter_split']"),
         ("#/runs", "table[aria-label='Runs'] tbody tr"),
         ("#/runs/{run}", ".box[data-node='review']"),
+        ("#/schedules", "table[aria-label='Schedules'] tbody tr"),
+        ("#/schedules/{schedule}", "dl.facts"),
         ("#/dashboard", "[data-testid='active-runs']"),
         ("#/scripts", "li[data-template='plait.summary']"),
         ("#/scripts/plait.summary", ".cm-content[aria-label='Prompt script']"),
     ],
 )
-def test_no_accessibility_violation(story: tuple[Served, str], page: Any, route: str, ready: str) -> None:
-    server, run_id = story
-    page.goto(f"{server.url}/{route.format(run=run_id)}")
+def test_no_accessibility_violation(story: tuple[Served, str, str], page: Any, route: str, ready: str) -> None:
+    server, run_id, schedule_id = story
+    page.goto(f"{server.url}/{route.format(run=run_id, schedule=schedule_id)}")
     page.locator(ready).first.wait_for()
     page.wait_for_timeout(300)  # let the canvas settle (fit to view, edge labels)
     assert violations(page) == []
@@ -55,7 +62,7 @@ def test_the_keyboard_reaches_the_navigation_first(server: Served, page: Any) ->
     page.goto(server.url + "/")
     page.locator("table[aria-label='Stored graphs']").wait_for()
     reached = []
-    for _ in range(4):
+    for _ in range(6):
         page.keyboard.press("Tab")
         reached.append(page.evaluate("document.activeElement.textContent.trim()"))
-    assert reached == ["Plait", "Graphs", "Runs", "Dashboard"]
+    assert reached == ["Plait", "Graphs", "Runs", "Schedules", "Dashboard", "Scripts"]

@@ -7,11 +7,14 @@ import { DashboardPage } from "./pages/Dashboard";
 import { GraphsPage } from "./pages/Graphs";
 import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
+import { SchedulePage } from "./pages/Schedule";
+import { SchedulesPage } from "./pages/Schedules";
 import { ScriptsPage } from "./pages/Scripts";
 
 const NAV = [
   ["graphs", "Graphs"],
   ["runs", "Runs"],
+  ["schedules", "Schedules"],
   ["dashboard", "Dashboard"],
   ["scripts", "Scripts"],
 ] as const;
@@ -72,6 +75,8 @@ function Page({ page, params, query }: { page: string; params: string[]; query: 
       return params[0] ? <CanvasPage graphRef={params[0]} version={query.get("version")} /> : <GraphsPage />;
     case "runs":
       return params[0] ? <RunPage runId={params[0]} /> : <RunsPage graph={query.get("graph")} status={query.get("status")} />;
+    case "schedules":
+      return params[0] ? <SchedulePage scheduleId={params[0]} /> : <SchedulesPage />;
     case "dashboard":
       return <DashboardPage />;
     case "scripts":

@@ -1,0 +1,104 @@
+"""Provider limits held across processes in Redis: four `plait worker` processes, eight runs at
+once each, against a server that counts its concurrent requests: it never sees more than the
+provider's `max_concurrency` of 8 (and does see 8); `rpm` holds across two processes; a holder
+that crashed loses its slot when its lease ends."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import yaml
+from conftest import Cluster, wait_until
+from counting_server import counting_server
+
+from plait.llm.shared_limits import SharedLimits
+from plait.model.enums import RunStatus
+from plait.runs.start import start_run
+
+GRAPH = {
+    "id": "one_call",
+    "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    "nodes": [{"id": "ask", "type": "LLM_CALL", "user_prompt_tpl": "Question {{ input.n }}"}],
+    "edges": [{"source": "ask", "target": "END"}],
+}
+
+
+def test_four_workers_never_exceed_the_providers_max_concurrency(cluster: Cluster) -> None:
+    with counting_server(latency_s=0.4) as (url, counts):
+        workers = cluster.config.read_text().split("[workers]")[1].replace("lease_ttl_s = 4", "lease_ttl_s = 10")
+        cluster.config.write_text(
+            f'[[providers]]\nid = "fake"\nkind = "openai"\nbase_url = "{url}"\nmax_concurrency = 8\n'
+            'models = [{name = "m"}]\n[roles]\nchat = "fake/m"\n[workers]' + workers
+        )
+        (cluster.folder / "graph.yaml").write_text(yaml.safe_dump(GRAPH))
+        for _ in range(4):
+            cluster.worker("-c", "8")  # 32 runs at once across the workers, 8 model calls
+        with cluster.store() as store:
+            runs = [start_run(store, str(cluster.folder / "graph.yaml"), {"n": i}, announce="start")
+                    for i in range(48)]  # fmt: skip
+            from plait.worker.app import WorkerSettings, make_app
+            from plait.worker.relay import Relay
+
+            settings = WorkerSettings(broker=cluster.broker, queue=cluster.queue)
+            Relay(store, make_app(settings), settings).flush()
+            done = lambda: all(store.runs.get(r).status == RunStatus.COMPLETED for r in runs)  # noqa: E731
+            wait_until(done, 120, "48 runs to complete")
+        assert len(counts.arrivals) == 48
+        assert counts.most == 8  # the limit was reached, never passed
+
+
+def _holder_script(url: str, namespace: str) -> str:
+    return (
+        "import asyncio, sys\n"
+        "from plait.llm.shared_limits import SharedLimits\n"
+        f"limits = SharedLimits({url!r}, {namespace!r}, lease_s=1.5)\n"
+        "async def main():\n"
+        "    async with limits.slot('p', 1):\n"
+        "        print('held', flush=True)\n"
+        "        await asyncio.sleep(60)\n"
+        "asyncio.run(main())\n"
+    )
+
+
+def test_a_crashed_holder_loses_its_slot_when_its_lease_ends(redis_url: str) -> None:
+    namespace = f"plait-test-{uuid.uuid4().hex[:8]}"
+    holder = subprocess.Popen([sys.executable, "-c", _holder_script(redis_url, namespace)], stdout=subprocess.PIPE,
+                              text=True, env={**os.environ})  # fmt: skip
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "held"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=10)
+    limits = SharedLimits(redis_url, namespace, lease_s=1.5)
+
+    async def wait_for_slot() -> float:
+        async with limits.slot("p", 1) as waited:
+            return waited
+
+    waited = asyncio.run(wait_for_slot())
+    assert 0.3 < waited < 4.0  # not at once (the dead holder's lease still ran), and not forever
+
+
+def test_rpm_holds_across_two_processes(redis_url: str) -> None:
+    namespace = f"plait-test-{uuid.uuid4().hex[:8]}"
+    script = (
+        "import asyncio, time\n"
+        "from plait.llm.shared_limits import SharedLimits\n"
+        f"limits = SharedLimits({redis_url!r}, {namespace!r})\n"
+        "async def one():\n"
+        "    await limits.window_wait('p', 5, None, 1)\n"
+        "    print(time.time(), flush=True)\n"
+        "async def main():\n"
+        "    await asyncio.wait([asyncio.create_task(one()) for _ in range(4)], timeout=3)\n"
+        "asyncio.run(main())\n"
+    )
+    started = time.time()
+    processes = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    sent = [float(line) for p in processes for line in p.communicate(timeout=30)[0].split()]
+    assert len(sent) == 5  # 8 asked within the same minute, 5 allowed
+    assert all(t - started < 3 for t in sent)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from plait.cli.common import EXIT_FAILED, EXIT_OK, fail, print_json, refuse, store_for
-from plait.cli.options import DbOption, Driving, drives_a_run
+from plait.cli.options import DbOption, Driving, QueueOption, drives_a_run
 
 EXIT_INTERRUPTED = 130
 
@@ -31,14 +31,16 @@ def batch_command(
         bool, typer.Option("--resume", help="Continue the batch of these files: finished records are skipped.")
     ] = False,
     db: DbOption = None,
+    queue: QueueOption = None,
     *,
     how: Driving,
 ) -> None:
-    """Run GRAPH once per record of --input-file, --concurrency at a time. Exit 0 when every
-    record completed, 1 when some failed (they are in the failed file), 130 when stopped
-    (continue with --resume)."""
+    """Run GRAPH once per record of --input-file, --concurrency at a time (here, or on workers with
+    --queue). Exit 0 when every record completed, 1 when some failed (they are in the failed
+    file), 130 when stopped (continue with --resume)."""
     from plait.cli import interrupt
     from plait.cli.drive import mcp_servers, provider_from_options
+    from plait.cli.run import queued_settings
     from plait.engine.run_input import StartError
     from plait.engine.runner import Engine
     from plait.runs.batch import BatchError, BatchFiles, open_batch
@@ -47,12 +49,16 @@ def batch_command(
     from plait.runs.start import local_graphs
 
     files = BatchFiles.of(input_file, output, failed)
+    workers = queued_settings(queue, db=db, llm=how.llm, config=how.config)
     with store_for(db) as store:
+        queued = _relay(store, workers) if workers is not None else None
         provider = provider_from_options(how.llm, how.config)
         engine = Engine(store, provider, cache=how.cache, mcp_servers=mcp_servers(how.config),
                         graphs=local_graphs(store), child_settled=settle(store))  # fmt: skip
         try:
-            batch, progress = open_batch(store, engine, graph, files, resume=resume, llm=describe(how.llm, how.config))
+            batch, progress = open_batch(
+                store, engine, graph, files, resume=resume, llm=describe(how.llm, how.config), queued=queued
+            )
         except StartError as exc:
             refuse(exc)
         except BatchError as exc:
@@ -76,6 +82,14 @@ def batch_command(
         elif not how.quiet:
             _report(summary)
     raise typer.Exit(EXIT_OK if progress.failed == 0 else EXIT_FAILED)
+
+
+def _relay(store: Any, settings: Any) -> Any:
+    """What sends each record's message to the workers right after its run is created."""
+    from plait.worker.app import make_app
+    from plait.worker.relay import Relay
+
+    return Relay(store, make_app(settings), settings).flush
 
 
 def _report(summary: dict[str, Any]) -> None:

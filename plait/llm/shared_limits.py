@@ -14,12 +14,14 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 LEASE_S = 30.0
 """A slot's lease; renewed every third of it while the call runs."""
 POLL_S = (0.01, 0.2)
+UNREACHABLE_S = 60.0
+"""How long a call waits for the limits' Redis to come back before it fails (retryably)."""
 """Waiting for a slot: the first and the longest pause between tries."""
 
 _ACQUIRE = """
@@ -78,7 +80,8 @@ class SharedLimits:
         self._connected()
         key, token = f"{self._namespace}:slots:{provider}", uuid.uuid4().hex
         started, pause = time.monotonic(), POLL_S[0]
-        while not await self._acquire(keys=[key], args=[limit, int(self.lease_s * 1000), token]):
+        lease_ms = int(self.lease_s * 1000)
+        while not await self._reachable(lambda: self._acquire(keys=[key], args=[limit, lease_ms, token])):
             await asyncio.sleep(pause)
             pause = min(POLL_S[1], pause * 2)
         renew = asyncio.create_task(self._keep(key, token))
@@ -107,10 +110,32 @@ class SharedLimits:
                 continue
             item = RateLimitItemPerMinute(limit)
             cost = min(cost, limit)  # a request larger than the whole minute still goes, alone
-            while not await self._windows.hit(item, self._namespace, provider, what, cost=cost):
-                stats = await self._windows.get_window_stats(item, self._namespace, provider, what)
+            ids = (self._namespace, provider, what)
+            while not await self._reachable(lambda: self._windows.hit(item, *ids, cost=cost)):  # noqa: B023
+                stats = await self._reachable(lambda: self._windows.get_window_stats(item, *ids))  # noqa: B023
                 await asyncio.sleep(max(0.05, min(5.0, stats.reset_time - time.time())))
         return time.monotonic() - started
+
+    async def _reachable(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """`call(...)`, waiting while Redis is away (restarting): a call to the provider waits for
+        its limits rather than failing, or going out unlimited. Past `UNREACHABLE_S` it fails,
+        retryably, like a provider that does not answer."""
+        from plait.llm.types import ProviderError
+
+        since = time.monotonic()
+        while True:
+            error: Exception
+            try:
+                return await call()
+            except Exception as exc:  # OSError, redis-py's and limits' own connection errors
+                if not isinstance(exc, OSError) and "connect" not in f"{type(exc).__name__} {exc}".lower():
+                    raise
+                error = exc
+            if time.monotonic() - since > UNREACHABLE_S:
+                raise ProviderError(f"the shared limits' Redis is unreachable: {error}", kind="limits") from None
+            await asyncio.sleep(0.5)
+            self._loop = None  # connect again
+            self._connected()
 
     async def aclose(self) -> None:
         if self._redis is not None:

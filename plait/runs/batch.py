@@ -9,6 +9,8 @@ in the file (blank lines are not records), so a result names the line it came fr
 - A result goes to the output file as `{"index", "run_id", "output"}` when its run completes; a
   record that cannot run (a malformed line, an input the graph refuses) or whose run fails goes
   to the failed file with its `reason`, and the batch goes on.
+- With workers (`queued`), each record's run is announced to them in the transaction that
+  creates it and awaited through the store: the same bounds, files and resume.
 - `--resume` continues the newest batch of the same input and output files: finished records
   are skipped, a record whose run was interrupted continues that run (its completed nodes are
   not executed again), and a completed record whose line did not reach the output file (the
@@ -21,15 +23,17 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from plait.engine.outcome import RunOutcome
 from plait.engine.run_input import StartError, check_input
 from plait.engine.runner import Engine
 from plait.errors import PlaitError, Refusal
 from plait.model.enums import RunStatus
+from plait.runs.elsewhere import RunWaiter
 from plait.runs.start import resolve_graph
 from plait.store import Store, StoredGraph
 from plait.store.batches import COMPLETED, FAILED, INTERRUPTED, RUNNING, BatchRecord
@@ -123,13 +127,22 @@ def _drop_partial_line(path: Path) -> None:
             handle.truncate(data.rfind(b"\n") + 1)
 
 
+Executes = Callable[[str], Awaitable[RunOutcome]]
+"""How a record's run is executed and awaited: by this process's engine, or by workers."""
+
+
 class Batch:
-    """One batch being executed by this process."""
+    """One batch being executed by this process, or by workers (`queued`: each record's run is
+    announced to them in the transaction that creates it, and awaited through the store)."""
 
     def __init__(self, store: Store, engine: Engine, record: BatchRecord, stored: StoredGraph, files: BatchFiles,
-                 *, resume: bool, llm: dict[str, Any] | None = None):  # fmt: skip
+                 *, resume: bool, llm: dict[str, Any] | None = None,
+                 queued: Callable[[], None] | None = None):  # fmt: skip
+        """`queued`: send the outbox (called after each run is created); None: runs execute here."""
         self.store, self.engine, self.record, self.stored, self.files = store, engine, record, stored, files
         self.llm = llm
+        self.queued = queued
+        self._waiter = RunWaiter(store) if queued is not None else None
         self.output = ResultFile(files.output, resume=resume)
         self.failures = ResultFile(files.failed, resume=resume)
         self.interrupted = store.batches.unfinished(record.id) if resume else {}
@@ -192,8 +205,8 @@ class Batch:
             batches.mark(self.record.id, index, RUNNING, run_id=run_id)
             self.store.runs.add(graph_id=self.stored.graph_id, graph_version=self.stored.version,
                                 schema_version=self.stored.schema_version, input=run_input, llm=self.llm,
-                                run_id=run_id)  # fmt: skip
-        outcome = await self.engine.run(run_id)
+                                run_id=run_id, announce="batch" if self.queued else None)  # fmt: skip
+        outcome = await self._execute(run_id)
         if outcome.status != RunStatus.COMPLETED:
             error = outcome.error or {}
             reason = f"the run ended {outcome.status.value}: {error.get('message') or error.get('kind') or ''}".strip()
@@ -201,6 +214,12 @@ class Batch:
         self.output.write({"index": index, "run_id": run_id, "output": outcome.output})
         batches.mark(self.record.id, index, COMPLETED, run_id=run_id)
         return True
+
+    async def _execute(self, run_id: str) -> RunOutcome:
+        if self.queued is None or self._waiter is None:
+            return await self.engine.run(run_id)
+        await asyncio.to_thread(self.queued)
+        return await self._waiter.wait(run_id)
 
     def _input(self, line: str) -> dict[str, Any]:
         value = json.loads(line)
@@ -225,7 +244,8 @@ def _reason(exc: Exception) -> str:
 
 
 def open_batch(store: Store, engine: Engine, ref: str, files: BatchFiles, *, resume: bool,
-               llm: dict[str, Any] | None = None) -> tuple[Batch, BatchProgress]:  # fmt: skip
+               llm: dict[str, Any] | None = None,
+               queued: Callable[[], None] | None = None) -> tuple[Batch, BatchProgress]:  # fmt: skip
     """The batch to execute: a new one of `ref`, or with `resume` the newest one of these files
     (on the graph version it started with)."""
     if not files.input.is_file():
@@ -250,5 +270,5 @@ def open_batch(store: Store, engine: Engine, ref: str, files: BatchFiles, *, res
     store.batches.set_status(record.id, RUNNING, total=total)
     counts = store.batches.counts(record.id)
     progress = BatchProgress(total=total, resumed=counts.get(COMPLETED, 0) + counts.get(FAILED, 0))
-    batch = Batch(store, engine, record, stored, files, resume=resume, llm=llm)
+    batch = Batch(store, engine, record, stored, files, resume=resume, llm=llm, queued=queued)
     return batch, progress

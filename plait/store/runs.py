@@ -203,6 +203,12 @@ class RunRepository:
             raise self._no_run(run_id)
         return run_from_row(row)
 
+    def statuses(self, run_ids: Collection[str]) -> dict[str, RunStatus]:
+        """The status of each of `run_ids` (one query; unknown ids are left out)."""
+        query = select(GRAPH_RUN.c.id, GRAPH_RUN.c.status).where(GRAPH_RUN.c.id.in_(list(run_ids)))
+        with self._engine.connect() as conn:
+            return {row.id: RunStatus(row.status) for row in conn.execute(query)}
+
     def exists(self, run_id: str) -> bool:
         with self._engine.connect() as conn:
             return conn.execute(select(GRAPH_RUN.c.id).where(GRAPH_RUN.c.id == run_id)).first() is not None

@@ -50,8 +50,9 @@ def serve(settings: WorkerSettings, *, concurrency: int = 8, beat: bool = False,
 
     @worker_shutting_down.connect(weak=False)
     def give_back(**_: Any) -> None:
+        if _runtime is None:  # already closed
+            return
         log.info("stopping: giving the runs in flight back")
-        assert _runtime is not None
         _runtime.give_back()
         relay.flush()
 

@@ -22,13 +22,14 @@ from plait.api import errors
 from plait.api.auth import caller
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
+from plait.api.handoff import HandOff
 from plait.api.limits import BodyLimit
 from plait.api.openapi import ERROR_RESPONSES, describe
 from plait.api.route_reader import ApiRouteReader
 from plait.api.routes import corrections, events, graphs, inspection, runs, schedules, seed, system, templates
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
-from plait.config import PlaitConfig, config_path, load_config
+from plait.config import PlaitConfig, WorkersConfig, config_path, load_config
 from plait.engine.events import EventBus
 from plait.errors import PlaitError, Refusal
 from plait.llm.provider import Provider
@@ -38,6 +39,7 @@ from plait.runs.schedules import Scheduler
 from plait.sandbox.shared import close_shared_sandbox
 from plait.store import Store
 from plait.web import mount as mount_workbench
+from plait.worker.app import WorkerSettings
 
 log = logging.getLogger("plait.api")
 
@@ -106,6 +108,16 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
     return app
 
 
+def _handoff(settings: ServerSettings, store: Store, config: PlaitConfig | None, events: EventLog) -> HandOff | None:
+    """The hand-off to workers when a broker is named (`--queue`, `[workers] broker`), else None."""
+    workers = config.workers if config is not None else WorkersConfig()
+    if settings.queue == "none" or (settings.queue is None and workers.broker is None):
+        return None
+    worker_settings = WorkerSettings.of(workers, broker=settings.queue, db=settings.db, llm=settings.llm,
+                                        config=settings.config)  # fmt: skip
+    return HandOff(store, worker_settings, events, asyncio.get_running_loop())
+
+
 def _database_texts(store: Store) -> tuple[str, ...]:
     """How the database's location could appear in an error (its URL, redacted or not, and a
     SQLite file's path): an HTTP client is never told where the data lives."""
@@ -136,17 +148,22 @@ def _lifespan(
         )
         app.state.plait = ServerState(settings, store, provider, config, executor, events, routes=routes)
         background: list[asyncio.Task[None]] = []
+        handoff = _handoff(settings, store, config, events)
+        executor.handoff = handoff
         try:
-            if settings.resume_on_start:
+            if settings.resume_on_start and handoff is None:  # with workers, their reapers do it
                 await executor.recover()
                 background.append(asyncio.create_task(executor.wake_due(), name="plait-wake-due"))
             if settings.schedules:
-                scheduler = Scheduler(store, lambda run_id: executor.launch(run_id, fresh=True))
+                announce = "schedule" if handoff is not None else None  # the firing's run, with its message
+                scheduler = Scheduler(store, lambda run_id: executor.launch(run_id, fresh=True), announce=announce)
                 background.append(asyncio.create_task(scheduler.loop(), name="plait-schedules"))
             yield
         finally:
             for task in background:
                 task.cancel()
+            if handoff is not None:
+                handoff.close()
             await executor.aclose()
             close_shared_sandbox()  # the readers' sandbox (migrations on read): killed, not waited for
             if own_store:

@@ -122,6 +122,10 @@ class EventLog:
     def last_id(self, run_id: str) -> int:
         return self._runs[run_id].next_id - 1
 
+    def deliver(self, event: Event) -> None:
+        """An event of a run executed elsewhere (a worker), as if this server's engine emitted it."""
+        self._on_event(event)
+
     def emit(self, kind: str, run_id: str, node_id: str | None = None, **data: Any) -> None:
         """An event the service itself reports (a node marked stale by a correction, a pause)."""
         self._on_event(Event(kind, run_id, node_id, data))

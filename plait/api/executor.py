@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from plait.api.events import EventLog
+from plait.api.handoff import HandOff
 from plait.api.history import history
 from plait.config import McpServerConfig
 from plait.engine.events import EventBus
@@ -91,6 +92,8 @@ class RunExecutor:
         self._engines_lock = threading.Lock()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._stopping = False
+        self.handoff: HandOff | None = None
+        """Set: runs are handed to workers (`plait.api.handoff`) instead of driven here."""
 
     # -- what routes ask -------------------------------------------------------------------------
 
@@ -124,6 +127,9 @@ class RunExecutor:
             return False
         if fresh:
             self.events.open(run_id)
+        if self.handoff is not None:
+            self.handoff(run_id, announced=fresh)
+            return True
         task = asyncio.create_task(self._drive(run_id), name=f"plait-run-{run_id}")
         self._tasks[run_id] = task
         task.add_done_callback(lambda done: self._done(run_id, done))

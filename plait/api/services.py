@@ -29,8 +29,16 @@ CORRECTION_WAIT_S = 2.0
 async def start_and_launch(state: ServerState, ref: str, run_input: dict[str, Any]) -> str:
     """Create a run of a stored graph's latest version (404 unknown graph, 422 bad input or a
     graph this server cannot execute) and execute it in the background; its id."""
+    announce = "start" if state.executor.handoff is not None else None  # written with the run, for the workers
     run_id = await run_in_threadpool(
-        start_run, state.store, ref, run_input, files=False, check=state.executor.preflight, llm=state.executor.llm
+        start_run,
+        state.store,
+        ref,
+        run_input,
+        files=False,
+        check=state.executor.preflight,
+        llm=state.executor.llm,
+        announce=announce,
     )
     state.executor.launch(run_id, fresh=True)
     return run_id

@@ -43,6 +43,8 @@ class ServerSettings:
     """Continue the runs a stopped or crashed process left `running`/`pending` (see executor.py)."""
     cache: bool = True
     """Answer identical model requests from the response cache."""
+    queue: str | None = None
+    """A broker URL: runs execute on `plait worker`s (None: `[workers] broker`, else here; `none`: here)."""
     schedules: bool = True
     """Fire the cron schedules that are due (`plait.runs.schedules`); with several servers on one
     database each firing still happens once."""

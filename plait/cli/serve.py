@@ -11,7 +11,7 @@ import typer
 
 from plait.cli.common import DB_HINT, console, fail, print_json, store_for, when
 from plait.cli.help import PlaitTyper
-from plait.cli.options import ConfigOption, DbOption, JsonOption, LlmOption
+from plait.cli.options import ConfigOption, DbOption, JsonOption, LlmOption, QueueOption
 from plait.redact import install_log_redaction
 
 EXIT_STARTUP = 3
@@ -44,6 +44,7 @@ def serve_command(
     no_schedules: Annotated[
         bool, typer.Option("--no-schedules", help="Do not fire cron schedules here (another scheduler does).")
     ] = False,
+    queue: QueueOption = None,
 ) -> None:
     """Serve the REST API, SSE run events and OpenAPI docs (/docs); runs execute in this process."""
     import uvicorn
@@ -65,6 +66,7 @@ def serve_command(
         cors_origins=tuple(cors_origin),
         resume_on_start=not no_resume,
         schedules=not no_schedules,
+        queue=queue,
     )
     listener = _listen(host, port)
     try:

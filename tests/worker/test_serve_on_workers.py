@@ -1,0 +1,70 @@
+"""`plait serve` with a broker hands its runs to workers: a run started over HTTP is executed by
+a `plait worker`, and the run's SSE stream on the server shows the worker's node events to the
+end; a schedule fired by the server is executed by the worker too."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import httpx
+import yaml
+from conftest import Cluster, wait_until
+
+from tests.api.api_helpers import free_port, read_events
+
+GRAPH = {
+    "plait": 1,
+    "id": "served_on_workers",
+    "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "nodes": [
+        {"id": "think", "type": "LLM_CALL", "user_prompt_tpl": "Think about {{ input.text }}"},
+        {"id": "shape", "type": "TRANSFORM", "transform_expr": "({answer: current})"},
+    ],
+    "edges": [{"source": "think", "target": "shape"}, {"source": "shape", "target": "END"}],
+}
+
+
+def test_a_run_started_over_http_executes_on_a_worker_and_streams_its_events(cluster: Cluster) -> None:
+    (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "deep", "delay_ms": 300}]}))
+    worker = cluster.worker()
+    port = free_port()
+    log = (cluster.folder / "serve.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "plait", "serve", "--port", str(port)], cwd=cluster.folder,
+                              env=cluster.env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            wait_until(lambda: _up(client), 30, "plait serve")
+            assert client.post("/api/graphs", json={"source": yaml.safe_dump(GRAPH)}).status_code == 201
+            run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()[
+                "run_id"
+            ]
+            status, events = read_events(client, run_id, until=lambda e: e["event"] == "workflow:complete")
+            assert status == 200
+            kinds = [(e["event"], e.get("node_id")) for e in events]
+            assert ("node:complete", "think") in kinds
+            assert kinds[-1][0] == "workflow:complete"
+            run = client.get(f"/api/runs/{run_id}").json()
+            assert run["status"] == "completed"
+            assert run["output"] == {"answer": "deep"}
+            assert not run["executing_here"]  # the worker executed it, not the server
+            made = client.post("/api/schedules", json={"graph": "served_on_workers", "cron": "* * * * *",
+                                                       "input": {"text": "tick"}}).json()  # fmt: skip
+            with cluster.store() as store:
+                store.schedules.set_status(made["id"], "active", next_fire_at=time.time() - 1)
+            fired = wait_until(lambda: client.get(f"/api/schedules/{made['id']}").json()["firings"], 20, "a firing")
+            wait_until(lambda: client.get(f"/api/runs/{fired[0]['run_id']}").json()["status"] == "completed", 30,
+                       "the scheduled run to complete on the worker")  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        log.close()
+    assert worker.poll() is None
+
+
+def _up(client: httpx.Client) -> bool:
+    try:
+        return client.get("/api/health").status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -373,6 +373,10 @@ class RunDetailOut(RunOut):
     error: dict[str, Any] | None
     stale: list[str] = Field(description="Nodes whose current activation read a value corrected since.")
     nodes: list[NodeRunOut]
+    decisions: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Resource-aware decisions on the run (queued, paused, degraded, rejected), with their probe.",
+    )
 
 
 class NodeRunDetailOut(NodeRunOut):
@@ -489,6 +493,14 @@ class ProviderLoad(BaseModel):
     rpm: int | None
     tokens_last_minute: int
     tpm: int | None
+
+
+class ResourcesOut(BaseModel):
+    """The machine and the pool now, the thresholds in force, and the newest decisions."""
+
+    probe: dict[str, Any] = Field(description="cpu_percent, memory_percent, disk_free_gb, capacity_percent, at.")
+    thresholds: dict[str, Any] = Field(description="`[resources]` of plait.toml (or the defaults).")
+    decisions: list[dict[str, Any]] = Field(description="The newest resource decisions on runs, newest first.")
 
 
 class RoleOut(BaseModel):

@@ -35,14 +35,20 @@ def show_command(
         run_id = resolve_run(store, run_ref)
         view = _read(store, run_id, raw)
         versions = store.ledger.history(run_id) if ledger else []
+        decisions = store.decisions.of_run(run_id)
     run, nodes, latest = view.run, view.nodes, view.latest_version
     outputs = view.outputs.values
     migrated = {rid: {"migrated": steps} for rid, steps in view.outputs.migrated.items()}
     if json_output:
-        print_json(_as_json(run, nodes, outputs, migrated, latest, versions if ledger else None))
+        shown = _as_json(run, nodes, outputs, migrated, latest, versions if ledger else None)
+        print_json({**shown, "decisions": [d.as_json() for d in decisions]})
         return
     out = console()
     _render(out, run, nodes, outputs, latest)
+    for d in decisions:  # resource-aware decisions: queued, paused, degraded, rejected
+        out.print(
+            f"[yellow]resources:[/] {when(d.at)} {d.action} ({d.rule}): {d.reason}", soft_wrap=True, highlight=False
+        )
     for n in nodes:
         if n.id in migrated:
             out.print(f"[dim]{n.node_id}: read migrated, {migrated[n.id]['migrated']} (--raw: as stored)[/]")

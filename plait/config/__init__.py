@@ -16,6 +16,7 @@ from plait.config.loader import (
     forget_loaded,
     load_config,
     register_secrets,
+    resources_settings,
     sandbox_settings,
     tools_settings,
 )
@@ -30,6 +31,7 @@ from plait.config.providers import (
     ProviderConfig,
     Tokenizer,
 )
+from plait.config.resources import ResourcesConfig
 from plait.config.sandbox import SandboxConfig
 from plait.config.workers import WorkersConfig
 from plait.config.workflow import CodeConfig, ToolsConfig
@@ -49,6 +51,7 @@ __all__ = [
     "PlaitConfig",
     "PoolConfig",
     "ProviderConfig",
+    "ResourcesConfig",
     "SandboxConfig",
     "Tokenizer",
     "ToolsConfig",
@@ -60,6 +63,7 @@ __all__ = [
     "forget_loaded",
     "load_config",
     "register_secrets",
+    "resources_settings",
     "sandbox_settings",
     "tools_settings",
 ]

@@ -56,6 +56,7 @@ from plait.config.providers import (
     ProviderConfig,
     Strict,
 )
+from plait.config.resources import ResourcesConfig
 from plait.config.sandbox import SandboxConfig
 from plait.config.workers import WorkersConfig
 from plait.config.workflow import CodeConfig, ToolsConfig
@@ -89,6 +90,8 @@ class PlaitConfig(Strict):
     providers: tuple[ProviderConfig, ...] = ()
     pool: PoolConfig = PoolConfig()
     workers: WorkersConfig = WorkersConfig()
+    resources: ResourcesConfig = ResourcesConfig()
+    """What the engine does when the machine or the providers are short (plait/config/resources.py)."""
     """Where runs execute: here, or on Celery workers (plait/config/workers.py)."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """MCP servers nodes may use (plait/config/mcp.py)."""
@@ -195,6 +198,11 @@ def tools_settings() -> ToolsConfig:
 def code_settings() -> CodeConfig:
     """The `[code]` table in force, found like `tools_settings` (by default Python CODE is off)."""
     return _in_force.code if _in_force is not None else _table_alone("code", CodeConfig)
+
+
+def resources_settings() -> ResourcesConfig:
+    """The `[resources]` table in force, found like `tools_settings` (the seed's defaults)."""
+    return _in_force.resources if _in_force is not None else _table_alone("resources", ResourcesConfig)
 
 
 def _table_alone(name: str, model: type[T]) -> T:

@@ -77,6 +77,8 @@ async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResu
     counter = rt.counter(node.model_role, node.model_id_override)
     prompt = script.prompt if script else None
     request, snapshot = build_request(node, state, counter, fewshot, mcp, prompt=prompt, view=view)
+    if state.run_id in rt.degraded:
+        request = replace(request, degraded=True)
     if script is not None:
         snapshot["prompt_script"] = script.record()
     blocked = _prechecked(node, state, view, snapshot)

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from plait.config import CodeConfig, McpServerConfig, ToolsConfig
+from plait.config import CodeConfig, McpServerConfig, ResourcesConfig, ToolsConfig, resources_settings
 from plait.engine.child_runs import ChildGraph, ChildRuns, driven_by_parent
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
@@ -31,6 +31,7 @@ from plait.engine.fewshot import FewshotSource
 from plait.engine.llm_condition import asker
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.program_nodes import refusal
+from plait.engine.resources import ResourceGate
 from plait.engine.restore import restore, restore_ledger
 from plait.engine.run_input import GraphResolver, check_input, stored_graph
 from plait.engine.runtime import Runtime
@@ -129,6 +130,7 @@ class Engine:
         code: CodeConfig | None = None,
         child_settled: Callable[[RunRecord], str | None] | None = None,
         routes: RouteReader | None = None,
+        resources: ResourcesConfig | None = None,
     ):
         """`graphs`: how a WORKFLOW_TASK tool's graph reference is found; by default only stored
         graphs (the CLI lets it name graph files on this machine too; a server must not, so that
@@ -142,7 +144,9 @@ class Engine:
         to the parent (`plait.runs.children.settle`); returns a parent run to drive next, if any.
         Without it such a child's new output stays in the child.
         `routes`: answers prompt scripts' `readRoute` (the server's own GET routes); without
-        it, `readRoute` refuses, saying where it works."""
+        it, `readRoute` refuses, saying where it works.
+        `resources`: the resource-aware decisions made before each new run starts (default:
+        `[resources]` of plait.toml, `plait.engine.resources`)."""
         self.child_settled = child_settled
         self.llm = llm
         _tune_collector()
@@ -167,6 +171,9 @@ class Engine:
         self.runtime.emit = self.events.emit
         self.runtime.templates = self._template_code
         self.runtime.routes = routes
+        settings = resources if resources is not None else resources_settings()
+        self._driving = 0
+        self.gate = ResourceGate(settings, store, provider, lambda: self._driving) if settings.enabled else None
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
         would otherwise all be set up before any of them executes a node: the loop would run
@@ -186,6 +193,35 @@ class Engine:
         """Execute (or continue) a run until it completes, fails or pauses for a person. A child
         run continued on its own (after a review or a correction in it) then continues its
         parent, when the parent's node is waiting for it."""
+        refused = await self._gated(run_id)
+        if refused is not None:
+            return refused
+        self._driving += 1
+        try:
+            return await self._run(run_id)
+        finally:
+            self._driving -= 1
+
+    async def _gated(self, run_id: str) -> RunOutcome | None:
+        """The resource decision before a new run starts: None to go on (degraded or not), else
+        the outcome of a run paused or rejected for lack of resources."""
+        if self.gate is None or self.gate.verdict(self.gate.probe()) is None:
+            return None  # the common case costs a clock reading (a probe every `probe_s`)
+        record = await asyncio.to_thread(self.store.runs.get, run_id)
+        if record.started_at is not None or record.status != RunStatus.PENDING or record.parent_run_id is not None:
+            return None  # only new top-level runs: one continuing is not stopped half-way
+        action = await self.gate.admit(run_id)
+        if action == "degrade":
+            self.runtime.degraded.add(run_id)
+        if action not in ("pause", "reject"):
+            return None
+        decided = self.store.decisions.of_run(run_id)[-1]
+        error = {"kind": "resources", "message": f"{action}ed for lack of resources: {decided.reason}"}
+        status = RunStatus.PAUSED if action == "pause" else RunStatus.FAILED
+        await asyncio.to_thread(self.store.runs.set_status, run_id, status, error=error)
+        return RunOutcome(run_id, status, None, error)
+
+    async def _run(self, run_id: str) -> RunOutcome:
         async with self._admitted() as set_up:
             record, acquired = self._begin(run_id)
             if not acquired:

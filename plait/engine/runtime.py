@@ -124,6 +124,8 @@ class Runtime:
         """A stored prompt-script template's code by its id (None: not stored); set by the engine."""
         self.routes: RouteReader | None = None
         """Reads Plait's own GET routes for prompt scripts' `readRoute` (set by `plait serve`)."""
+        self.degraded: set[str] = set()
+        """Runs whose model calls go to `[pool] degrade_to` (a resource decision)."""
 
     def unserved(self, role: str) -> str | None:
         """Why a model call for `role` would fail here before it is sent (no provider; a role no

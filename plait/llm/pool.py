@@ -201,6 +201,11 @@ class ProviderPool(Provider):
             reason = self.refusal(role) or f"no provider for the role '{role}'"
             raise ProviderError(reason, kind="config", retryable=False)
         decisions: list[dict[str, Any]] = []
+        if request.degraded:
+            degraded = self._degrade_target([])
+            if degraded is not None:
+                decisions.append({"event": "degraded", "to": f"{degraded[0].id}/{degraded[1]}", "reason": "resources"})
+                targets = [degraded]
         estimate = _estimate_tokens(request, self._counter(targets[0][0], request.model or targets[0][1]))
         targets = self._by_capacity(targets, request.priority, estimate, decisions)
         last: ProviderError | None = None

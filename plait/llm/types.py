@@ -62,6 +62,8 @@ class ChatRequest:
     timeout_s: float | None = None
     priority: int = 5
     """The node's priority, 0-10: the pool serves higher ones first and keeps a reserve for 8-10."""
+    degraded: bool = False
+    """Send it to `[pool] degrade_to` directly (the run was degraded for lack of resources)."""
     on_delta: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
     """Set: the answer is streamed, each piece of its text passed here as it arrives (on the
     event loop's thread). Once a piece has been passed on, a broken stream is not retried: the

@@ -367,6 +367,23 @@ sent; a row rolled back with its run is never sent, a row committed is sent howe
 broker or the relay fails (a message sent twice is harmless: a run is executed under a lease)."""
 
 
+RUN_DECISION = Table(
+    "run_decision",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Id, ForeignKey("prompt_graph_run.id", ondelete="CASCADE"), nullable=False),
+    _optional("node_run_id", Id),
+    _required("at", Double),
+    _required("action", String(16)),
+    _required("rule", String(32)),
+    _required("reason", Text),
+    _optional("probe_json", Json),
+    Index("idx_run_decision_run", "run_id", "id"),
+)
+"""What the engine decided about a run because of the machine's or the providers' capacity
+(queued, paused, degraded, rejected), with the probe it decided on (plait/engine/resources.py)."""
+
+
 def full_metadata() -> MetaData:
     """`METADATA` with the indexes that carry dialect options: what Alembic compares with.
 

@@ -14,6 +14,7 @@ from plait.store.batches import BatchRepository
 from plait.store.cache import CacheRepository
 from plait.store.checkpoint import Checkpointer
 from plait.store.db import create_store_engine, upgrade
+from plait.store.decisions import DecisionRepository
 from plait.store.errors import StoreError
 from plait.store.graph_admin import GraphAdmin
 from plait.store.graphs import GraphRepository
@@ -88,6 +89,7 @@ class Store:
         self.batches = BatchRepository(self.db)
         self.schedules = ScheduleRepository(self.db)
         self.outbox = OutboxRepository(self.db)
+        self.decisions = DecisionRepository(self.db)
         self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

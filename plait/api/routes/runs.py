@@ -77,6 +77,7 @@ def get_run(
         output=run.output,
         error=run.error,
         stale=view.stale,
+        decisions=[d.as_json() for d in state.store.decisions.of_run(run_id)],
         nodes=[
             NodeRunOut(
                 **node_fields(

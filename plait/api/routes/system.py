@@ -8,9 +8,10 @@ from fastapi import APIRouter, Depends
 
 from plait import __version__
 from plait.api.auth import caller
-from plait.api.schemas import HealthOut, ProviderLoad, ProvidersOut, RoleOut
+from plait.api.schemas import HealthOut, ProviderLoad, ProvidersOut, ResourcesOut, RoleOut
 from plait.api.state import ServerState, get_state
-from plait.config import DEFAULT_ROLE
+from plait.config import DEFAULT_ROLE, resources_settings
+from plait.engine.resources import probe
 from plait.llm.check import check_config, report_json
 from plait.llm.pool import ProviderPool
 from plait.llm.provider import Provider
@@ -41,6 +42,17 @@ def providers(state: State) -> ProvidersOut:
     rows = [ProviderLoad(**row) for row in provider.load()] if isinstance(provider, ProviderPool) else None
     name = provider.name if provider is not None else None
     return ProvidersOut(provider=name, roles=_roles(provider), config=report, load=rows)
+
+
+@router.get("/resources", response_model=ResourcesOut, dependencies=[Depends(caller)])
+def resources(state: State) -> ResourcesOut:
+    """What resource-aware decisions see: CPU, memory, disk and the pool's free capacity now,
+    the thresholds, and the newest decisions (runs queued, paused, degraded or rejected)."""
+    gate = state.executor.engine.gate
+    settings = gate.config if gate is not None else resources_settings()
+    seen = gate.probe() if gate is not None else probe(".", state.provider)
+    recent = [d.as_json() for d in state.store.decisions.recent(50)]
+    return ResourcesOut(probe=seen.as_json(), thresholds=settings.model_dump(), decisions=recent)
 
 
 def _roles(provider: Provider | None) -> list[RoleOut]:

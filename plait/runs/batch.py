@@ -13,8 +13,9 @@ in the file (blank lines are not records), so a result names the line it came fr
   creates it and awaited through the store: the same bounds, files and resume.
 - `--resume` continues the newest batch of the same input and output files: finished records
   are skipped, a record whose run was interrupted continues that run (its completed nodes are
-  not executed again), and a completed record whose line did not reach the output file (the
-  batch was killed in between) is written then. Each finished record is in its file once.
+  not executed again: a record's run id is derived from the batch and the line, so it is found
+  again), and a completed record whose line did not reach the output file (the batch was killed
+  in between) is written then. Each finished record is in its file once.
 """
 
 from __future__ import annotations
@@ -145,8 +146,7 @@ class Batch:
         self._waiter = RunWaiter(store) if queued is not None else None
         self.output = ResultFile(files.output, resume=resume)
         self.failures = ResultFile(files.failed, resume=resume)
-        self.interrupted = store.batches.unfinished(record.id) if resume else {}
-        """Runs started by an earlier process and not finished: continued, not started again."""
+        self.resume = resume
 
     async def run(
         self, concurrency: int, progress: BatchProgress, on_progress: Callable[[BatchProgress], None]
@@ -193,16 +193,12 @@ class Batch:
     async def _one(self, index: int, line: str) -> bool:
         """Run one record; True when it completed."""
         batches = self.store.batches
-        run_id = self.interrupted.pop(index, None)
-        if run_id is None or not self.store.runs.exists(run_id):
+        run_id = record_run_id(self.record.id, index)
+        if not (self.resume and await asyncio.to_thread(self.store.runs.exists, run_id)):
             try:
                 run_input = self._input(line)
             except (ValueError, StartError) as exc:
                 return self._failed(index, None, _reason(exc))
-            # the record names its run before the run exists: killed in between, the resumed
-            # batch creates that same run, never a second one for the record
-            run_id = run_id or str(uuid.uuid4())
-            batches.mark(self.record.id, index, RUNNING, run_id=run_id)
             self.store.runs.add(graph_id=self.stored.graph_id, graph_version=self.stored.version,
                                 schema_version=self.stored.schema_version, input=run_input, llm=self.llm,
                                 run_id=run_id, announce="batch" if self.queued else None)  # fmt: skip
@@ -232,6 +228,13 @@ class Batch:
         self.failures.write({"index": index, "line": index + 1, "run_id": run_id, "reason": reason})
         self.store.batches.mark(self.record.id, index, FAILED, run_id=run_id, reason=reason)
         return False
+
+
+def record_run_id(batch_id: str, index: int) -> str:
+    """The id of record `index`'s run, the same every time it is asked: a resumed batch finds the
+    run an earlier process started (and continues it), or creates it under that id, never a
+    second run for the record."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"plait-batch:{batch_id}:{index}"))
 
 
 def _reason(exc: Exception) -> str:

@@ -311,9 +311,10 @@ BATCH_RECORD = Table(
     _optional("reason", Text),
     _required("updated_at", Double),
 )
-"""One record of a batch, by its 0-based line in the input file: `running` (its run exists and
-may be unfinished), `completed` or `failed` (with the reason); a record without a row has not
-been started. The rows are the batch's cursor: `--resume` skips what they say is finished."""
+"""One finished record of a batch, by its 0-based line in the input file: `completed` or
+`failed` (with the reason). The rows are the batch's cursor: `--resume` skips what they say is
+finished; an unfinished record's run is found by its id, which is derived from the batch and
+the line (`plait.runs.batch.record_run_id`)."""
 
 SCHEDULE = Table(
     "schedule",

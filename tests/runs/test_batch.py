@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from plait.engine.runner import Engine
-from plait.runs.batch import BatchError, BatchFiles, BatchProgress, open_batch
+from plait.runs.batch import BatchError, BatchFiles, BatchProgress, open_batch, record_run_id
 from plait.store import Store
 from tests.engine.test_engine import graph_file, script
 
@@ -90,10 +90,13 @@ def test_a_stopped_batch_resumed_finishes_every_record_exactly_once(store: Store
     ref = graph(tmp_path)
     first = execute(store, provider, ref, files, concurrency=6, stop_after=10)
     assert 10 <= first.done < 40
-    batch_id = store.batches.newest(str(files.input), str(files.output))
-    assert batch_id is not None
-    assert batch_id.status == "interrupted"
-    interrupted = store.batches.unfinished(batch_id.id)
+    batch = store.batches.newest(str(files.input), str(files.output))
+    assert batch is not None
+    assert batch.status == "interrupted"
+    interrupted = {i: record_run_id(batch.id, i) for i in range(40)}
+    interrupted = {
+        i: r for i, r in interrupted.items() if store.runs.exists(r) and store.runs.get(r).status != "completed"
+    }
     assert interrupted  # runs were in flight when it stopped
     second = execute(store, provider, ref, files, resume=True, concurrency=6)
     assert second.resumed == first.done

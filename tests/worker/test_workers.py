@@ -112,3 +112,18 @@ def test_a_message_the_broker_could_not_take_is_sent_when_it_is_back(cluster: Cl
         cluster.worker()  # its relay sends what is unsent
         wait_until(lambda: store.runs.get(run_id).status == RunStatus.COMPLETED, 30, "the run to complete")
         assert store.outbox.unsent() == 0
+
+
+def test_a_beat_worker_fires_due_schedules_and_executes_their_runs(cluster: Cluster) -> None:
+    setup(cluster, delay_ms=0)
+    from plait.runs.schedules import add_schedule
+
+    with cluster.store() as store:
+        made = add_schedule(store, str(cluster.folder / "graph.yaml"), "* * * * *", {"text": "tick"})
+        store.schedules.set_status(made.id, "active", next_fire_at=time.time() - 1)  # due now
+        cluster.worker("--beat")
+        fired = wait_until(lambda: store.schedules.firings(made.id), 20, "the beat to fire the schedule")
+        run_id = fired[0][1]
+        done = lambda: store.runs.exists(run_id) and store.runs.get(run_id).status == RunStatus.COMPLETED  # noqa: E731
+        wait_until(done, 30, "its run to complete")
+        assert store.runs.get(run_id).output == {"answer": "a thought", "asked": "tick"}

@@ -139,15 +139,15 @@ class RunExecutor:
         """Stop driving a run (its lease is given up; it stays resumable). False: not driven here."""
         task = self._tasks.get(run_id)
         if task is None:
-            return False
+            return await self.handoff.stop(run_id) if self.handoff is not None else False
         task.cancel()
         await asyncio.wait({task})
         return True
 
     def held_elsewhere(self, record: RunRecord) -> bool:
         """Another live engine holds the run (it must be paused or cancelled there)."""
-        if record.id in self._tasks or record.lease_owner is None:
-            return False
+        if record.id in self._tasks or record.lease_owner is None or self.handoff is not None:
+            return False  # with workers, a run they execute is stopped through them
         live = (record.lease_expires_at or 0.0) >= time.time()
         return live and record.status == RunStatus.RUNNING and not record.lease_owner.startswith("correction:")
 

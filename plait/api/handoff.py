@@ -4,19 +4,22 @@ relaying its outbox; the workers' events come back over Redis into the server's 
 SSE and the workbench show nodes executed elsewhere.
 
 The server then neither resumes left runs at start-up nor wakes due WAITs: the workers' reapers
-do both, for every server and `plait run` of the deployment.
+do both, for every server and `plait run` of the deployment. A pause or a cancel asked here of
+a run a worker executes is sent to the workers (`stop`): that worker gives the run back, then
+the server writes the run's new status.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from plait.api.events import EventLog
 from plait.engine.events import Event
 from plait.store import Store
 from plait.worker.app import WorkerSettings, make_app
-from plait.worker.events import EventFollower
+from plait.worker.events import EventFollower, ask_to_stop
 from plait.worker.relay import Relay
 
 log = logging.getLogger("plait.api")
@@ -37,6 +40,21 @@ class HandOff:
         if not announced:
             self.store.outbox.announce(run_id, "serve")
         self.loop.run_in_executor(None, self.relay.flush)
+
+    async def stop(self, run_id: str) -> bool:
+        """Ask the worker executing `run_id` to give it back (a pause or a cancel here), and wait
+        until it has (its lease released or run out); False when no worker held it."""
+        record = await asyncio.to_thread(self.store.runs.get, run_id)
+        if record.lease_owner is None or (record.lease_expires_at or 0.0) < time.time():
+            return False
+        await asyncio.to_thread(ask_to_stop, self.settings.broker, self.settings.queue, run_id)
+        deadline = time.monotonic() + self.settings.lease_ttl_s + 5
+        while time.monotonic() < deadline:
+            record = await asyncio.to_thread(self.store.runs.get, run_id)
+            if record.lease_owner is None or (record.lease_expires_at or 0.0) < time.time():
+                return True
+            await asyncio.sleep(0.1)
+        return True  # its lease ran out meanwhile, or will: the status written next stands
 
     def _arrived(self, event: Event) -> None:
         self.loop.call_soon_threadsafe(self.events.deliver, event)

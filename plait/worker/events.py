@@ -18,6 +18,8 @@ from typing import Any
 
 from plait.engine.events import Event
 
+CONTROL = "plait:control:{queue}"
+"""Requests to the workers of a queue: `{"stop": RUN_ID}` (a pause or a cancel asked elsewhere)."""
 CHANNEL = "plait:events:{queue}"
 """One channel per queue: Redis pub/sub ignores the database number, so deployments (or tests)
 sharing a Redis are kept apart by their queue's name."""
@@ -62,16 +64,27 @@ class EventPublisher:
         self._redis.close()
 
 
+def ask_to_stop(url: str, queue_name: str, run_id: str) -> None:
+    """Ask the workers of `queue_name` to give `run_id` back without announcing it again."""
+    import redis
+
+    with redis.Redis.from_url(url) as client:
+        client.publish(CONTROL.format(queue=queue_name), json.dumps({"stop": run_id}))
+
+
 class EventFollower:
     """Calls `deliver(event)` (on a thread of its own) for each event the workers publish;
     reconnects when Redis goes away."""
 
-    def __init__(self, url: str, queue_name: str, deliver: Callable[[Event], None]):
+    def __init__(self, url: str, queue_name: str, deliver: Callable[[Any], None], *, channel: str = CHANNEL,
+                 raw: bool = False):  # fmt: skip
+        """`channel`, `raw`: follow another channel of the queue, its messages given as text."""
         import redis
 
         self._redis = redis.Redis.from_url(url)
-        self._channel = CHANNEL.format(queue=queue_name)
-        self._deliver = deliver
+        self._channel = channel.format(queue=queue_name)
+        self._deliver: Callable[[Any], None] = deliver
+        self._raw = raw
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._follow, name="plait-events-in", daemon=True)
@@ -91,7 +104,8 @@ class EventFollower:
                 while not self._stop.is_set():
                     message = pubsub.get_message(timeout=0.5)
                     if message is not None and message.get("type") == "message":
-                        self._deliver(decode(message["data"]))
+                        data = message["data"]
+                        self._deliver(data.decode() if self._raw else decode(data))
                 pubsub.close()
             except Exception as exc:  # Redis restarting: subscribe again
                 log.warning("following worker events: %s; reconnecting", exc)

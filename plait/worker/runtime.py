@@ -8,7 +8,8 @@ engine holds its lease: retried after a lease's length, when it has finished or 
 gone), it was `given_back` (this worker is shutting down: the engine released it, nodes in
 flight back to pending, and it is announced again for another worker), or it was `refused`
 (this worker cannot execute it: a never-started run is failed with the reason, as the server
-does). A message for a run this process is executing already is a `duplicate` (the outbox sends
+does), or `stopped` (a server asked for it: the run is being paused or cancelled there, and
+is not announced again). A message for a run this process is executing already is a `duplicate` (the outbox sends
 at least once): acknowledged, as the run is in hand.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import threading
 import time
@@ -27,9 +29,9 @@ from plait.engine.runner import Engine
 from plait.model.enums import RunStatus
 from plait.store import Store
 from plait.worker.app import WorkerSettings
-from plait.worker.events import EventPublisher
+from plait.worker.events import CONTROL, EventFollower, EventPublisher
 
-Ending = Literal["ended", "busy", "given_back", "refused", "duplicate"]
+Ending = Literal["ended", "busy", "given_back", "stopped", "refused", "duplicate"]
 log = logging.getLogger("plait.worker")
 
 
@@ -63,6 +65,9 @@ class WorkerRuntime:
         self._running: dict[str, concurrent.futures.Future[Ending]] = {}
         self._lock = threading.Lock()
         self.stopping = False
+        self._asked: set[str] = set()
+        """Runs given back because a pause or a cancel was asked elsewhere: not announced again."""
+        self.control = EventFollower(settings.broker, settings.queue, self._control, channel=CONTROL, raw=True)
 
     def execute(self, run_id: str) -> Ending:
         """Execute (or continue) the run here until it ends, or this worker gives it back."""
@@ -76,10 +81,26 @@ class WorkerRuntime:
         try:
             return future.result()
         except concurrent.futures.CancelledError:
-            return "given_back"
+            with self._lock:
+                asked = run_id in self._asked
+                self._asked.discard(run_id)
+            return "stopped" if asked else "given_back"
         finally:
             with self._lock:
                 self._running.pop(run_id, None)
+
+    def _control(self, text: str) -> None:
+        """A request from a server: stop a run this process executes (it is paused or cancelled there)."""
+        try:
+            run_id = str(json.loads(text)["stop"])
+        except (ValueError, KeyError, TypeError):
+            return
+        with self._lock:
+            future = self._running.get(run_id)
+            if future is None:
+                return
+            self._asked.add(run_id)
+        future.cancel()
 
     async def _drive(self, run_id: str) -> Ending:
         try:
@@ -107,6 +128,7 @@ class WorkerRuntime:
         concurrent.futures.wait(futures, timeout=timeout_s)
 
     def close(self) -> None:
+        self.control.close()
         asyncio.run_coroutine_threadsafe(self.engine.aclose(), self.loop).result(timeout=30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)

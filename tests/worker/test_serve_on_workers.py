@@ -68,3 +68,40 @@ def _up(client: httpx.Client) -> bool:
         return client.get("/api/health").status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: Cluster) -> None:
+    (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "slow", "delay_ms": 3000}]}))
+    cluster.worker()
+    port = free_port()
+    log = (cluster.folder / "serve.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "plait", "serve", "--port", str(port)], cwd=cluster.folder,
+                              env=cluster.env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            wait_until(lambda: _up(client), 30, "plait serve")
+            assert client.post("/api/graphs", json={"source": yaml.safe_dump(GRAPH)}).status_code == 201
+
+            def started() -> str:
+                run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()
+                with cluster.store() as store:
+                    wait_until(lambda: store.runs.get(run_id["run_id"]).lease_owner, 20, "a worker to take the run")
+                return str(run_id["run_id"])
+
+            paused_id = started()
+            paused = client.post(f"/api/runs/{paused_id}/pause")
+            assert paused.status_code == 200, paused.text
+            assert paused.json()["status"] == "paused"
+            time.sleep(4)  # past the model call: a run given back would have been continued by now
+            assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
+            assert client.post(f"/api/runs/{paused_id}/resume").status_code == 202  # accepted: a worker continues it
+            wait_until(lambda: client.get(f"/api/runs/{paused_id}").json()["status"] == "completed", 30, "resumed")
+            cancelled_id = started()
+            cancelled = client.post(f"/api/runs/{cancelled_id}/cancel")
+            assert cancelled.status_code == 200, cancelled.text
+            time.sleep(4)
+            assert client.get(f"/api/runs/{cancelled_id}").json()["status"] == "cancelled"
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        log.close()

@@ -170,9 +170,11 @@ class ScheduleRepository:
         return [Firing(_record(row), float(row.fire_at), str(row.run_id)) for row in rows]
 
     def firings(self, schedule_id: str, limit: int = 50) -> builtins.list[tuple[float, str]]:
-        """(instant, run id) of the schedule's newest firings."""
+        """(instant, run id) of the schedule's newest firings whose run exists (a firing is
+        claimed a moment before its run is created: it is listed once there is a run to open)."""
         query = (
             select(SCHEDULE_FIRING.c.fire_at, SCHEDULE_FIRING.c.run_id)
+            .join(GRAPH_RUN, GRAPH_RUN.c.id == SCHEDULE_FIRING.c.run_id)
             .where(SCHEDULE_FIRING.c.schedule_id == schedule_id)
             .order_by(SCHEDULE_FIRING.c.fire_at.desc())
             .limit(limit)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Cluster, wait_until
+from worker_helpers import Cluster, wait_until
 
 GRAPH = {
     "id": "clean_on_workers",

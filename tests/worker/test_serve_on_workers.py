@@ -10,7 +10,7 @@ import time
 
 import httpx
 import yaml
-from conftest import Cluster, wait_until
+from worker_helpers import Cluster, wait_until
 
 from tests.api.api_helpers import free_port, read_events
 

@@ -14,12 +14,12 @@ import time
 import uuid
 
 import yaml
-from conftest import Cluster, wait_until
-from counting_server import counting_server
+from worker_helpers import Cluster, wait_until
 
 from plait.llm.shared_limits import SharedLimits
 from plait.model.enums import RunStatus
 from plait.runs.start import start_run
+from tests.worker.counting_server import counting_server
 
 GRAPH = {
     "id": "one_call",

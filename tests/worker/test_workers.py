@@ -13,7 +13,7 @@ import sys
 import time
 
 import yaml
-from conftest import Cluster, wait_until
+from worker_helpers import Cluster, wait_until
 
 from plait.model.enums import RunStatus
 

@@ -32,8 +32,8 @@ QueueOption = Annotated[
     str | None,
     typer.Option(
         "--queue",
-        help="Hand runs to `plait worker`s through this broker (redis://HOST:6379/0); default: [workers] broker; "
-        "`none`: execute here.",
+        help="Hand runs to `plait worker`s through this broker (redis://HOST:6379/0); default: the broker of "
+        "plait.toml's workers table; `none`: execute here.",
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]

@@ -51,7 +51,7 @@ def run_command(
     queue: QueueOption = None,
 ) -> None:
     """Run a graph: store it (a new version only if it changed), start a run, execute it (here,
-    or on workers with --queue or a [workers] broker in plait.toml)."""
+    or on workers with --queue or a broker in the workers table of plait.toml)."""
     from plait.cli.drive import execute, provider_from_options
     from plait.engine.run_input import StartError
     from plait.runs.start import start_run

@@ -11,11 +11,19 @@ if TYPE_CHECKING:
     from plait.worker.app import WorkerSettings
 
 from plait.cli.common import fail
-from plait.cli.options import ConfigOption, DbOption, LlmOption, QueueOption
+from plait.cli.options import ConfigOption, DbOption, LlmOption
+
+BrokerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--queue",
+        help="The broker to take runs from (redis://HOST:6379/0); default: the broker of plait.toml's workers table.",
+    ),
+]
 
 
 def worker_command(
-    queue: QueueOption = None,
+    queue: BrokerOption = None,
     db: DbOption = None,
     llm: LlmOption = None,
     config: ConfigOption = None,

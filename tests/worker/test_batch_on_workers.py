@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from worker_helpers import Cluster, wait_until
+from worker_helpers import Cluster, need, wait_until
 
 GRAPH = {
     "id": "clean_on_workers",
@@ -67,7 +67,8 @@ def test_a_batch_on_workers_finishes_every_record_once(cluster: Cluster) -> None
 def own_redis(tmp_path: Path) -> Iterator[tuple[str, int]]:
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
+        need("redis-server is not installed (apt-get install -y redis-server)")
+        return
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -101,36 +101,37 @@ class ResourceGate:
             return Verdict(c.on_cpu, "cpu", f"CPU {seen.cpu_percent:.0f} % busy, over {c.cpu_percent_max:g} %")
         return None
 
-    async def admit(self, run_id: str) -> str:
+    async def admit(self, run_id: str) -> Verdict:
         """How run `run_id` starts: execute (after queueing, if it had to), pause, degrade or
-        reject; each decision but a plain execute is recorded on the run."""
+        reject, and why; each decision but a plain execute is recorded on the run."""
         started = time.monotonic()
         queued: Verdict | None = None
         while True:
             seen = await asyncio.to_thread(self.probe)
             found = self.verdict(seen)
             if found is None or found.action == "execute":
-                if queued is not None:
-                    waited = time.monotonic() - started
-                    await self._record(run_id, "execute", queued.rule, f"started after queueing {waited:.1f} s", seen)
-                return "execute"
+                if queued is None:
+                    return found or Verdict("execute", "", "capacity is there")
+                waited = time.monotonic() - started
+                return await self._record(
+                    run_id, Verdict("execute", queued.rule, f"started after queueing {waited:.1f} s"), seen
+                )
             if found.action != "queue":
-                await self._record(run_id, found.action, found.rule, found.reason, seen)
-                return found.action
+                return await self._record(run_id, found, seen)
             if queued is None:
-                queued = found
-                await self._record(run_id, "queue", found.rule, found.reason, seen)
+                queued = await self._record(run_id, found, seen)
             limit = self.config.cpu_queue_s if found.rule == "cpu" else self.config.queue_max_s
             if time.monotonic() - started >= limit:
                 reason = f"started after queueing {limit:g} s, the most a run waits: {found.reason}"
-                await self._record(run_id, "execute", found.rule, reason, seen)
-                return "execute"
+                return await self._record(run_id, Verdict("execute", found.rule, reason), seen)
             await asyncio.sleep(min(RECHECK_S, self.config.probe_s))
             self._last = None if found.rule != "cpu" else self._last
 
-    async def _record(self, run_id: str, action: str, rule: str, reason: str, seen: Probe) -> None:
-        decision = Decision(run_id, action, rule, reason, seen.as_json(), at=time.time())
+    async def _record(self, run_id: str, verdict: Verdict, seen: Probe) -> Verdict:
+        """`verdict`, recorded on the run with the probe it was made on."""
+        decision = Decision(run_id, verdict.action, verdict.rule, verdict.reason, seen.as_json(), at=time.time())
         await asyncio.to_thread(self.store.decisions.add, decision)
+        return verdict
 
 
 def _store_folder(store: Store) -> str:

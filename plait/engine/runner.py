@@ -197,10 +197,14 @@ class Engine:
         if refused is not None:
             return refused
         self._driving += 1
+        outcome: RunOutcome | None = None
         try:
-            return await self._run(run_id)
+            outcome = await self._run(run_id)
+            return outcome
         finally:
             self._driving -= 1
+            if outcome is not None and outcome.status in TERMINAL_RUN_STATUSES:
+                self.runtime.degraded.discard(run_id)  # a paused run stays degraded when resumed here
 
     async def _gated(self, run_id: str) -> RunOutcome | None:
         """The resource decision before a new run starts: None to go on (degraded or not), else
@@ -210,14 +214,13 @@ class Engine:
         record = await asyncio.to_thread(self.store.runs.get, run_id)
         if record.started_at is not None or record.status != RunStatus.PENDING or record.parent_run_id is not None:
             return None  # only new top-level runs: one continuing is not stopped half-way
-        action = await self.gate.admit(run_id)
-        if action == "degrade":
+        verdict = await self.gate.admit(run_id)
+        if verdict.action == "degrade":
             self.runtime.degraded.add(run_id)
-        if action not in ("pause", "reject"):
+        if verdict.action not in ("pause", "reject"):
             return None
-        decided = self.store.decisions.of_run(run_id)[-1]
-        error = {"kind": "resources", "message": f"{action}ed for lack of resources: {decided.reason}"}
-        status = RunStatus.PAUSED if action == "pause" else RunStatus.FAILED
+        error = {"kind": "resources", "message": f"{verdict.action}ed for lack of resources: {verdict.reason}"}
+        status = RunStatus.PAUSED if verdict.action == "pause" else RunStatus.FAILED
         await asyncio.to_thread(self.store.runs.set_status, run_id, status, error=error)
         return RunOutcome(run_id, status, None, error)
 

@@ -39,7 +39,7 @@ from plait.runs.schedules import Scheduler
 from plait.sandbox.shared import close_shared_sandbox
 from plait.store import Store
 from plait.web import mount as mount_workbench
-from plait.worker.app import WorkerSettings
+from plait.worker.app import queued
 
 log = logging.getLogger("plait.api")
 
@@ -111,11 +111,8 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
 def _handoff(settings: ServerSettings, store: Store, config: PlaitConfig | None, events: EventLog) -> HandOff | None:
     """The hand-off to workers when a broker is named (`--queue`, `[workers] broker`), else None."""
     workers = config.workers if config is not None else WorkersConfig()
-    if settings.queue == "none" or (settings.queue is None and workers.broker is None):
-        return None
-    worker_settings = WorkerSettings.of(workers, broker=settings.queue, db=settings.db, llm=settings.llm,
-                                        config=settings.config)  # fmt: skip
-    return HandOff(store, worker_settings, events, asyncio.get_running_loop())
+    chosen = queued(workers, settings.queue, db=settings.db, llm=settings.llm, config=settings.config)
+    return HandOff(store, chosen, events, asyncio.get_running_loop()) if chosen is not None else None
 
 
 def _database_texts(store: Store) -> tuple[str, ...]:

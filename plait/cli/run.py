@@ -105,16 +105,12 @@ def resume_command(
 def queued_settings(queue: str | None, **given: str | None) -> Any:
     """The workers' settings when runs go to workers (--queue, or a [workers] broker), else None."""
     from plait.config import ConfigError, load_config
+    from plait.worker.app import queued
 
     try:
-        workers = load_config(given.get("config")).workers
-    except ConfigError as exc:
+        return queued(load_config(given.get("config")).workers, queue, **given)
+    except (ConfigError, ValueError) as exc:
         fail(str(exc))
-    if queue == "none" or (queue is None and workers.broker is None):
-        return None
-    from plait.cli.worker import worker_settings
-
-    return worker_settings(queue, **given)
 
 
 def _chosen(spec: str | None, config: str | None) -> tuple[Any, Any]:

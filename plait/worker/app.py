@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
-
-from celery import Celery
+from typing import TYPE_CHECKING, Any
 
 from plait.config import WorkersConfig
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 TASK = "plait.run"
 log = logging.getLogger("plait.worker")
@@ -52,8 +53,19 @@ class WorkerSettings:
                    **given)  # fmt: skip
 
 
+def queued(workers: WorkersConfig, queue: str | None, **given: Any) -> WorkerSettings | None:
+    """The settings when runs go to workers: the broker `queue` names (`--queue`), else
+    `[workers] broker`; None when runs execute here (neither, or `--queue none`)."""
+    if queue == "none" or (queue is None and workers.broker is None):
+        return None
+    return WorkerSettings.of(workers, broker=queue, **given)
+
+
 def make_app(settings: WorkerSettings) -> Celery:
-    """The Celery app for `settings` (senders and workers build the same one)."""
+    """The Celery app for `settings` (senders and workers build the same one). Celery is
+    imported here: a command that only asks whether runs go to workers must not load it."""
+    from celery import Celery
+
     app = Celery("plait", broker=settings.broker, set_as_current=False)
     transport = {"visibility_timeout": settings.visibility_timeout_s}
     app.conf.update(

@@ -24,7 +24,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -126,10 +126,6 @@ def _drop_partial_line(path: Path) -> None:
         data = handle.read()
         if data and not data.endswith(b"\n"):
             handle.truncate(data.rfind(b"\n") + 1)
-
-
-Executes = Callable[[str], Awaitable[RunOutcome]]
-"""How a record's run is executed and awaited: by this process's engine, or by workers."""
 
 
 class Batch:

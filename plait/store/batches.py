@@ -41,16 +41,6 @@ class BatchRecord:
     updated_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class RecordState:
-    """Where one record of a batch stands."""
-
-    index: int
-    status: str
-    run_id: str | None
-    reason: str | None
-
-
 class BatchRepository:
     """Creates batches and keeps each record's state."""
 
@@ -125,8 +115,8 @@ class BatchRepository:
                 return
             after = page[-1]
 
-    def completed_runs(self, batch_id: str, indices: set[int] | None = None) -> Iterator[tuple[int, str]]:
-        """(index, run id) of the completed records, ascending (`indices`: only those)."""
+    def completed_runs(self, batch_id: str) -> Iterator[tuple[int, str]]:
+        """(index, run id) of the completed records, ascending."""
         after = -1
         while True:
             query = (
@@ -141,7 +131,7 @@ class BatchRepository:
             )
             with self._engine.connect() as conn:
                 page = [(int(i), str(r)) for i, r in conn.execute(query)]
-            yield from (p for p in page if indices is None or p[0] in indices)
+            yield from page
             if len(page) < PAGE:
                 return
             after = page[-1][0]
@@ -155,12 +145,6 @@ class BatchRepository:
         )
         with self._engine.connect() as conn:
             return {str(status): int(n) for status, n in conn.execute(query)}
-
-    def record(self, batch_id: str, index: int) -> RecordState | None:
-        query = select(BATCH_RECORD).where(BATCH_RECORD.c.batch_id == batch_id, BATCH_RECORD.c.record_index == index)
-        with self._engine.connect() as conn:
-            row = conn.execute(query).one_or_none()
-        return RecordState(int(row.record_index), row.status, row.run_id, row.reason) if row is not None else None
 
 
 def _mark_statement(engine: Engine) -> Any:

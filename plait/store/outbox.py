@@ -48,25 +48,16 @@ class OutboxRepository:
         if is_sqlite(self._engine):
             with self._engine.connect() as conn:
                 pending = conn.execute(query).all()
-            return self._send(pending, send)
-        with self._writer.begin() as conn:
-            pending = conn.execute(query.with_for_update(skip_locked=True)).all()
-            return self._send(pending, send, conn)
-
-    def _send(self, pending: Sequence[Any], send: Callable[[str, str], None], conn: Any = None) -> int:
-        sent: list[int] = []
-        try:
-            for message_id, run_id, reason in pending:
-                send(run_id, reason)
-                sent.append(message_id)
-        finally:
-            if sent:
-                marked = update(OUTBOX).where(OUTBOX.c.id.in_(sent)).values(sent_at=time.time())
-                if conn is not None:
-                    conn.execute(marked)
-                else:
-                    with self._writer.begin() as own:
-                        own.execute(marked)
+            sent, refused = _send(pending, send)  # no write lock held while the broker is called
+            with self._writer.begin() as conn:
+                _mark_sent(conn, sent)
+        else:
+            with self._writer.begin() as conn:
+                pending = conn.execute(query.with_for_update(skip_locked=True)).all()
+                sent, refused = _send(pending, send)
+                _mark_sent(conn, sent)
+        if refused is not None:  # raised once what was sent before it is marked (committed above)
+            raise refused
         return len(sent)
 
     def unsent(self) -> int:
@@ -77,3 +68,21 @@ class OutboxRepository:
         cutoff = (time.time() if now is None else now) - KEEP_SENT_S
         with self._writer.begin() as conn:
             conn.execute(delete(OUTBOX).where(OUTBOX.c.sent_at.is_not(None), OUTBOX.c.sent_at < cutoff))
+
+
+def _send(pending: Sequence[Any], send: Callable[[str, str], None]) -> tuple[list[int], Exception | None]:
+    """Send in order until the broker refuses one: the ids sent, and the refusal (the refused
+    message and those after it stay unsent)."""
+    sent: list[int] = []
+    for message_id, run_id, reason in pending:
+        try:
+            send(run_id, reason)
+        except Exception as exc:  # handed back to the caller once the sent ones are marked
+            return sent, exc
+        sent.append(message_id)
+    return sent, None
+
+
+def _mark_sent(conn: Any, sent: list[int]) -> None:
+    if sent:
+        conn.execute(update(OUTBOX).where(OUTBOX.c.id.in_(sent)).values(sent_at=time.time()))

@@ -19,6 +19,8 @@ from plait.store import Store
 from plait.worker.app import WorkerSettings, send
 
 RELAY_S = 0.5
+PRUNE_S = 600.0
+"""How often a worker's relay removes the messages sent long ago (`OutboxRepository.prune`)."""
 IDLE_S = 2.0
 """A run untouched this long with no live lease is abandoned (a fresh one is being begun)."""
 log = logging.getLogger("plait.worker")
@@ -60,10 +62,14 @@ class Relay:
         self._thread.start()
 
     def _loop(self) -> None:
+        pruned = 0.0
         while not self._stop.wait(RELAY_S):
             try:
                 if self.reap:
                     self.reap_once()
+                    if time.monotonic() - pruned > PRUNE_S:  # sent messages are not kept for ever
+                        self.store.outbox.prune()
+                        pruned = time.monotonic()
                 self.flush()
             except Exception:  # a database hiccup: the next pass tries again
                 log.exception("a relay pass failed")

@@ -76,26 +76,30 @@ responses:
 """
 
 
+def sse_messages(response: httpx.Response) -> Iterator[dict[str, str]]:
+    """The fields (`id`, `event`, `data`...) of each Server-Sent Event of a streamed response;
+    comments (pings) are skipped."""
+    fields: dict[str, str] = {}
+    for line in response.iter_lines():
+        if line.startswith(":"):
+            continue
+        if line:
+            key, _, value = line.partition(":")
+            fields[key] = value.removeprefix(" ")
+            continue
+        if "data" in fields:
+            yield fields
+        fields = {}
+
+
 def sse_post(client: httpx.Client, path: str, body: dict[str, Any]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
     """POST to a Server-Sent Events route: (status, [(event, data)]) until the stream ends; a
     refusal is (status, [("refused", its JSON body)])."""
-    events: list[tuple[str, dict[str, Any]]] = []
     with client.stream("POST", path, json=body, timeout=30) as response:
         if response.status_code != 200:
             response.read()
             return response.status_code, [("refused", response.json())]
-        fields: dict[str, str] = {}
-        for line in response.iter_lines():
-            if line.startswith(":"):
-                continue
-            if line:
-                key, _, value = line.partition(":")
-                fields[key] = value.removeprefix(" ")
-                continue
-            if "data" in fields:
-                events.append((fields.get("event", ""), json.loads(fields["data"])))
-            fields = {}
-    return 200, events
+        return 200, [(m.get("event", ""), json.loads(m["data"])) for m in sse_messages(response)]
 
 
 def free_port() -> int:
@@ -186,19 +190,10 @@ def read_events(
         if response.status_code != 200:
             response.read()
             return response.status_code, events
-        fields: dict[str, str] = {}
-        for line in response.iter_lines():
-            if line.startswith(":"):
-                continue  # a ping
-            if line:
-                key, _, value = line.partition(":")
-                fields[key] = value.removeprefix(" ")
-                continue
-            if "data" in fields:
-                event = json.loads(fields["data"])
-                assert (str(event["id"]), event["event"]) == (fields["id"], fields["event"])
-                events.append(event)
-                if until is not None and until(event):
-                    break
-            fields = {}
+        for fields in sse_messages(response):
+            event = json.loads(fields["data"])
+            assert (str(event["id"]), event["event"]) == (fields["id"], fields["event"])
+            events.append(event)
+            if until is not None and until(event):
+                break
     return 200, events

@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import yaml
@@ -26,40 +28,44 @@ GRAPH = {
 }
 
 
+@contextmanager
+def served(cluster: Cluster) -> Iterator[httpx.Client]:
+    """`plait serve` on the cluster (it hands its runs to the workers), GRAPH stored; stopped after."""
+    port = free_port()
+    with (cluster.folder / "serve.log").open("w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "plait", "serve", "--port", str(port)], cwd=cluster.folder,
+                                  env=cluster.env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+                wait_until(lambda: _up(client), 30, "plait serve")
+                assert client.post("/api/graphs", json={"source": yaml.safe_dump(GRAPH)}).status_code == 201
+                yield client
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+
+
 def test_a_run_started_over_http_executes_on_a_worker_and_streams_its_events(cluster: Cluster) -> None:
     (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "deep", "delay_ms": 300}]}))
     worker = cluster.worker()
-    port = free_port()
-    log = (cluster.folder / "serve.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "plait", "serve", "--port", str(port)], cwd=cluster.folder,
-                              env=cluster.env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            wait_until(lambda: _up(client), 30, "plait serve")
-            assert client.post("/api/graphs", json={"source": yaml.safe_dump(GRAPH)}).status_code == 201
-            run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()[
-                "run_id"
-            ]
-            status, events = read_events(client, run_id, until=lambda e: e["event"] == "workflow:complete")
-            assert status == 200
-            kinds = [(e["event"], e.get("node_id")) for e in events]
-            assert ("node:complete", "think") in kinds
-            assert kinds[-1][0] == "workflow:complete"
-            run = client.get(f"/api/runs/{run_id}").json()
-            assert run["status"] == "completed"
-            assert run["output"] == {"answer": "deep"}
-            assert not run["executing_here"]  # the worker executed it, not the server
-            made = client.post("/api/schedules", json={"graph": "served_on_workers", "cron": "* * * * *",
-                                                       "input": {"text": "tick"}}).json()  # fmt: skip
-            with cluster.store() as store:
-                store.schedules.set_status(made["id"], "active", next_fire_at=time.time() - 1)
-            fired = wait_until(lambda: client.get(f"/api/schedules/{made['id']}").json()["firings"], 20, "a firing")
-            wait_until(lambda: client.get(f"/api/runs/{fired[0]['run_id']}").json()["status"] == "completed", 30,
-                       "the scheduled run to complete on the worker")  # fmt: skip
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-        log.close()
+    with served(cluster) as client:
+        run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()["run_id"]
+        status, events = read_events(client, run_id, until=lambda e: e["event"] == "workflow:complete")
+        assert status == 200
+        kinds = [(e["event"], e.get("node_id")) for e in events]
+        assert ("node:complete", "think") in kinds
+        assert kinds[-1][0] == "workflow:complete"
+        run = client.get(f"/api/runs/{run_id}").json()
+        assert run["status"] == "completed"
+        assert run["output"] == {"answer": "deep"}
+        assert not run["executing_here"]  # the worker executed it, not the server
+        made = client.post("/api/schedules", json={"graph": "served_on_workers", "cron": "* * * * *",
+                                                   "input": {"text": "tick"}}).json()  # fmt: skip
+        with cluster.store() as store:
+            store.schedules.set_status(made["id"], "active", next_fire_at=time.time() - 1)
+        fired = wait_until(lambda: client.get(f"/api/schedules/{made['id']}").json()["firings"], 20, "a firing")
+        wait_until(lambda: client.get(f"/api/runs/{fired[0]['run_id']}").json()["status"] == "completed", 30,
+                   "the scheduled run to complete on the worker")  # fmt: skip
     assert worker.poll() is None
 
 
@@ -73,35 +79,24 @@ def _up(client: httpx.Client) -> bool:
 def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: Cluster) -> None:
     (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "slow", "delay_ms": 3000}]}))
     cluster.worker()
-    port = free_port()
-    log = (cluster.folder / "serve.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "plait", "serve", "--port", str(port)], cwd=cluster.folder,
-                              env=cluster.env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            wait_until(lambda: _up(client), 30, "plait serve")
-            assert client.post("/api/graphs", json={"source": yaml.safe_dump(GRAPH)}).status_code == 201
+    with served(cluster) as client:
 
-            def started() -> str:
-                run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()
-                with cluster.store() as store:
-                    wait_until(lambda: store.runs.get(run_id["run_id"]).lease_owner, 20, "a worker to take the run")
-                return str(run_id["run_id"])
+        def started() -> str:
+            run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()
+            with cluster.store() as store:
+                wait_until(lambda: store.runs.get(run_id["run_id"]).lease_owner, 20, "a worker to take the run")
+            return str(run_id["run_id"])
 
-            paused_id = started()
-            paused = client.post(f"/api/runs/{paused_id}/pause")
-            assert paused.status_code == 200, paused.text
-            assert paused.json()["status"] == "paused"
-            time.sleep(4)  # past the model call: a run given back would have been continued by now
-            assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
-            assert client.post(f"/api/runs/{paused_id}/resume").status_code == 202  # accepted: a worker continues it
-            wait_until(lambda: client.get(f"/api/runs/{paused_id}").json()["status"] == "completed", 30, "resumed")
-            cancelled_id = started()
-            cancelled = client.post(f"/api/runs/{cancelled_id}/cancel")
-            assert cancelled.status_code == 200, cancelled.text
-            time.sleep(4)
-            assert client.get(f"/api/runs/{cancelled_id}").json()["status"] == "cancelled"
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-        log.close()
+        paused_id = started()
+        paused = client.post(f"/api/runs/{paused_id}/pause")
+        assert paused.status_code == 200, paused.text
+        assert paused.json()["status"] == "paused"
+        time.sleep(4)  # past the model call: a run given back would have been continued by now
+        assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
+        assert client.post(f"/api/runs/{paused_id}/resume").status_code == 202  # accepted: a worker continues it
+        wait_until(lambda: client.get(f"/api/runs/{paused_id}").json()["status"] == "completed", 30, "resumed")
+        cancelled_id = started()
+        cancelled = client.post(f"/api/runs/{cancelled_id}/cancel")
+        assert cancelled.status_code == 200, cancelled.text
+        time.sleep(4)
+        assert client.get(f"/api/runs/{cancelled_id}").json()["status"] == "cancelled"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from plait.store import Store
+from tests.api.api_helpers import wait_for
 
 REDIS = "redis://127.0.0.1:6379/0"
 
@@ -59,11 +59,5 @@ class Cluster:
 
 
 def wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
+    """`tests.api.api_helpers.wait_for`, with the timeout and what is awaited in line."""
+    return wait_for(condition, timeout=timeout, what=what)

@@ -134,7 +134,7 @@ class SharedLimits:
             if time.monotonic() - since > UNREACHABLE_S:
                 raise ProviderError(f"the shared limits' Redis is unreachable: {error}", kind="limits") from None
             await asyncio.sleep(0.5)
-            self._loop = None  # connect again
+            await self.aclose()  # the old clients closed, then connect again
             self._connected()
 
     async def aclose(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import queue
 import sys
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import typer
@@ -37,7 +38,7 @@ def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
     view = None if how.quiet else LiveView(store, run_id)
     ended = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED}
     try:
-        with view if view is not None else _Quiet():
+        with view if view is not None else nullcontext():
             while True:
                 deadline = time.monotonic() + POLL_S
                 while (left := deadline - time.monotonic()) > 0:
@@ -61,11 +62,3 @@ def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
     report_outcome(store, outcome, how.json_output, how.quiet)
     codes = {RunStatus.COMPLETED: EXIT_OK, RunStatus.PAUSED: EXIT_PAUSED}
     raise typer.Exit(codes.get(outcome.status, EXIT_FAILED))
-
-
-class _Quiet:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None

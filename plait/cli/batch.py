@@ -4,6 +4,7 @@ a bounded number at once, with a progress bar; `--resume` continues after a stop
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -52,13 +53,11 @@ def batch_command(
     workers = queued_settings(queue, db=db, llm=how.llm, config=how.config)
     with store_for(db) as store:
         queued = _relay(store, workers) if workers is not None else None
-        provider = provider_from_options(how.llm, how.config)
+        provider, llm = provider_from_options(how.llm, how.config), describe(how.llm, how.config)
         engine = Engine(store, provider, cache=how.cache, mcp_servers=mcp_servers(how.config),
-                        graphs=local_graphs(store), child_settled=settle(store))  # fmt: skip
+                        graphs=local_graphs(store), child_settled=settle(store), llm=llm)  # fmt: skip
         try:
-            batch, progress = open_batch(
-                store, engine, graph, files, resume=resume, llm=describe(how.llm, how.config), queued=queued
-            )
+            batch, progress = open_batch(store, engine, graph, files, resume=resume, llm=llm, queued=queued)
         except StartError as exc:
             refuse(exc)
         except BatchError as exc:
@@ -76,7 +75,8 @@ def batch_command(
             raise typer.Exit(EXIT_INTERRUPTED) from None
         summary = {"batch_id": batch.record.id, "total": progress.total, "completed": progress.done,
                    "failed": progress.failed, "resumed": progress.resumed, "output": str(files.output),
-                   "failed_file": str(files.failed)}  # fmt: skip
+                   "failed_file": str(files.failed),
+                   "seconds": round(time.monotonic() - progress.started_at, 3)}  # fmt: skip
         if how.json_output:
             print_json(summary)
         elif not how.quiet:
@@ -135,8 +135,6 @@ class _Bar:
     def update(self, progress: Any) -> None:
         if self._progress is None:
             return
-        import time
-
         elapsed = max(1e-6, time.monotonic() - progress.started_at)
         rate = (progress.done + progress.failed) / elapsed
         self._progress.update(self._task, completed=progress.finished, rate=rate, failed=progress.failed)

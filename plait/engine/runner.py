@@ -18,7 +18,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from plait.config import CodeConfig, McpServerConfig, ResourcesConfig, ToolsConfig, resources_settings
@@ -196,15 +196,24 @@ class Engine:
         refused = await self._gated(run_id)
         if refused is not None:
             return refused
-        self._driving += 1
-        outcome: RunOutcome | None = None
-        try:
-            outcome = await self._run(run_id)
+        with self._counted() as ended:
+            ended(outcome := await self._run(run_id))
             return outcome
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[Callable[[RunOutcome], None]]:
+        """Count the run among those driven here (the resource gate's measure of load) while
+        it is; yields the callback that reports how it ended. A paused run stays degraded
+        when it is resumed here; an ended one is forgotten."""
+        self._driving += 1
+        ended: list[RunOutcome] = []
+        try:
+            yield ended.append
         finally:
             self._driving -= 1
-            if outcome is not None and outcome.status in TERMINAL_RUN_STATUSES:
-                self.runtime.degraded.discard(run_id)  # a paused run stays degraded when resumed here
+            for outcome in ended:
+                if outcome.status in TERMINAL_RUN_STATUSES:
+                    self.runtime.degraded.discard(outcome.run_id)
 
     async def _gated(self, run_id: str) -> RunOutcome | None:
         """The resource decision before a new run starts: None to go on (degraded or not), else
@@ -268,24 +277,39 @@ class Engine:
         key of that node run was started already."""
         return await self._create(target, run_input, child)
 
-    async def start(self, graph: StoredGraph, run_input: dict[str, Any]) -> RunOutcome:
+    async def start(
+        self, graph: StoredGraph, run_input: dict[str, Any], *, run_id: str | None = None, gated: bool = False
+    ) -> RunOutcome:
         """Create a run of a stored graph and execute it (the input is checked by the caller,
         see `plait.engine.run_input.check_input`).
 
         Unlike `start_run` followed by `run`, the run row is written once this engine admits
         the run, already begun (one transaction): of many runs started together, the first
         ones execute while the later ones wait to be created, instead of every run being
-        created before any model call goes out.
+        created before any model call goes out. `run_id`: the id to give it (a batch derives
+        its records' ids). `gated`: a new top-level run, which the resource decisions apply
+        to as in `run`; when resources are short it is created pending and decided on, so
+        that the decision is recorded on it.
         """
         compiled = self.compiled_for(graph.graph_id, graph.version)
+        if gated and self.gate is not None and self.gate.verdict(self.gate.probe()) is not None:
+            created = self.store.runs.add(graph_id=graph.graph_id, graph_version=graph.version,
+                                          schema_version=graph.schema_version, input=run_input, llm=self.llm,
+                                          run_id=run_id)  # fmt: skip
+            return await self.run(created)
         target = ChildGraph(graph.graph_id, graph.version, graph.schema_version, graph.slug, None, compiled)
-        return await self._create(target, run_input, None)
+        with self._counted() as ended:
+            ended(outcome := await self._create(target, run_input, None, run_id=run_id))
+            return outcome
 
-    async def _create(self, target: ChildGraph, run_input: dict[str, Any], child: ChildOf | None) -> RunOutcome:
+    async def _create(
+        self, target: ChildGraph, run_input: dict[str, Any], child: ChildOf | None, *, run_id: str | None = None
+    ) -> RunOutcome:
         """Write the run of `target` once admitted, already begun, and drive it."""
         async with self._admitted() as set_up:
             self._check_supported(target.compiled)
             run_id = self.store.runs.add(
+                run_id=run_id,
                 graph_id=target.graph_id,
                 graph_version=target.version,
                 schema_version=target.schema_version,

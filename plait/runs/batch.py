@@ -14,8 +14,9 @@ in the file (blank lines are not records), so a result names the line it came fr
 - `--resume` continues the newest batch of the same input and output files: finished records
   are skipped, a record whose run was interrupted continues that run (its completed nodes are
   not executed again: a record's run id is derived from the batch and the line, so it is found
-  again), and a completed record whose line did not reach the output file (the batch was killed
-  in between) is written then. Each finished record is in its file once.
+  again), and a finished record whose line did not reach its file (the batch was killed between
+  marking the record in the store and writing the line) is written then. Each finished record
+  is in its file once.
 """
 
 from __future__ import annotations
@@ -27,17 +28,18 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from plait.engine.outcome import RunOutcome
 from plait.engine.run_input import StartError, check_input
 from plait.engine.runner import Engine
 from plait.errors import PlaitError, Refusal
 from plait.model.enums import RunStatus
+from plait.runs.batch_results import FinishedRecords, ResultFile
 from plait.runs.elsewhere import RunWaiter
 from plait.runs.start import resolve_graph
 from plait.store import Store, StoredGraph
-from plait.store.batches import COMPLETED, FAILED, INTERRUPTED, RUNNING, BatchRecord
+from plait.store.batches import COMPLETED, FAILED, INTERRUPTED, RUNNING, BatchRecord, RecordMark
 
 
 class BatchError(PlaitError):
@@ -91,43 +93,6 @@ def records(path: Path, finished: Iterator[int]) -> Iterator[tuple[int, str]]:
             yield index, line
 
 
-class ResultFile:
-    """A JSONL file the batch appends to, one line per record; a line cut off by a kill is
-    dropped when the batch is resumed."""
-
-    def __init__(self, path: Path, *, resume: bool):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if resume and path.exists():
-            _drop_partial_line(path)
-        self._handle: IO[str] = path.open("a" if resume else "w", encoding="utf-8")
-
-    def indices(self) -> set[int]:
-        """The records already in the file."""
-        found: set[int] = set()
-        with self.path.open("r", encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    found.add(int(json.loads(line)["index"]))
-                except (ValueError, KeyError, TypeError):
-                    continue
-        return found
-
-    def write(self, entry: dict[str, Any]) -> None:
-        self._handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
-        self._handle.flush()
-
-    def close(self) -> None:
-        self._handle.close()
-
-
-def _drop_partial_line(path: Path) -> None:
-    with path.open("rb+") as handle:
-        data = handle.read()
-        if data and not data.endswith(b"\n"):
-            handle.truncate(data.rfind(b"\n") + 1)
-
-
 class Batch:
     """One batch being executed by this process, or by workers (`queued`: each record's run is
     announced to them in the transaction that creates it, and awaited through the store)."""
@@ -135,7 +100,9 @@ class Batch:
     def __init__(self, store: Store, engine: Engine, record: BatchRecord, stored: StoredGraph, files: BatchFiles,
                  *, resume: bool, llm: dict[str, Any] | None = None,
                  queued: Callable[[], None] | None = None):  # fmt: skip
-        """`queued`: send the outbox (called after each run is created); None: runs execute here."""
+        """`queued`: send the outbox (called after each run is created); None: runs execute here,
+        on `engine`, stored with the engine's model selection. `llm`: the model selection of
+        the runs created for workers."""
         self.store, self.engine, self.record, self.stored, self.files = store, engine, record, stored, files
         self.llm = llm
         self.queued = queued
@@ -143,6 +110,7 @@ class Batch:
         self.output = ResultFile(files.output, resume=resume)
         self.failures = ResultFile(files.failed, resume=resume)
         self.resume = resume
+        self._finished = FinishedRecords(store.batches, record.id, self.output, self.failures)
 
     async def run(
         self, concurrency: int, progress: BatchProgress, on_progress: Callable[[BatchProgress], None]
@@ -164,10 +132,12 @@ class Batch:
             for _ in workers:
                 await queue.put(None)
             await asyncio.gather(*workers)
+            self._finished.drain()
         except BaseException:
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            self._finished.flush()
             self.store.batches.set_status(self.record.id, INTERRUPTED)
             raise
         finally:
@@ -176,38 +146,53 @@ class Batch:
         self.store.batches.set_status(self.record.id, COMPLETED)
 
     def catch_up_output(self) -> int:
-        """Write the completed records whose line did not reach the output file (a kill between
-        the two); how many were written."""
-        written = self.output.indices()
+        """Write the finished records whose line did not reach its file (the batch was killed
+        between marking a record and writing its line); how many were written."""
+        written, failed = self.output.indices(), self.failures.indices()
         missing = 0
-        for index, run_id in self.store.batches.completed_runs(self.record.id):
-            if index not in written:
-                self.output.write({"index": index, "run_id": run_id, "output": self.store.runs.get(run_id).output})
-                missing += 1
+        for mark in self.store.batches.finished_records(self.record.id):
+            if mark.status == COMPLETED and mark.index not in written and mark.run_id is not None:
+                self.output.write(self._result(mark.index, mark.run_id, self.store.runs.get(mark.run_id).output))
+            elif mark.status == FAILED and mark.index not in failed:
+                self.failures.write(self._failure(mark.index, mark.run_id, mark.reason or ""))
+            else:
+                continue
+            missing += 1
+        self.output.flush()
+        self.failures.flush()
         return missing
 
     async def _one(self, index: int, line: str) -> bool:
         """Run one record; True when it completed."""
-        batches = self.store.batches
         run_id = record_run_id(self.record.id, index)
-        if not (self.resume and await asyncio.to_thread(self.store.runs.exists, run_id)):
+        if self.resume and await asyncio.to_thread(self.store.runs.exists, run_id):
+            outcome = await self._continue(run_id)
+        else:
             try:
                 run_input = self._input(line)
             except (ValueError, StartError) as exc:
                 return self._failed(index, None, _reason(exc))
-            self.store.runs.add(graph_id=self.stored.graph_id, graph_version=self.stored.version,
-                                schema_version=self.stored.schema_version, input=run_input, llm=self.llm,
-                                run_id=run_id, announce="batch" if self.queued else None)  # fmt: skip
-        outcome = await self._execute(run_id)
+            outcome = await self._start(run_id, run_input)
         if outcome.status != RunStatus.COMPLETED:
             error = outcome.error or {}
             reason = f"the run ended {outcome.status.value}: {error.get('message') or error.get('kind') or ''}".strip()
             return self._failed(index, run_id, reason.rstrip(":"))
-        self.output.write({"index": index, "run_id": run_id, "output": outcome.output})
-        batches.mark(self.record.id, index, COMPLETED, run_id=run_id)
+        self._finished.add(RecordMark(index, COMPLETED, run_id), self._result(index, run_id, outcome.output))
         return True
 
-    async def _execute(self, run_id: str) -> RunOutcome:
+    async def _start(self, run_id: str, run_input: dict[str, Any]) -> RunOutcome:
+        """A new record's run: created already begun here (one transaction), or announced to
+        the workers in the transaction that creates it."""
+        if self.queued is None or self._waiter is None:
+            return await self.engine.start(self.stored, run_input, run_id=run_id, gated=True)
+        self.store.runs.add(graph_id=self.stored.graph_id, graph_version=self.stored.version,
+                            schema_version=self.stored.schema_version, input=run_input, llm=self.llm,
+                            run_id=run_id, announce="batch")  # fmt: skip
+        await asyncio.to_thread(self.queued)
+        return await self._waiter.wait(run_id)
+
+    async def _continue(self, run_id: str) -> RunOutcome:
+        """A resumed record's run, which an earlier process created: continued where it stopped."""
         if self.queued is None or self._waiter is None:
             return await self.engine.run(run_id)
         await asyncio.to_thread(self.queued)
@@ -221,9 +206,16 @@ class Batch:
         return value
 
     def _failed(self, index: int, run_id: str | None, reason: str) -> bool:
-        self.failures.write({"index": index, "line": index + 1, "run_id": run_id, "reason": reason})
-        self.store.batches.mark(self.record.id, index, FAILED, run_id=run_id, reason=reason)
+        self._finished.add(RecordMark(index, FAILED, run_id, reason), self._failure(index, run_id, reason))
         return False
+
+    @staticmethod
+    def _result(index: int, run_id: str, output: Any) -> dict[str, Any]:
+        return {"index": index, "run_id": run_id, "output": output}
+
+    @staticmethod
+    def _failure(index: int, run_id: str | None, reason: str) -> dict[str, Any]:
+        return {"index": index, "line": index + 1, "run_id": run_id, "reason": reason}
 
 
 def record_run_id(batch_id: str, index: int) -> str:

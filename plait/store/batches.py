@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,16 @@ from plait.store.models import BATCH, BATCH_RECORD
 RUNNING, COMPLETED, FAILED, INTERRUPTED = "running", "completed", "failed", "interrupted"
 FINISHED = (COMPLETED, FAILED)
 PAGE = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMark:
+    """Where record `index` stands: its status, its run (once it has one) and, failed, why."""
+
+    index: int
+    status: str
+    run_id: str | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +58,7 @@ class BatchRepository:
         self._engine = engine
         self._writer = writer(engine)
         self._mark = _mark_statement(engine)
-        """Built once: a batch marks every record twice, and building the statement costs more than running it."""
+        """Built once: a batch marks every record, and building the statement costs more than running it."""
 
     def create(self, *, graph_id: str, graph_version: int, input_path: str, output_path: str,
                failed_path: str) -> BatchRecord:  # fmt: skip
@@ -85,13 +95,13 @@ class BatchRepository:
         with self._writer.begin() as conn:
             conn.execute(update(BATCH).where(BATCH.c.id == batch_id).values(**values))
 
-    def mark(self, batch_id: str, index: int, status: str, *, run_id: str | None = None,
-             reason: str | None = None) -> None:  # fmt: skip
-        """Record where record `index` stands (its run, once it has one, is kept)."""
-        row = {"batch_id": batch_id, "record_index": index, "run_id": run_id, "status": status, "reason": reason,
-               "updated_at": time.time()}  # fmt: skip
+    def mark(self, batch_id: str, marks: Sequence[RecordMark]) -> None:
+        """Record where each record stands, all in one transaction (a run id once set is kept)."""
+        now = time.time()
+        rows = [{"batch_id": batch_id, "record_index": m.index, "run_id": m.run_id, "status": m.status,
+                 "reason": m.reason, "updated_at": now} for m in marks]  # fmt: skip
         with self._writer.begin() as conn:
-            conn.execute(self._mark, row)
+            conn.execute(self._mark, rows)
 
     def finished(self, batch_id: str) -> Iterator[int]:
         """The indices of the finished records (completed or failed), ascending, read a page at
@@ -115,26 +125,28 @@ class BatchRepository:
                 return
             after = page[-1]
 
-    def completed_runs(self, batch_id: str) -> Iterator[tuple[int, str]]:
-        """(index, run id) of the completed records, ascending."""
+    def finished_records(self, batch_id: str) -> Iterator[RecordMark]:
+        """The finished records (completed or failed) with their runs and reasons, ascending."""
         after = -1
         while True:
             query = (
-                select(BATCH_RECORD.c.record_index, BATCH_RECORD.c.run_id)
+                select(BATCH_RECORD.c.record_index, BATCH_RECORD.c.status, BATCH_RECORD.c.run_id, BATCH_RECORD.c.reason)
                 .where(
                     BATCH_RECORD.c.batch_id == batch_id,
                     BATCH_RECORD.c.record_index > after,
-                    BATCH_RECORD.c.status == COMPLETED,
+                    BATCH_RECORD.c.status.in_(FINISHED),
                 )
                 .order_by(BATCH_RECORD.c.record_index)
                 .limit(PAGE)
             )
             with self._engine.connect() as conn:
-                page = [(int(i), str(r)) for i, r in conn.execute(query)]
+                page = [
+                    RecordMark(int(i), str(status), run_id, reason) for i, status, run_id, reason in conn.execute(query)
+                ]
             yield from page
             if len(page) < PAGE:
                 return
-            after = page[-1][0]
+            after = page[-1].index
 
     def counts(self, batch_id: str) -> dict[str, int]:
         """How many records are in each state."""

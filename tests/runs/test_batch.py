@@ -120,6 +120,20 @@ def test_a_completed_record_whose_line_was_lost_is_written_on_resume(store: Stor
     assert sorted(d["index"] for d in lines_of(files.output)) == [0, 1, 2]
 
 
+def test_a_failed_record_whose_line_was_lost_is_written_on_resume_once(store: Store, tmp_path: Path) -> None:
+    provider = script(tmp_path, [{"output": {"text": "clean"}}])
+    records = [json.dumps({"text": "a"}), "{not json", json.dumps({"text": "b"})]
+    files = BatchFiles.of(write_records(tmp_path / "in.jsonl", records), tmp_path / "o.jsonl")
+    ref = graph(tmp_path)
+    execute(store, provider, ref, files)
+    assert [f["line"] for f in lines_of(files.failed)] == [2]
+    files.failed.write_text("")  # killed after the record was marked, before its line was written
+    execute(store, provider, ref, files, resume=True)
+    assert [(f["index"], f["line"]) for f in lines_of(files.failed)] == [(1, 2)]
+    assert "not JSON" in lines_of(files.failed)[0]["reason"]
+    assert sorted(d["index"] for d in lines_of(files.output)) == [0, 2]
+
+
 def test_files_that_cannot_start_a_batch_are_refused(store: Store, tmp_path: Path) -> None:
     provider = script(tmp_path, [{"output": {"text": "clean"}}])
     engine = Engine(store, provider)

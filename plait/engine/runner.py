@@ -42,6 +42,7 @@ from plait.llm.provider import Provider
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.model.nodes import NodeBase, NodeType, node_field
 from plait.store import ChildOf, RunRecord, Store, StoredGraph, StoreError
+from plait.store.new_runs import CreateRun, NewRun
 
 __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
 
@@ -308,26 +309,19 @@ class Engine:
         """Write the run of `target` once admitted, already begun, and drive it."""
         async with self._admitted() as set_up:
             self._check_supported(target.compiled)
-            run_id = self.store.runs.add(
-                run_id=run_id,
-                graph_id=target.graph_id,
-                graph_version=target.version,
-                schema_version=target.schema_version,
-                input=run_input,
-                lease=(self.owner, self.lease_ttl_s),
-                llm=self.llm,
-                child=child,
-                body=target.body,
-            )
+            lease = (self.owner, self.lease_ttl_s)
+            new = NewRun(target.graph_id, target.version, target.schema_version, run_input, lease, self.llm, child,
+                         target.body, run_id)  # fmt: skip
+            create = CreateRun.of(new)
             state = RunState(
                 target.compiled,
                 run_input,
-                run_id=run_id,
+                run_id=create.run_id,
                 graph_id=target.graph_id,
                 graph_version=target.version,
                 body=target.body,
             )
-            return await self._drive(run_id, state, (target.slug, target.version), set_up)
+            return await self._drive(create.run_id, state, (target.slug, target.version), set_up, create=create)
 
     @contextlib.asynccontextmanager
     async def _admitted(self) -> AsyncIterator[Callable[[], None]]:
@@ -348,21 +342,32 @@ class Engine:
             set_up()
 
     async def _drive(
-        self, run_id: str, state: RunState, graph: tuple[str, int], set_up: Callable[[], None], seen: int = 0
+        self,
+        run_id: str,
+        state: RunState,
+        graph: tuple[str, int],
+        set_up: Callable[[], None],
+        seen: int = 0,
+        *,
+        create: CreateRun | None = None,
     ) -> RunOutcome:
-        """Execute a run this engine has begun (it holds the lease) until it ends or pauses;
-        `graph` is (slug, version) for the events."""
+        """Execute a run this engine has begun (it holds the lease), or with `create` one it
+        creates in its first commit, until it ends or pauses; `graph` is (slug, version) for the
+        events."""
         began = time.monotonic()
         renew = asyncio.create_task(self._renew(run_id))
         scheduler: Scheduler | None = None
         try:
-            self.events.emit("execution.started", run_id, graph=graph[0], version=graph[1])
             kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store)
-            scheduler = Scheduler(kernel, run_id, state, seen)
-            return await scheduler.execute(on_started=set_up)
+            scheduler = Scheduler(kernel, run_id, state, seen, create=create)
+            return await scheduler.execute(
+                on_started=set_up,
+                on_begun=lambda: self.events.emit("execution.started", run_id, graph=graph[0], version=graph[1]),
+            )
         finally:
             renew.cancel()
-            if scheduler is None or not scheduler.ended:  # stopped mid-way (cancelled, lease lost, error)
+            # stopped mid-way (cancelled, lease lost, error; a run whose creation failed has nothing to give up)
+            if scheduler is None or not scheduler.ended:
                 self.store.runs.give_up(run_id, self.owner, active_s=time.monotonic() - began)
             await self.runtime.end_run(run_id)
 

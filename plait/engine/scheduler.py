@@ -26,6 +26,7 @@ from plait.llm.slots import paced
 from plait.model.enums import NodeStatus, RunStatus
 from plait.store import NodeRunRecord
 from plait.store.ledger import INPUT
+from plait.store.new_runs import CreateRun
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Watch, Write
 
 if TYPE_CHECKING:
@@ -84,6 +85,17 @@ class _Committed:
     corrections: Any
 
 
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """How the run ends: its status, and its output, error (with the failed node) or wake time."""
+
+    status: RunStatus
+    output: Any = None
+    error: dict[str, Any] | None = None
+    failed: str | None = None
+    wake_at: float | None = None
+
+
 _NODE_STATUS = {
     Phase.COMPLETED: NodeStatus.COMPLETED,
     Phase.FAILED: NodeStatus.FAILED,
@@ -95,8 +107,11 @@ class Scheduler:
     """Event-driven readiness: finishing a node decides its successors (run or skip) at once,
     and its result, their claims and the skips commit together in one unit of the group commit."""
 
-    def __init__(self, kernel: Kernel, run_id: str, state: RunState, seen: int = 0):
+    def __init__(self, kernel: Kernel, run_id: str, state: RunState, seen: int = 0, *, create: CreateRun | None = None):
+        """`create`: the run does not exist yet; it is created in the first commit, with its
+        input and first claims."""
         self.kernel = kernel
+        self.create = create
         self.seen = seen
         """The run's count of corrections as this scheduler last took them up (see absorb.py)."""
         self.store = kernel.store
@@ -108,19 +123,26 @@ class Scheduler:
         """Set when a node was stopped by the run's max_cost_usd: the run fails for that reason."""
         self.ended = False
         """The run's outcome is committed and its lease given up."""
+        self._ended_with: _Verdict | None = None
+        """The outcome committed with the last node's result, for `_conclude` to report."""
         self.began = time.monotonic()
         """When this execution began: the run's execution time adds up its executions only."""
         self._busy = 1  # the node tasks in flight, plus `execute` until its first claims are made
         self._idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    async def execute(self, on_started: Callable[[], None]) -> RunOutcome:
-        """Run to the end; `on_started()` once the first nodes are claimed (or nothing is left to claim)."""
+    async def execute(self, on_started: Callable[[], None], on_begun: Callable[[], None] = lambda: None) -> RunOutcome:
+        """Run to the end; `on_begun()` once the run exists and before any node's event,
+        `on_started()` once the first nodes are claimed (or nothing is left to claim)."""
         try:
             try:
                 first = self._plan(self.state.compiled.topology.order)
                 if INPUT not in self.state.versions:  # a fresh run: the input is version 1 of the ledger
                     first.insert(0, input_version(self.run_id, self.state))
-                await self._commit(first)
+                if self.create is None:
+                    on_begun()
+                    await self._commit(first)
+                else:
+                    await self._commit([self.create, *first], on_commit=on_begun)
             finally:
                 self._release()
                 on_started()
@@ -157,12 +179,17 @@ class Scheduler:
                     writes.append(Claim(self.run_id, current, node_state.activation, self.kernel.owner))
         return writes
 
-    async def _commit(self, writes: list[Write]) -> None:
-        """Commit claims and skips, then start the nodes won; adopt the ones finished elsewhere."""
+    async def _commit(self, writes: list[Write], on_commit: Callable[[], None] | None = None) -> None:
+        """Commit claims and skips (`on_commit()` once committed), then start the nodes won;
+        adopt the ones finished elsewhere."""
         if writes:
-            results = await self.kernel.commits.submit([*writes, Watch(self.run_id)])
-            later = self._take_up(results[-1])
-            await self._started(writes, results[:-1])
+            # nobody can have corrected a run that this very transaction creates: no need to look
+            watch = [] if isinstance(writes[0], CreateRun) else [Watch(self.run_id)]
+            results = await self.kernel.commits.submit([*writes, *watch])
+            if on_commit is not None:
+                on_commit()
+            later = self._take_up(results[-1] if watch else None)
+            await self._started(writes, results[: len(writes)])
             await self._commit(later)
 
     def _take_up(self, corrections: Any) -> list[Write]:
@@ -263,15 +290,32 @@ class Scheduler:
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
         remember = _cache_put(self.run_id, claimed.id, result)
+        last = self._last(follow)
+        end = [] if last is None else [self._end_run(last)]
         try:
-            results = await self.kernel.commits.submit([finish, *versions, *remember, *follow, Watch(self.run_id)])
+            results = await self.kernel.commits.submit(
+                [finish, *versions, *remember, *follow, Watch(self.run_id), *end]
+            )
         except Exception:
             for write in follow:  # not committed: the successors were never claimed or skipped
                 if isinstance(write, Claim | Skip):
                     self.state.set_phase(write.node_id, Phase.PENDING)
             raise
         self._check_lease(node_id, results[0])
+        if end and results[-1]:
+            self.ended, self._ended_with = True, last
+            results = results[:-1]
+        elif end:
+            results = results[:-1]
         return _Committed(status, follow, list(results[1 + len(versions) + len(remember) : -1]), results[-1])
+
+    def _last(self, follow: Sequence[Write]) -> _Verdict | None:
+        """The run's outcome when this node's commit is its last (no other node in flight, no
+        successor claimed): written in the same transaction, which saves the run one commit. A
+        correction committed meanwhile makes that write change nothing, and the run goes on."""
+        if self._busy != 1 or any(isinstance(write, Claim) for write in follow):
+            return None
+        return self._verdict()
 
     async def _commit_failure(self, claimed: NodeRunRecord, result: NodeResult) -> _Committed:
         """Commit a node's failure alone (no versions, no cache, no successors): what is left when
@@ -350,39 +394,53 @@ class Scheduler:
 
     # -- the run's outcome -------------------------------------------------------------------------------------
 
-    async def _conclude(self) -> RunOutcome | None:
-        """Record the run's outcome; None when a correction arrived meanwhile and left work to do."""
+    def _verdict(self) -> _Verdict:
+        """The run's outcome as its state stands, once nothing is left to execute."""
         phases = self.state.phases()
         if self.failed is not None or Phase.FAILED in phases.values():
             failed = self.failed or next(n for n, p in phases.items() if p == Phase.FAILED)
             error = {"kind": "node_failed", "node_id": failed, "message": f"node '{failed}' failed"}
             if self.budget_stop is not None:
                 error = {"kind": "budget", "node_id": failed, "message": self.budget_stop}
-            if not await self._end(RunStatus.FAILED, error=error):
-                return None
-            self.kernel.events.emit("workflow:error", self.run_id, failed, error=error)
-            return RunOutcome(self.run_id, RunStatus.FAILED, None, error)
+            return _Verdict(RunStatus.FAILED, error=error, failed=failed)
         if Phase.WAITING in phases.values():
             # parked WAITs: the run continues at the first one's time (a review waits for a person)
             due = [self.state.wait_due[n] for n, p in phases.items() if p == Phase.WAITING and n in self.state.wait_due]
-            if not await self._end(RunStatus.PAUSED, wake_at=min(due, default=None)):
-                return None
-            return RunOutcome(self.run_id, RunStatus.PAUSED)
-        output = self.state.run_output()
-        if not await self._end(RunStatus.COMPLETED, output=output):
-            return None
-        self.kernel.events.emit("workflow:complete", self.run_id, output=output)
-        return RunOutcome(self.run_id, RunStatus.COMPLETED, output)
+            return _Verdict(RunStatus.PAUSED, wake_at=min(due, default=None))
+        return _Verdict(RunStatus.COMPLETED, output=self.state.run_output())
 
-    async def _end(
-        self, status: RunStatus, output: Any = None, error: dict[str, Any] | None = None, wake_at: float | None = None
-    ) -> bool:
+    def _end_run(self, verdict: _Verdict) -> EndRun:
+        active = time.monotonic() - self.began
+        return EndRun(
+            self.run_id,
+            self.kernel.owner,
+            verdict.status,
+            verdict.output,
+            verdict.error,
+            seen=self.seen,
+            active_s=active,
+            wake_at=verdict.wake_at,
+        )
+
+    async def _conclude(self) -> RunOutcome | None:
+        """Record the run's outcome (unless the last node's commit already did); None when a
+        correction arrived meanwhile and left work to do."""
+        verdict = self._ended_with or self._verdict()
+        if self._ended_with is None and not await self._end(verdict):
+            return None
+        events = self.kernel.events
+        if verdict.status == RunStatus.FAILED:
+            events.emit("workflow:error", self.run_id, verdict.failed, error=verdict.error)
+            return RunOutcome(self.run_id, RunStatus.FAILED, None, verdict.error)
+        if verdict.status == RunStatus.COMPLETED:
+            events.emit("workflow:complete", self.run_id, output=verdict.output)
+            return RunOutcome(self.run_id, RunStatus.COMPLETED, verdict.output)
+        return RunOutcome(self.run_id, verdict.status)
+
+    async def _end(self, verdict: _Verdict) -> bool:
         """Commit the outcome unless a correction arrived since the last commit: then take it up
         (False: the run goes on if it left work to do; `_conclude` is asked again when idle)."""
-        active = time.monotonic() - self.began
-        end = EndRun(
-            self.run_id, self.kernel.owner, status, output, error, seen=self.seen, active_s=active, wake_at=wake_at
-        )
+        end = self._end_run(verdict)
         if (await self.kernel.commits.submit([end]))[0]:
             self.ended = True
             return True
@@ -390,7 +448,7 @@ class Scheduler:
         if record.lease_owner != self.kernel.owner or record.corrections == self.seen:
             raise EngineError(
                 f"run {self.run_id} was taken over by another engine (this one lost its lease) before it "
-                f"could record the outcome '{status}'"
+                f"could record the outcome '{verdict.status}'"
             )
         self._busy = 1
         self._idle = asyncio.get_running_loop().create_future()

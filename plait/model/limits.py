@@ -71,6 +71,8 @@ def value_problem(value: Any, *, max_depth: int = MAX_DEPTH) -> ValueProblem | N
 
     Accepts what JSON decoding produces (dict, list, str, int, float, bool, None) and tuples;
     any other type is a problem too (it would fail the JSON encoder later)."""
+    if _fine(value, 0, max_depth):  # the common case, without the paths the walk below keeps
+        return None
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         item, path = stack.pop()
@@ -81,7 +83,7 @@ def value_problem(value: Any, *, max_depth: int = MAX_DEPTH) -> ValueProblem | N
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
-            if item.bit_length() > MAX_INT_DIGITS * 3.33 and len(_digits(item)) > MAX_INT_DIGITS:
+            if item.bit_length() > MAX_INT_DIGITS * 3.32 and len(_digits(item)) > MAX_INT_DIGITS:
                 return ValueProblem(path, f"the integer has more than {MAX_INT_DIGITS} digits")
         elif isinstance(item, float):
             if not math.isfinite(item):
@@ -103,6 +105,39 @@ def value_problem(value: Any, *, max_depth: int = MAX_DEPTH) -> ValueProblem | N
         else:
             return ValueProblem(path, f"a {type(item).__name__} is not a JSON value")
     return None
+
+
+def _fine(item: Any, depth: int, max_depth: int) -> bool:
+    """True when `item` certainly breaks no limit; False when `value_problem`'s walk must look.
+
+    Recursive but bounded: it gives up (False) past `max_depth`, so it never nests deeper than
+    the limit. Only the exact JSON types are vouched for here; anything else is left to the walk.
+    """
+    kind = type(item)
+    if kind is str:
+        return item.isascii() or _SURROGATE.search(item) is None
+    if kind is dict:
+        if depth >= max_depth:
+            return False
+        for key, child in item.items():
+            if type(key) is not str or not (key.isascii() or _SURROGATE.search(key) is None):
+                return False
+            if type(child) not in _PLAIN and not _fine(child, depth + 1, max_depth):
+                return False
+        return True
+    if kind is list:
+        if depth >= max_depth:
+            return False
+        return all(type(child) in _PLAIN or _fine(child, depth + 1, max_depth) for child in item)
+    if kind is int:
+        return bool(item.bit_length() <= MAX_INT_DIGITS * 3.32)
+    if kind is float:
+        return math.isfinite(item)
+    return item is None or kind is bool
+
+
+_PLAIN = frozenset({bool, type(None)})
+"""Types with nothing to check at any depth."""
 
 
 def check_value(value: Any, root: str, *, max_depth: int = MAX_DEPTH) -> None:

@@ -30,6 +30,7 @@ from plait.store.db import conflict_insert, json_dumps, writer
 from plait.store.errors import NotFoundError
 from plait.store.fastpath import Statements
 from plait.store.models import FIELD_VERSION, GRAPH_RUN, LLM_CACHE, NODE_RUN
+from plait.store.new_runs import INSERT_RUN, RUN_JSON_COLUMNS, CreateRun, NewRun
 from plait.store.records import NodeRunRecord, fresh_claim, node_run_from_row
 
 _DONE = (NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.OVERRIDDEN, NodeStatus.STALE)
@@ -144,7 +145,7 @@ class CachePut:
     node_run_id: str
 
 
-Write = Claim | Finish | Skip | EndRun | CachePut | Version | Watch | Stale
+Write = CreateRun | Claim | Finish | Skip | EndRun | CachePut | Version | Watch | Stale
 Unit = Sequence[Write]
 Runner = Callable[[str, dict[str, Any]], Any]
 """`run(statement_name, params)` inside the open transaction; returns a cursor (`rowcount`, `fetchone()`)."""
@@ -156,10 +157,18 @@ class NodeWriter:
     on it. A unit that raises writes nothing, and never keeps the other units of its batch from
     being committed."""
 
-    def __init__(self, engine: Engine, no_run: Callable[[str], NotFoundError]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        no_run: Callable[[str], NotFoundError],
+        refused: Callable[[NewRun, str, IntegrityError], Exception],
+    ) -> None:
+        """`no_run(run_id)`: the error for a unit naming an unknown run; `refused(run, run_id,
+        exc)`: the error for a `CreateRun` that broke a constraint."""
         self._writer = writer(engine)
         self._no_run = no_run
-        json_params = frozenset(
+        self._refused = refused
+        json_params = RUN_JSON_COLUMNS | frozenset(
             {"b_output", "b_snapshot", "b_attempts", "b_error", "b_response", "b_consumed", "b_value", "b_frozen"}
         )
         self._statements = Statements(engine, _statements(engine), json_params, json_dumps)
@@ -193,7 +202,10 @@ class NodeWriter:
     # -------------------------------------------------------------------------------------------
 
     def _named(self, unit: Unit, exc: Exception) -> Exception:
-        """A foreign-key failure means the unit names a run that does not exist: say which."""
+        """A unit creating its run failed as creating a run fails; any other foreign-key failure
+        means the unit names a run that does not exist: say which."""
+        if isinstance(exc, IntegrityError) and unit and isinstance(unit[0], CreateRun):
+            return self._refused(unit[0].run, unit[0].run_id, exc)
         if isinstance(exc, IntegrityError):
             runs = {w.run_id for w in unit}
             if len(runs) == 1:
@@ -277,6 +289,9 @@ _LOST = object()
 def _apply(
     run: Runner, write: Write, now: float, totals: dict[str, list[float]], watched: dict[str, int | None]
 ) -> Any:
+    if isinstance(write, CreateRun):
+        run("insert_run", write.row)
+        return None
     if isinstance(write, Claim):
         params = new_node_row(
             write.run_id,
@@ -508,6 +523,7 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
         },
     )
     return {
+        "insert_run": INSERT_RUN,
         "insert_node": insert_node,
         "skip_node": skip_node,
         "finish": finish,

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import builtins
 import time
-import uuid
 from collections.abc import Callable, Collection
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, func, insert, select, update
+from sqlalchemy import Engine, bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
@@ -30,41 +29,15 @@ from plait.redact import redact
 from plait.store.db import json_dumps, writer
 from plait.store.errors import ChildExists, NotFoundError, RunExists, StoreError
 from plait.store.fastpath import Statements
-from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN, OUTBOX
+from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN
+from plait.store.new_runs import ANNOUNCE_RUN, INSERT_RUN, RUN_JSON_COLUMNS, NewRun
 from plait.store.node_writes import Claim, Finish, NodeWriter, Skip
 from plait.store.prefix import resolve_node_run_id, resolve_run_id
 from plait.store.records import ChildOf, NodeRunRecord, RunRecord, node_run_from_row, run_from_row
 
 _RUN_COLS = (*GRAPH_RUN.c, GRAPH_DEF.c.slug)
 _RUNS = GRAPH_RUN.join(GRAPH_DEF, GRAPH_DEF.c.id == GRAPH_RUN.c.prompt_graph_def_id)
-# Statements of `add` and `begin`, built once (building a statement costs more than running it).
-_ANNOUNCE_RUN = insert(OUTBOX).values(
-    {"run_id": bindparam("run_id"), "reason": bindparam("reason"), "created_at": bindparam("created_at")}
-)
-_INSERT_RUN = insert(GRAPH_RUN).values(
-    {
-        name: bindparam(name)
-        for name in (
-            "id",
-            "prompt_graph_def_id",
-            "graph_def_ver",
-            "schema_version",
-            "status",
-            "input_json",
-            "context_json",
-            "created_at",
-            "started_at",
-            "updated_at",
-            "lease_owner",
-            "lease_expires_at",
-            "llm_json",
-            "workflow_run_id",
-            "workflow_node_run_id",
-            "child_key",
-            "body",
-        )
-    }
-)
+# Statements of `begin`, built once (building a statement costs more than running it).
 _REFUSE_RUN = (
     update(GRAPH_RUN)
     .where(GRAPH_RUN.c.id == bindparam("run_id"), GRAPH_RUN.c.status == RunStatus.PENDING.value)
@@ -104,18 +77,18 @@ class RunRepository:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = writer(engine)
-        self.nodes = NodeWriter(engine, self._no_run)
+        self.nodes = NodeWriter(engine, self._no_run, self._refused)
         """Batched node-run writes (the engine's group commit goes through it)."""
         self._statements = Statements(
             engine,
             {
-                "insert_run": _INSERT_RUN,
-                "announce_run": _ANNOUNCE_RUN,
+                "insert_run": INSERT_RUN,
+                "announce_run": ANNOUNCE_RUN,
                 "run_for_update": _RUN_FOR_UPDATE,
                 "begin_run": _BEGIN_RUN,
                 "refuse_run": _REFUSE_RUN,
             },
-            frozenset({"input_json", "context_json", "llm_json", "error_json"}),
+            RUN_JSON_COLUMNS | {"error_json"},
             json_dumps,
         )
 
@@ -158,42 +131,29 @@ class RunRepository:
         `announce`: a reason (`start`, `batch`, `schedule`) to tell the workers about the run,
         written to the outbox in the same transaction (see `OutboxRepository`).
         """
-        run_id, now = run_id or str(uuid.uuid4()), time.time()
-        owner, expires = (lease[0], now + lease[1]) if lease else (None, None)
-        row = {
-            "id": run_id,
-            "prompt_graph_def_id": graph_id,
-            "graph_def_ver": graph_version,
-            "schema_version": schema_version,
-            "status": (RunStatus.RUNNING if lease else RunStatus.PENDING).value,
-            "input_json": input,
-            "context_json": {},
-            "created_at": now,
-            "started_at": now if lease else None,
-            "updated_at": now,
-            "lease_owner": owner,
-            "lease_expires_at": expires,
-            "llm_json": llm,
-            "workflow_run_id": child.run_id if child else None,
-            "workflow_node_run_id": child.node_run_id if child else None,
-            "child_key": child.key if child else None,
-            "body": body,
-        }
+        new = NewRun(graph_id, graph_version, schema_version, input, lease, llm, child, body, run_id)
+        row = new.row()
         try:
             with self._statements.transaction() as session:
                 session.execute("insert_run", row)
                 if announce is not None:
-                    session.execute("announce_run", {"run_id": run_id, "reason": announce, "created_at": now})
+                    session.execute(
+                        "announce_run", {"run_id": row["id"], "reason": announce, "created_at": row["created_at"]}
+                    )
         except IntegrityError as exc:
-            if child is not None and self.child(child.node_run_id, child.key) is not None:
-                raise ChildExists(f"node run {child.node_run_id} already has child {child.key}") from exc
-            if self.exists(run_id):
-                raise RunExists(f"run {run_id} exists already") from exc
-            raise NotFoundError(
-                f"cannot start a run of graph {graph_id} version {graph_version}: that graph version is not in "
-                "this database; save the graph first (Store.graphs.save) and use the id and version it returns"
-            ) from exc
-        return run_id
+            raise self._refused(new, row["id"], exc) from exc
+        return str(row["id"])
+
+    def _refused(self, new: NewRun, run_id: str, exc: IntegrityError) -> StoreError:
+        """Why inserting the run `run_id` broke a constraint, in the store's words."""
+        if new.child is not None and self.child(new.child.node_run_id, new.child.key) is not None:
+            return ChildExists(f"node run {new.child.node_run_id} already has child {new.child.key}")
+        if self.exists(run_id):
+            return RunExists(f"run {run_id} exists already")
+        return NotFoundError(
+            f"cannot start a run of graph {new.graph_id} version {new.graph_version}: that graph version is not "
+            "in this database; save the graph first (Store.graphs.save) and use the id and version it returns"
+        )
 
     def get(self, run_id: str) -> RunRecord:
         """The run `run_id` (a full id); NotFoundError when there is none."""

@@ -37,3 +37,9 @@ class WorkersConfig(Strict):
     shared_limits: bool = True
     """Hold each provider's max_concurrency, rpm and tpm across every process using the broker's
     Redis (Redis brokers only)."""
+    spread_map: bool = True
+    """A MAP node executed on a worker announces each item's child run to all the workers,
+    instead of executing them all itself."""
+    spread_grace_s: Annotated[float, Field(ge=0, le=60, allow_inf_nan=False)] = 1.0
+    """How long an announced MAP item waits for a free worker before the MAP's own worker
+    executes it (so a MAP never waits on places that parents waiting for items hold)."""

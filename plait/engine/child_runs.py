@@ -24,10 +24,11 @@ from plait.engine.contracts import schema_violations
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.run_input import GraphResolver, StartError
 from plait.engine.runtime import NodeResult
+from plait.engine.spread import ANNOUNCE, await_child
 from plait.engine.state import CompiledRun, RunState
 from plait.model.enums import RunStatus
 from plait.model.limits import MAX_DEPTH, value_problem
-from plait.model.nodes import NodeBase, node_field
+from plait.model.nodes import NodeBase, NodeType, node_field
 from plait.store import ChildExists, ChildOf, RunRecord, Store, StoreError
 
 if TYPE_CHECKING:
@@ -175,18 +176,37 @@ class ChildRuns:
         node_run_id = state.nodes[node.id].node_run_id
         if not node_run_id:
             raise EngineError(f"node '{node.id}' has no node run to attach its child runs to")
+        spread = self.engine.spread if node.type == NodeType.MAP else None
+        child = ChildOf(state.run_id, node_run_id, key)
         with _as_child():
             if existing is None:
                 self._check_input(target, run_input, node, key)
                 try:
-                    outcome = await self.engine.start_child(target, run_input, ChildOf(state.run_id, node_run_id, key))
+                    if spread is not None:
+                        outcome = await await_child(self.engine, spread, self._announce(target, run_input, child))
+                    else:
+                        outcome = await self.engine.start_child(target, run_input, child)
                     return outcome, self._paused(outcome)
                 except ChildExists:  # another engine started it a moment ago: continue that one
                     found = self.store.runs.child(node_run_id, key)
                     assert found is not None
                     existing = found.id
-            outcome = await self.engine.run(existing)  # an ended child: its stored outcome
+            try:
+                outcome = await self.engine.run(existing)  # an ended child: its stored outcome
+            except EngineError:
+                if spread is None:
+                    raise
+                outcome = await await_child(self.engine, spread, existing)  # another worker executes it
             return outcome, self._paused(outcome)
+
+    def _announce(self, target: ChildGraph, run_input: dict[str, Any], child: ChildOf) -> str:
+        """Write the child run pending, its message to the workers in the same transaction."""
+        assert self.engine.spread is not None
+        run_id = self.store.runs.add(graph_id=target.graph_id, graph_version=target.version,
+                                     schema_version=target.schema_version, input=run_input, llm=self.engine.llm,
+                                     child=child, body=target.body, announce=ANNOUNCE)  # fmt: skip
+        self.engine.spread.nudge()
+        return run_id
 
     def spent(self, state: RunState, node: NodeBase, result: NodeResult) -> NodeResult:
         """`result` with the tokens and cost of this activation's children added: a node's

@@ -37,6 +37,7 @@ from plait.engine.run_input import GraphResolver, check_input, stored_graph
 from plait.engine.runtime import Runtime
 from plait.engine.scheduler import Kernel, Scheduler
 from plait.engine.script_host import RouteReader
+from plait.engine.spread import Spread
 from plait.engine.state import CompiledRun, RunState
 from plait.llm.provider import Provider
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
@@ -132,6 +133,7 @@ class Engine:
         child_settled: Callable[[RunRecord], str | None] | None = None,
         routes: RouteReader | None = None,
         resources: ResourcesConfig | None = None,
+        spread: Spread | None = None,
     ):
         """`graphs`: how a WORKFLOW_TASK tool's graph reference is found; by default only stored
         graphs (the CLI lets it name graph files on this machine too; a server must not, so that
@@ -147,8 +149,11 @@ class Engine:
         `routes`: answers prompt scripts' `readRoute` (the server's own GET routes); without
         it, `readRoute` refuses, saying where it works.
         `resources`: the resource-aware decisions made before each new run starts (default:
-        `[resources]` of plait.toml, `plait.engine.resources`)."""
+        `[resources]` of plait.toml, `plait.engine.resources`).
+        `spread`: MAP items are announced to the workers as runs of their own (a worker's
+        engine; see `plait.engine.spread`); without it this engine executes them itself."""
         self.child_settled = child_settled
+        self.spread = spread
         self.llm = llm
         _tune_collector()
         self.graphs = graphs or (lambda ref: stored_graph(store, ref))
@@ -174,6 +179,8 @@ class Engine:
         self.runtime.routes = routes
         settings = resources if resources is not None else resources_settings()
         self._driving = 0
+        self._driven: set[str] = set()
+        """The runs this engine executes now: a second call for one of them is refused."""
         self.gate = ResourceGate(settings, store, provider, lambda: self._driving) if settings.enabled else None
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
@@ -235,27 +242,38 @@ class Engine:
         return RunOutcome(run_id, status, None, error)
 
     async def _run(self, run_id: str) -> RunOutcome:
-        async with self._admitted() as set_up:
-            record, acquired = self._begin(run_id)
-            if not acquired:
-                return RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
-            compiled = self.compiled_for(record.graph_id, record.graph_version, record.body)
-            state = RunState(
-                compiled,
-                record.input or {},
-                run_id=run_id,
-                graph_id=record.graph_id,
-                graph_version=record.graph_version,
-                body=record.body,
-            )
-            if record.started_at is not None:  # a fresh run has no node runs to restore
-                restore(state, self.store.runs.node_runs(run_id))
-                restore_ledger(state, self.store, run_id)
-            graph = (record.graph_slug, record.graph_version)
-            outcome = await self._drive(run_id, state, graph, set_up, seen=record.corrections)
-        if record.parent_run_id is not None and not driven_by_parent():
+        record, outcome = await self._execute(run_id)
+        if record is not None and record.parent_run_id is not None and not driven_by_parent():
             await self._continue_parent(record)
         return outcome
+
+    async def _execute(self, run_id: str) -> tuple[RunRecord | None, RunOutcome]:
+        """Drive the run until it ends or pauses: its record as begun (None: it had ended, and
+        this engine did nothing), and its outcome."""
+        if run_id in self._driven:  # two drivers under one owner would pass each other's lease checks
+            raise EngineError(f"run {run_id} is being executed by this engine already; wait for it to end")
+        self._driven.add(run_id)
+        try:
+            async with self._admitted() as set_up:
+                record, acquired = self._begin(run_id)
+                if not acquired:
+                    return None, RunOutcome(run_id, RunStatus(record.status), record.output, record.error)
+                compiled = self.compiled_for(record.graph_id, record.graph_version, record.body)
+                state = RunState(
+                    compiled,
+                    record.input or {},
+                    run_id=run_id,
+                    graph_id=record.graph_id,
+                    graph_version=record.graph_version,
+                    body=record.body,
+                )
+                if record.started_at is not None:  # a fresh run has no node runs to restore
+                    restore(state, self.store.runs.node_runs(run_id))
+                    restore_ledger(state, self.store, run_id)
+                graph = (record.graph_slug, record.graph_version)
+                return record, await self._drive(run_id, state, graph, set_up, seen=record.corrections)
+        finally:
+            self._driven.discard(run_id)
 
     async def _continue_parent(self, child: RunRecord) -> None:
         """After a child was continued on its own: drive its parent when the parent is paused with

@@ -41,6 +41,8 @@ class WorkerSettings:
     lease_ttl_s: float = 15.0
     visibility_timeout_s: float = 3600.0
     shared_limits: bool = True
+    spread_map: bool = True
+    spread_grace_s: float = 1.0
 
     @classmethod
     def of(cls, workers: WorkersConfig, *, broker: str | None = None, **given: Any) -> WorkerSettings:
@@ -50,7 +52,7 @@ class WorkerSettings:
             raise ValueError("no broker: pass --queue redis://HOST:6379/0, or set [workers] broker in plait.toml")
         return cls(broker=url, queue=workers.queue, lease_ttl_s=workers.lease_ttl_s,
                    visibility_timeout_s=workers.visibility_timeout_s, shared_limits=workers.shared_limits,
-                   **given)  # fmt: skip
+                   spread_map=workers.spread_map, spread_grace_s=workers.spread_grace_s, **given)  # fmt: skip
 
 
 def queued(workers: WorkersConfig, queue: str | None, **given: Any) -> WorkerSettings | None:

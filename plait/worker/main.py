@@ -46,6 +46,7 @@ def serve(settings: WorkerSettings, *, concurrency: int = 8, beat: bool = False,
     _runtime = WorkerRuntime(settings, concurrency)
     relay = Relay(_runtime.store, app, settings, reap=True)
     relay.start()
+    _runtime.nudge = relay.nudge
     scheduler = _beat(_runtime) if beat else None
 
     @worker_shutting_down.connect(weak=False)

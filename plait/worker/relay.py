@@ -34,7 +34,12 @@ class Relay:
         self._announced: dict[str, float] = {}
         """Runs this relay announced as abandoned, and when: not again within a lease."""
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def nudge(self) -> None:
+        """Make the next pass now (messages were just written), not at the end of `RELAY_S`."""
+        self._wake.set()
 
     def flush(self) -> int:
         """Send what is unsent now; how many were sent (0 when the broker is away: kept)."""
@@ -62,11 +67,16 @@ class Relay:
         self._thread.start()
 
     def _loop(self) -> None:
-        pruned = 0.0
-        while not self._stop.wait(RELAY_S):
+        pruned = reaped = 0.0
+        while not self._stop.is_set():
+            self._wake.wait(RELAY_S)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             try:
-                if self.reap:
+                if self.reap and time.monotonic() - reaped >= RELAY_S:  # a nudge sends; it need not reap
                     self.reap_once()
+                    reaped = time.monotonic()
                     if time.monotonic() - pruned > PRUNE_S:  # sent messages are not kept for ever
                         self.store.outbox.prune()
                         pruned = time.monotonic()
@@ -76,5 +86,6 @@ class Relay:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)

@@ -21,11 +21,13 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Literal
 
 from plait.engine.events import EventBus
 from plait.engine.outcome import EngineError
 from plait.engine.runner import Engine
+from plait.engine.spread import Spread
 from plait.model.enums import RunStatus
 from plait.store import Store
 from plait.worker.app import WorkerSettings
@@ -57,9 +59,13 @@ class WorkerRuntime:
         provider = provider_from_spec(settings.llm, settings.config)
         servers = configured_servers(settings.config)
 
+        self.nudge: Callable[[], None] = lambda: None
+        """Called when the engine announced MAP items: the process's relay sends them at once."""
+        spread = Spread(lambda: self.nudge(), settings.spread_grace_s) if settings.spread_map else None
+
         async def build() -> Engine:
             return Engine(self.store, provider, events=bus, lease_ttl_s=settings.lease_ttl_s, mcp_servers=servers,
-                          child_settled=settle(self.store))  # fmt: skip
+                          child_settled=settle(self.store), spread=spread)  # fmt: skip
 
         self.engine = asyncio.run_coroutine_threadsafe(build(), self.loop).result()
         self._running: dict[str, concurrent.futures.Future[Ending]] = {}

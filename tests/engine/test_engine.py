@@ -332,3 +332,24 @@ def test_an_expression_that_aborts_v8_fails_its_node_not_the_engine(store: Store
     # The sandbox child's OS memory limit stops the 256 MB string before V8's size check aborts.
     assert "memory limit of 64 MB" in node.error["message"]  # type: ignore[index]
     assert (after.status, after.output) == (RunStatus.COMPLETED, {"text": "still here"})
+
+
+def test_one_engine_refuses_to_drive_a_run_it_is_driving_already(store: Store, tmp_path: Path) -> None:
+    graph = graph_file(tmp_path, [llm("a")], [{"source": "a", "target": "END", "schema_id": "text"}])
+    run_id = start_run(store, graph, {})
+    engine = Engine(store, script(tmp_path, [{"output": {"text": "x"}, "delay_ms": 300}]))
+
+    async def go() -> list[Any]:
+        try:
+            first = asyncio.create_task(engine.run(run_id))
+            await asyncio.sleep(0.1)  # the first call holds the run
+            return await asyncio.gather(first, engine.run(run_id), return_exceptions=True)
+        finally:
+            await engine.aclose()
+
+    first, second = asyncio.run(go())
+    assert isinstance(first, RunOutcome)
+    assert first.status == RunStatus.COMPLETED
+    assert isinstance(second, EngineError)
+    assert "being executed by this engine already" in str(second)
+    assert [n.claims for n in store.runs.node_runs(run_id)] == [1]

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, func, select, update
+from sqlalchemy import Engine, bindparam, func, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
@@ -242,15 +242,14 @@ class RunRepository:
             return [run_from_row(row) for row in conn.execute(query)]
 
     def abandoned(self, now: float, idle_s: float, limit: int = 100) -> builtins.list[RunRecord]:
-        """Runs left `running` or `pending` whose lease has run out (or was never taken) and
-        which nothing has touched for `idle_s`: what workers take over. Child runs are left to
-        their parent's engine."""
+        """Runs left `running` whose lease has run out (or was given up) and which nothing has
+        touched for `idle_s`: what workers take over. Child runs are left to their parent's engine."""
         lease_gone = GRAPH_RUN.c.lease_expires_at.is_(None) | (GRAPH_RUN.c.lease_expires_at < now)
         query = (
             select(*_RUN_COLS)
             .select_from(_RUNS)
             .where(
-                GRAPH_RUN.c.status.in_([RunStatus.RUNNING.value, RunStatus.PENDING.value]),
+                GRAPH_RUN.c.status == RunStatus.RUNNING.value,
                 GRAPH_RUN.c.workflow_run_id.is_(None),
                 GRAPH_RUN.c.updated_at < now - idle_s,
                 lease_gone,
@@ -258,6 +257,28 @@ class RunRepository:
             .order_by(GRAPH_RUN.c.updated_at)
             .limit(limit)
         )
+        with self._engine.connect() as conn:
+            return [run_from_row(row) for row in conn.execute(query)]
+
+    def pending_since(
+        self, before: float, after: tuple[float, str] | None = None, limit: int = 100
+    ) -> builtins.list[RunRecord]:
+        """Top-level runs still `pending`, last touched before `before`, in (updated_at, id)
+        order from just past `after`: a sweep over the runs whose message a broker may have lost,
+        one page at a time (announcing a run does not touch it, so a cursor is what moves on)."""
+        query = (
+            select(*_RUN_COLS)
+            .select_from(_RUNS)
+            .where(
+                GRAPH_RUN.c.status == RunStatus.PENDING.value,
+                GRAPH_RUN.c.workflow_run_id.is_(None),
+                GRAPH_RUN.c.updated_at < before,
+            )
+            .order_by(GRAPH_RUN.c.updated_at, GRAPH_RUN.c.id)
+            .limit(limit)
+        )
+        if after is not None:
+            query = query.where(tuple_(GRAPH_RUN.c.updated_at, GRAPH_RUN.c.id) > tuple_(*after))
         with self._engine.connect() as conn:
             return [run_from_row(row) for row in conn.execute(query)]
 

@@ -3,8 +3,15 @@
 Every process that writes runs for workers relays its outbox right after the commit and then
 every `RELAY_S`, so a message the broker refused (Redis restarting) is sent as soon as it is
 back. Workers also reap: a run left `running` whose lease ran out (its worker was killed, its
-machine lost), or left `pending`, is announced again, and so is a run whose WAIT is due. A
-killed worker's run is thus taken over within its lease (`lease_ttl_s`) and a relay pass.
+machine lost) is announced again, and so is a run whose WAIT is due. A killed worker's run is
+thus taken over within its lease (`lease_ttl_s`) and a relay pass.
+
+A `pending` run is waiting in the broker's queue, however long the queue: announcing it again
+would only make work. Its message is lost only with the broker's memory (a Redis restarted
+without persistence, a flush). So a relay looks for a marker key on the broker every pass; the
+first one to find it missing sets it and sweeps every pending run that was there before (one
+page per pass), announcing each again. A pending run waiting longer than the visibility
+timeout is swept too, for a message lost some other way.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 from celery import Celery
 
@@ -19,6 +27,11 @@ from plait.store import Store
 from plait.worker.app import WorkerSettings, send
 
 RELAY_S = 0.5
+SWEEP_PAGE = 100
+"""Pending runs announced again per relay pass while a sweep lasts."""
+MARKER = "plait:broker-alive:{queue}"
+"""Set on the broker by the first relay after the broker started empty: its absence means the
+broker lost what it held (or never held anything yet)."""
 PRUNE_S = 600.0
 """How often a worker's relay removes the messages sent long ago (`OutboxRepository.prune`)."""
 IDLE_S = 2.0
@@ -33,6 +46,12 @@ class Relay:
         self.store, self.app, self.settings, self.reap = store, app, settings, reap
         self._announced: dict[str, float] = {}
         """Runs this relay announced as abandoned, and when: not again within a lease."""
+        self._sweep: tuple[float, tuple[float, str] | None] | None = None
+        """A sweep of pending runs in progress: those last touched before this time, and the
+        (updated_at, id) of the last one announced."""
+        self._swept_long = time.time()
+        """When pending runs waiting longer than the visibility timeout were last looked for."""
+        self._broker = _marker_client(settings.broker) if reap else None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -60,7 +79,33 @@ class Relay:
             self._announced[run_id] = now
         if len(self._announced) > 10_000:
             self._announced = {k: v for k, v in self._announced.items() if now - v <= self.settings.lease_ttl_s}
-        return fresh
+        lost = self._lost(now)
+        for run_id in lost:
+            self.store.outbox.announce(run_id, "lost")
+        return fresh + lost
+
+    def _lost(self, now: float) -> list[str]:
+        """The next page of pending runs whose message the broker may have lost."""
+        if self._broker_forgot():
+            self._sweep = (now, None)
+        elif self._sweep is None and now - self._swept_long >= self.settings.visibility_timeout_s:
+            self._sweep = (now - self.settings.visibility_timeout_s, None)
+            self._swept_long = now
+        if self._sweep is None:
+            return []
+        before, after = self._sweep
+        page = self.store.runs.pending_since(before, after, limit=SWEEP_PAGE)
+        self._sweep = (before, (page[-1].updated_at, page[-1].id)) if len(page) == SWEEP_PAGE else None
+        return [r.id for r in page]
+
+    def _broker_forgot(self) -> bool:
+        """Whether the broker lost its data since a relay last looked (this relay sets the marker)."""
+        if self._broker is None:
+            return False
+        try:
+            return bool(self._broker.set(MARKER.format(queue=self.settings.queue), "1", nx=True))
+        except Exception:  # the broker is away: when it is back, the marker tells
+            return False
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="plait-relay", daemon=True)
@@ -89,3 +134,15 @@ class Relay:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._broker is not None:
+            self._broker.close()
+
+
+def _marker_client(broker: str) -> Any:
+    """A Redis client on the broker for the marker; None for another broker (RabbitMQ keeps its
+    durable queues across restarts)."""
+    if not broker.startswith(("redis://", "rediss://")):
+        return None
+    import redis
+
+    return redis.Redis.from_url(broker, socket_timeout=2)

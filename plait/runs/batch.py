@@ -148,7 +148,10 @@ class Batch:
     def catch_up_output(self) -> int:
         """Write the finished records whose line did not reach its file (the batch was killed
         between marking a record and writing its line); how many were written."""
-        written, failed = self.output.indices(), self.failures.indices()
+        last = self.store.batches.last_index(self.record.id)
+        if last is None:
+            return 0
+        written, failed = self.output.indices(last), self.failures.indices(last)
         missing = 0
         for mark in self.store.batches.finished_records(self.record.id):
             if mark.status == COMPLETED and mark.index not in written and mark.run_id is not None:

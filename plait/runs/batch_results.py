@@ -37,15 +37,18 @@ class ResultFile:
             _drop_partial_line(path)
         self._handle: IO[str] = path.open("a" if resume else "w", encoding="utf-8")
 
-    def indices(self) -> set[int]:
-        """The records already in the file."""
-        found: set[int] = set()
+    def indices(self, last: int) -> IndexSet:
+        """The records already in the file, up to index `last` (a line naming a later one, from
+        some other file, cannot make the set grow past what the batch has)."""
+        found = IndexSet()
         with self.path.open("r", encoding="utf-8") as handle:
             for line in handle:
                 try:
-                    found.add(int(json.loads(line)["index"]))
+                    index = int(json.loads(line)["index"])
                 except (ValueError, KeyError, TypeError):
                     continue
+                if 0 <= index <= last:
+                    found.add(index)
         return found
 
     def write(self, entry: dict[str, Any]) -> None:
@@ -58,11 +61,44 @@ class ResultFile:
         self._handle.close()
 
 
-def _drop_partial_line(path: Path) -> None:
+def _drop_partial_line(path: Path, chunk: int = 1 << 16) -> None:
+    """Cut a last line the killed process left half-written, reading only the file's end."""
     with path.open("rb+") as handle:
-        data = handle.read()
-        if data and not data.endswith(b"\n"):
-            handle.truncate(data.rfind(b"\n") + 1)
+        end = handle.seek(0, 2)
+        position = end
+        while position > 0:
+            start = max(0, position - chunk)
+            handle.seek(start)
+            found = handle.read(position - start).rfind(b"\n")
+            if found != -1:
+                cut = start + found + 1
+                break
+            position = start
+        else:
+            cut = 0
+        if cut != end:
+            handle.truncate(cut)
+
+
+class IndexSet:
+    """Record indices as one bit each: a resumed batch of millions of records holds kilobytes,
+    not a set of millions of ints."""
+
+    def __init__(self) -> None:
+        self._bits = bytearray()
+
+    def add(self, index: int) -> None:
+        if index < 0:
+            raise ValueError(f"a record index is never negative, not {index}")
+        byte = index >> 3
+        if byte >= len(self._bits):
+            self._bits.extend(bytes(byte + 1 - len(self._bits) + len(self._bits) // 2))
+        self._bits[byte] |= 1 << (index & 7)
+
+    def __contains__(self, index: object) -> bool:
+        if not isinstance(index, int) or index < 0 or index >> 3 >= len(self._bits):
+            return False
+        return bool(self._bits[index >> 3] & (1 << (index & 7)))
 
 
 class FinishedRecords:

@@ -148,6 +148,13 @@ class BatchRepository:
                 return
             after = page[-1].index
 
+    def last_index(self, batch_id: str) -> int | None:
+        """The highest index of a record of the batch the store knows (None: none yet)."""
+        query = select(func.max(BATCH_RECORD.c.record_index)).where(BATCH_RECORD.c.batch_id == batch_id)
+        with self._engine.connect() as conn:
+            found = conn.execute(query).scalar()
+        return None if found is None else int(found)
+
     def counts(self, batch_id: str) -> dict[str, int]:
         """How many records are in each state."""
         query = (

@@ -7,8 +7,9 @@ statements (node-run writes, starting a run, looking a graph up) are still built
 the ORM tables and compiled by SQLAlchemy for the SQLite dialect, once; only their execution
 skips the Connection layer, on one connection per repository kept for the store's lifetime
 (guarded by a lock: the engine, the lease-renewal thread and callers' threads share it).
-PostgreSQL, where a network round trip dominates, runs them through SQLAlchemy as usual: both
-paths are covered by the same tests.
+PostgreSQL runs them through SQLAlchemy, except the writes of a repository that asks for the
+raw path (`raw_postgres`: the engine's group commit, see `pg_fastpath.py`); every path is covered
+by the same tests, which run on both databases.
 """
 
 from __future__ import annotations
@@ -115,7 +116,11 @@ class Statements:
         statements: dict[str, UpdateBase | Select[Any]],
         json_params: frozenset[str],
         dumps: Callable[[Any], str],
+        *,
+        raw_postgres: bool = False,
     ):
+        """`raw_postgres`: on PostgreSQL too, write transactions skip SQLAlchemy's execution
+        layer (for the hottest writes only: it keeps one connection and serializes them)."""
         self._engine = engine
         self._statements = statements
         self._lock = threading.Lock()
@@ -124,6 +129,13 @@ class Statements:
         self._dumps = dumps
         self._json_params = json_params
         self._sqlite = engine.dialect.name == "sqlite"
+        self._pg: Any = None
+        """The kept PostgreSQL connection of the raw path (`pg_fastpath.PgHeld`), when asked for."""
+        if raw_postgres and engine.dialect.name == "postgresql":
+            from plait.store.pg_fastpath import PgHeld  # psycopg is imported only where it is used
+
+            self._pg = PgHeld(engine)
+        self._pg_prepared: dict[str, Any] = {}
         self._prepared: dict[str, Prepared] = {}
         """SQLite only: each statement compiled on its first use (a CLI command that reads one
         row must not compile the dozens a run writes with)."""
@@ -134,6 +146,9 @@ class Statements:
         if self._sqlite:
             with self._lock, _immediate(self._connection()) as raw:
                 yield self._raw_session(raw)
+        elif self._pg is not None:
+            with self._pg.transaction() as raw:
+                yield Session(lambda name, params: self._pg_compiled(name).execute(raw, params), _no_rows)
         else:
             with writer(self._engine).begin() as conn:
                 yield self._sqlalchemy_session(conn)
@@ -154,6 +169,17 @@ class Statements:
             held, self._held = self._held, None
         if held is not None:
             held.close()
+        if self._pg is not None:
+            self._pg.close()
+
+    def _pg_compiled(self, name: str) -> Any:
+        prepared = self._pg_prepared.get(name)
+        if prepared is None:
+            from plait.store.pg_fastpath import PgPrepared
+
+            prepared = PgPrepared(self._statements[name], self._engine, self._json_params, self._dumps)
+            self._pg_prepared[name] = prepared
+        return prepared
 
     def _connection(self) -> sqlite3.Connection:
         if self._held is None:
@@ -186,3 +212,7 @@ class Statements:
             lambda name, params: conn.execute(statements[name], params),
             lambda name, params: list(conn.execute(statements[name], params).all()),
         )
+
+
+def _no_rows(name: str, params: dict[str, Any]) -> list[Any]:
+    raise NotImplementedError(f"{name}: the raw PostgreSQL path runs writes; read rows through `reading()`")

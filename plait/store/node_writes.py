@@ -171,7 +171,7 @@ class NodeWriter:
         json_params = RUN_JSON_COLUMNS | frozenset(
             {"b_output", "b_snapshot", "b_attempts", "b_error", "b_response", "b_consumed", "b_value", "b_frozen"}
         )
-        self._statements = Statements(engine, _statements(engine), json_params, json_dumps)
+        self._statements = Statements(engine, _statements(engine), json_params, json_dumps, raw_postgres=True)
 
     def write(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
         """Commit `units` in one transaction; per unit, the results of its writes, or the error

@@ -385,9 +385,17 @@ def _apply(
         "b_active": write.active_s,
         "b_wake": write.wake_at,
     }
+    # the tokens and cost this transaction added to the run so far go in the same UPDATE (a run
+    # that ended finishes no more nodes), saving the transaction's separate `add_totals` for it
+    tokens_in, tokens_out, cost = totals.get(write.run_id, (0, 0, 0.0))
+    params.update(b_tokens_in=tokens_in, b_tokens_out=tokens_out, b_cost=cost)
     if write.seen is not None:
-        return run("end_run_seen", {**params, "b_seen": write.seen}).rowcount == 1
-    return run("end_run", params).rowcount == 1
+        ended = run("end_run_seen", {**params, "b_seen": write.seen}).rowcount == 1
+    else:
+        ended = run("end_run", params).rowcount == 1
+    if ended:
+        totals.pop(write.run_id, None)
+    return ended
 
 
 def new_node_row(
@@ -495,6 +503,9 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
             lease_expires_at=None,
             active_s=GRAPH_RUN.c.active_s + bindparam("b_active"),
             wake_at=bindparam("b_wake"),
+            tokens_input=GRAPH_RUN.c.tokens_input + bindparam("b_tokens_in"),
+            tokens_output=GRAPH_RUN.c.tokens_output + bindparam("b_tokens_out"),
+            cost_usd=GRAPH_RUN.c.cost_usd + bindparam("b_cost"),
         )
     )
     end_run_seen = end_run.where(GRAPH_RUN.c.corrections == bindparam("b_seen"))

@@ -47,7 +47,11 @@ def test_a_started_run_exists_with_its_input_claims_and_outcome(store: Store, tm
     assert record.status == RunStatus.COMPLETED
     assert record.input == {"topic": "birds"}
     assert record.lease_owner is None  # the outcome, written with the last node, gave the lease up
-    assert [n.status for n in store.runs.node_runs(outcome.run_id)] == [NodeStatus.COMPLETED]
+    (node_run,) = store.runs.node_runs(outcome.run_id)
+    assert node_run.status == NodeStatus.COMPLETED
+    # the node's tokens reach the run's totals, added by the outcome's own UPDATE
+    assert node_run.tokens_input > 0
+    assert (record.tokens_input, record.tokens_output) == (node_run.tokens_input, node_run.tokens_output)
     kinds = [e.kind for e in events]
     assert kinds[0] == "execution.started"
     assert kinds[-1] == "workflow:complete"

@@ -24,7 +24,7 @@ from plait.engine.contracts import schema_violations
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.run_input import GraphResolver, StartError
 from plait.engine.runtime import NodeResult
-from plait.engine.spread import ANNOUNCE, await_child
+from plait.engine.spread import ANNOUNCE, Spread, await_child
 from plait.engine.state import CompiledRun, RunState
 from plait.model.enums import RunStatus
 from plait.model.limits import MAX_DEPTH, value_problem
@@ -183,7 +183,8 @@ class ChildRuns:
                 self._check_input(target, run_input, node, key)
                 try:
                     if spread is not None:
-                        outcome = await await_child(self.engine, spread, self._announce(target, run_input, child))
+                        announced = self._announce(spread, target, run_input, child)
+                        outcome = await await_child(self.engine, spread, announced)
                     else:
                         outcome = await self.engine.start_child(target, run_input, child)
                     return outcome, self._paused(outcome)
@@ -199,13 +200,12 @@ class ChildRuns:
                 outcome = await await_child(self.engine, spread, existing)  # another worker executes it
             return outcome, self._paused(outcome)
 
-    def _announce(self, target: ChildGraph, run_input: dict[str, Any], child: ChildOf) -> str:
+    def _announce(self, spread: Spread, target: ChildGraph, run_input: dict[str, Any], child: ChildOf) -> str:
         """Write the child run pending, its message to the workers in the same transaction."""
-        assert self.engine.spread is not None
         run_id = self.store.runs.add(graph_id=target.graph_id, graph_version=target.version,
                                      schema_version=target.schema_version, input=run_input, llm=self.engine.llm,
                                      child=child, body=target.body, announce=ANNOUNCE)  # fmt: skip
-        self.engine.spread.nudge()
+        spread.nudge()
         return run_id
 
     def spent(self, state: RunState, node: NodeBase, result: NodeResult) -> NodeResult:

@@ -384,7 +384,7 @@ class Engine:
             )
         finally:
             renew.cancel()
-            # stopped mid-way (cancelled, lease lost, error; a run whose creation failed has nothing to give up)
+            # stopped mid-way (cancelled, lease lost, error); for a run whose creation failed it changes nothing
             if scheduler is None or not scheduler.ended:
                 self.store.runs.give_up(run_id, self.owner, active_s=time.monotonic() - began)
             await self.runtime.end_run(run_id)

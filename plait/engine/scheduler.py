@@ -302,10 +302,9 @@ class Scheduler:
                     self.state.set_phase(write.node_id, Phase.PENDING)
             raise
         self._check_lease(node_id, results[0])
-        if end and results[-1]:
-            self.ended, self._ended_with = True, last
-            results = results[:-1]
-        elif end:
+        if end:
+            if results[-1]:
+                self.ended, self._ended_with = True, last
             results = results[:-1]
         return _Committed(status, follow, list(results[1 + len(versions) + len(remember) : -1]), results[-1])
 

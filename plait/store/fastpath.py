@@ -135,10 +135,9 @@ class Statements:
             from plait.store.pg_fastpath import PgHeld  # psycopg is imported only where it is used
 
             self._pg = PgHeld(engine)
-        self._pg_prepared: dict[str, Any] = {}
-        self._prepared: dict[str, Prepared] = {}
-        """SQLite only: each statement compiled on its first use (a CLI command that reads one
-        row must not compile the dozens a run writes with)."""
+        self._prepared: dict[str, Any] = {}
+        """The raw paths only: each statement compiled on its first use (a CLI command that
+        reads one row must not compile the dozens a run writes with)."""
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
@@ -148,7 +147,7 @@ class Statements:
                 yield self._raw_session(raw)
         elif self._pg is not None:
             with self._pg.transaction() as raw:
-                yield Session(lambda name, params: self._pg_compiled(name).execute(raw, params), _no_rows)
+                yield Session(lambda name, params: self._compiled(name).execute(raw, params), _no_rows)
         else:
             with writer(self._engine).begin() as conn:
                 yield self._sqlalchemy_session(conn)
@@ -172,15 +171,6 @@ class Statements:
         if self._pg is not None:
             self._pg.close()
 
-    def _pg_compiled(self, name: str) -> Any:
-        prepared = self._pg_prepared.get(name)
-        if prepared is None:
-            from plait.store.pg_fastpath import PgPrepared
-
-            prepared = PgPrepared(self._statements[name], self._engine, self._json_params, self._dumps)
-            self._pg_prepared[name] = prepared
-        return prepared
-
     def _connection(self) -> sqlite3.Connection:
         if self._held is None:
             self._held = self._engine.raw_connection()
@@ -194,15 +184,20 @@ class Statements:
             lambda name, params: self._compiled(name).rows(raw, params),
         )
 
-    def _compiled(self, name: str) -> Prepared:
+    def _compiled(self, name: str) -> Any:
+        """The statement `name` prepared for this database's raw path (`Prepared` on SQLite,
+        `pg_fastpath.PgPrepared` on PostgreSQL)."""
         prepared = self._prepared.get(name)
         if prepared is None:
             stmt = self._statements[name]
-            prepared = (
-                PreparedQuery(stmt, self._engine, self._dumps)
-                if isinstance(stmt, Select)
-                else Prepared(stmt, self._engine, self._json_params, self._dumps)
-            )
+            if self._pg is not None:
+                from plait.store.pg_fastpath import PgPrepared
+
+                prepared = PgPrepared(stmt, self._engine, self._json_params, self._dumps)
+            elif isinstance(stmt, Select):
+                prepared = PreparedQuery(stmt, self._engine, self._dumps)
+            else:
+                prepared = Prepared(stmt, self._engine, self._json_params, self._dumps)
             self._prepared[name] = prepared
         return prepared
 

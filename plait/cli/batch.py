@@ -27,7 +27,17 @@ def batch_command(
         Path | None,
         typer.Option("--failed", help="JSONL of failed records with their reason (default: OUTPUT.failed.jsonl)."),
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, max=1000, help="Runs at once.")] = 8,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency",
+            "-c",
+            min=1,
+            max=1000,
+            help="Records (runs) at once. Above the provider's max_concurrency keeps it busy: a record spends "
+            "a little time outside its model call.",
+        ),
+    ] = 8,
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the batch of these files: finished records are skipped.")
     ] = False,

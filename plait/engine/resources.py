@@ -6,7 +6,11 @@ execute is recorded on the run (`run_decision`), with the probe it was made on.
 
 The rules are looked at in order: disk, memory, provider capacity, CPU. The CPU rule only
 queues while this engine has runs in flight (an idle engine waiting for the CPU helps nobody;
-the load is someone else's).
+the load is someone else's). The capacity rule keeps an unbounded stream of new runs (a
+server's) from piling up on busy providers; it is not applied to a run whose caller bounds its
+runs in flight itself (`bounded`: a batch's `--concurrency`): such a run would only trade its
+place in the pool's queue, where slots are handed over as they free up, for re-probes at the
+gate, and a batch that keeps its provider at the limit would have every record queued.
 """
 
 from __future__ import annotations
@@ -84,8 +88,9 @@ class ResourceGate:
             self._last = probe(self.disk_path, self.provider)
         return self._last
 
-    def verdict(self, seen: Probe) -> Verdict | None:
-        """The first rule that fires on `seen`, or None: execute."""
+    def verdict(self, seen: Probe, *, bounded: bool = False) -> Verdict | None:
+        """The first rule that fires on `seen`, or None: execute. `bounded`: the caller bounds
+        its runs in flight itself; the provider capacity rule does not apply."""
         c = self.config
         if seen.disk_free_gb < c.disk_free_gb_min:
             reason = f"{seen.disk_free_gb:.2f} GB of disk free, under {c.disk_free_gb_min:g} GB"
@@ -93,7 +98,7 @@ class ResourceGate:
         if seen.memory_percent > c.memory_percent_max:
             reason = f"memory {seen.memory_percent:.0f} % used, over {c.memory_percent_max:g} %"
             return Verdict(c.on_memory, "memory", reason)
-        if seen.capacity_percent is not None and seen.capacity_percent < c.capacity_percent_min:
+        if not bounded and seen.capacity_percent is not None and seen.capacity_percent < c.capacity_percent_min:
             free, least = seen.capacity_percent, c.capacity_percent_min
             reason = f"the providers have {free:.0f} % of their capacity free, under {least:g} %"
             return Verdict(c.on_capacity, "capacity", reason)
@@ -101,14 +106,14 @@ class ResourceGate:
             return Verdict(c.on_cpu, "cpu", f"CPU {seen.cpu_percent:.0f} % busy, over {c.cpu_percent_max:g} %")
         return None
 
-    async def admit(self, run_id: str) -> Verdict:
+    async def admit(self, run_id: str, *, bounded: bool = False) -> Verdict:
         """How run `run_id` starts: execute (after queueing, if it had to), pause, degrade or
         reject, and why; each decision but a plain execute is recorded on the run."""
         started = time.monotonic()
         queued: Verdict | None = None
         while True:
             seen = await asyncio.to_thread(self.probe)
-            found = self.verdict(seen)
+            found = self.verdict(seen, bounded=bounded)
             if found is None or found.action == "execute":
                 if queued is None:
                     return found or Verdict("execute", "", "capacity is there")

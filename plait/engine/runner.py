@@ -197,11 +197,12 @@ class Engine:
             self._compiled[key] = load_compiled(self.store, graph_id, version)
         return self._compiled[key].at(body)
 
-    async def run(self, run_id: str) -> RunOutcome:
+    async def run(self, run_id: str, *, bounded: bool = False) -> RunOutcome:
         """Execute (or continue) a run until it completes, fails or pauses for a person. A child
         run continued on its own (after a review or a correction in it) then continues its
-        parent, when the parent's node is waiting for it."""
-        refused = await self._gated(run_id)
+        parent, when the parent's node is waiting for it. `bounded`: the caller bounds its runs
+        in flight itself (a batch), so the resource decisions leave out provider capacity."""
+        refused = await self._gated(run_id, bounded=bounded)
         if refused is not None:
             return refused
         with self._counted() as ended:
@@ -223,15 +224,15 @@ class Engine:
                 if outcome.status in TERMINAL_RUN_STATUSES:
                     self.runtime.degraded.discard(outcome.run_id)
 
-    async def _gated(self, run_id: str) -> RunOutcome | None:
+    async def _gated(self, run_id: str, *, bounded: bool) -> RunOutcome | None:
         """The resource decision before a new run starts: None to go on (degraded or not), else
         the outcome of a run paused or rejected for lack of resources."""
-        if self.gate is None or self.gate.verdict(self.gate.probe()) is None:
+        if self.gate is None or self.gate.verdict(self.gate.probe(), bounded=bounded) is None:
             return None  # the common case costs a clock reading (a probe every `probe_s`)
         record = await asyncio.to_thread(self.store.runs.get, run_id)
         if record.started_at is not None or record.status != RunStatus.PENDING or record.parent_run_id is not None:
             return None  # only new top-level runs: one continuing is not stopped half-way
-        verdict = await self.gate.admit(run_id)
+        verdict = await self.gate.admit(run_id, bounded=bounded)
         if verdict.action == "degrade":
             self.runtime.degraded.add(run_id)
         if verdict.action not in ("pause", "reject"):
@@ -297,7 +298,13 @@ class Engine:
         return await self._create(target, run_input, child)
 
     async def start(
-        self, graph: StoredGraph, run_input: dict[str, Any], *, run_id: str | None = None, gated: bool = False
+        self,
+        graph: StoredGraph,
+        run_input: dict[str, Any],
+        *,
+        run_id: str | None = None,
+        gated: bool = False,
+        bounded: bool = False,
     ) -> RunOutcome:
         """Create a run of a stored graph and execute it (the input is checked by the caller,
         see `plait.engine.run_input.check_input`).
@@ -308,14 +315,15 @@ class Engine:
         created before any model call goes out. `run_id`: the id to give it (a batch derives
         its records' ids). `gated`: a new top-level run, which the resource decisions apply
         to as in `run`; when resources are short it is created pending and decided on, so
-        that the decision is recorded on it.
+        that the decision is recorded on it. `bounded`: as in `run`.
         """
         compiled = self.compiled_for(graph.graph_id, graph.version)
-        if gated and self.gate is not None and self.gate.verdict(self.gate.probe()) is not None:
+        short = gated and self.gate is not None and self.gate.verdict(self.gate.probe(), bounded=bounded) is not None
+        if short:
             created = self.store.runs.add(graph_id=graph.graph_id, graph_version=graph.version,
                                           schema_version=graph.schema_version, input=run_input, llm=self.llm,
                                           run_id=run_id)  # fmt: skip
-            return await self.run(created)
+            return await self.run(created, bounded=bounded)
         target = ChildGraph(graph.graph_id, graph.version, graph.schema_version, graph.slug, None, compiled)
         with self._counted() as ended:
             ended(outcome := await self._create(target, run_input, None, run_id=run_id))

@@ -187,7 +187,9 @@ class Batch:
         """A new record's run: created already begun here (one transaction), or announced to
         the workers in the transaction that creates it."""
         if self.queued is None or self._waiter is None:
-            return await self.engine.start(self.stored, run_input, run_id=run_id, gated=True)
+            # the batch bounds its runs in flight: a record finding the providers busy waits for
+            # its slot in the pool's queue, not at the resource gate (see plait/engine/resources.py)
+            return await self.engine.start(self.stored, run_input, run_id=run_id, gated=True, bounded=True)
         self.store.runs.add(graph_id=self.stored.graph_id, graph_version=self.stored.version,
                             schema_version=self.stored.schema_version, input=run_input, llm=self.llm,
                             run_id=run_id, announce="batch")  # fmt: skip
@@ -197,7 +199,7 @@ class Batch:
     async def _continue(self, run_id: str) -> RunOutcome:
         """A resumed record's run, which an earlier process created: continued where it stopped."""
         if self.queued is None or self._waiter is None:
-            return await self.engine.run(run_id)
+            return await self.engine.run(run_id, bounded=True)
         await asyncio.to_thread(self.queued)
         return await self._waiter.wait(run_id)
 

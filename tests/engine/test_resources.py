@@ -61,6 +61,22 @@ def test_the_seeds_defaults_decide(store: Store, probe_seen: Probe, in_flight: i
     assert (None if verdict is None else (verdict.action, verdict.rule)) == expected
 
 
+@pytest.mark.parametrize(
+    ("probe_seen", "expected"),
+    [
+        (seen(capacity_percent=10), None),
+        (seen(memory_percent=90), ("queue", "memory")),
+        (seen(disk_free_gb=0.5), ("reject", "disk")),
+        (seen(cpu_percent=95), ("queue", "cpu")),
+    ],
+)
+def test_a_caller_that_bounds_its_runs_itself_is_not_queued_for_provider_capacity(
+    store: Store, probe_seen: Probe, expected: Any
+) -> None:
+    verdict = gate_of(store, [probe_seen], 3).verdict(probe_seen, bounded=True)
+    assert (None if verdict is None else (verdict.action, verdict.rule)) == expected
+
+
 def new_run(store: Store, tmp_path: Path) -> tuple[str, Any]:
     graph = graph_file(tmp_path, [llm("a")], [{"source": "a", "target": "END", "schema_id": "text"}])
     return start_run(store, graph, {}), script(tmp_path, [{"output": {"text": "done"}}])

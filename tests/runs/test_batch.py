@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from plait.engine.resources import ResourceGate
 from plait.engine.runner import Engine
 from plait.runs.batch import BatchError, BatchFiles, BatchProgress, open_batch, record_run_id
 from plait.store import Store
 from tests.engine.test_engine import graph_file, script
+from tests.engine.test_resources import gate_of, seen
 
 TEXT_INPUT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 
@@ -39,9 +41,12 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
 
 
 def execute(store: Store, provider: Any, ref: str, files: BatchFiles, *, resume: bool = False,
-            concurrency: int = 4, stop_after: int | None = None) -> BatchProgress:  # fmt: skip
-    """Run the batch; with `stop_after`, cancel it once that many records finished (as Ctrl-C)."""
+            concurrency: int = 4, stop_after: int | None = None,
+            gate: ResourceGate | None = None) -> BatchProgress:  # fmt: skip
+    """Run the batch; with `stop_after`, cancel it once that many records finished (as Ctrl-C);
+    `gate`: the engine's resource decisions (default: none)."""
     engine = Engine(store, provider, cache=False)
+    engine.gate = gate
     batch, progress = open_batch(store, engine, ref, files, resume=resume)
     if resume:
         batch.catch_up_output()
@@ -148,3 +153,26 @@ def test_files_that_cannot_start_a_batch_are_refused(store: Store, tmp_path: Pat
     with pytest.raises(BatchError, match="exists") as refused:
         open_batch(store, engine, ref, files, resume=False)
     assert "--resume" in (refused.value.hint or "")
+
+
+def test_busy_providers_do_not_queue_a_batchs_records_but_low_disk_still_rejects_them(
+    store: Store, tmp_path: Path
+) -> None:
+    """The batch bounds its runs in flight itself: a record finding the providers' capacity used
+    up waits for its slot in the pool's queue, not at the resource gate (which would record a
+    decision on every record of a batch that keeps its provider at the limit); the machine's
+    own limits still apply to it."""
+    provider = script(tmp_path, [{"output": {"text": "clean"}}])
+    ref = graph(tmp_path)
+    inputs = write_records(tmp_path / "in.jsonl", [json.dumps({"text": f"r{i}"}) for i in range(3)])
+    busy = BatchFiles.of(inputs, tmp_path / "busy.jsonl")
+    gate = gate_of(store, [seen(capacity_percent=0)], queue_max_s=1)
+    progress = execute(store, provider, ref, busy, gate=gate)
+    assert (progress.done, progress.failed) == (3, 0)
+    batch_id = store.batches.newest(str(busy.input), str(busy.output)).id  # type: ignore[union-attr]
+    assert [store.decisions.of_run(record_run_id(batch_id, i)) for i in range(3)] == [[], [], []]
+
+    full = BatchFiles.of(inputs, tmp_path / "full.jsonl")
+    progress = execute(store, provider, ref, full, gate=gate_of(store, [seen(disk_free_gb=0.2)]))
+    assert (progress.done, progress.failed) == (0, 3)
+    assert all("GB of disk free" in f["reason"] for f in lines_of(full.failed))

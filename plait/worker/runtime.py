@@ -110,7 +110,10 @@ class WorkerRuntime:
 
     async def _drive(self, run_id: str) -> Ending:
         try:
-            await self.engine.run(run_id)
+            # a worker executes at most its concurrency of runs and the rest wait in the broker's
+            # queue: a run finding the providers busy waits for its slot in the pool's queue,
+            # not at the resource gate, holding a place (see plait/engine/resources.py)
+            await self.engine.run(run_id, bounded=True)
         except EngineError as exc:
             record = await asyncio.to_thread(self.store.runs.get, run_id)
             live = record.lease_owner is not None and (record.lease_expires_at or 0.0) >= time.time()

@@ -127,3 +127,22 @@ def test_a_beat_worker_fires_due_schedules_and_executes_their_runs(cluster: Clus
         done = lambda: store.runs.exists(run_id) and store.runs.get(run_id).status == RunStatus.COMPLETED  # noqa: E731
         wait_until(done, 30, "its run to complete")
         assert store.runs.get(run_id).output == {"answer": "a thought", "asked": "tick"}
+
+
+def test_a_worker_does_not_queue_its_runs_for_provider_capacity(cluster: Cluster) -> None:
+    """A worker bounds its runs in flight (the rest wait in the broker's queue): runs that find
+    the provider's one slot taken wait for it in the pool's queue, with no resource decision."""
+    config = cluster.config.read_text().replace('file = "model.yaml"\n', 'file = "model.yaml"\nmax_concurrency = 1\n')
+    # probed often; the CPU rule off: the plait processes this test starts load the machine
+    cluster.config.write_text(config + "[resources]\nprobe_s = 0.1\ncpu_percent_max = 100\n")
+    setup(cluster, delay_ms=600)
+    cluster.worker()
+    first = start_queued(cluster)
+    with cluster.store() as store:
+        wait_until(lambda: any(r.status == RunStatus.RUNNING for r in store.runs.list()), 30, "the first run executing")
+    time.sleep(0.3)  # its call holds the provider's only slot: capacity 0 % from now on
+    later = [start_queued(cluster) for _ in range(3)]
+    outputs = [json.loads(p.communicate(timeout=60)[0]) for p in [first, *later]]
+    assert all(o["status"] == "completed" for o in outputs), outputs
+    with cluster.store() as store:
+        assert [store.decisions.of_run(o["run_id"]) for o in outputs] == [[], [], [], []]

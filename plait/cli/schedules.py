@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import console, print_json, print_table, read_file_option, store_for, when
+from plait.cli.common import console, fail, parse_inputs, print_json, print_table, store_for, when
 from plait.cli.help import PlaitTyper
 from plait.cli.options import DbOption, JsonOption
 
@@ -21,6 +21,7 @@ IdArg = Annotated[str, typer.Argument(help="The schedule's id (or a unique prefi
 def add_command(
     graph: Annotated[str, typer.Argument(help="A graph file, or the id/slug of a stored graph.")],
     cron: Annotated[str, typer.Option("--cron", help="When: five cron fields, e.g. '*/5 * * * *'.")],
+    inputs: Annotated[list[str], typer.Option("-i", "--input", help="Run input as key=value (repeatable).")] = [],  # noqa: B006
     input_file: Annotated[Path | None, typer.Option("--input-file", help="The run input (JSON or YAML).")] = None,
     catch_up: Annotated[
         str, typer.Option("--catch-up", help="Firings missed while no scheduler ran: none | one | all.")
@@ -30,13 +31,11 @@ def add_command(
     json_output: JsonOption = False,
 ) -> None:
     """Run GRAPH at the instants --cron names (the schedule is stored: it survives restarts)."""
-    from plait.runs.schedules import add_schedule
+    from plait.runs.schedules import CATCH_UP, add_schedule
 
-    run_input = read_file_option(input_file, "--input-file", "input") if input_file else {}
-    if not isinstance(run_input, dict):
-        from plait.cli.common import fail
-
-        fail("--input-file must hold an object: the run input")
+    if catch_up not in CATCH_UP:
+        fail(f"--catch-up '{catch_up}' is not one of {', '.join(CATCH_UP)}")
+    run_input = parse_inputs(inputs, input_file)
     with store_for(db) as store:
         made = add_schedule(store, graph, cron, run_input, catch_up=catch_up, timezone=timezone)
     if json_output:

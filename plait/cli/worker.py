@@ -35,7 +35,21 @@ def worker_command(
     from plait.worker.main import serve
 
     settings = worker_settings(queue, db=db, llm=llm, config=config)
+    _log_to_stderr()
     serve(settings, concurrency=concurrency, beat=beat, name=name)
+
+
+def _log_to_stderr() -> None:
+    """The worker's own lines (ready, each run's ending, stopping) on stderr with their time;
+    Celery's own logging stays at warnings."""
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s plait worker: %(message)s", "%Y-%m-%d %H:%M:%S"))
+    logger = logging.getLogger("plait.worker")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 def worker_settings(queue: str | None, **given: str | None) -> WorkerSettings:

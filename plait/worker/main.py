@@ -34,7 +34,7 @@ def register(app: Celery) -> None:
             raise task.retry(countdown=_runtime.settings.lease_ttl_s)
         if ending == "given_back":
             _runtime.store.outbox.announce(run_id, "given_back")
-        log.info("run %s: %s (%s)", run_id, ending, reason)
+        log.info("run %s: %s (announced on %s)", run_id, ending, reason)
         return ending
 
 
@@ -57,6 +57,7 @@ def serve(settings: WorkerSettings, *, concurrency: int = 8, beat: bool = False,
         _runtime.give_back()
         relay.flush()
 
+    log.info(ready_line(settings, _runtime.store.url, concurrency, beat))
     try:
         worker = app.Worker(pool="threads", concurrency=concurrency, queues=[settings.queue], hostname=name,
                             without_heartbeat=True, without_mingle=True, without_gossip=True,
@@ -68,6 +69,17 @@ def serve(settings: WorkerSettings, *, concurrency: int = 8, beat: bool = False,
         relay.stop()
         _runtime.close()
         _runtime = None
+
+
+def ready_line(settings: WorkerSettings, store_url: str, concurrency: int, beat: bool) -> str:
+    """What the worker says once it takes runs: where from, where to, how many; credentials
+    in either URL are masked."""
+    from plait.redact import redact_url
+
+    schedules = ", firing the cron schedules" if beat else ""
+    return (f"taking runs from queue '{settings.queue}' on {redact_url(settings.broker)} into "
+            f"{redact_url(store_url)}, {concurrency} at once{schedules}; SIGTERM or Ctrl-C gives the runs "
+            "in flight back")  # fmt: skip
 
 
 def _beat(runtime: WorkerRuntime) -> Any:

@@ -16,6 +16,8 @@ import yaml
 from worker_helpers import Cluster, wait_until
 
 from plait.model.enums import RunStatus
+from plait.worker.app import WorkerSettings
+from plait.worker.main import ready_line
 
 GRAPH = {
     "id": "slow_then_shape",
@@ -54,6 +56,17 @@ def test_a_queued_run_executes_on_a_worker_with_the_same_output_and_its_events(c
         assert run.lease_owner is None
     assert local.returncode == 0, local.stderr
     assert json.loads(local.stdout)["output"] == json.loads(queued.stdout)["output"]
+    logs = cluster.logs()  # what the worker said: where it takes runs from, and each run's ending
+    assert f"plait worker: taking runs from queue '{cluster.queue}' on {cluster.broker}" in logs
+    assert f"plait worker: run {json.loads(queued.stdout)['run_id']}: ended (announced on start)" in logs
+
+
+def test_the_workers_ready_line_masks_the_credentials_in_its_urls() -> None:
+    settings = WorkerSettings(broker="redis://:hunter2@cache:6379/0", queue="q")
+    line = ready_line(settings, "postgresql://plait:hunter2@db:5432/plait", 8, beat=True)
+    assert "hunter2" not in line
+    assert "queue 'q' on redis://***@cache:6379/0 into postgresql://***@db:5432/plait, 8 at once" in line
+    assert "firing the cron schedules" in line
 
 
 def test_a_worker_killed_mid_node_has_its_run_finished_by_another_exactly_once(cluster: Cluster) -> None:

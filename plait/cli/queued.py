@@ -16,6 +16,8 @@ from plait.cli.options import Driving
 
 POLL_S = 0.5
 EXIT_DETACHED = 130
+UNTAKEN_S = 5.0
+"""A run still pending this long after its message was sent: say that no worker took it yet."""
 
 
 def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
@@ -37,6 +39,7 @@ def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
     relay.flush()
     view = None if how.quiet else LiveView(store, run_id)
     ended = {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.PAUSED}
+    sent_at, told = time.monotonic(), how.quiet
     try:
         with view if view is not None else nullcontext():
             while True:
@@ -53,6 +56,9 @@ def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
                     break
                 if store.outbox.unsent():
                     relay.flush()  # the broker was away when the run was created
+                if not told and record.status == RunStatus.PENDING and time.monotonic() - sent_at >= UNTAKEN_S:
+                    told = True
+                    sys.stderr.write(untaken(settings, run_id, time.monotonic() - sent_at))
     except KeyboardInterrupt:
         sys.stderr.write(f"stopped following: run {run_id} goes on on the workers (plait runs show {run_id})\n")
         raise typer.Exit(EXIT_DETACHED) from None
@@ -62,3 +68,13 @@ def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
     report_outcome(store, outcome, how.json_output, how.quiet)
     codes = {RunStatus.COMPLETED: EXIT_OK, RunStatus.PAUSED: EXIT_PAUSED}
     raise typer.Exit(codes.get(outcome.status, EXIT_FAILED))
+
+
+def untaken(settings: Any, run_id: str, waited_s: float) -> str:
+    """The word for a run that no worker has taken yet: where it waits, and how to start one."""
+    from plait.redact import redact_url
+
+    broker = redact_url(settings.broker)
+    return (f"run {run_id} is waiting in queue '{settings.queue}' on {broker}: no worker has taken it in "
+            f"{waited_s:.0f} s. Start one with: plait worker --queue {broker} (and the same --db); "
+            "Ctrl-C stops following, the run stays queued\n")  # fmt: skip

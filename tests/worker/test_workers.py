@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import yaml
@@ -159,3 +160,25 @@ def test_a_worker_does_not_queue_its_runs_for_provider_capacity(cluster: Cluster
     assert all(o["status"] == "completed" for o in outputs), outputs
     with cluster.store() as store:
         assert [store.decisions.of_run(o["run_id"]) for o in outputs] == [[], [], [], []]
+
+
+def test_a_run_no_worker_takes_is_reported_with_how_to_start_one_and_stays_queued(cluster: Cluster) -> None:
+    setup(cluster, delay_ms=0)
+    waiting = start_queued(cluster)  # no worker runs
+    stop = threading.Timer(30, waiting.send_signal, [signal.SIGINT])  # the line never came: end the wait
+    stop.start()
+    try:
+        line = waiting.stderr.readline()  # type: ignore[union-attr]
+    finally:
+        stop.cancel()
+        waiting.send_signal(signal.SIGINT)
+    _, rest = waiting.communicate(timeout=30)
+    assert f"is waiting in queue '{cluster.queue}' on {cluster.broker}: no worker has taken it in 5 s" in line
+    assert f"Start one with: plait worker --queue {cluster.broker}" in line
+    assert waiting.returncode == 130, rest
+    with cluster.store() as store:
+        [run] = store.runs.list()
+        assert run.status == RunStatus.PENDING
+    cluster.worker()  # the run was left queued: a worker started later executes it
+    with cluster.store() as store:
+        wait_until(lambda: store.runs.get(run.id).status == RunStatus.COMPLETED, 30, "a later worker to run it")

@@ -78,7 +78,10 @@ def batch_command(
         bar.update(progress)
         try:
             with bar:
-                interrupt.run(batch.run(concurrency, progress, bar.update), cleanup=engine.aclose)
+                work = batch.run(concurrency, progress, bar.update)
+                if workers is not None and not (how.quiet or how.json_output):
+                    work = _telling_if_untaken(work, batch, store, workers)
+                interrupt.run(work, cleanup=engine.aclose)
         except interrupt.Interrupted:
             sys.stderr.write(f"stopped: continue with plait batch {graph} --input-file {input_file} "
                              f"--output {output} --resume\n")  # fmt: skip
@@ -92,6 +95,26 @@ def batch_command(
         elif not how.quiet:
             _report(summary)
     raise typer.Exit(EXIT_OK if progress.failed == 0 else EXIT_FAILED)
+
+
+async def _telling_if_untaken(work: Any, batch: Any, store: Any, settings: Any) -> None:
+    """`work`, saying once when the batch's first run is still waiting for a worker after a while."""
+    import asyncio
+
+    from plait.cli.queued import UNTAKEN_S, untaken
+    from plait.model.enums import RunStatus
+
+    async def watch() -> None:
+        await asyncio.sleep(UNTAKEN_S)
+        first = batch.first_queued
+        if first is not None and (await asyncio.to_thread(store.runs.get, first)).status == RunStatus.PENDING:
+            sys.stderr.write(untaken(settings, first, UNTAKEN_S, "Ctrl-C stops the batch (continue it with --resume)"))
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        await work
+    finally:
+        watcher.cancel()
 
 
 def _relay(store: Any, settings: Any) -> Any:

@@ -70,11 +70,13 @@ def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
     raise typer.Exit(codes.get(outcome.status, EXIT_FAILED))
 
 
-def untaken(settings: Any, run_id: str, waited_s: float) -> str:
-    """The word for a run that no worker has taken yet: where it waits, and how to start one."""
+def untaken(settings: Any, run_id: str, waited_s: float,
+            ctrl_c: str = "Ctrl-C stops following, the run stays queued") -> str:  # fmt: skip
+    """The word for a run that no worker has taken yet: where it waits, how to start a worker,
+    and what Ctrl-C does here."""
     from plait.redact import redact_url
 
     broker = redact_url(settings.broker)
     return (f"run {run_id} is waiting in queue '{settings.queue}' on {broker}: no worker has taken it in "
             f"{waited_s:.0f} s. Start one with: plait worker --queue {broker} (and the same --db); "
-            "Ctrl-C stops following, the run stays queued\n")  # fmt: skip
+            f"{ctrl_c}\n")  # fmt: skip

@@ -107,6 +107,8 @@ class Batch:
         self.llm = llm
         self.queued = queued
         self._waiter = RunWaiter(store) if queued is not None else None
+        self.first_queued: str | None = None
+        """The first run this process announced to the workers (whether any worker takes them)."""
         self.output = ResultFile(files.output, resume=resume)
         self.failures = ResultFile(files.failed, resume=resume)
         self.resume = resume
@@ -193,6 +195,7 @@ class Batch:
         self.store.runs.add(graph_id=self.stored.graph_id, graph_version=self.stored.version,
                             schema_version=self.stored.schema_version, input=run_input, llm=self.llm,
                             run_id=run_id, announce="batch")  # fmt: skip
+        self.first_queued = self.first_queued or run_id
         await asyncio.to_thread(self.queued)
         return await self._waiter.wait(run_id)
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,6 +63,34 @@ def test_a_batch_on_workers_finishes_every_record_once(cluster: Cluster) -> None
     assert process.returncode == 0, err + cluster.logs()
     assert json.loads(out)["completed"] == 40
     check_once(cluster, 40)
+
+
+def test_a_batch_no_worker_takes_says_so_and_resumes_once_a_worker_runs(cluster: Cluster) -> None:
+    setup(cluster, 3, delay_ms=0)
+    waiting = subprocess.Popen([sys.executable, "-m", "plait", "batch", "graph.yaml", "--input-file", "in.jsonl",
+                                "--output", "out.jsonl"], cwd=cluster.folder, env=cluster.env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    stop = threading.Timer(30, waiting.send_signal, [signal.SIGINT])  # the line never came: end the wait
+    stop.start()
+    told = ""
+    try:
+        for line in waiting.stderr:  # type: ignore[union-attr]
+            if "no worker has taken it" in line:
+                told = line
+                break
+    finally:
+        stop.cancel()
+        waiting.send_signal(signal.SIGINT)
+    _, rest = waiting.communicate(timeout=30)
+    assert f"is waiting in queue '{cluster.queue}' on {cluster.broker}: no worker has taken it in 5 s" in told
+    assert "Ctrl-C stops the batch (continue it with --resume)" in told
+    assert waiting.returncode == 130, rest
+    cluster.worker()
+    resumed = batch(cluster, "--resume")
+    out, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err + cluster.logs()
+    assert json.loads(out)["completed"] == 3  # the runs the stopped batch had queued, taken by the worker
+    check_once(cluster, 3)
 
 
 @pytest.fixture

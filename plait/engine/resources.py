@@ -8,9 +8,10 @@ The rules are looked at in order: disk, memory, provider capacity, CPU. The CPU 
 queues while this engine has runs in flight (an idle engine waiting for the CPU helps nobody;
 the load is someone else's). The capacity rule keeps an unbounded stream of new runs (a
 server's) from piling up on busy providers; it is not applied to a run whose caller bounds its
-runs in flight itself (`bounded`: a batch's `--concurrency`): such a run would only trade its
-place in the pool's queue, where slots are handed over as they free up, for re-probes at the
-gate, and a batch that keeps its provider at the limit would have every record queued.
+runs in flight itself (`bounded`: a batch's `--concurrency`, a worker's places): such a run
+would only trade its place in the pool's queue, where slots are handed over as they free up,
+for re-probes at the gate, and a batch that keeps its provider at the limit would have every
+record queued.
 """
 
 from __future__ import annotations

@@ -201,7 +201,7 @@ class Engine:
         """Execute (or continue) a run until it completes, fails or pauses for a person. A child
         run continued on its own (after a review or a correction in it) then continues its
         parent, when the parent's node is waiting for it. `bounded`: the caller bounds its runs
-        in flight itself (a batch), so the resource decisions leave out provider capacity."""
+        in flight itself (a batch, a worker), so the resource decisions leave out provider capacity."""
         refused = await self._gated(run_id, bounded=bounded)
         if refused is not None:
             return refused

@@ -107,8 +107,14 @@ async def _telling_if_untaken(work: Any, batch: Any, store: Any, settings: Any) 
     async def watch() -> None:
         await asyncio.sleep(UNTAKEN_S)
         first = batch.first_queued
-        if first is not None and (await asyncio.to_thread(store.runs.get, first)).status == RunStatus.PENDING:
-            sys.stderr.write(untaken(settings, first, UNTAKEN_S, "Ctrl-C stops the batch (continue it with --resume)"))
+        try:
+            waiting = first is not None and (await asyncio.to_thread(store.runs.get, first)).status == RunStatus.PENDING
+        except Exception:  # a hint only: the batch itself reports what is wrong with the store
+            return
+        if waiting:
+            sys.stderr.write(
+                untaken(settings, str(first), UNTAKEN_S, "Ctrl-C stops the batch (continue it with --resume)")
+            )
 
     watcher = asyncio.ensure_future(watch())
     try:

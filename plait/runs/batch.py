@@ -108,7 +108,8 @@ class Batch:
         self.queued = queued
         self._waiter = RunWaiter(store) if queued is not None else None
         self.first_queued: str | None = None
-        """The first run this process announced to the workers (whether any worker takes them)."""
+        """The first run this process handed to the workers, new or resumed (whether any worker
+        takes them)."""
         self.output = ResultFile(files.output, resume=resume)
         self.failures = ResultFile(files.failed, resume=resume)
         self.resume = resume
@@ -195,14 +196,19 @@ class Batch:
         self.store.runs.add(graph_id=self.stored.graph_id, graph_version=self.stored.version,
                             schema_version=self.stored.schema_version, input=run_input, llm=self.llm,
                             run_id=run_id, announce="batch")  # fmt: skip
-        self.first_queued = self.first_queued or run_id
-        await asyncio.to_thread(self.queued)
-        return await self._waiter.wait(run_id)
+        return await self._on_workers(run_id)
 
     async def _continue(self, run_id: str) -> RunOutcome:
         """A resumed record's run, which an earlier process created: continued where it stopped."""
         if self.queued is None or self._waiter is None:
             return await self.engine.run(run_id, bounded=True)
+        return await self._on_workers(run_id)
+
+    async def _on_workers(self, run_id: str) -> RunOutcome:
+        """Send the outbox (the run's message is in it) and wait for the workers to end the run."""
+        assert self.queued is not None
+        assert self._waiter is not None
+        self.first_queued = self.first_queued or run_id
         await asyncio.to_thread(self.queued)
         return await self._waiter.wait(run_id)
 

@@ -106,7 +106,7 @@ async def _carry_out(
         return {"error": str(exc)}
     if tool.edge_id is not None:
         schema = edge_schemas.get(tool.edge_id)
-        problems = schema_violations(schema, result) if schema else []
+        problems = schema_violations(schema, result) if schema is not None else []
         if problems:
             raise RoutedResultInvalid(name, tool.edge_id, problems)
         done.routed[tool.edge_id] = result

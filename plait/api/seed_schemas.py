@@ -67,7 +67,9 @@ class PromptGraphDef(PromptGraphDefSummary):
     migrations: list[dict[str, Any]] = Field(
         description="SchemaMigration list: schema_id, from_version, to_version, migrate_expr."
     )
-    input_schema: dict[str, Any] | None = Field(default=None, description=PLAIT + "JSON Schema of the run input.")
+    input_schema: dict[str, Any] | bool | None = Field(
+        default=None, description=PLAIT + "JSON Schema of the run input (`true` / `false` are schemas too)."
+    )
     input_freeze: Any = Field(default=None, description=PLAIT + "Freeze policy of run input fields.")
     max_cost_usd: float | None = Field(default=None, description=PLAIT + "A run's cost budget.")
 
@@ -91,7 +93,7 @@ class PromptGraphDefBody(_In):
     edges: list[dict[str, Any]] | None = Field(default=None, description="`source`/`target` are accepted too.")
     schema_registry: list[dict[str, Any]] | None = None
     migrations: list[dict[str, Any]] | None = None
-    input_schema: dict[str, Any] | None = Field(default=None, description=PLAIT)
+    input_schema: dict[str, Any] | bool | None = Field(default=None, description=PLAIT)
     input_freeze: Any = Field(default=None, description=PLAIT)
     max_cost_usd: float | None = Field(default=None, description=PLAIT)
     slug: str | None = Field(default=None, description=READ_ONLY)

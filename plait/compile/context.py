@@ -9,6 +9,7 @@ from typing import Any
 
 from plait.compile.diagnostics import Category, Diagnostic, Severity
 from plait.compile.load import LoadedGraph
+from plait.compile.schemas import object_form
 from plait.compile.source import Path_
 from plait.compile.topology import Topology
 from plait.model.graph import END, EdgeDef, GraphDef, SchemaEntry
@@ -141,5 +142,5 @@ class CheckContext:
         for edge in self.out_edges.get(node_id, []):
             if edge.schema_id and edge.schema_id not in seen and edge.schema_id in self.schemas:
                 seen.add(edge.schema_id)
-                found.append(self.schemas[edge.schema_id].schema_)
+                found.append(object_form(self.schemas[edge.schema_id].schema_))
         return found

@@ -1,7 +1,8 @@
 """What a schema may point at: references only inside the graph, regexes RE2 can run.
 
 A validator never fetches (see `schema_validator`), so a reference to a URL or a file would only
-fail when a value is checked. Validation refuses it up front, naming where it is: `$ref`,
+fail when a value is checked, and so would a pattern RE2 cannot run with its ECMA-262 meaning.
+Validation refuses both up front, naming where they are: `$ref`,
 `$dynamicRef` and `$recursiveRef` may be `#...` (inside the same schema) or `<registry id>[#...]`
 (a schema of the graph's `schemas:`); `$id` (draft-4 `id`) may only name an anchor (`#name`),
 since a URI there would change what every reference below it means; a nested `$schema` may only
@@ -158,15 +159,8 @@ def _regex_problems(node: dict[str, Any], path: Path) -> list[RefProblem]:
 
 
 def _regex_problem(pattern: str, path: Path) -> list[RefProblem]:
-    reason = regex_error(pattern)
-    if reason is None:
+    refused = regex_error(pattern)
+    if refused is None:
         return []
-    return [
-        RefProblem(
-            "unsupported_regex",
-            path,
-            f"pattern {pattern!r} cannot be run in linear time ({reason})",
-            "patterns run on RE2: no lookaround ((?=, (?!, (?<=), no backreferences (\\1), repetition counts up "
-            "to 1000; rewrite the pattern without them",
-        )
-    ]
+    message = f"pattern {pattern!r} is not supported: {refused.reason}"
+    return [RefProblem("unsupported_regex", path, message, refused.hint)]

@@ -12,10 +12,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 from plait.compile.schema_validator import NO_REGISTRY, safe_class, schema_registry
+from plait.compile.sized_cache import SizedCache
 from plait.compile.template_types import Segment
 
 DEFAULT_DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -30,19 +31,38 @@ class SchemaProblem:
     message: str
 
 
+def object_form(schema: Any) -> dict[str, Any]:
+    """`schema` as an object schema: `true` (anything is valid) is `{}`, `false` (nothing is) is
+    `{"not": {}}`; for what reads a schema's keywords (a model's response_format, conflict checks)."""
+    if schema is True:
+        return {}
+    if schema is False:
+        return {"not": {}}
+    return schema if isinstance(schema, dict) else {}
+
+
 def check_json_schema(schema: Any) -> list[SchemaProblem]:
-    """Validate a schema against its metaschema (`$schema`, else Draft 7)."""
+    """Validate a schema against its metaschema (`$schema`, else Draft 7); `true` and `false` are schemas too."""
+    if isinstance(schema, bool):
+        return []
     if not isinstance(schema, dict):
-        return [SchemaProblem((), f"a JSON Schema must be an object, not {type(schema).__name__}")]
+        return [SchemaProblem((), f"a JSON Schema must be an object, `true` or `false`, not {type(schema).__name__}")]
     try:
         key = json.dumps(schema, sort_keys=True)
     except (TypeError, ValueError):
         return [SchemaProblem((), "schema is not JSON-serialisable")]
-    return list(_check_cached(key))
+    return list(_CHECKS.get_or_build(key, lambda: _check(key), _problems_bytes))
 
 
-@lru_cache(maxsize=2048)
-def _check_cached(key: str) -> tuple[SchemaProblem, ...]:
+_CHECKS: SizedCache[tuple[SchemaProblem, ...]] = SizedCache(max_bytes=16 << 20, max_entries=4096)
+"""Metaschema verdicts by the schema's text (kept as a digest when long), charged what they hold."""
+
+
+def _problems_bytes(problems: tuple[SchemaProblem, ...]) -> int:
+    return 256 + sum(200 + len(p.message) for p in problems)
+
+
+def _check(key: str) -> tuple[SchemaProblem, ...]:
     from jsonschema import Draft7Validator, validators
     from jsonschema.exceptions import best_match
 

@@ -246,7 +246,7 @@ class ChildRuns:
                 kind="input",
             )
         graph = target.compiled.graph
-        if graph.input_schema:
+        if graph.input_schema is not None:
             problems = schema_violations(graph.input_schema, run_input, graph.schemas)
             if problems:
                 raise ChildGraphError(

@@ -15,6 +15,7 @@ from typing import Any
 
 from plait.compile.schema_inline import inline_refs
 from plait.compile.schema_validator import NO_REGISTRY, cached_validator, messages, registry_key, schema_key
+from plait.compile.schemas import object_form
 from plait.model.graph import EdgeDef, GraphDef, SchemaEntry
 from plait.model.output_meta import SCHEMA_ID, SCHEMA_VERSION, strip_meta
 
@@ -27,7 +28,7 @@ class BoundSchema:
 
     id: str
     version: str
-    schema: dict[str, Any]
+    schema: dict[str, Any] | bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,7 @@ class OutputContract:
 
     def combined(self) -> dict[str, Any]:
         """The schemas as the model is shown them: references written out, then combined."""
-        return combine_schemas([inline_refs(s.schema, self.registry) for s in self.schemas])
+        return combine_schemas([inline_refs(object_form(s.schema), self.registry) for s in self.schemas])
 
     def parse(self, text: str | None) -> tuple[Any, list[str]]:
         """A model's answer as a value, and every way it fails the contract (empty when valid).
@@ -129,7 +130,7 @@ def combine_schemas(schemas: list[dict[str, Any]]) -> dict[str, Any]:
     return {"allOf": schemas}
 
 
-def schema_violations(schema: dict[str, Any], value: Any, registry: Iterable[SchemaEntry] = ()) -> list[str]:
+def schema_violations(schema: dict[str, Any] | bool, value: Any, registry: Iterable[SchemaEntry] = ()) -> list[str]:
     """Every way `value` breaks `schema`, as `path: message` lines (empty when valid); `registry` is the
     graph's `schemas:`, which a `$ref: "label"` names (nothing outside it is ever fetched)."""
     return messages(cached_validator(schema_key(schema), registry_key(registry)), value)

@@ -417,7 +417,8 @@ async def run_with_tools(
         return response
 
     try:
-        rounds = await tool_rounds(node, request, tools, one_round, _routed_schemas(node, state))
+        vision = rt.lacks(request.model_role, frozenset({"vision"})) is None
+        rounds = await tool_rounds(node, request, tools, one_round, _routed_schemas(node, state), vision=vision)
     except RoutedResultInvalid as exc:
         return NodeResult.failed(snapshot, attempts, kind="schema", message=str(exc), details=exc.details, **usage)
     except _OverBudget as exc:

@@ -42,11 +42,11 @@ def stored_graph(
 
 
 def input_violations(
-    schema: dict[str, Any] | None, value: dict[str, Any], registry: Sequence[SchemaEntry] = ()
+    schema: dict[str, Any] | bool | None, value: dict[str, Any], registry: Sequence[SchemaEntry] = ()
 ) -> list[str]:
     """Every way `value` breaks the run input schema `schema` (its `$ref`s resolve in `registry`);
     none without a schema."""
-    return schema_violations(schema, value, registry) if schema else []
+    return schema_violations(schema, value, registry) if schema is not None else []
 
 
 def check_input(stored: StoredGraph, run_input: dict[str, Any]) -> None:

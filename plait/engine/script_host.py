@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from plait.compile.schema_validator import registry_key
+from plait.compile.schemas import object_form
 from plait.compile.templates import split_path
 from plait.engine.contracts import BoundSchema, OutputContract
 from plait.engine.render import NodeView, value_at
@@ -62,7 +63,7 @@ class RunScriptHost:
             known = ", ".join([OUTPUT, *(s.id for s in graph.schemas)])
             raise HostError(f"no schema '{target}' in this graph (known: {known})")
         title = f"{entry.id} (version {entry.version})" + (f": {entry.description}" if entry.description else "")
-        return describe(entry.schema_, title)
+        return describe(object_form(entry.schema_), title)
 
     def contract(self, target: str) -> OutputContract | None:
         """The contract an answer is parsed with when a template's `schema_target` is `target`:

@@ -21,9 +21,10 @@ from typing import Any
 
 from plait.engine.contracts import schema_violations
 from plait.engine.inline_tools import ToolFailed
-from plait.engine.toolbox import BoundTool
+from plait.engine.toolbox import BoundTool, ToolReply
 from plait.llm.types import ChatRequest, ChatResponse
 from plait.model.nodes import LlmCallNode
+from plait.tools.mcp import McpImage
 
 Call = Callable[[ChatRequest], Awaitable[ChatResponse]]
 
@@ -58,9 +59,16 @@ def offers_tools(node: LlmCallNode) -> bool:
 
 
 async def tool_rounds(
-    node: LlmCallNode, request: ChatRequest, tools: dict[str, BoundTool], call: Call, edge_schemas: dict[str, Any]
+    node: LlmCallNode,
+    request: ChatRequest,
+    tools: dict[str, BoundTool],
+    call: Call,
+    edge_schemas: dict[str, Any],
+    *,
+    vision: bool = False,
 ) -> ToolRounds:
-    """Run the rounds; `edge_schemas`: out-edge id -> JSON Schema, for routed results."""
+    """Run the rounds; `edge_schemas`: out-edge id -> JSON Schema, for routed results. `vision`: the
+    model can see images, so those tools return follow their results (else their text describes them)."""
     specs = [t.spec for t in tools.values()]
     done = ToolRounds(list(request.messages))
     for number in range(1, node.max_tool_rounds + 1):
@@ -82,14 +90,21 @@ async def tool_rounds(
             }
         )
         record: dict[str, Any] = {"round": number, "calls": []}
+        shown: list[tuple[str, McpImage]] = []
         for tool_call in response.tool_calls:
             result = await _carry_out(tools, tool_call.name, tool_call.arguments, done, edge_schemas)
+            if isinstance(result, ToolReply):
+                shown.extend((tool_call.name, image) for image in result.images)
+                result = result.value
             source = tools[tool_call.name].source if tool_call.name in tools else None
             record["calls"].append(
                 {"tool": tool_call.name, "source": source, "arguments": tool_call.arguments, "result": result}
             )
             content = json.dumps(result, ensure_ascii=False)
             done.messages.append({"role": "tool", "tool_call_id": tool_call.id, "content": content})
+        if shown and vision:
+            done.messages.append(_images_message(shown))
+            record["images_shown"] = [f"{name}: {image.label}" for name, image in shown]
         done.rounds.append(record)
     return done
 
@@ -106,11 +121,21 @@ async def _carry_out(
         return {"error": str(exc)}
     if tool.edge_id is not None:
         schema = edge_schemas.get(tool.edge_id)
-        problems = schema_violations(schema, result) if schema else []
+        problems = schema_violations(schema, result) if schema is not None else []
         if problems:
             raise RoutedResultInvalid(name, tool.edge_id, problems)
         done.routed[tool.edge_id] = result
     return result
+
+
+def _images_message(shown: list[tuple[str, McpImage]]) -> dict[str, Any]:
+    """The images of a round's tool results, as a user message (Chat Completions' tool messages
+    hold text only); the node's records keep their labels, never their bytes."""
+    parts: list[dict[str, Any]] = [{"type": "text", "text": "The images the tools returned:"}]
+    for name, image in shown:
+        parts.append({"type": "text", "text": f"{image.label} from {name}"})
+        parts.append({"type": "image_url", "image_url": {"url": image.data_url()}})
+    return {"role": "user", "content": parts}
 
 
 def _choice(choice: Any) -> Any:

@@ -3,14 +3,24 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from plait.engine.contracts import schema_violations
 from plait.engine.inline_tools import ToolContext, ToolFailed, run_tool, tool_spec
 from plait.model.nodes import LlmCallNode
 from plait.model.tools import McpServerRef
-from plait.tools.mcp import McpFailure, McpSessions
+from plait.tools.mcp import McpFailure, McpImage, McpSessions
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReply:
+    """A tool's result with the images it returned (MCP), which a model that can see is shown."""
+
+    value: Any
+    images: tuple[McpImage, ...]
 
 
 class ToolSetError(Exception):
@@ -67,7 +77,7 @@ async def _mcp_tools(ref: McpServerRef, sessions: McpSessions) -> dict[str, Boun
     return {
         name: BoundTool(
             _mcp_spec(listed[name]),
-            _mcp_call(sessions, ref.server_id, name),
+            _mcp_call(sessions, ref.server_id, listed[name]),
             ref.output_edge_map.get(name),
             f"mcp:{ref.server_id}",
         )
@@ -81,14 +91,34 @@ def _mcp_spec(tool: Any) -> dict[str, Any]:
     return {"type": "function", "function": {"name": tool.name, "description": description, "parameters": parameters}}
 
 
-def _mcp_call(sessions: McpSessions, server_id: str, name: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+def _mcp_call(sessions: McpSessions, server_id: str, tool: Any) -> Callable[[dict[str, Any]], Awaitable[Any]]:
     async def call(arguments: dict[str, Any]) -> Any:
-        result = await sessions.call_tool(server_id, name, arguments)
+        result = await sessions.call_tool(server_id, tool.name, arguments)
         if result.is_error:
             raise ToolFailed(f"the tool reported an error: {result.value}")
-        return result.value
+        if tool.output_schema is not None:
+            await _check_output(sessions, server_id, tool, result.structured)
+        return ToolReply(result.value, result.images) if result.images else result.value
 
     return call
 
 
-__all__ = ["BoundTool", "McpFailure", "ToolSetError", "toolbox"]
+async def _check_output(sessions: McpSessions, server_id: str, tool: Any, structured: Any) -> None:
+    """A result against the tool's declared `outputSchema`, by Plait's validator (patterns on RE2)
+    in a thread, so that neither a large result nor a hostile schema holds the event loop; a result
+    that breaks it fails the node, as the server broke its own contract."""
+    where = f"MCP server '{server_id}' tool '{tool.name}'"
+    if structured is None:
+        raise McpFailure(f"{where} declares an outputSchema but returned no structuredContent")
+    limit = sessions.config(server_id).timeout_s
+    try:
+        problems = await asyncio.wait_for(asyncio.to_thread(schema_violations, tool.output_schema, structured), limit)
+    except TimeoutError:
+        raise McpFailure(
+            f"{where}: checking its result against its outputSchema took longer than {limit:g} s"
+        ) from None
+    if problems:
+        raise McpFailure(f"{where} returned structuredContent that breaks its outputSchema: {'; '.join(problems[:5])}")
+
+
+__all__ = ["BoundTool", "McpFailure", "ToolReply", "ToolSetError", "toolbox"]

@@ -43,7 +43,7 @@ class SchemaChange:
         return "\n".join(str(f) for f in self.findings) if self.findings else "no change"
 
 
-def classify(old: dict[str, Any], new: dict[str, Any]) -> SchemaChange:
+def classify(old: Any, new: Any) -> SchemaChange:
     """Compare two JSON Schemas; a textual difference that validates the same (reordered enum) is patch."""
     findings = diff_schemas(old, new)
     if not findings and not same(old, new):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints
 
 IDENT_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -13,6 +13,8 @@ Identifier = Annotated[str, StringConstraints(pattern=IDENT_RE, max_length=128)]
 
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
 JsonObject = dict[str, Any]
+JsonSchemaDoc = dict[str, Any] | StrictBool
+"""A JSON Schema: an object, or `true` (anything is valid) / `false` (nothing is)."""
 
 
 class PlaitModel(BaseModel):

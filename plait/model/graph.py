@@ -14,7 +14,7 @@ from plait.model.common import (
     IDENT_RE,
     ConditionKey,
     Identifier,
-    JsonObject,
+    JsonSchemaDoc,
     NonEmptyStr,
     PlaitModel,
 )
@@ -41,7 +41,7 @@ class SchemaEntry(PlaitModel):
     description: str = ""
     version: str = "1.0.0"
     breaking_change: bool = False
-    schema_: JsonObject = Field(alias="schema", validation_alias=AliasChoices("schema", "schema_"))
+    schema_: JsonSchemaDoc = Field(alias="schema", validation_alias=AliasChoices("schema", "schema_"))
 
     _semver = field_validator("version")(_check_semver)
 
@@ -86,7 +86,7 @@ class GraphDef(PlaitModel):
     name: str | None = None
     description: str | None = None
     source_type: SourceType = SourceType.USER
-    input_schema: JsonObject | None = None
+    input_schema: JsonSchemaDoc | None = None
     input_freeze: FreezeSpec | None = None
     """Freeze policy for run input fields; user input is typically frozen on create."""
     max_cost_usd: Annotated[float, Field(gt=0)] | None = None

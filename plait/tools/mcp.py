@@ -12,6 +12,13 @@ end of what the server wrote on stderr); one that hangs raises it after the serv
 `timeout_s`. A broken session is dropped, so a later node of the run starts the server
 again. A tool that reports an error of its own (`isError`) is not a failure: the model is
 told, as for inline tools, and may correct its call.
+
+A tool result is taken as the server sent it: the SDK's own check of `structuredContent`
+against the tool's `outputSchema` runs Python's backtracking `re` on the event loop (a pattern
+such as `^(a+)+$` froze the process), so tools are called without it and the engine checks the
+result with Plait's own validator, in a thread (`plait.engine.toolbox`). Content other than text
+keeps what it says: an embedded resource's text, a resource link's URI, an image's bytes (for a
+model that can see them; `McpImage`).
 """
 
 from __future__ import annotations
@@ -40,13 +47,38 @@ class McpFailure(Exception):
     """An MCP server could not be used (start-up, crash, hang, protocol error): the node fails."""
 
 
+MAX_IMAGE_BYTES = 5 << 20
+"""An image larger than this (decoded) is described to the model, not sent."""
+MAX_IMAGES = 4
+"""Images of one tool result passed on to the model; the rest are described."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpImage:
+    """An image a tool returned: sent to a model that can see images, never stored (its
+    description, `label`, is what the node's records keep)."""
+
+    mime_type: str
+    data: str
+    """Base64, as the server sent it."""
+    label: str
+    """How the result's text refers to it, e.g. `[image 1: image/png, 2,048 bytes]`."""
+
+    def data_url(self) -> str:
+        return f"data:{self.mime_type};base64,{self.data}"
+
+
 @dataclass(frozen=True, slots=True)
 class McpToolResult:
     """What an MCP tool call returned; `is_error`: the server reported the call as failed."""
 
     value: Any
-    """The structured result, else the JSON of the text result, else its text."""
+    """The structured result, else the JSON of the text result, else its content as text (each
+    resource, link, image or audio part written as a line saying what it is)."""
     is_error: bool
+    structured: Any = None
+    """`structuredContent` as sent (None when the server sent none)."""
+    images: tuple[McpImage, ...] = ()
 
 
 class McpSessions:
@@ -85,8 +117,11 @@ class McpSessions:
 
     async def call_tool(self, server_id: str, name: str, arguments: dict[str, Any]) -> McpToolResult:
         """Call one tool of the server, within the server's `timeout_s`."""
-        result = await self._use(server_id, f"tools/call '{name}'", lambda client: client.call_tool(name, arguments))
-        return McpToolResult(_tool_value(result), bool(result.is_error))
+        result = await self._use(
+            server_id, f"tools/call '{name}'", lambda client: _call_unchecked(client, name, arguments)
+        )
+        value, images = _tool_value(result)
+        return McpToolResult(value, bool(result.is_error), result.structured_content, images)
 
     async def read_resource(self, server_id: str, uri: str) -> str:
         """The resource's text (binary parts are described, not inlined)."""
@@ -240,30 +275,58 @@ def _next_page(cursor: str) -> Callable[[Any], Awaitable[Any]]:
     return lambda client: client.list_tools(cursor=cursor)
 
 
-def _tool_value(result: Any) -> Any:
+async def _call_unchecked(client: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """`tools/call` through the session's public request API, which skips the SDK's check of the
+    result against `outputSchema` (Python's `re`, on the event loop); the engine checks it instead."""
+    from mcp import types
+
+    request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
+    return await client.session.send_request(request, types.CallToolResult)
+
+
+def _tool_value(result: Any) -> tuple[Any, tuple[McpImage, ...]]:
+    """The result's value for the model and the node's records, and the images to show a model."""
+    images: list[McpImage] = []
+    lines = [_part_text(part, images) for part in result.content]
     if result.structured_content is not None:
-        return result.structured_content
-    texts = [part.text for part in result.content if getattr(part, "type", None) == "text"]
-    others = [_describe_part(part) for part in result.content if getattr(part, "type", None) != "text"]
-    if len(texts) == 1 and not others:
+        return result.structured_content, tuple(images)
+    if len(lines) == 1 and getattr(result.content[0], "type", None) == "text":
         try:
-            return json.loads(texts[0])
+            return json.loads(lines[0]), ()
         except ValueError:
-            return texts[0]
-    return "\n".join([*texts, *others])
+            return lines[0], ()
+    return "\n".join(lines), tuple(images)
 
 
-def _describe_part(part: Any) -> str:
+def _part_text(part: Any, images: list[McpImage]) -> str:
+    """One content part as text; an image that may be shown to a model is added to `images`."""
     kind = getattr(part, "type", "content")
-    mime = getattr(part, "mime_type", None) or ""
-    return f"[{kind} {mime}]".replace(" ]", "]")
+    if kind == "text":
+        return str(part.text)
+    if kind == "resource":
+        return _resource_text(part.resource, embedded=True)
+    if kind == "resource_link":
+        notes = [str(n) for n in (part.title or part.name, part.mime_type, part.description) if n]
+        return f"[resource link {part.uri}" + (f" ({'; '.join(notes)})" if notes else "") + "]"
+    mime = getattr(part, "mime_type", None) or "unknown type"
+    data = str(getattr(part, "data", "") or "")
+    size = len(data) * 3 // 4
+    if kind == "image":
+        label = f"[image {len(images) + 1}: {mime}, {size:,} bytes]"
+        if len(images) < MAX_IMAGES and size <= MAX_IMAGE_BYTES:
+            images.append(McpImage(mime, data, label))
+            return label
+        return f"[image: {mime}, {size:,} bytes, not shown (over {MAX_IMAGES} images or {MAX_IMAGE_BYTES:,} bytes)]"
+    return f"[{kind}: {mime}, {size:,} bytes, not included]"
 
 
-def _resource_text(part: Any) -> str:
+def _resource_text(part: Any, *, embedded: bool = False) -> str:
+    """A resource's text (under a line naming it, for one embedded in a tool result); a binary one described."""
     text = getattr(part, "text", None)
     if text is not None:
-        return str(text)
-    return f"[binary resource {part.uri} ({part.mime_type or 'unknown type'}) not inlined]"
+        return f"[resource {part.uri}]\n{text}" if embedded else str(text)
+    size = len(str(getattr(part, "blob", "") or "")) * 3 // 4
+    return f"[binary resource {part.uri} ({part.mime_type or 'unknown type'}, {size:,} bytes) not inlined]"
 
 
 def _prompt_text(server_id: str, name: str, content: Any) -> str:

@@ -123,8 +123,12 @@ def test_forged_and_replayed_messages_on_redis_neither_reach_a_stream_nor_stop_a
         streamed: list[dict[str, Any]] = []
         ended = threading.Event()
 
+        def kept(event: dict[str, Any]) -> bool:
+            streamed.append(event)
+            return event["event"] == "workflow:complete"
+
         def follow() -> None:
-            _, events = read_events(client, run_id, until=lambda e: streamed.append(e) or e["event"] == "workflow:complete")
+            read_events(client, run_id, until=kept)
             ended.set()
 
         threading.Thread(target=follow, daemon=True).start()
@@ -136,8 +140,9 @@ def test_forged_and_replayed_messages_on_redis_neither_reach_a_stream_nor_stop_a
         broker.publish(events_channel, genuine)  # a replay of a message the deployment really sent
         marker = Event("test:marker", run_id, None, {})
         broker.publish(events_channel, Seal(signing_key(store), events_channel).sign(encode(marker)))
-        wait_until(lambda: any(e["event"] == "test:marker" for e in streamed), 20, "the genuine marker on the stream")
-        assert not ended.is_set()
+        wait_until(lambda: ended.is_set() or any(e["event"] == "test:marker" for e in streamed), 20,
+                   "the genuine marker on the stream")  # fmt: skip
+        assert not ended.is_set(), f"a forged message ended the stream: {streamed[-1]}"
         assert [e for e in streamed if e["event"] == "workflow:complete" or e["data"].get("forged")] == []
         seen = [(e["event"], e["node_id"], e["at"]) for e in streamed]
         assert len(seen) == len(set(seen)), "a replayed event reached the stream"
@@ -168,3 +173,16 @@ def test_remote_control_broadcast_on_the_broker_reaches_no_worker(cluster: Clust
     assert queued.returncode == 3, queued.stderr + cluster.logs()  # paused: the worker executed it
     assert json.loads(queued.stdout)["status"] == "paused", queued.stdout
     assert worker.poll() is None
+
+
+def test_a_signed_message_is_accepted_once_and_only_while_fresh() -> None:
+    now = [1000.0]
+    sender, receiver = (Seal(b"k" * 32, "plait:events:q", clock=lambda: now[0]) for _ in range(2))
+    sealed = sender.sign('{"kind": "x"}')
+    assert receiver.open(sealed) == '{"kind": "x"}'
+    assert receiver.open(sealed) is None  # replayed
+    late = sender.sign('{"kind": "y"}')
+    now[0] += 61.0  # older than FRESH_S when it arrives
+    assert receiver.open(late) is None
+    assert receiver.open(sender.sign('{"kind": "z"}')) == '{"kind": "z"}'
+    assert Seal(b"k" * 32, "plait:control:q").open(sender.sign("{}")) is None  # another channel's

@@ -59,6 +59,7 @@ HEADERS = (
     (b"cross-origin-resource-policy", b"same-origin"),
 )
 _INLINE_SCRIPT = re.compile(rb"<script>(.*?)</script>", re.DOTALL)
+_POLICY = POLICY.encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,16 @@ class BrowserGuard:
     def __init__(self, app: ASGIApp, policy: BrowserPolicy) -> None:
         self.app = app
         self.policy = policy
+        self._hosts: dict[str, bool] = {}
+        """`host_allowed` by `Host` header: clients name a handful, and parsing an address costs."""
+
+    def _host_allowed(self, host: str) -> bool:
+        allowed = self._hosts.get(host)
+        if allowed is None:
+            allowed = self.policy.host_allowed(host)
+            if len(self._hosts) < 1024:  # a client inventing names gets no memory of them
+                self._hosts[host] = allowed
+        return allowed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -114,7 +125,7 @@ class BrowserGuard:
             return
         headers = dict(scope["headers"])
         host = headers.get(b"host", b"").decode("latin-1")
-        if host and not self.policy.host_allowed(host):
+        if host and not self._host_allowed(host):
             await _refuse(scope, receive, send, 400, "host_not_allowed", *_foreign_host(host))
             return
         if scope["method"] in STATE_CHANGING:
@@ -167,7 +178,7 @@ def _secured(send: Send) -> Send:
 
     async def secured(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": _with_headers(message.get("headers", ()), POLICY.encode())}
+            message = {**message, "headers": _with_headers(message.get("headers", ()), _POLICY)}
         await send(message)
 
     return secured
@@ -203,10 +214,10 @@ def _docs_policy(scripts: Iterable[bytes]) -> bytes:
 
 
 def _with_headers(headers: Iterable[tuple[bytes, bytes]], policy: bytes) -> list[tuple[bytes, bytes]]:
+    """`headers` (a redirect's `Location` made relative) and the security headers they lack."""
     kept = [(k, _relative(v) if k.lower() == b"location" else v) for k, v in headers]
     present = {k.lower() for k, _ in kept}
-    added = [(b"content-security-policy", policy), *HEADERS]
-    return kept + [(k, v) for k, v in added if k not in present]
+    return kept + [(k, v) for k, v in ((b"content-security-policy", policy), *HEADERS) if k not in present]
 
 
 def _relative(location: bytes) -> bytes:

@@ -20,6 +20,7 @@ from fastapi_offline import FastAPIOffline
 from plait import __version__
 from plait.api import errors
 from plait.api.auth import caller
+from plait.api.browser import BrowserGuard, BrowserPolicy
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
 from plait.api.handoff import HandOff
@@ -98,6 +99,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
             allow_methods=["*"],
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
         )
+    app.add_middleware(BrowserGuard, policy=BrowserPolicy.of(settings))  # added last: it runs first
     protected = [Depends(caller)]
     app.include_router(system.router, prefix="/api")
     for module in (inspection, graphs, runs, corrections, events, templates, schedules):

@@ -1,7 +1,8 @@
 """A server whose runs execute on workers (`plait serve --queue URL`, or `[workers] broker`):
 it creates and corrects runs as always, and hands each run to the workers instead of driving it,
 relaying its outbox; the workers' events come back over Redis into the server's event log, so
-SSE and the workbench show nodes executed elsewhere.
+SSE and the workbench show nodes executed elsewhere (signed: a message forged on Redis is dropped,
+see plait/worker/events.py).
 
 The server then neither resumes left runs at start-up nor wakes due WAITs: the workers' reapers
 do both, for every server and `plait run` of the deployment. A pause or a cancel asked here of
@@ -19,7 +20,7 @@ from plait.api.events import EventLog
 from plait.engine.events import Event
 from plait.store import Store
 from plait.worker.app import WorkerSettings, make_app
-from plait.worker.events import EventFollower, ask_to_stop
+from plait.worker.events import EventFollower, ask_to_stop, signing_key
 from plait.worker.relay import Relay
 
 log = logging.getLogger("plait.api")
@@ -32,7 +33,8 @@ class HandOff:
         self.store, self.settings, self.events, self.loop = store, settings, events, loop
         self.relay = Relay(store, make_app(settings), settings)
         self.relay.start()
-        self.follower = EventFollower(settings.broker, settings.queue, self._arrived)
+        self.key = signing_key(store)
+        self.follower = EventFollower(settings.broker, settings.queue, self._arrived, self.key)
 
     def __call__(self, run_id: str, *, announced: bool) -> None:
         """Hand `run_id` over: its message was written with it (`announced`), or is written now
@@ -47,7 +49,7 @@ class HandOff:
         record = await asyncio.to_thread(self.store.runs.get, run_id)
         if record.lease_owner is None or (record.lease_expires_at or 0.0) < time.time():
             return False
-        await asyncio.to_thread(ask_to_stop, self.settings.broker, self.settings.queue, run_id)
+        await asyncio.to_thread(ask_to_stop, self.settings.broker, self.settings.queue, run_id, self.key)
         deadline = time.monotonic() + self.settings.lease_ttl_s + 5
         while time.monotonic() < deadline:
             record = await asyncio.to_thread(self.store.runs.get, run_id)

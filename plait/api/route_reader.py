@@ -75,7 +75,8 @@ class ApiRouteReader:
     async def _get(self, path: str, query: dict[str, str]) -> Any:
         transport = httpx.ASGITransport(app=self.app, raise_app_exceptions=False)  # a crash answers 500
         headers = {"Authorization": f"Bearer {self.internal_key}"}
-        async with httpx.AsyncClient(transport=transport, base_url="http://plait.internal") as client:
+        # a loopback name: every server answers it, whatever address it is bound to (browser.py)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             response = await client.get(f"/api{path}", params=query, headers=headers)
         if response.status_code >= 300:
             raise HostError(f"readRoute('{path}') answered HTTP {response.status_code}: {_detail(response)}")

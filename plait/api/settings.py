@@ -9,6 +9,8 @@ from dataclasses import dataclass
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_BODY_TIMEOUT_S = 60.0
 
 
 def is_loopback(host: str) -> bool:
@@ -38,7 +40,15 @@ class ServerSettings:
     """Ask for a bearer token on loopback too (beyond loopback it is always asked for)."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     cors_origins: tuple[str, ...] = ()
-    """Origins allowed to call the API from a browser; empty: no CORS headers at all."""
+    """Origins allowed to call the API from a browser, state-changing requests included; empty:
+    no CORS headers at all, and only the server's own pages may change state."""
+    allowed_hosts: tuple[str, ...] = ()
+    """`Host` names this server answers besides loopback names (and, beyond loopback, any IP
+    address); `*`: any (a proxy in front checks it). See plait/api/browser.py."""
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    """A request's headers must arrive whole within this long (`plait serve` only)."""
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    """A request's body must arrive whole within this long after its headers (`plait serve` only)."""
     resume_on_start: bool = True
     """Continue the runs a stopped or crashed process left `running`/`pending` (see executor.py)."""
     cache: bool = True

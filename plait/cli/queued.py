@@ -27,12 +27,15 @@ def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
     from plait.engine.outcome import RunOutcome
     from plait.model.enums import RunStatus
     from plait.worker.app import make_app
-    from plait.worker.events import EventFollower
+    from plait.worker.events import EventFollower, signing_key
     from plait.worker.relay import Relay
 
     events: queue.SimpleQueue[Any] = queue.SimpleQueue()
     follower = EventFollower(
-        settings.broker, settings.queue, lambda event: events.put(event) if event.run_id == run_id else None
+        settings.broker,
+        settings.queue,
+        lambda event: events.put(event) if event.run_id == run_id else None,
+        signing_key(store),
     )
     follower.wait_ready()
     relay = Relay(store, make_app(settings), settings)

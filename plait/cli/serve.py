@@ -36,8 +36,22 @@ def serve_command(
     require_auth: RequireAuthOption = False,
     max_body: MaxBodyOption = 10 * 1024 * 1024,
     cors_origin: Annotated[
-        list[str], typer.Option("--cors-origin", help="A browser origin allowed to call the API (repeatable).")
+        list[str],
+        typer.Option("--cors-origin", help="A browser origin allowed to call the API and change state (repeatable)."),
     ] = [],  # noqa: B006
+    allow_host: Annotated[
+        list[str],
+        typer.Option(
+            "--allow-host",
+            help="A Host name this server answers besides loopback names and IP addresses (repeatable; '*': any).",
+        ),
+    ] = [],  # noqa: B006
+    header_timeout: Annotated[
+        float, typer.Option("--header-timeout", min=0.1, help="Seconds a request's headers may take to arrive.")
+    ] = 10.0,
+    body_timeout: Annotated[
+        float, typer.Option("--body-timeout", min=0.1, help="Seconds a request's body may take after its headers.")
+    ] = 60.0,
     no_resume: Annotated[
         bool, typer.Option("--no-resume", help="Do not continue the runs a stopped server left unfinished.")
     ] = False,
@@ -50,6 +64,7 @@ def serve_command(
     import uvicorn
 
     from plait.api import ServerConfigError, ServerSettings, create_app
+    from plait.api.connections import timed_protocol
     from plait.config import ConfigError
     from plait.engine import eventloop
     from plait.llm.select import LlmConfigError
@@ -64,6 +79,9 @@ def serve_command(
         require_auth=require_auth,
         max_body_bytes=max_body,
         cors_origins=tuple(cors_origin),
+        allowed_hosts=tuple(allow_host),
+        header_timeout_s=header_timeout,
+        body_timeout_s=body_timeout,
         resume_on_start=not no_resume,
         schedules=not no_schedules,
         queue=queue,
@@ -86,6 +104,7 @@ def serve_command(
                 port=port,
                 log_level="info",
                 timeout_graceful_shutdown=5,
+                http=timed_protocol(settings.header_timeout_s, settings.body_timeout_s),  # slow clients let go
                 loop=eventloop.loop_name(),  # as every plait command (uvicorn's names are the same)
             )
         )

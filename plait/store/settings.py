@@ -26,3 +26,13 @@ class SettingsRepository:
         stmt = conflict_insert(self._engine)(SETTING).values(key=key, value=value)
         with self._writer.begin() as conn:
             conn.execute(stmt.on_conflict_do_update(index_elements=[SETTING.c.key], set_={"value": value}))
+
+    def setdefault(self, key: str, value: str) -> str:
+        """The value of `key`, set to `value` first when it has none: of processes racing to
+        set it, the first write wins and every one returns that value."""
+        stmt = conflict_insert(self._engine)(SETTING).values(key=key, value=value)
+        with self._writer.begin() as conn:
+            conn.execute(stmt.on_conflict_do_nothing(index_elements=[SETTING.c.key]))
+        stored = self.get(key)
+        assert stored is not None, "a key just written is there"
+        return stored

@@ -83,6 +83,7 @@ def make_app(settings: WorkerSettings) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
+        worker_enable_remote_control=False,  # no broadcast from the broker can stop or stall a worker
     )
     return app
 

@@ -31,7 +31,7 @@ from plait.engine.spread import Spread
 from plait.model.enums import RunStatus
 from plait.store import Store
 from plait.worker.app import WorkerSettings
-from plait.worker.events import CONTROL, EventFollower, EventPublisher
+from plait.worker.events import CONTROL, EventFollower, EventPublisher, signing_key
 
 Ending = Literal["ended", "busy", "given_back", "stopped", "refused", "duplicate"]
 log = logging.getLogger("plait.worker")
@@ -53,7 +53,8 @@ class WorkerRuntime:
         self.loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max(16, 3 * concurrency)))
         self._thread = threading.Thread(target=self.loop.run_forever, name="plait-worker-loop", daemon=True)
         self._thread.start()
-        self.publisher = EventPublisher(settings.broker, settings.queue)
+        key = signing_key(self.store)
+        self.publisher = EventPublisher(settings.broker, settings.queue, key)
         bus = EventBus()
         bus.subscribe(self.publisher)
         provider = provider_from_spec(settings.llm, settings.config)
@@ -73,7 +74,7 @@ class WorkerRuntime:
         self.stopping = False
         self._asked: set[str] = set()
         """Runs given back because a pause or a cancel was asked elsewhere: not announced again."""
-        self.control = EventFollower(settings.broker, settings.queue, self._control, channel=CONTROL, raw=True)
+        self.control = EventFollower(settings.broker, settings.queue, self._control, key, channel=CONTROL, raw=True)
 
     def execute(self, run_id: str) -> Ending:
         """Execute (or continue) the run here until it ends, or this worker gives it back."""

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,3 +150,30 @@ def page(chromium: Any) -> Iterator[Any]:
     yield page
     context.close()
     assert errors == [], f"the page threw: {errors}"
+
+
+@contextmanager
+def foreign_site(pages: dict[str, str]) -> Iterator[str]:
+    """Another origin on this machine: a web server on another loopback port serving `pages`
+    (path → HTML); yields its base URL."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Pages(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = pages.get(self.path.split("?")[0])
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write((body or "not here").encode())
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    site = ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    thread = threading.Thread(target=site.serve_forever, name="foreign-site", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{site.server_address[1]}"
+    finally:
+        site.shutdown()
+        site.server_close()

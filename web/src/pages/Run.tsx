@@ -10,7 +10,7 @@ import { href } from "../router";
 import { Ledger } from "./Ledger";
 import { RunDiff } from "./RunDiff";
 
-// The node panel brings the override editor (CodeMirror) and the schema checker (Ajv): fetched
+// The node panel brings the override editor (CodeMirror) and the schema checker: fetched
 // when a node is first picked, so the run's graph draws without them.
 const NodePanel = lazy(() => import("./NodePanel").then((m) => ({ default: m.NodePanel })));
 

@@ -50,9 +50,10 @@ def serve_command(
     import uvicorn
 
     from plait.api import ServerConfigError, ServerSettings, create_app
-    from plait.config import ConfigError
+    from plait.config import ConfigError, jail_settings
     from plait.engine import eventloop
     from plait.llm.select import LlmConfigError
+    from plait.sandbox.confinement import programs_at_start
     from plait.store import StoreError
 
     settings = ServerSettings(
@@ -79,6 +80,7 @@ def serve_command(
         install_log_redaction()
         auth = "token required" if settings.auth_required else "no token needed on loopback"
         sys.stderr.write(f"plait: serving http://{host}:{port}/ ({auth}); API docs at /docs\n")
+        sys.stderr.write(f"plait: TOOL programs and Python CODE: {programs_at_start(jail_settings())}\n")
         server = uvicorn.Server(
             uvicorn.Config(
                 app,

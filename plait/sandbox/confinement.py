@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from plait.config import CodeConfig, JailConfig, ToolsConfig
 from plait.sandbox import cgroups
+from plait.sandbox.folders import sweep_leftovers
 from plait.sandbox.jail import Jail, make_jail, problem
 
 
@@ -88,6 +89,33 @@ def python_install(executable: str) -> tuple[str, str]:
     return real, os.path.dirname(os.path.dirname(real))
 
 
+@dataclass(frozen=True, slots=True)
+class ProgramStatus:
+    """How this machine confines programs, for `plait config check` and the server's start-up."""
+
+    mode: str
+    line: str
+    """`describe`'s sentence."""
+    problem: str | None
+    """Set when plait.toml allows programs or Python CODE that cannot run here for want of a jail."""
+
+    @property
+    def unconfined(self) -> bool:
+        return self.mode == "none"
+
+    def json(self) -> dict[str, object]:
+        return {"jail": self.mode, "status": self.line, "problem": self.problem}
+
+
+def program_status(config: JailConfig, tools: ToolsConfig, code: CodeConfig) -> ProgramStatus:
+    """`describe`, and the problem when plait.toml allows programs that cannot run here."""
+    problem = None
+    why = refusal(config, python=code.python) if (tools.allow or code.python) else None
+    if why is not None:
+        problem = f"plait.toml allows TOOL programs or Python CODE, which cannot run here: {why}"
+    return ProgramStatus(config.mode, describe(config), problem)
+
+
 def describe(config: JailConfig) -> str:
     """One line for `plait config check` and the server's start-up: how programs are confined here."""
     if config.mode == "none":
@@ -106,3 +134,11 @@ def describe(config: JailConfig) -> str:
     else:
         bounded = f"no cgroup ({support.problem}): Python CODE's processes bounded by RLIMIT_NPROC, memory per process"
     return f"jailed in bubblewrap; {bounded}"
+
+
+def programs_at_start(config: JailConfig) -> str:
+    """`describe`, marked so that nobody misses it when programs are unconfined or refused, after
+    removing the folders that crashed processes left (a server's or a worker's start)."""
+    sweep_leftovers()
+    line = describe(config)
+    return line if config.mode == "bwrap" and problem(config) is None else f"*** {line} ***"

@@ -4,6 +4,7 @@ Missing in CI (`CI` set): the test fails, because .ci/run installs bubblewrap an
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -48,10 +49,8 @@ def processes_naming(marker: str) -> list[psutil.Process]:
 def kill_all(processes: Iterator[psutil.Process] | list[psutil.Process]) -> None:
     """Leave nothing behind, even when the code under test did."""
     for process in processes:
-        try:
+        with contextlib.suppress(psutil.Error):
             process.kill()
-        except psutil.Error:
-            pass
 
 
 def running_sleeps(marker: str, expected: int) -> str:

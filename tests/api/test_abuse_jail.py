@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,8 +57,14 @@ nodes:
 """
 
 ATTACKS = {
-    "kill_parent": "import os, signal\ndef main(input, nodes):\n    os.kill(os.getppid(), signal.SIGKILL)\n    return {'alive': True}\n",
-    "kill_server": "import os, signal\ndef main(input, nodes):\n    os.kill(input['pid'], signal.SIGKILL)\n    return {'alive': True}\n",
+    "kill_parent": (
+        "import os, signal\ndef main(input, nodes):\n"
+        "    os.kill(os.getppid(), signal.SIGKILL)\n    return {'alive': True}\n"
+    ),
+    "kill_server": (
+        "import os, signal\ndef main(input, nodes):\n"
+        "    os.kill(input['pid'], signal.SIGKILL)\n    return {'alive': True}\n"
+    ),
     "environ": "def main(input, nodes):\n    return {'environ': open(f\"/proc/{input['pid']}/environ\").read()}\n",
     "store": (
         "import sqlite3, socket\n"
@@ -67,7 +72,8 @@ ATTACKS = {
         "    try:\n"
         "        db = sqlite3.connect(f\"file:{input['db']}?mode=rw\", uri=True)\n"
         "        db.execute(\"update prompt_graph_run set output_json = '{\\\"pwned\\\": true}'\")\n"
-        "        db.execute(\"insert into plait_api_token (id, name, token_hash, created_at) values ('x', 'x', 'x', 0)\")\n"
+        "        db.execute(\"insert into plait_api_token (id, name, token_hash, created_at) \"\n"
+        "                   \"values ('x', 'x', 'x', 0)\")\n"
         "        db.commit()\n"
         "    except Exception as exc:\n"
         "        sqlite = type(exc).__name__\n"

@@ -7,7 +7,6 @@ import asyncio
 import itertools
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 

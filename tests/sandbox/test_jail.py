@@ -28,7 +28,9 @@ SH = shutil.which("sh") or "/bin/sh"
 BASH = shutil.which("bash") or "/bin/bash"
 
 
-def jailed(argv: list[str], config: JailConfig, *, network: bool = False, timeout_s: float = 30, **kw: object) -> ProgramResult:
+def jailed(
+    argv: list[str], config: JailConfig, *, network: bool = False, timeout_s: float = 30, **kw: object
+) -> ProgramResult:
     tools = ToolsConfig(allow=(argv[0],), network=(argv[0],) if network else ())
     confinement = for_tool(argv[0], network, tools, config)
     return asyncio.run(
@@ -133,7 +135,8 @@ def test_where_no_jail_can_be_made_programs_are_refused_saying_why_and_how_to_fi
     assert '[jail] mode = "none"' in said
     counter = tmp_path / "calls"
     failing = tmp_path / "failing-bwrap"
-    failing.write_text(f"#!/bin/sh\necho . >> {counter}\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    said = "bwrap: No permissions to create new namespace"
+    failing.write_text(f"#!/bin/sh\necho . >> {counter}\necho '{said}' >&2\nexit 1\n")
     failing.chmod(0o755)
     config = JailConfig(bwrap=str(failing))
     first = refusal(config)
@@ -228,7 +231,10 @@ def test_unconfined_folders_of_any_shape_are_removed_off_the_event_loop(monkeypa
         remove(path)
 
     monkeypatch.setattr("plait.sandbox.programs.remove_tree", recording)
-    deep = "import os\nprint(os.getcwd())\nfor _ in range(2500):\n    os.mkdir('d'); os.chdir('d'); open('f', 'w').close()\n"
+    deep = (
+        "import os\nprint(os.getcwd())\n"
+        "for _ in range(2500):\n    os.mkdir('d'); os.chdir('d'); open('f', 'w').close()\n"
+    )
     ran = asyncio.run(
         run_program([sys.executable, "-c", deep], env={}, timeout_s=60, max_output_bytes=10_000,
                     confinement=Confinement(None))
@@ -237,7 +243,8 @@ def test_unconfined_folders_of_any_shape_are_removed_off_the_event_loop(monkeypa
     folder = Path(ran.stdout.decode().strip())
     assert folder.parent.parent == folders.parent_folder()
     assert not folder.exists()
-    assert threads and threading.main_thread().name not in threads
+    assert threads
+    assert threading.main_thread().name not in threads
 
 
 def test_removing_a_tree_never_follows_its_links(tmp_path: Path) -> None:
@@ -282,7 +289,7 @@ def test_leftovers_of_a_process_that_died_are_removed_at_start_up(monkeypatch: p
 )  # fmt: skip
 def test_loader_shell_and_interpreter_variables_are_never_given(name: str) -> None:
     assert unsafe_variable(name) is not None
-    with pytest.raises(ValueError, match="no program is ever given it|is not a variable name"):
+    with pytest.raises(ValueError, match=r"no program is ever given it|is not a variable name"):
         ToolsConfig(node_env=(name,))
 
 

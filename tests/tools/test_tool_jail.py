@@ -175,7 +175,8 @@ def test_a_setsid_grandchild_or_a_double_fork_does_not_outlive_its_node(
             f"            os.execv('/bin/sleep', ['sleep', '600.{marker}3'])\n"
             "        os._exit(0)\n"
             "    os.wait()\n"
-            f"    return {{'text': subprocess.run(['/bin/sh', '-c', {count!r}], capture_output=True, text=True).stdout}}\n"
+            f"    counted = subprocess.run(['/bin/sh', '-c', {count!r}], capture_output=True, text=True)\n"
+            "    return {'text': counted.stdout}\n"
         )
         node = {"id": "t", "type": "CODE", "language": "python", "code": code}
         running = {"text": "1\n"}
@@ -278,16 +279,15 @@ def test_a_program_reaches_the_network_only_where_tools_network_names_it(sqlite:
     assert opened.output == {"text": "reached\n"}
 
 
-def test_without_a_jail_tool_and_python_nodes_are_refused_before_the_run_starts(
-    sqlite: Store, tmp_path: Path
-) -> None:
+def test_without_a_jail_tool_and_python_nodes_are_refused_before_the_run_starts(sqlite: Store, tmp_path: Path) -> None:
     from plait.config import JailConfig
 
     missing = JailConfig(bwrap=str(tmp_path / "no-bwrap"))
     tool = graph(tmp_path, [{"id": "t", "type": "TOOL", "command": ["wc", "-l"]}])
     with pytest.raises(EngineError, match=r"node 't' is a TOOL node, which cannot run here: .*bubblewrap"):
         run(sqlite, tool, {}, ToolsConfig(allow=("wc",)), jail=missing)
-    code = graph(tmp_path, [{"id": "p", "type": "CODE", "language": "python", "code": "def main(i, n):\n    return 1\n"}])
+    python = {"id": "p", "type": "CODE", "language": "python", "code": "def main(i, n):\n    return 1\n"}
+    code = graph(tmp_path, [python])
     with pytest.raises(EngineError, match=r'node .p. is Python CODE, which cannot run here: .*\[jail\] mode = "none"'):
         run(sqlite, code, {}, ToolsConfig(), jail=missing)
     unconfined = run(sqlite, tool, {}, ToolsConfig(allow=("wc",)), jail=JailConfig(mode="none", bwrap="no-bwrap"))

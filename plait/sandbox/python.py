@@ -38,7 +38,8 @@ limits = request["limits"]
 resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
 resource.setrlimit(resource.RLIMIT_AS, (limits["memory"], limits["memory"]))
 resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size"], limits["file_size"]))
-resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
+if limits["processes"] is not None:
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
 answer = os.fdopen(os.dup(1), "w", encoding="utf-8")
 os.dup2(2, 1)  # print() and subprocesses write to stderr: the node's log, not its result
 
@@ -114,7 +115,9 @@ async def run_python(
             "cpu_s": math.ceil(timeout_s) + 1,
             "memory": memory_mb * 1024 * 1024,
             "file_size": FILE_SIZE_BYTES,
-            "processes": processes,
+            # in the jail the kernel counts RLIMIT_NPROC per user namespace: per run; unconfined it
+            # would count every process of Plait's user on the host, so it is not set there
+            "processes": processes if confinement.jail is not None else None,
         },
     }
     argv = [executable or sys.executable, "-I", "-S", "-X", "utf8", "-c", _CHILD]

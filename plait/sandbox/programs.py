@@ -122,7 +122,7 @@ def _with(result: ProgramResult, memory: bool, processes: bool) -> ProgramResult
 async def _enter(process: asyncio.subprocess.Process, cgroup: NodeCgroup, info_r: int, block_w: int) -> None:
     """Put the jail's first process in the cgroup, then let it run the program."""
     try:
-        pid = await asyncio.wait_for(asyncio.to_thread(_child_pid, info_r), 30)
+        pid = await asyncio.wait_for(_child_pid(info_r), 30)
         if pid is None:
             return  # bubblewrap failed before making the jail: its stderr says why
         cgroup.join(pid)
@@ -135,11 +135,23 @@ async def _enter(process: asyncio.subprocess.Process, cgroup: NodeCgroup, info_r
         os.close(block_w)
 
 
-def _child_pid(fd: int) -> int | None:
-    """The jail's first process, from the JSON bubblewrap writes on `--info-fd` (None: it wrote none)."""
+async def _child_pid(fd: int) -> int | None:
+    """The jail's first process, from the JSON bubblewrap writes on `--info-fd` (None: it wrote
+    none), read as the loop sees the pipe become readable."""
+    loop = asyncio.get_running_loop()
+    os.set_blocking(fd, False)
     data = b""
     while len(data) < _INFO_BYTES:
-        chunk = os.read(fd, _INFO_BYTES)
+        readable = loop.create_future()
+        loop.add_reader(fd, readable.set_result, None)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(fd)
+        try:
+            chunk = os.read(fd, _INFO_BYTES)
+        except BlockingIOError:
+            continue
         if not chunk:
             return None
         data += chunk

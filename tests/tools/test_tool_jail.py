@@ -193,13 +193,25 @@ def test_a_setsid_grandchild_or_a_double_fork_does_not_outlive_its_node(
         kill_all(processes_naming(f"600.{marker}"))
 
 
-def test_a_run_cannot_read_or_overwrite_another_live_runs_folder(sqlite: Store, tmp_path: Path) -> None:
+@pytest.mark.parametrize("looker_language", ["tool", "python"])
+def test_a_run_cannot_read_or_overwrite_another_live_runs_folder(
+    sqlite: Store, tmp_path: Path, looker_language: str
+) -> None:
     marker = f"marker-{os.getpid()}-{time.monotonic_ns()}"
     holder = {"id": "holder", "type": "TOOL", "command": ["sh", "-c",
               f"echo mine > {marker}; while [ ! -e go ]; do sleep 0.05; done; cat {marker}"]}  # fmt: skip
-    looker = {"id": "looker", "type": "TOOL", "command": ["sh", "-c",
+    looker: dict[str, Any] = {"id": "looker", "type": "TOOL", "command": ["sh", "-c",
               f"for f in /tmp/*/{marker} /tmp/*/*/{marker} /tmp/{marker}; do "
-              "[ -e \"$f\" ] && cat \"$f\" && echo pwned > \"$f\"; done; echo looked"]}  # fmt: skip
+              "[ -e \"$f\" ] && cat \"$f\" && echo pwned > \"$f\"; done; printf looked"]}  # fmt: skip
+    if looker_language == "python":
+        code = (
+            "import glob\n"
+            "def main(input, nodes):\n"
+            f"    for path in glob.glob('/tmp/**/{marker}', recursive=True) + glob.glob('/proc/*/cwd/{marker}'):\n"
+            "        open(path, 'w').write('pwned')\n"
+            "    return {'text': 'looked'}\n"
+        )
+        looker = {"id": "looker", "type": "CODE", "language": "python", "code": code}
     tools = ToolsConfig(allow=("sh",))
 
     async def both() -> tuple[RunOutcome, RunOutcome]:
@@ -215,7 +227,7 @@ def test_a_run_cannot_read_or_overwrite_another_live_runs_folder(sqlite: Store, 
 
     first, second = asyncio.run(both())
     assert first.output == {"text": "mine\n"}, first  # nobody overwrote it
-    assert second.output == {"text": "looked\n"}, second  # it found nothing
+    assert second.output == {"text": "looked"}, second  # it found nothing
 
 
 async def _folder_holding(marker: str, running: asyncio.Future[RunOutcome]) -> Path:

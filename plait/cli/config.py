@@ -19,16 +19,32 @@ def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
     """Show providers, models and where each role goes; exit 2 when a role cannot be served here."""
     from plait.config import ConfigError, load_config
     from plait.llm.check import ConfigReport, check_config, report_json
+    from plait.sandbox.confinement import program_status
 
     try:
         report: ConfigReport = check_config(load_config(config))
     except ConfigError as exc:
         fail(str(exc))
+    programs = program_status(report.config.jail, report.config.tools, report.config.code)
     if json_output:
-        print_json(report_json(report))
+        print_json({**report_json(report), "ok": report.ok and programs.problem is None, "programs": programs.json()})
     else:
         _print_report(report)
-    raise typer.Exit(EXIT_OK if report.ok else EXIT_INVALID)
+        _print_programs(programs)
+    raise typer.Exit(EXIT_OK if report.ok and programs.problem is None else EXIT_INVALID)
+
+
+def _print_programs(programs: Any) -> None:
+    """How TOOL programs and Python CODE are confined here: a line nobody can miss when they are
+    not (unconfined by choice, or refused for want of a jail)."""
+    from rich.markup import escape
+
+    if programs.problem is not None:
+        typer.echo(f"plait: {programs.problem}", err=True)
+    elif programs.unconfined:
+        console().print(f"[bold red]programs: {escape(programs.line)}[/]")
+    else:
+        console().print(f"programs: {escape(programs.line)}")
 
 
 def _print_report(report: Any) -> None:

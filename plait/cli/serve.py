@@ -65,9 +65,10 @@ def serve_command(
 
     from plait.api import ServerConfigError, ServerSettings, create_app
     from plait.api.connections import timed_protocol
-    from plait.config import ConfigError
+    from plait.config import ConfigError, jail_settings
     from plait.engine import eventloop
     from plait.llm.select import LlmConfigError
+    from plait.sandbox.confinement import programs_at_start
     from plait.store import StoreError
 
     settings = ServerSettings(
@@ -97,6 +98,7 @@ def serve_command(
         install_log_redaction()
         auth = "token required" if settings.auth_required else "no token needed on loopback"
         sys.stderr.write(f"plait: serving http://{host}:{port}/ ({auth}); API docs at /docs\n")
+        sys.stderr.write(f"plait: TOOL programs and Python CODE: {programs_at_start(jail_settings())}\n")
         server = uvicorn.Server(
             uvicorn.Config(
                 app,

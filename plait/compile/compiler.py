@@ -40,6 +40,7 @@ PASSES = (
     schema_checks.check_unused_schemas,
     node_checks.check_expressions,
     node_checks.check_tools,
+    node_checks.check_program_env,
     node_checks.check_context_include,
     templates.check_templates,
 )

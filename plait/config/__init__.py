@@ -14,6 +14,7 @@ from plait.config.loader import (
     code_settings,
     configured_servers,
     forget_loaded,
+    jail_settings,
     load_config,
     register_secrets,
     resources_settings,
@@ -33,8 +34,9 @@ from plait.config.providers import (
 )
 from plait.config.resources import ResourcesConfig
 from plait.config.sandbox import SandboxConfig
+from plait.config.variables import unsafe_variable
 from plait.config.workers import WorkersConfig
-from plait.config.workflow import CodeConfig, ToolsConfig
+from plait.config.workflow import CodeConfig, JailConfig, ToolsConfig
 
 __all__ = [
     "CONFIG_ENV",
@@ -44,6 +46,7 @@ __all__ = [
     "Capability",
     "CodeConfig",
     "ConfigError",
+    "JailConfig",
     "JsonMode",
     "McpServerConfig",
     "MissingSecret",
@@ -61,9 +64,11 @@ __all__ = [
     "config_path",
     "configured_servers",
     "forget_loaded",
+    "jail_settings",
     "load_config",
     "register_secrets",
     "resources_settings",
     "sandbox_settings",
     "tools_settings",
+    "unsafe_variable",
 ]

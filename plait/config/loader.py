@@ -59,7 +59,7 @@ from plait.config.providers import (
 from plait.config.resources import ResourcesConfig
 from plait.config.sandbox import SandboxConfig
 from plait.config.workers import WorkersConfig
-from plait.config.workflow import CodeConfig, ToolsConfig
+from plait.config.workflow import CodeConfig, JailConfig, ToolsConfig
 from plait.errors import PlaitError, Refusal
 from plait.model.documents import DocumentError, decode_text, read_limited
 from plait.redact import register
@@ -87,6 +87,8 @@ class PlaitConfig(Strict):
     """What TOOL nodes may run (plait/config/workflow.py)."""
     code: CodeConfig = CodeConfig()
     """Whether and how CODE nodes run Python."""
+    jail: JailConfig = JailConfig()
+    """How TOOL programs and Python CODE are confined (plait/config/workflow.py)."""
     providers: tuple[ProviderConfig, ...] = ()
     pool: PoolConfig = PoolConfig()
     workers: WorkersConfig = WorkersConfig()
@@ -198,6 +200,11 @@ def tools_settings() -> ToolsConfig:
 def code_settings() -> CodeConfig:
     """The `[code]` table in force, found like `tools_settings` (by default Python CODE is off)."""
     return _in_force.code if _in_force is not None else _table_alone("code", CodeConfig)
+
+
+def jail_settings() -> JailConfig:
+    """The `[jail]` table in force, found like `tools_settings` (by default: bubblewrap)."""
+    return _in_force.jail if _in_force is not None else _table_alone("jail", JailConfig)
 
 
 def resources_settings() -> ResourcesConfig:

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
-from plait.config import CodeConfig, McpServerConfig, ResourcesConfig, ToolsConfig, resources_settings
+from plait.config import CodeConfig, JailConfig, McpServerConfig, ResourcesConfig, ToolsConfig, resources_settings
 from plait.engine.child_runs import ChildGraph, ChildRuns, driven_by_parent
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
@@ -130,6 +130,7 @@ class Engine:
         llm: dict[str, Any] | None = None,
         tools: ToolsConfig | None = None,
         code: CodeConfig | None = None,
+        jail: JailConfig | None = None,
         child_settled: Callable[[RunRecord], str | None] | None = None,
         routes: RouteReader | None = None,
         resources: ResourcesConfig | None = None,
@@ -140,8 +141,8 @@ class Engine:
         a graph sent to it cannot make it read its own files).
         `llm`: the model selection `provider` stands for, stored on the runs this engine creates
         (see `plait.runs.model_choice`).
-        `tools`, `code`: what TOOL and CODE nodes may run (default: plait.toml's `[tools]` and
-        `[code]` in force).
+        `tools`, `code`, `jail`: what TOOL and CODE nodes may run and how they are confined
+        (default: plait.toml's `[tools]`, `[code]` and `[jail]` in force).
         `child_settled`: called when a child run continued on its own (after a correction in
         it) ended while its parent's node had already completed: passes the child's output on
         to the parent (`plait.runs.children.settle`); returns a parent run to drive next, if any.
@@ -166,6 +167,7 @@ class Engine:
             mcp_servers=mcp_servers,
             tools=tools,
             code=code,
+            jail=jail,
         )
         self.owner = new_owner()
         self.lease_ttl_s = lease_ttl_s
@@ -462,7 +464,7 @@ class Engine:
             call = asker(node)
             if call is not None:
                 self._check_provider(call)
-            problem = refusal(node, self.runtime.tools, self.runtime.code)
+            problem = refusal(node, self.runtime.tools, self.runtime.code, self.runtime.jail)
             if problem is not None:
                 raise EngineError(problem)
 

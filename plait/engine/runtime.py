@@ -11,7 +11,7 @@ from plait.engine.state import Phase
 from plait.llm.tokens import ESTIMATE, TokenCounter
 
 if TYPE_CHECKING:
-    from plait.config import CodeConfig, McpServerConfig, ToolsConfig
+    from plait.config import CodeConfig, JailConfig, McpServerConfig, ToolsConfig
     from plait.engine.child_runs import ChildRuns
     from plait.engine.fewshot import FewshotLookup, FewshotSource
     from plait.engine.inline_tools import SubRun
@@ -98,12 +98,15 @@ class Runtime:
         mcp_servers: Sequence[McpServerConfig] = (),
         tools: ToolsConfig | None = None,
         code: CodeConfig | None = None,
+        jail: JailConfig | None = None,
     ):
         self.provider = provider
         self.tools = tools
         """What TOOL nodes may run (None: plait.toml's `[tools]` in force)."""
         self.code = code
         """How CODE nodes run Python (None: plait.toml's `[code]` in force)."""
+        self.jail = jail
+        """How TOOL programs and Python CODE are confined (None: plait.toml's `[jail]` in force)."""
         self.mcp_servers = {server.id: server for server in mcp_servers}
         """The `[[mcp_servers]]` of plait.toml, by id."""
         self._mcp: dict[str | None, McpSessions] = {}

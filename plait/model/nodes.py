@@ -272,7 +272,7 @@ class ToolNode(NodeBase):
 class CodeNode(NodeBase):
     """Its output is what its code returns: JavaScript in the sandbox (a function body, or a
     program declaring `main(input, nodes, current)`), or Python defining `main(input, nodes)`,
-    run in a child process where plait.toml allows it."""
+    run in a child process in the jail where plait.toml allows it."""
 
     type: Literal[NodeType.CODE] = NodeType.CODE
     language: Literal["js", "python"] = "js"

@@ -1,14 +1,14 @@
-"""Python CODE nodes: the code runs in a child interpreter with limits, never in Plait's process.
+"""Python CODE nodes: the code runs in a child interpreter in the jail, never in Plait's process.
 
 The child is `python -I -S` (no environment variables read, no site-packages: the standard
-library only), started with an empty environment in a fresh temporary directory
-(`programs.run_program`). Before it runs the code it limits itself: CPU time (`RLIMIT_CPU`),
-address space (`RLIMIT_AS`) and the size of any file it writes (`RLIMIT_FSIZE`); the parent
-adds a wall-clock timeout and a cap on what comes back. What the code prints goes to the
-node's log (stderr), not into its result.
-
-A child process is not a sandbox: the code can read whatever Plait's user can and open network
-connections. That is why Python CODE runs only where plait.toml says `[code] python = true`.
+library only), started in a bubblewrap jail (`plait/sandbox/confinement.py`): the interpreter's
+install and the system folders read-only, an in-memory `/tmp`, no network, no view of the host's
+processes or files. Before it runs the code it limits itself: CPU time (`RLIMIT_CPU`), address
+space (`RLIMIT_AS`), the size of any file it writes (`RLIMIT_FSIZE`) and the number of processes
+(`RLIMIT_NPROC`, counted in the jail's own user namespace). Where a cgroup can be made, the
+cgroup bounds the processes and the memory of all of them together too. The parent adds a
+wall-clock timeout and a cap on what comes back. What the code prints goes to the node's log
+(stderr), not into its result.
 
 The code defines `main(input, nodes)`; what it returns (JSON) is the node's output.
 """
@@ -20,6 +20,7 @@ import math
 import sys
 from typing import Any
 
+from plait.sandbox.confinement import Confinement
 from plait.sandbox.errors import SandboxError
 from plait.sandbox.programs import run_program
 
@@ -37,6 +38,8 @@ limits = request["limits"]
 resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
 resource.setrlimit(resource.RLIMIT_AS, (limits["memory"], limits["memory"]))
 resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size"], limits["file_size"]))
+if limits["processes"] is not None:
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
 answer = os.fdopen(os.dup(1), "w", encoding="utf-8")
 os.dup2(2, 1)  # print() and subprocesses write to stderr: the node's log, not its result
 
@@ -98,9 +101,12 @@ async def run_python(
     timeout_s: float,
     memory_mb: int,
     max_output_bytes: int,
+    processes: int,
+    confinement: Confinement,
     executable: str | None = None,
 ) -> Any:
-    """`main(input, nodes)` of `code`, run in a child interpreter under the limits; its JSON value."""
+    """`main(input, nodes)` of `code`, run in a child interpreter under the limits; its JSON value.
+    `executable` must be the path that exists in the jail (`confinement.for_python`)."""
     request = {
         "code": code,
         "input": input,
@@ -109,6 +115,9 @@ async def run_python(
             "cpu_s": math.ceil(timeout_s) + 1,
             "memory": memory_mb * 1024 * 1024,
             "file_size": FILE_SIZE_BYTES,
+            # in the jail the kernel counts RLIMIT_NPROC per user namespace: per run; unconfined it
+            # would count every process of Plait's user on the host, so it is not set there
+            "processes": processes if confinement.jail is not None else None,
         },
     }
     argv = [executable or sys.executable, "-I", "-S", "-X", "utf8", "-c", _CHILD]
@@ -117,6 +126,7 @@ async def run_python(
         env={"LANG": "C.UTF-8"},
         timeout_s=timeout_s,
         max_output_bytes=max_output_bytes,
+        confinement=confinement,
         stdin=json.dumps(request).encode(),
     )
     log = result.stderr_tail.strip()
@@ -124,6 +134,10 @@ async def run_python(
         raise PythonCodeError("timeout", f"the Python code ran longer than {timeout_s:g} s and was stopped")
     if result.output_over_cap:
         raise PythonCodeError("output", f"the result is larger than the limit of {max_output_bytes} bytes")
+    if result.memory_exceeded:
+        raise PythonCodeError(
+            "memory", f"the Python code's processes together used more than the memory limit of {memory_mb} MB"
+        )
     if result.exit_code is not None and result.exit_code < 0:
         if -result.exit_code == 24:  # SIGXCPU: RLIMIT_CPU
             raise PythonCodeError(
@@ -141,6 +155,8 @@ async def run_python(
         kind, name, message = error["kind"], error["type"], error["message"]
         if kind == "memory":
             raise PythonCodeError("memory", f"the Python code used more than the memory limit of {memory_mb} MB")
+        if result.processes_exhausted or name == "BlockingIOError":
+            message += f" (the code may have at most {processes} processes and threads at once)"
         raise PythonCodeError(kind, f"{name}: {message}" if kind != "no_main" else message, error.get("line"))
     return reply["value"]
 

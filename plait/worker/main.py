@@ -58,6 +58,10 @@ def serve(settings: WorkerSettings, *, concurrency: int = 8, beat: bool = False,
         relay.flush()
 
     log.info(ready_line(settings, _runtime.store.url, concurrency, beat))
+    from plait.config import jail_settings
+    from plait.sandbox.confinement import programs_at_start
+
+    log.info("TOOL programs and Python CODE: %s", programs_at_start(jail_settings()))
     try:
         worker = app.Worker(pool="threads", concurrency=concurrency, queues=[settings.queue], hostname=name,
                             without_heartbeat=True, without_mingle=True, without_gossip=True,

@@ -10,7 +10,8 @@ from typing import Literal
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
 from plait.compile.source import Path_
-from plait.model.nodes import LlmCallNode, NodeBase, NodeType, is_graph_file, node_field
+from plait.config.variables import unsafe_variable
+from plait.model.nodes import LlmCallNode, NodeBase, NodeType, ToolNode, is_graph_file, node_field
 from plait.model.tools import ToolChoiceFunction, ToolHandler
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
@@ -229,6 +230,25 @@ def check_tools(ctx: CheckContext) -> None:
                     node_id=node_id,
                     path=ctx.node_path(node_id, "tool_choice"),
                     hint=f"tools: {', '.join(names) or '(none)'}",
+                )
+
+
+def check_program_env(ctx: CheckContext) -> None:
+    """A TOOL node's `env` never sets a variable that loaders, shells or interpreters read as code
+    or options (`LD_PRELOAD`, `BASH_ENV`...): refused whatever the machine's plait.toml allows."""
+    for node_id, node in ctx.nodes.items():
+        if not isinstance(node, ToolNode):
+            continue
+        for name in node.env:
+            problem = unsafe_variable(name)
+            if problem is not None:
+                ctx.report(
+                    CONFIG,
+                    "unsafe_env",
+                    f"env sets {problem}",
+                    node_id=node_id,
+                    path=ctx.node_path(node_id, "env", name),
+                    hint=f"remove {name} from env; pass the value as an argument or on stdin instead",
                 )
 
 

@@ -57,11 +57,27 @@ def pg_unavailable() -> str | None:
 
 
 def pg_schema_url(schema: str) -> str:
-    """The test database URL with `search_path` set to `schema` on every connection."""
+    """The test database URL with `search_path` set to `schema` on every connection, which also
+    carry the schema as their `application_name` (so a test can find its own backends)."""
     from sqlalchemy.engine import make_url
 
-    url = make_url(pg_base_url()).update_query_dict({"options": f"-csearch_path={schema}"})
+    url = make_url(pg_base_url()).update_query_dict({"options": f"-csearch_path={schema}", "application_name": schema})
     return url.render_as_string(hide_password=False)
+
+
+def terminate_backends(schema: str) -> int:
+    """`pg_terminate_backend` on every connection of the test using `schema` (and no other
+    test's); how many there were."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.pool import NullPool
+
+    engine = create_engine(pg_base_url(), poolclass=NullPool)
+    try:
+        with engine.begin() as conn:
+            query = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = :name"
+            return int(conn.execute(text(query), {"name": schema}).scalar_one())
+    finally:
+        engine.dispose()
 
 
 def _pg_admin(sql: str) -> None:

@@ -8,6 +8,10 @@ those over safe: completed nodes are never executed again). A run executes on it
 (the one it was started or last continued on, `plait.runs.model_choice`), which need not be
 this server's.
 
+A run whose engine stopped because the database failed (`plait.store.faults`: it retried its
+writes for minutes, or could not even begin) is driven again a little later, until it ends: a
+fault of the database never leaves a run wedged here.
+
 Pause and cancel stop the run's task: the engine gives the run up (`RunRepository.give_up`),
 so a node that was executing goes back to `pending` and runs again when the run is resumed.
 """
@@ -15,6 +19,7 @@ so a node that was executing goes back to `pending` and runs again when the run 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -39,6 +44,7 @@ from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.runs.children import settle
 from plait.runs.model_choice import Selection, label, provider_for
 from plait.store import RunRecord, Store, StoredGraph
+from plait.store.faults import StoreUnavailable, transient
 
 log = logging.getLogger("plait.api")
 
@@ -47,6 +53,8 @@ WAKE_POLL_S = 1.0
 """How often the server looks for runs whose WAIT is due: a parked run continues within this."""
 WAKE_RETRY_S = 60.0
 """How soon a due run the engine did not drive (it is still parked) is tried again."""
+RELAUNCH_S = 2.0
+"""How soon a run whose engine stopped because the database failed is driven again."""
 
 
 class ServiceStopping(Exception):
@@ -221,8 +229,18 @@ class RunExecutor:
             await engine.run(run_id)
         except (EngineError, LlmConfigError) as exc:
             await self._refused(run_id, str(exc))
-        except Exception:
-            log.exception("run %s: the engine failed", run_id)
+        except Exception as exc:
+            if not (isinstance(exc, StoreUnavailable) or transient(exc)):
+                log.exception("run %s: the engine failed", run_id)
+                return
+            # the database failed: the run was left as it was, and this server drives it again
+            log.warning("run %s stopped (%s); driving it again in %.0f s", run_id, exc, RELAUNCH_S)
+            asyncio.get_running_loop().call_later(RELAUNCH_S, self._relaunch, run_id)
+
+    def _relaunch(self, run_id: str) -> None:
+        """Drive again a run the database stopped (unless the server is stopping, or drives it)."""
+        with contextlib.suppress(ServiceStopping):
+            self.launch(run_id)
 
     def _engine_for(self, run_id: str) -> Engine:
         """The engine for the model the run executes on: a run started (or last continued) on

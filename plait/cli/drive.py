@@ -79,6 +79,7 @@ def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output
     from plait.model.enums import RunStatus
     from plait.runs.children import settle
     from plait.runs.start import local_graphs
+    from plait.store.faults import StoreUnavailable
 
     servers = mcp_servers(how.config)
     engine = Engine(
@@ -93,6 +94,9 @@ def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output
             outcome = interrupt.run(_until_done(engine, store, run_id, quiet=how.quiet), cleanup=engine.aclose)
     except EngineError as exc:
         fail(str(exc))
+    except StoreUnavailable as exc:
+        fail(f"run {run_id} stopped: {exc}", f"when the database answers again: plait resume {run_id}",
+             code=EXIT_FAILED, kind=exc.code)  # fmt: skip
     except interrupt.Interrupted:
         sys.stderr.write(f"interrupted: resume with plait resume {run_id}\n")
         raise typer.Exit(interrupt.EXIT_INTERRUPTED) from None

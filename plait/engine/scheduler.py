@@ -25,6 +25,7 @@ from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
 from plait.model.enums import NodeStatus, RunStatus
 from plait.store import NodeRunRecord
+from plait.store.faults import StoreUnavailable
 from plait.store.ledger import INPUT
 from plait.store.new_runs import CreateRun
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Watch, Write
@@ -263,7 +264,7 @@ class Scheduler:
         failpoint("before_commit", node_id)
         try:
             committed = await self._commit_result(claimed, result, read)
-        except EngineError:
+        except (EngineError, StoreUnavailable):  # the lease is lost, or the database is away: stop, fail nothing
             raise
         except Exception as exc:  # the store refused this node's writes: fail the node alone, never the engine
             result = internal_failure(exc, during=f"recording node '{node_id}'")

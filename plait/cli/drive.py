@@ -49,15 +49,26 @@ def mcp_servers(config: str | None) -> Any:
 async def _until_done(engine: Any, store: Any, run_id: str, *, quiet: bool) -> Any:
     """Drive the run; when WAIT nodes park it, wait here until it is due and drive it again. The
     run holds no lease meanwhile: stopped (Ctrl-C), it stays parked, and `plait resume` or
-    `plait serve` continues it."""
+    `plait serve` continues it. A run the database stopped (a read failed under a node) is
+    driven again, as long as the database keeps failing for less than `RETRY_S`."""
     import asyncio
     import time
     from datetime import datetime
 
     from plait.model.enums import RunStatus
+    from plait.store.faults import RETRY_S, transient
 
+    failing: float | None = None
     while True:
-        outcome = await engine.run(run_id)
+        try:
+            outcome = await engine.run(run_id)
+        except Exception as exc:  # the database failed under the engine: drive the run again, for a while
+            failing = failing or time.monotonic()
+            if not transient(exc) or time.monotonic() - failing > RETRY_S:
+                raise
+            await asyncio.sleep(1.0)
+            continue
+        failing = None
         wake_at = store.runs.get(run_id).wake_at if outcome.status == RunStatus.PAUSED else None
         if wake_at is None:
             return outcome

@@ -25,7 +25,7 @@ from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
 from plait.model.enums import NodeStatus, RunStatus
 from plait.store import NodeRunRecord
-from plait.store.faults import StoreUnavailable
+from plait.store.faults import StoreUnavailable, transient
 from plait.store.ledger import INPUT
 from plait.store.new_runs import CreateRun
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Watch, Write
@@ -260,6 +260,8 @@ class Scheduler:
         try:
             result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run
+            if isinstance(exc, StoreUnavailable) or transient(exc):
+                raise  # the database failed under it: the run stops, unfailed, and is continued later
             result = internal_failure(exc, during=f"executing node '{node_id}'")
         failpoint("before_commit", node_id)
         try:

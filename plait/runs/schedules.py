@@ -116,7 +116,8 @@ def plan(schedule: ScheduleRecord, now: float) -> tuple[list[float], float]:
     Its cost does not grow with the time missed: the instants are found walking back from
     `now`, at most `MAX_CATCH_UP` of them (a per-minute cron missed for a year is 525,600
     instants; stepping through each held the scheduler for half a minute)."""
-    due = [schedule.next_fire_at, *reversed(_missed(schedule, now))][-MAX_CATCH_UP:]
+    wanted = MAX_CATCH_UP if schedule.catch_up == "all" else 1
+    due = [schedule.next_fire_at, *reversed(_missed(schedule, now, wanted))][-wanted:]
     following = next_after(schedule.cron, schedule.timezone, now)
     if schedule.catch_up == "all":
         return due, following
@@ -125,9 +126,9 @@ def plan(schedule: ScheduleRecord, now: float) -> tuple[list[float], float]:
     return [t for t in due[-1:] if now - t <= ON_TIME_S], following
 
 
-def _missed(schedule: ScheduleRecord, now: float) -> list[float]:
+def _missed(schedule: ScheduleRecord, now: float, wanted: int) -> list[float]:
     """The cron's instants after the schedule's next firing and up to `now`, the newest first
-    (at most `MAX_CATCH_UP`)."""
+    (at most `wanted`)."""
     from croniter import croniter
 
     walk = croniter(schedule.cron, datetime.fromtimestamp(now, _zone(schedule.timezone)))
@@ -136,7 +137,7 @@ def _missed(schedule: ScheduleRecord, now: float) -> list[float]:
     at_now = next_after(schedule.cron, schedule.timezone, instant)
     if at_now <= now:  # `now` is an instant itself
         found.append(at_now)
-    while instant > schedule.next_fire_at and len(found) < MAX_CATCH_UP:
+    while instant > schedule.next_fire_at and len(found) < wanted:
         found.append(instant)
         instant = float(walk.get_prev(float))
     return [t for t in found if t > schedule.next_fire_at]

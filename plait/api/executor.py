@@ -54,7 +54,9 @@ WAKE_POLL_S = 1.0
 WAKE_RETRY_S = 60.0
 """How soon a due run the engine did not drive (it is still parked) is tried again."""
 RELAUNCH_S = 2.0
-"""How soon a run whose engine stopped because the database failed is driven again."""
+RELAUNCH_MAX_S = 120.0
+"""How soon a run whose engine stopped because the database failed is driven again: 2 s, then
+twice as long each time it stops so again, at most 2 minutes."""
 
 
 class ServiceStopping(Exception):
@@ -99,6 +101,8 @@ class RunExecutor:
         """Engines for runs recorded on another model than this server's, by selection."""
         self._engines_lock = threading.Lock()
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._relaunched: dict[str, int] = {}
+        """Runs the database stopped, and how many times in a row (their next pause doubles)."""
         self._stopping = False
         self.handoff: HandOff | None = None
         """Set: runs are handed to workers (`plait.api.handoff`) instead of driven here."""
@@ -230,12 +234,20 @@ class RunExecutor:
         except (EngineError, LlmConfigError) as exc:
             await self._refused(run_id, str(exc))
         except Exception as exc:
-            if not (isinstance(exc, StoreUnavailable) or transient(exc)):
-                log.exception("run %s: the engine failed", run_id)
+            if isinstance(exc, StoreUnavailable) or transient(exc):
+                self._later(run_id, exc)
                 return
-            # the database failed: the run was left as it was, and this server drives it again
-            log.warning("run %s stopped (%s); driving it again in %.0f s", run_id, exc, RELAUNCH_S)
-            asyncio.get_running_loop().call_later(RELAUNCH_S, self._relaunch, run_id)
+            log.exception("run %s: the engine failed", run_id)
+        self._relaunched.pop(run_id, None)
+
+    def _later(self, run_id: str, exc: Exception) -> None:
+        """The database stopped the run (it was left as it was): drive it again after a pause
+        that doubles each time this happens in a row."""
+        tries = self._relaunched.get(run_id, 0)
+        self._relaunched[run_id] = tries + 1
+        pause = min(RELAUNCH_MAX_S, RELAUNCH_S * 2**tries)
+        log.warning("run %s stopped (%s); driving it again in %.0f s", run_id, exc, pause)
+        asyncio.get_running_loop().call_later(pause, self._relaunch, run_id)
 
     def _relaunch(self, run_id: str) -> None:
         """Drive again a run the database stopped (unless the server is stopping, or drives it)."""

@@ -56,7 +56,7 @@ async def _until_done(engine: Any, store: Any, run_id: str, *, quiet: bool) -> A
     from datetime import datetime
 
     from plait.model.enums import RunStatus
-    from plait.store.faults import RETRY_S, transient
+    from plait.store.faults import RETRY_S, StoreUnavailable, transient
 
     failing: float | None = None
     while True:
@@ -64,8 +64,12 @@ async def _until_done(engine: Any, store: Any, run_id: str, *, quiet: bool) -> A
             outcome = await engine.run(run_id)
         except Exception as exc:  # the database failed under the engine: drive the run again, for a while
             failing = failing or time.monotonic()
-            if not transient(exc) or time.monotonic() - failing > RETRY_S:
+            if not transient(exc):
                 raise
+            if time.monotonic() - failing > RETRY_S:
+                raise StoreUnavailable(
+                    f"the database failed for {RETRY_S:.0f} s ({exc}); the run is left as it was"
+                ) from exc
             await asyncio.sleep(1.0)
             continue
         failing = None

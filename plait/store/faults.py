@@ -44,7 +44,9 @@ def transient(exc: BaseException) -> bool:
         text = str(exc).lower()
         return "database is locked" in text or "database is busy" in text or "database table is locked" in text
     psycopg = sys.modules.get("psycopg")  # not imported: the error cannot be one of its
-    return psycopg is not None and isinstance(exc, psycopg.OperationalError)
+    if psycopg is None or not isinstance(exc, psycopg.OperationalError):
+        return False
+    return not isinstance(exc, psycopg.errors.QueryCanceled)  # a statement timeout would strike again
 
 
 def dropped(dbapi_connection: Any) -> bool:

@@ -203,7 +203,7 @@ class RunState:
         """WAIT node id -> when it is due (Unix seconds), once computed: a parked WAIT keeps its time."""
         self.answered: set[asyncio.Task[Any]] = set()
         """Node tasks holding a model's answer that is not recorded yet: a stopping run lets them
-        record it (see `Scheduler.execute`)."""
+        record it (see `Scheduler._stop`)."""
         self.stopping = False
         """The run is being stopped (Ctrl-C, a pause, a shutdown): no new model call is made."""
 

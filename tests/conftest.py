@@ -57,11 +57,36 @@ def pg_unavailable() -> str | None:
 
 
 def pg_schema_url(schema: str) -> str:
-    """The test database URL with `search_path` set to `schema` on every connection."""
+    """The test database URL with `search_path` set to `schema` on every connection, which also
+    carry the schema as their `application_name` (so a test can find its own backends)."""
     from sqlalchemy.engine import make_url
 
-    url = make_url(pg_base_url()).update_query_dict({"options": f"-csearch_path={schema}"})
+    url = make_url(pg_base_url()).update_query_dict({"options": f"-csearch_path={schema}", "application_name": schema})
     return url.render_as_string(hide_password=False)
+
+
+def terminate_backends(schema: str, timeout_s: float = 20.0) -> int:
+    """`pg_terminate_backend` on every connection of the test using `schema` (and no other
+    test's), once they have all exited (so each client finds its connection closed); how many."""
+    import time
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.pool import NullPool
+
+    engine = create_engine(pg_base_url(), poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            mine = "SELECT pid FROM pg_stat_activity WHERE application_name = :name AND pid <> pg_backend_pid()"
+            pids = [int(p) for p in conn.execute(text(mine), {"name": schema}).scalars()]
+            for pid in pids:
+                conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:pids)"
+            deadline = time.monotonic() + timeout_s
+            while conn.execute(text(alive), {"pids": pids}).scalar_one() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return len(pids)
+    finally:
+        engine.dispose()
 
 
 def _pg_admin(sql: str) -> None:

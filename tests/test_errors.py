@@ -35,6 +35,7 @@ NOT_REFUSALS = {
     "plait.engine.toolbox.ToolSetError": "the node's tools cannot be offered: the node records it",
     "plait.engine.tool_loop.RoutedResultInvalid": "a routed tool result broke its schema: the node records it",
     "plait.engine.child_runs.ChildGraphError": "a node's child runs cannot start: the node records it",
+    "plait.runs.batch.RecordError": "a line of a batch cannot be a run input: the failed file records it",
     # Turned into diagnostics or validation errors before any user sees them.
     "plait.model.limits.ValueLimitError": "raised inside pydantic validators, reported as their errors",
     "plait.compile.diagnostics.GraphLoadError": "carries diagnostics; surfaces report them as GraphInvalid",

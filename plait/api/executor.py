@@ -8,6 +8,10 @@ those over safe: completed nodes are never executed again). A run executes on it
 (the one it was started or last continued on, `plait.runs.model_choice`), which need not be
 this server's.
 
+A run whose engine stopped because the database failed (`plait.store.faults`: it retried its
+writes for minutes, or could not even begin) is driven again a little later, until it ends: a
+fault of the database never leaves a run wedged here.
+
 Pause and cancel stop the run's task: the engine gives the run up (`RunRepository.give_up`),
 so a node that was executing goes back to `pending` and runs again when the run is resumed.
 """
@@ -15,6 +19,7 @@ so a node that was executing goes back to `pending` and runs again when the run 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import socket
@@ -39,6 +44,7 @@ from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.runs.children import settle
 from plait.runs.model_choice import Selection, label, provider_for
 from plait.store import RunRecord, Store, StoredGraph
+from plait.store.faults import StoreUnavailable, transient
 
 log = logging.getLogger("plait.api")
 
@@ -47,6 +53,10 @@ WAKE_POLL_S = 1.0
 """How often the server looks for runs whose WAIT is due: a parked run continues within this."""
 WAKE_RETRY_S = 60.0
 """How soon a due run the engine did not drive (it is still parked) is tried again."""
+RELAUNCH_S = 2.0
+RELAUNCH_MAX_S = 120.0
+"""How soon a run whose engine stopped because the database failed is driven again: 2 s, then
+twice as long each time it stops so again, at most 2 minutes."""
 
 
 class ServiceStopping(Exception):
@@ -91,6 +101,8 @@ class RunExecutor:
         """Engines for runs recorded on another model than this server's, by selection."""
         self._engines_lock = threading.Lock()
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._relaunched: dict[str, int] = {}
+        """Runs the database stopped, and how many times in a row (their next pause doubles)."""
         self._stopping = False
         self.handoff: HandOff | None = None
         """Set: runs are handed to workers (`plait.api.handoff`) instead of driven here."""
@@ -221,8 +233,26 @@ class RunExecutor:
             await engine.run(run_id)
         except (EngineError, LlmConfigError) as exc:
             await self._refused(run_id, str(exc))
-        except Exception:
+        except Exception as exc:
+            if isinstance(exc, StoreUnavailable) or transient(exc):
+                self._later(run_id, exc)
+                return
             log.exception("run %s: the engine failed", run_id)
+        self._relaunched.pop(run_id, None)
+
+    def _later(self, run_id: str, exc: Exception) -> None:
+        """The database stopped the run (it was left as it was): drive it again after a pause
+        that doubles each time this happens in a row."""
+        tries = self._relaunched.get(run_id, 0)
+        self._relaunched[run_id] = tries + 1
+        pause = min(RELAUNCH_MAX_S, RELAUNCH_S * 2**tries)
+        log.warning("run %s stopped (%s); driving it again in %.0f s", run_id, exc, pause)
+        asyncio.get_running_loop().call_later(pause, self._relaunch, run_id)
+
+    def _relaunch(self, run_id: str) -> None:
+        """Drive again a run the database stopped (unless the server is stopping, or drives it)."""
+        with contextlib.suppress(ServiceStopping):
+            self.launch(run_id)
 
     def _engine_for(self, run_id: str) -> Engine:
         """The engine for the model the run executes on: a run started (or last continued) on

@@ -49,15 +49,30 @@ def mcp_servers(config: str | None) -> Any:
 async def _until_done(engine: Any, store: Any, run_id: str, *, quiet: bool) -> Any:
     """Drive the run; when WAIT nodes park it, wait here until it is due and drive it again. The
     run holds no lease meanwhile: stopped (Ctrl-C), it stays parked, and `plait resume` or
-    `plait serve` continues it."""
+    `plait serve` continues it. A run the database stopped (a read failed under a node) is
+    driven again, as long as the database keeps failing for less than `RETRY_S`."""
     import asyncio
     import time
     from datetime import datetime
 
     from plait.model.enums import RunStatus
+    from plait.store.faults import RETRY_S, StoreUnavailable, transient
 
+    failing: float | None = None
     while True:
-        outcome = await engine.run(run_id)
+        try:
+            outcome = await engine.run(run_id)
+        except Exception as exc:  # the database failed under the engine: drive the run again, for a while
+            failing = failing or time.monotonic()
+            if not transient(exc):
+                raise
+            if time.monotonic() - failing > RETRY_S:
+                raise StoreUnavailable(
+                    f"the database failed for {RETRY_S:.0f} s ({exc}); the run is left as it was"
+                ) from exc
+            await asyncio.sleep(1.0)
+            continue
+        failing = None
         wake_at = store.runs.get(run_id).wake_at if outcome.status == RunStatus.PAUSED else None
         if wake_at is None:
             return outcome
@@ -79,6 +94,7 @@ def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output
     from plait.model.enums import RunStatus
     from plait.runs.children import settle
     from plait.runs.start import local_graphs
+    from plait.store.faults import StoreUnavailable
 
     servers = mcp_servers(how.config)
     engine = Engine(
@@ -93,6 +109,9 @@ def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output
             outcome = interrupt.run(_until_done(engine, store, run_id, quiet=how.quiet), cleanup=engine.aclose)
     except EngineError as exc:
         fail(str(exc))
+    except StoreUnavailable as exc:
+        fail(f"run {run_id} stopped: {exc}", f"when the database answers again: plait resume {run_id}",
+             code=EXIT_FAILED, kind=exc.code)  # fmt: skip
     except interrupt.Interrupted:
         sys.stderr.write(f"interrupted: resume with plait resume {run_id}\n")
         raise typer.Exit(interrupt.EXIT_INTERRUPTED) from None

@@ -36,7 +36,9 @@ def worker_command(
 
     settings = worker_settings(queue, db=db, llm=llm, config=config)
     _log_to_stderr()
-    serve(settings, concurrency=concurrency, beat=beat, name=name)
+    code = serve(settings, concurrency=concurrency, beat=beat, name=name)
+    if code:
+        raise typer.Exit(code)
 
 
 def _log_to_stderr() -> None:

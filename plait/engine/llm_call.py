@@ -361,6 +361,11 @@ async def _send(
 ) -> ChatResponse:
     """One model call of a node: its estimated cost is reserved against `max_cost_usd` while it
     runs; the call (answer or error) is recorded on `record` and its usage added to `usage`."""
+    if state.stopping:  # the run is being stopped: a call not made yet is not made
+        raise asyncio.CancelledError
+    task = asyncio.current_task()
+    if task is not None:
+        state.answered.discard(task)
     started = record["started_at"]
     state.reserved_usd += estimate
     try:
@@ -373,6 +378,8 @@ async def _send(
         raise
     finally:
         state.reserved_usd -= estimate
+    if task is not None:  # a paid answer in hand: a stopping run lets this node record it
+        state.answered.add(task)
     usage["tokens_input"] += response.usage.input_tokens
     usage["tokens_output"] += response.usage.output_tokens
     usage["cost_usd"] += response.cost_usd

@@ -14,6 +14,7 @@ import asyncio
 import atexit
 import contextlib
 import gc
+import logging
 import os
 import socket
 import time
@@ -43,9 +44,11 @@ from plait.llm.provider import Provider
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.model.nodes import NodeBase, NodeType, node_field
 from plait.store import ChildOf, RunRecord, Store, StoredGraph, StoreError
+from plait.store.faults import transient
 from plait.store.new_runs import CreateRun, NewRun
 
 __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
+log = logging.getLogger("plait.engine")
 
 
 _startup_frozen = False
@@ -396,8 +399,19 @@ class Engine:
             renew.cancel()
             # stopped mid-way (cancelled, lease lost, error); for a run whose creation failed it changes nothing
             if scheduler is None or not scheduler.ended:
-                self.store.runs.give_up(run_id, self.owner, active_s=time.monotonic() - began)
+                self._give_up(run_id, time.monotonic() - began)
             await self.runtime.end_run(run_id)
+
+    def _give_up(self, run_id: str, active_s: float) -> None:
+        """`RunRepository.give_up`; when the database fails it too, the run is left to its lease
+        (it runs out, and the run is taken over as one whose process died)."""
+        try:
+            self.store.runs.give_up(run_id, self.owner, active_s=active_s)
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            log.warning("run %s: giving it up failed (%s); its lease runs out in %.0f s", run_id, exc,
+                        self.lease_ttl_s)  # fmt: skip
 
     def _template_code(self, template_id: str) -> str | None:
         """The code of the stored prompt-script template `template_id` (None: there is none)."""
@@ -420,6 +434,9 @@ class Engine:
         """Take the run over (lease + `running`); False for a finished run. Raises when it is busy."""
         runs = self.store.runs
         record, acquired = self._try_begin(run_id)
+        if acquired and record.lease_owner == self.owner:  # left by this engine, whose give-up the database failed
+            runs.give_up(run_id, self.owner)  # its nodes back to pending: executed again, not taken for busy
+            record, acquired = self._try_begin(run_id)
         if acquired or record.status in TERMINAL_RUN_STATUSES:
             return record, acquired
         holder = record.lease_owner
@@ -499,9 +516,15 @@ class Engine:
             raise EngineError(f"node '{node.id}': {reason}")
 
     async def _renew(self, run_id: str) -> None:
+        """Renew the lease every third of its length; a renewal the database fails is tried at the
+        next (two more before the lease runs out), never the end of renewing."""
         while True:
             await asyncio.sleep(self.lease_ttl_s / 3)
-            await asyncio.to_thread(self.store.runs.renew_lease, run_id, self.owner, self.lease_ttl_s)
+            try:
+                await asyncio.to_thread(self.store.runs.renew_lease, run_id, self.owner, self.lease_ttl_s)
+            except Exception as exc:
+                log.warning("run %s: renewing its lease failed (%s); trying again in %.1f s", run_id, exc,
+                            self.lease_ttl_s / 3)  # fmt: skip
 
 
 def _owner_dead(owner: str) -> bool:

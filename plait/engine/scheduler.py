@@ -25,6 +25,7 @@ from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
 from plait.model.enums import NodeStatus, RunStatus
 from plait.store import NodeRunRecord
+from plait.store.faults import StoreUnavailable, transient
 from plait.store.ledger import INPUT
 from plait.store.new_runs import CreateRun
 from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Watch, Write
@@ -152,6 +153,21 @@ class Scheduler:
                 if outcome is not None:
                     return outcome
         except BaseException:
+            await self._stop()
+            raise
+
+    async def _stop(self) -> None:
+        """The run is stopped (cancelled, or an error): the nodes holding a model's answer record it
+        first (a paid call is not asked again when the run is resumed), making no new call and
+        claiming nothing; every other node is cancelled. Cancelled again meanwhile, it waits for
+        nothing more."""
+        self.state.stopping = True
+        for task in self.tasks:
+            if task not in self.state.answered:
+                task.cancel()
+        try:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        except asyncio.CancelledError:
             for task in self.tasks:
                 task.cancel()
             await asyncio.gather(*self.tasks, return_exceptions=True)
@@ -174,7 +190,7 @@ class Scheduler:
                     self.state.set_phase(current, Phase.SKIPPED)
                     writes.append(Skip(self.run_id, current, node_state.activation))
                     stack.extend(self.state.successors(current))
-                elif decision == Phase.RUNNING and self.failed is None:
+                elif decision == Phase.RUNNING and self.failed is None and not self.state.stopping:
                     node_state.phase = Phase.RUNNING
                     writes.append(Claim(self.run_id, current, node_state.activation, self.kernel.owner))
         return writes
@@ -234,6 +250,7 @@ class Scheduler:
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
+        self.state.answered.discard(task)
         if not task.cancelled() and task.exception() is not None and not self._idle.done():
             self._idle.set_exception(task.exception())  # type: ignore[arg-type]
         self._release()
@@ -259,15 +276,18 @@ class Scheduler:
         try:
             result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run
+            if isinstance(exc, StoreUnavailable) or transient(exc):
+                raise  # the database failed under it: the run stops, unfailed, and is continued later
             result = internal_failure(exc, during=f"executing node '{node_id}'")
         failpoint("before_commit", node_id)
         try:
             committed = await self._commit_result(claimed, result, read)
-        except EngineError:
+        except (EngineError, StoreUnavailable):  # the lease is lost, or the database is away: stop, fail nothing
             raise
         except Exception as exc:  # the store refused this node's writes: fail the node alone, never the engine
             result = internal_failure(exc, during=f"recording node '{node_id}'")
             committed = await self._commit_failure(claimed, result)
+        self.state.answered.discard(asyncio.current_task())  # recorded: nothing held any more
         failpoint("after_commit", node_id)
         await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
         self._announce(node_id, claimed.id, result)
@@ -312,7 +332,7 @@ class Scheduler:
         """The run's outcome when this node's commit is its last (no other node in flight, no
         successor claimed): written in the same transaction, which saves the run one commit. A
         correction committed meanwhile makes that write change nothing, and the run goes on."""
-        if self._busy != 1 or any(isinstance(write, Claim) for write in follow):
+        if self._busy != 1 or self.state.stopping or any(isinstance(write, Claim) for write in follow):
             return None
         return self._verdict()
 

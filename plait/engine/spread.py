@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.store import RunRecord
+from plait.store.faults import transient
 
 if TYPE_CHECKING:
     from plait.engine.runner import Engine
@@ -55,7 +56,13 @@ async def await_child(engine: Engine, spread: Spread, run_id: str) -> RunOutcome
     announced = time.monotonic()
     delay, longest = spread.poll_s
     while True:
-        record = await asyncio.to_thread(engine.store.runs.get, run_id)
+        try:
+            record = await asyncio.to_thread(engine.store.runs.get, run_id)
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            await asyncio.sleep(longest)  # the database failed this look: the next one tells
+            continue
         outcome = _ended(record)
         if outcome is not None:
             return outcome

@@ -8,6 +8,7 @@ decided (run or skip) the moment its last in-edge resolves.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -200,6 +201,11 @@ class RunState:
         """Node id -> the activation an explicit rerun queued: its model call skips the response cache."""
         self.wait_due: dict[str, float] = {}
         """WAIT node id -> when it is due (Unix seconds), once computed: a parked WAIT keeps its time."""
+        self.answered: set[asyncio.Task[Any]] = set()
+        """Node tasks holding a model's answer that is not recorded yet: a stopping run lets them
+        record it (see `Scheduler._stop`)."""
+        self.stopping = False
+        """The run is being stopped (Ctrl-C, a pause, a shutdown): no new model call is made."""
 
     # -- recording -------------------------------------------------------------------------------------------
 

@@ -4,7 +4,9 @@ result written as it finishes, resumable.
 Memory stays flat whatever the file's size: the input is read line by line as places free up,
 finished records are not kept (their state is in the store), and a resumed batch walks the
 store's finished indices beside the file, both in line order. What a record is: its 0-based line
-in the file (blank lines are not records), so a result names the line it came from.
+in the file (blank lines are not records; only `\n` ends a line), so a result names the line it
+came from. A record is refused as `plait run` refuses an input file: over 10 MiB (read past,
+never held), not UTF-8 text, not strict JSON.
 
 - A result goes to the output file as `{"index", "run_id", "output"}` when its run completes; a
   record that cannot run (a malformed line, an input the graph refuses) or whose run fails goes
@@ -28,12 +30,13 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from plait.engine.outcome import RunOutcome
 from plait.engine.run_input import StartError, check_input
 from plait.engine.runner import Engine
 from plait.errors import PlaitError, Refusal
+from plait.model.documents import MAX_FILE_BYTES
 from plait.model.enums import RunStatus
 from plait.runs.batch_results import FinishedRecords, ResultFile
 from plait.runs.elsewhere import RunWaiter
@@ -75,22 +78,56 @@ class BatchFiles:
         return cls(input_path.resolve(), output, failed)
 
 
+MAX_RECORD_BYTES = MAX_FILE_BYTES
+"""The largest record (one line): what `plait run --input-file` and the HTTP API take as one input."""
+
+
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """A record over `MAX_RECORD_BYTES`, read past without being kept: how many bytes it had."""
+
+    size: int
+
+
+Line = bytes | Oversized
+
+
+class RecordError(ValueError):
+    """A line that cannot be a run input: too large, not UTF-8 text, not a JSON object."""
+
+
 def count_records(path: Path) -> int:
     """The records of a JSONL file (its non-blank lines), counted without holding the file."""
     with path.open("rb") as handle:
-        return sum(1 for line in handle if line.strip())
+        return sum(1 for line in _lines(handle) if isinstance(line, Oversized) or line.strip())
 
 
-def records(path: Path, finished: Iterator[int]) -> Iterator[tuple[int, str]]:
-    """(index, line) of each record not in `finished` (ascending indices), read as needed."""
+def records(path: Path, finished: Iterator[int]) -> Iterator[tuple[int, Line]]:
+    """(index, line) of each record not in `finished` (ascending indices), read as needed. Only
+    `\n` ends a line (a `\r` before it is dropped); a line over `MAX_RECORD_BYTES` is read past,
+    never held, and given as `Oversized`."""
     skip = next(finished, None)
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        for index, line in enumerate(handle):
+    with path.open("rb") as handle:
+        for index, line in enumerate(_lines(handle)):
             while skip is not None and skip < index:
                 skip = next(finished, None)
-            if skip == index or not line.strip():
+            if skip == index or not (isinstance(line, Oversized) or line.strip()):
                 continue
             yield index, line
+
+
+def _lines(handle: BinaryIO, limit: int = MAX_RECORD_BYTES) -> Iterator[Line]:
+    """The lines of `handle` without their `\n` or `\r\n`, each read with at most `limit` + 2
+    bytes held."""
+    while line := handle.readline(limit + 2):  # the line, its "\r\n", and one byte to see it is too long
+        if line.endswith(b"\n") or len(line) <= limit:  # the whole line
+            content = line.removesuffix(b"\n").removesuffix(b"\r")
+            yield content if len(content) <= limit else Oversized(len(content))
+            continue
+        size = len(line)
+        while not line.endswith(b"\n") and (line := handle.readline(1 << 20)):
+            size += len(line)
+        yield Oversized(size - (1 if line.endswith(b"\n") else 0))
 
 
 class Batch:
@@ -119,7 +156,7 @@ class Batch:
         self, concurrency: int, progress: BatchProgress, on_progress: Callable[[BatchProgress], None]
     ) -> None:
         """Every record not finished yet, `concurrency` at a time; the batch's status at the end."""
-        queue: asyncio.Queue[tuple[int, str] | None] = asyncio.Queue(maxsize=concurrency)
+        queue: asyncio.Queue[tuple[int, Line] | None] = asyncio.Queue(maxsize=concurrency)
 
         async def work() -> None:
             while (item := await queue.get()) is not None:
@@ -168,7 +205,7 @@ class Batch:
         self.failures.flush()
         return missing
 
-    async def _one(self, index: int, line: str) -> bool:
+    async def _one(self, index: int, line: Line) -> bool:
         """Run one record; True when it completed."""
         run_id = record_run_id(self.record.id, index)
         if self.resume and await asyncio.to_thread(self.store.runs.exists, run_id):
@@ -212,10 +249,19 @@ class Batch:
         await asyncio.to_thread(self.queued)
         return await self._waiter.wait(run_id)
 
-    def _input(self, line: str) -> dict[str, Any]:
-        value = json.loads(line)
+    def _input(self, line: Line) -> dict[str, Any]:
+        """The run input a line holds, refused as `plait run` refuses an input file: over the size
+        limit, not UTF-8 text, not strict JSON (NaN is not JSON), not an object the graph takes."""
+        if isinstance(line, Oversized):
+            raise RecordError(f"the record is {line.size / 1048576:.1f} MiB; the limit is "
+                              f"{MAX_RECORD_BYTES / 1048576:.1f} MiB per record")  # fmt: skip
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecordError(f"not UTF-8 text (byte 0x{line[exc.start]:02x} at offset {exc.start})") from None
+        value = json.loads(text, parse_constant=_not_json)
         if not isinstance(value, dict):
-            raise ValueError(f"a record must be a JSON object (the run input), not {type(value).__name__}")
+            raise RecordError(f"a record must be a JSON object (the run input), not {type(value).__name__}")
         check_input(self.stored, value)
         return value
 
@@ -237,6 +283,10 @@ def record_run_id(batch_id: str, index: int) -> str:
     run an earlier process started (and continues it), or creates it under that id, never a
     second run for the record."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"plait-batch:{batch_id}:{index}"))
+
+
+def _not_json(constant: str) -> Any:
+    raise RecordError(f"not JSON: {constant} is not a JSON number")
 
 
 def _reason(exc: Exception) -> str:

@@ -32,6 +32,8 @@ from plait.store import RunExists, Store
 from plait.store.schedules import ACTIVE, PAUSED, Firing, ScheduleRecord
 
 CATCH_UP = ("none", "one", "all")
+CRON_HINT = ("five fields: minute hour day-of-month month day-of-week, e.g. '*/5 * * * *' (every 5 minutes) or "
+             "'0 9 * * 1-5' (9:00 on weekdays)")  # fmt: skip
 ON_TIME_S = 60.0
 """A firing at most this late still counts as on time (a scheduler ticks every few seconds)."""
 MAX_CATCH_UP = 100
@@ -53,17 +55,28 @@ def next_after(cron: str, timezone: str, after: float) -> float:
     from croniter import croniter
 
     start = datetime.fromtimestamp(after, _zone(timezone))
-    return float(croniter(cron, start).get_next(float))
+    try:
+        return float(croniter(cron, start).get_next(float))
+    except (ValueError, TypeError) as exc:  # croniter's errors: a bad expression, or no date that matches
+        raise ScheduleError(f"'{cron}' cannot be scheduled: {exc}", CRON_HINT) from None
 
 
-def check_cron(cron: str, timezone: str) -> None:
+def check_cron(cron: str, timezone: str, now: float | None = None) -> None:
+    """Refuse an expression that is not five cron fields, or that names no instant at all."""
     from croniter import croniter
 
     _zone(timezone)
-    if not croniter.is_valid(cron):
+    fields = cron.split()
+    if len(fields) != 5 or not croniter.is_valid(cron):
+        extra = " (a sixth field would be seconds, which schedules do not have)" if len(fields) == 6 else ""
+        raise ScheduleError(f"'{cron}' is not a cron expression of five fields{extra}", CRON_HINT)
+    try:
+        next_after(cron, timezone, time.time() if now is None else now)
+    except ScheduleError:
         raise ScheduleError(
-            f"'{cron}' is not a cron expression", "five fields: minute hour day-of-month month day-of-week, e.g. "
-            "'*/5 * * * *' (every 5 minutes) or '0 9 * * 1-5' (9:00 on weekdays)")  # fmt: skip
+            f"'{cron}' never fires: no date matches it (such as day 31 of February)",
+            "check the day-of-month and month fields: " + CRON_HINT,
+        ) from None
 
 
 def _zone(name: str) -> ZoneInfo:
@@ -76,7 +89,7 @@ def _zone(name: str) -> ZoneInfo:
 def add_schedule(store: Store, ref: str, cron: str, run_input: dict[str, Any], *, catch_up: str = "one",
                  timezone: str = "UTC", files: bool = True, now: float | None = None) -> ScheduleRecord:  # fmt: skip
     """A new active schedule of the graph `ref` (a graph file is stored first when `files`)."""
-    check_cron(cron, timezone)
+    check_cron(cron, timezone, now)
     if catch_up not in CATCH_UP:
         raise ScheduleError(f"catch_up '{catch_up}' is not one of {', '.join(CATCH_UP)}")
     stored = resolve_graph(store, ref, files=files)
@@ -98,19 +111,36 @@ def resume(store: Store, schedule_id: str, *, now: float | None = None) -> Sched
 
 
 def plan(schedule: ScheduleRecord, now: float) -> tuple[list[float], float]:
-    """The instants to fire now and the next firing after `now`, by the schedule's catch-up."""
-    due: list[float] = []
-    instant = schedule.next_fire_at
-    while instant <= now and len(due) <= MAX_CATCH_UP:
-        due.append(instant)
-        instant = next_after(schedule.cron, schedule.timezone, instant)
-    while instant <= now:  # more missed than MAX_CATCH_UP: the rest are skipped
-        instant = next_after(schedule.cron, schedule.timezone, instant)
+    """The instants to fire now and the next firing after `now`, by the schedule's catch-up.
+
+    Its cost does not grow with the time missed: the instants are found walking back from
+    `now`, at most `MAX_CATCH_UP` of them (a per-minute cron missed for a year is 525,600
+    instants; stepping through each held the scheduler for half a minute)."""
+    wanted = MAX_CATCH_UP if schedule.catch_up == "all" else 1
+    due = [schedule.next_fire_at, *reversed(_missed(schedule, now, wanted))][-wanted:]
+    following = next_after(schedule.cron, schedule.timezone, now)
     if schedule.catch_up == "all":
-        return due[-MAX_CATCH_UP:], instant
+        return due, following
     if schedule.catch_up == "one":
-        return due[-1:], instant
-    return [t for t in due[-1:] if now - t <= ON_TIME_S], instant
+        return due[-1:], following
+    return [t for t in due[-1:] if now - t <= ON_TIME_S], following
+
+
+def _missed(schedule: ScheduleRecord, now: float, wanted: int) -> list[float]:
+    """The cron's instants after the schedule's next firing and up to `now`, the newest first
+    (at most `wanted`)."""
+    from croniter import croniter
+
+    walk = croniter(schedule.cron, datetime.fromtimestamp(now, _zone(schedule.timezone)))
+    instant = float(walk.get_prev(float))  # strictly before `now`
+    found: list[float] = []
+    at_now = next_after(schedule.cron, schedule.timezone, instant)
+    if at_now <= now:  # `now` is an instant itself
+        found.append(at_now)
+    while instant > schedule.next_fire_at and len(found) < wanted:
+        found.append(instant)
+        instant = float(walk.get_prev(float))
+    return [t for t in found if t > schedule.next_fire_at]
 
 
 class Scheduler:

@@ -20,9 +20,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import DisconnectionError, OperationalError, ProgrammingError
 from sqlalchemy.pool import StaticPool
 
+from plait.store.faults import dropped
 from plait.store.migrations import HEAD_REVISION, MIGRATIONS_DIR, VERSION_TABLE
 
 SQLITE_PRAGMAS = (
@@ -74,7 +75,9 @@ def conflict_insert(engine: Engine) -> Any:
 def create_store_engine(url: URL) -> Engine:
     """An engine for `url`; for a SQLite file, its directory is created first."""
     if url.get_backend_name() != "sqlite":
-        return create_engine(url, json_serializer=json_dumps, **POOL)
+        engine = create_engine(url, json_serializer=json_dumps, **POOL)
+        event.listen(engine, "checkout", _alive)
+        return engine
     database = url.database or ""
     memory = database in ("", ":memory:") or "mode=memory" in database
     if memory:
@@ -104,6 +107,13 @@ def create_store_engine(url: URL) -> Engine:
         raw.execute("BEGIN IMMEDIATE" if conn.get_execution_options().get(_BEGIN_OPTION) else "BEGIN")
 
     return engine
+
+
+def _alive(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """A pooled PostgreSQL connection the server closed while it was idle is replaced at checkout
+    (the pool opens a fresh one) instead of failing the statement it was taken for."""
+    if dropped(dbapi_connection):
+        raise DisconnectionError("the database server closed this pooled connection while it was idle")
 
 
 def _enable_wal(raw: sqlite3.Connection, timeout_s: float = 5.0) -> None:

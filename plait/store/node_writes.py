@@ -27,8 +27,9 @@ from sqlalchemy.sql.dml import UpdateBase
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
 from plait.store.db import conflict_insert, json_dumps, writer
-from plait.store.errors import NotFoundError
+from plait.store.errors import NotFoundError, StoreError
 from plait.store.fastpath import Statements
+from plait.store.faults import transient
 from plait.store.models import FIELD_VERSION, GRAPH_RUN, LLM_CACHE, NODE_RUN
 from plait.store.new_runs import INSERT_RUN, RUN_JSON_COLUMNS, CreateRun, NewRun
 from plait.store.records import NodeRunRecord, fresh_claim, node_run_from_row
@@ -175,12 +176,13 @@ class NodeWriter:
 
     def write(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
         """Commit `units` in one transaction; per unit, the results of its writes, or the error
-        that unit alone raised (then nothing of it was written)."""
+        that unit alone raised (then nothing of it was written). A fault of the database
+        (`faults.transient`) is every unit's error, for the caller to retry: nothing was written."""
         try:
             return list(self._commit(units))
         except Exception as exc:
-            if len(units) == 1:
-                return [self._named(units[0], exc)]
+            if len(units) == 1 or transient(exc):
+                return [self._named(unit, exc) for unit in units]
         outcomes: list[list[Any] | Exception] = []
         for unit in units:
             try:
@@ -212,7 +214,7 @@ class NodeWriter:
                 return self._no_run(runs.pop())
         return exc
 
-    def _commit(self, units: Sequence[Unit]) -> list[list[Any]]:
+    def _commit(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
         now = time.time()
         lost: list[tuple[int, int, Claim]] = []
         outcomes: list[list[Any]] = []
@@ -244,9 +246,24 @@ class NodeWriter:
                         "b_now": now,
                     },
                 )
+        done: list[list[Any] | Exception] = list(outcomes)
         for u, index, claim in lost:  # rare (resume, races): the row exists; decide in a transaction of its own
-            outcomes[u][index] = self._claim_existing(claim, time.time())
-        return outcomes
+            try:
+                outcomes[u][index] = self._claim_lost(claim)
+            except Exception as exc:  # the unit is committed but for this claim: never to be written again
+                done[u] = StoreError(f"claiming node '{claim.node_id}' of run {claim.run_id} failed: {exc}")
+        return done
+
+    def _claim_lost(self, claim: Claim, attempts: int = 3) -> NodeRunRecord | None:
+        """`_claim_existing`, tried again on a fault of the database."""
+        for attempt in range(attempts):
+            try:
+                return self._claim_existing(claim, time.time())
+            except Exception as exc:
+                if attempt == attempts - 1 or not transient(exc):
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def _claim_existing(self, claim: Claim, now: float) -> NodeRunRecord | None:
         key = (

@@ -6,7 +6,8 @@ profiler on `bench/workers.py`). As on SQLite (`fastpath.py`), the statements ar
 with Core and compiled by SQLAlchemy for the database's dialect, once; only their execution
 skips the Connection layer, on one pooled connection kept for the writer's lifetime behind a
 lock. psycopg prepares a statement on the server once it has run a few times. A connection
-the server dropped is thrown away, and the next transaction takes a fresh one from the pool.
+the server dropped is thrown away, whether found idle (`faults.dropped`) or by a failed
+transaction, and the next transaction takes a fresh one from the pool.
 Errors are SQLAlchemy's (`IntegrityError`, `OperationalError`, ...), as on the other paths.
 """
 
@@ -21,6 +22,8 @@ import psycopg
 from sqlalchemy import Engine, Select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.dml import UpdateBase
+
+from plait.store.faults import dropped
 
 
 class PgPrepared:
@@ -60,6 +63,9 @@ class PgHeld:
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         """A transaction on the kept connection, committed on success, rolled back on any error."""
         with self._lock:
+            if self._held is not None and dropped(self._held.driver_connection):  # closed by the server while idle
+                held, self._held = self._held, None
+                held.invalidate()
             if self._held is None:
                 self._held = self._engine.raw_connection()
             raw = self._held.driver_connection

@@ -1,17 +1,18 @@
 """Cron schedules (`schedule`) and their firings (`schedule_firing`).
 
-A firing is claimed once, whichever scheduler claims it and however many race: due schedules
-are read with a row lock (PostgreSQL's `FOR UPDATE SKIP LOCKED`: a second scheduler passes over
-the rows the first holds; SQLite has one writer at a time), and each firing is a row keyed by
-(schedule, instant), inserted in the same transaction that moves the schedule's `next_fire_at`
-on. The firing names the id its run will have, so creating the run afterwards is idempotent:
-a scheduler that died in between leaves a firing whose run the next one creates, under that
-same id, never a second run.
+A firing is claimed once, whichever scheduler claims it and however many race: the transaction
+that moves a schedule's `next_fire_at` on does so only from the value it was planned from (a
+second scheduler's update then changes nothing: PostgreSQL makes it wait for the first and
+checks again; SQLite has one writer at a time), and each firing is a row keyed by (schedule,
+instant), inserted in that same transaction. The firing names the id its run will have, so
+creating the run afterwards is idempotent: a scheduler that died in between leaves a firing
+whose run the next one creates, under that same id, never a second run.
 """
 
 from __future__ import annotations
 
 import builtins
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -20,12 +21,13 @@ from typing import Any
 
 from sqlalchemy import Engine, and_, insert, select, update
 
-from plait.store.db import conflict_insert, is_sqlite, writer
+from plait.store.db import conflict_insert, writer
 from plait.store.errors import NotFoundError
 from plait.store.models import GRAPH_RUN, SCHEDULE, SCHEDULE_FIRING
 
 ACTIVE, PAUSED = "active", "paused"
 CLAIM_PAGE = 50
+log = logging.getLogger("plait.schedules")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,25 +115,38 @@ class ScheduleRepository:
 
     def claim_due(self, now: float, plan: Plan, owner: str) -> builtins.list[Firing]:
         """Claim the firings due at `now` of every active schedule, each exactly once across
-        schedulers; the caller creates their runs (`orphans` finds the ones it did not)."""
+        schedulers; the caller creates their runs (`orphans` finds the ones it did not).
+
+        The due schedules are read and planned outside any transaction (planning evaluates the
+        cron), then each is claimed in a short transaction of its own: on SQLite no write waits
+        behind a scheduler's planning. The claim moves the schedule on only from the
+        `next_fire_at` it was planned from: a scheduler that planned it too finds it moved and
+        claims nothing. A schedule whose cron cannot be planned (one stored before it was
+        refused) is paused, with a warning: the others still fire."""
         query = (
             select(SCHEDULE)
             .where(SCHEDULE.c.status == ACTIVE, SCHEDULE.c.deleted_at.is_(None), SCHEDULE.c.next_fire_at <= now)
             .order_by(SCHEDULE.c.next_fire_at)
             .limit(CLAIM_PAGE)
         )
-        if not is_sqlite(self._engine):
-            query = query.with_for_update(skip_locked=True)
+        with self._engine.connect() as conn:
+            due = [_record(row) for row in conn.execute(query).all()]
         claimed: builtins.list[Firing] = []
-        with self._writer.begin() as conn:
-            for row in conn.execute(query).all():
-                claimed += self._claim(conn, _record(row), now, plan, owner)
+        for schedule in due:
+            try:
+                instants, following = plan(schedule, now)
+            except Exception as exc:  # its cron cannot be evaluated: it would fail every pass
+                log.warning("schedule %s paused: its cron '%s' cannot be planned (%s)", schedule.id, schedule.cron, exc)
+                self.set_status(schedule.id, PAUSED)
+                continue
+            with self._writer.begin() as conn:
+                claimed += self._claim(conn, schedule, instants, following, now, owner)
         return claimed
 
-    def _claim(self, conn: Any, schedule: ScheduleRecord, now: float, plan: Plan, owner: str) -> builtins.list[Firing]:
+    def _claim(self, conn: Any, schedule: ScheduleRecord, instants: builtins.list[float], following: float, now: float,
+               owner: str) -> builtins.list[Firing]:  # fmt: skip
         """Move one due schedule on and record its firings (none when another scheduler moved
         it first, or fired an instant already)."""
-        instants, following = plan(schedule, now)
         last = instants[-1] if instants else schedule.last_fired_at
         moved = conn.execute(
             update(SCHEDULE)

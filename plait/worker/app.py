@@ -84,6 +84,8 @@ def make_app(settings: WorkerSettings) -> Celery:
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
         worker_enable_remote_control=False,  # no broadcast from the broker can stop or stall a worker
+        worker_consumer="plait.worker.consumer:Consumer",  # reconnects with runs in flight (consumer.py)
+        worker_cancel_long_running_tasks_on_connection_loss=False,  # a run goes on while the broker is away
     )
     return app
 

@@ -26,7 +26,8 @@ _runtime: WorkerRuntime | None = None
 def register(app: Celery) -> None:
     """The run task on `app`: execute the run; retried while another live worker holds it."""
 
-    @app.task(name=TASK, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
+    @app.task(name=TASK, bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None,
+              Request="plait.worker.consumer:Request")  # fmt: skip
     def run(task: Task[Any, Any], run_id: str, reason: str = "start") -> str:
         assert _runtime is not None, "the worker's runtime is set up before it consumes"
         ending = _runtime.execute(run_id)
@@ -38,8 +39,10 @@ def register(app: Celery) -> None:
         return ending
 
 
-def serve(settings: WorkerSettings, *, concurrency: int = 8, beat: bool = False, name: str | None = None) -> None:
-    """Run a worker until it is stopped (SIGTERM, Ctrl-C)."""
+def serve(settings: WorkerSettings, *, concurrency: int = 8, beat: bool = False, name: str | None = None) -> int:
+    """Run a worker until it is stopped (SIGTERM, Ctrl-C); the process's exit code: 0 when it was
+    stopped, else Celery's (an unrecoverable error is not a clean stop, and a supervisor that
+    restarts on failure must see it)."""
     global _runtime
     app = make_app(settings)
     register(app)
@@ -67,6 +70,7 @@ def serve(settings: WorkerSettings, *, concurrency: int = 8, beat: bool = False,
                             without_heartbeat=True, without_mingle=True, without_gossip=True,
                             loglevel="WARNING", quiet=True)  # fmt: skip
         worker.start()
+        return int(worker.exitcode or 0)
     finally:
         if scheduler is not None:
             scheduler.cancel()

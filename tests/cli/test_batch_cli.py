@@ -114,3 +114,21 @@ def test_fixes_to_a_few_records_become_few_shot_examples_for_the_rest(tmp_path: 
             examples = node.input_snapshot["fewshot"]
             assert sorted(e["output"]["text"] for e in examples) == ["Messy record 0.", "Messy record 1."]
             assert "Messy record 0." in node.input_snapshot["rendered_system_prompt"]  # what the model was shown
+
+
+def test_a_record_that_is_not_utf8_is_refused_naming_its_line_and_never_sent(tmp_path: Path) -> None:
+    """As `plait run --input-file` refuses a file that is not UTF-8, `plait batch` refuses such a
+    record (it used to replace the byte with U+FFFD and send the text to the model)."""
+    setup(tmp_path, [])
+    (tmp_path / "model.yaml").write_text(yaml.safe_dump({"responses": [{"output": {"text": "cleaned"}}],
+                                                         "log": "calls.jsonl"}))  # fmt: skip
+    (tmp_path / "in.jsonl").write_bytes(b'{"text": "a"}\n{"text": "caf\xe9"}\r\n{"text": "b"}\r\n')
+    done = plait(tmp_path, *batch(tmp_path), "--json")
+    assert done.returncode == 1, done.stderr
+    assert [(f["line"], f["reason"]) for f in lines_of(tmp_path / "out.failed.jsonl")] == [
+        (2, "not UTF-8 text (byte 0xe9 at offset 13)")
+    ]
+    assert sorted(d["index"] for d in lines_of(tmp_path / "out.jsonl")) == [0, 2]
+    sent = (tmp_path / "calls.jsonl").read_text()
+    assert "\ufffd" not in sent  # the model never saw it
+    assert "caf" not in sent

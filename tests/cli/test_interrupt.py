@@ -168,3 +168,61 @@ def test_ctrl_c_during_an_embedded_model_generation_never_crashes(tmp_path: Path
     answers.write_text("responses:\n  - output: {text: '1. cats'}\n")
     resumed = plait("resume", run_id, "--llm", f"scripted:{answers}", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
+
+
+PARALLEL = {
+    "id": "two_answers",
+    "nodes": [
+        {"id": "a", "type": "LLM_CALL", "user_prompt_tpl": "First"},
+        {"id": "b", "type": "LLM_CALL", "user_prompt_tpl": "Second"},
+        {"id": "both", "type": "TRANSFORM", "transform_expr": "({a: nodes.a, b: nodes.b})"},
+    ],
+    "edges": [
+        {"source": "a", "target": "both"},
+        {"source": "b", "target": "both"},
+        {"source": "both", "target": "END"},
+    ],
+}
+
+
+def test_ctrl_c_keeps_the_answers_that_arrived_and_resume_pays_for_nothing_again(tmp_path: Path) -> None:
+    """Two model answers arrive while their commit waits (another process holds the database's
+    write lock); Ctrl-C then stops the run, but only once the answers are recorded: resuming asks
+    the model nothing again (they used to be thrown away and paid a second time)."""
+    import threading
+
+    import yaml
+
+    from tests.worker.counting_server import counting_server, openai_config
+
+    (tmp_path / "graph.yaml").write_text(yaml.safe_dump(PARALLEL))
+    gate = threading.Event()
+    with counting_server(latency_s=0.0, gate=gate) as (url, counts):
+        (tmp_path / "plait.toml").write_text(openai_config(url))
+        env = {"PLAIT_CONFIG": str(tmp_path / "plait.toml")}
+        process = start("run", "graph.yaml", "--json", cwd=tmp_path, env=env)
+        said: list[str] = []
+        reader = threading.Thread(target=lambda: said.extend(iter(process.stderr.readline, "")), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        wait_for(lambda: len(counts.arrivals) == 2, process, "both model calls")
+        blocker = sqlite3.connect(tmp_path / ".plait" / "plait.db", isolation_level=None)
+        try:
+            blocker.execute("BEGIN IMMEDIATE")  # the answers' commit waits, then is tried again
+            gate.set()
+            wait_for(lambda: any("the database failed a commit" in line for line in said), process, "a commit to wait")
+            process.send_signal(signal.SIGINT)
+            wait_for(lambda: any("plait: stopping" in line for line in said), process, "the stop to begin")
+        finally:
+            blocker.rollback()
+            blocker.close()
+        process.wait(timeout=60)
+        reader.join(timeout=10)
+        assert process.returncode == 130, "".join(said)
+        run_id = str(the_run(tmp_path)["id"])
+        nodes = {n["node_id"]: n["status"] for n in the_run(tmp_path)["nodes"]}  # type: ignore[attr-defined]
+        assert (nodes["a"], nodes["b"]) == ("completed", "completed")  # recorded before the process stopped
+        resumed = subprocess.run([sys.executable, "-m", "plait", "resume", run_id, "--json"], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=120, env={**os.environ, **env})  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr
+        assert json.loads(resumed.stdout)["output"] == {"a": "ok", "b": "ok"}
+    assert len(counts.arrivals) == 2  # each answer paid once

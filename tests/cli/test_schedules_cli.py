@@ -1,7 +1,8 @@
 """`plait schedules` as a person uses it (real `plait` processes): a schedule added with its input
 from `-i` or `--input-file` is listed, shown, paused, resumed and deleted; what cannot be a
-schedule (a bad cron, time zone or catch-up, an input the graph refuses, an unknown id) exits 2
-saying what is wrong in the command line's words, and adds nothing."""
+schedule (a bad cron, one that never fires or has six fields, a bad time zone or catch-up, an input
+the graph refuses, an unknown id) exits 2 saying what is wrong in the command line's words, and
+adds nothing."""
 
 from __future__ import annotations
 
@@ -66,6 +67,8 @@ def test_a_schedule_is_added_listed_shown_paused_resumed_and_deleted(tmp_path: P
     ("args", "says"),
     [
         (["--cron", "*/61 * * *", "-i", "raw=x"], "is not a cron expression"),
+        (["--cron", "0 0 31 2 *", "-i", "raw=x"], "'0 0 31 2 *' never fires: no date matches it"),
+        (["--cron", "* * * * * *", "-i", "raw=x"], "a sixth field would be seconds, which schedules do not have"),
         (["--cron", "* * * * *", "-i", "raw=x", "--timezone", "Mars/Base"], "'Mars/Base' is not a time zone"),
         (
             ["--cron", "* * * * *", "-i", "raw=x", "--catch-up", "some"],

@@ -14,7 +14,7 @@ import pytest
 
 from plait.engine.resources import ResourceGate
 from plait.engine.runner import Engine
-from plait.runs.batch import BatchError, BatchFiles, BatchProgress, open_batch, record_run_id
+from plait.runs.batch import MAX_RECORD_BYTES, BatchError, BatchFiles, BatchProgress, open_batch, record_run_id
 from plait.store import Store
 from tests.engine.test_engine import graph_file, script
 from tests.engine.test_resources import gate_of, seen
@@ -176,3 +176,32 @@ def test_busy_providers_do_not_queue_a_batchs_records_but_low_disk_still_rejects
     progress = execute(store, provider, ref, full, gate=gate_of(store, [seen(disk_free_gb=0.2)]))
     assert (progress.done, progress.failed) == (0, 3)
     assert all("GB of disk free" in f["reason"] for f in lines_of(full.failed))
+
+
+def test_a_record_that_is_not_utf8_or_too_large_fails_naming_its_line_and_only_newlines_end_records(
+    store: Store, tmp_path: Path
+) -> None:
+    """A record is refused as `plait run` refuses an input file: invalid UTF-8 is not replaced
+    with U+FFFD and sent to the model, a record over 10 MiB is read past and refused (it made a
+    252 MB database), and a lone `\\r` does not end a record (`\\r\\n` does)."""
+    provider = script(tmp_path, [{"output": {"text": "clean"}}])
+    huge = json.dumps({"text": "x" * (MAX_RECORD_BYTES + 1)}).encode()
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(
+        b'{"text": "crlf"}\r\n'  # line 1: a Windows line end
+        + b'{"text": "caf\xe9"}\n'  # line 2: Latin-1, not UTF-8
+        + huge + b"\n"  # line 3
+        + b'{"text": "a"}\r{"text": "b"}\n'  # line 4: one record (not two), not JSON
+        + b'{"text": NaN}\n'  # line 5: NaN is not JSON
+        + '{"text": "café"}'.encode()  # line 6, no line end
+    )  # fmt: skip
+    files = BatchFiles.of(path, tmp_path / "out.jsonl")
+    progress = execute(store, provider, graph(tmp_path), files)
+    assert (progress.total, progress.done, progress.failed) == (6, 2, 4)
+    assert sorted(d["index"] for d in lines_of(files.output)) == [0, 5]
+    failed = {f["line"]: f["reason"] for f in lines_of(files.failed)}
+    assert failed[2] == "not UTF-8 text (byte 0xe9 at offset 13)"
+    assert failed[3] == f"the record is {len(huge) / 1048576:.1f} MiB; the limit is 10.0 MiB per record"
+    assert failed[4].startswith("not JSON: Extra data")
+    assert failed[5] == "not JSON: NaN is not a JSON number"
+    assert len(store.runs.list(limit=100)) == 2  # nothing refused reached a run, or the model

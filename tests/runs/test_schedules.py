@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 
 from plait.model.enums import RunStatus
-from plait.runs.schedules import ORPHAN_AFTER_S, ScheduleError, Scheduler, add_schedule, pause, plan, resume
+from plait.runs.schedules import (
+    MAX_CATCH_UP,
+    ORPHAN_AFTER_S,
+    ScheduleError,
+    Scheduler,
+    add_schedule,
+    pause,
+    plan,
+    resume,
+)
 from plait.store import Store
 from plait.store.schedules import ScheduleRecord
 from tests.engine.test_engine import graph_file
@@ -149,3 +158,85 @@ def test_an_input_the_graph_no_longer_accepts_gives_a_failed_run_saying_why(stor
     assert run.status == RunStatus.FAILED
     assert run.error is not None
     assert "no longer fits" in run.error["message"]
+
+
+def test_catching_up_a_year_of_a_per_minute_cron_costs_what_a_minute_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planning walks back from now, at most MAX_CATCH_UP instants, whatever the downtime (it
+    used to step through every missed instant: 525,600 for a year, about 38 s)."""
+    from croniter import croniter
+
+    steps = Counter[str]()
+    for name in ("get_next", "get_prev"):
+        original = getattr(croniter, name)
+
+        def counted(self: croniter, *args: object, _original: Callable[..., object] = original, _name: str = name,
+                    **kwargs: object) -> object:  # fmt: skip
+            steps[_name] += 1
+            if sum(steps.values()) > 10 * MAX_CATCH_UP:
+                raise AssertionError("planning steps through every missed instant")
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(croniter, name, counted)
+    now = T0 + 365 * 24 * 3600 + 30  # a year later, 30 s past a minute
+    for catch_up, fired in [("all", [now - 30 - 60 * i for i in range(MAX_CATCH_UP)][::-1]), ("one", [now - 30]),
+                            ("none", [now - 30])]:  # fmt: skip
+        schedule = ScheduleRecord("s", "g", "* * * * *", "UTC", {}, catch_up, "active", T0, None, None, 0, 0, None)
+        assert plan(schedule, now) == (fired, now - 30 + MINUTE)
+    assert sum(steps.values()) <= 3 * (MAX_CATCH_UP + 5)
+
+
+def test_a_scheduler_plans_without_holding_the_write_lock(tmp_path: Path) -> None:
+    """On SQLite, a write that arrives while the scheduler plans (a run's node, a new run) does not
+    wait for it: planning happens outside the transaction that claims the firings."""
+    import sqlite3
+
+    path = tmp_path / "plait.db"
+    with Store(f"sqlite:///{path}") as store:
+        made = add_schedule(store, graph(tmp_path), "* * * * *", {"text": "x"}, catch_up="all", now=T0)
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)  # another writer, which does not wait
+        writes: list[str] = []
+
+        def plan_and_write(schedule: ScheduleRecord, now: float) -> tuple[list[float], float]:
+            other.execute("BEGIN IMMEDIATE")  # "database is locked" when the scheduler holds the lock
+            other.execute("COMMIT")
+            writes.append(schedule.id)
+            return plan(schedule, now)
+
+        firings = store.schedules.claim_due(T0 + 3 * 24 * 3600, plan_and_write, "me")
+        other.close()
+    assert writes == [made.id]
+    assert len(firings) == MAX_CATCH_UP
+
+
+@pytest.mark.parametrize(
+    ("cron", "says"),
+    [("0 0 31 2 *", "never fires: no date matches it"), ("0 0 30 2 *", "never fires"),
+     ("* * * * * *", "a sixth field would be seconds"), ("@daily", "not a cron expression of five fields")],
+)  # fmt: skip
+def test_a_cron_that_never_fires_or_is_not_five_fields_is_refused(
+    store: Store, tmp_path: Path, cron: str, says: str
+) -> None:
+    with pytest.raises(ScheduleError, match=says) as refused:
+        add_schedule(store, graph(tmp_path), cron, {"text": "x"}, now=T0)
+    assert "five fields: minute hour day-of-month month day-of-week" in (refused.value.hint or "")
+    assert store.schedules.list() == []
+
+
+def test_a_stored_schedule_whose_cron_cannot_be_planned_is_paused_and_the_others_fire(
+    store: Store, tmp_path: Path
+) -> None:
+    """A schedule stored before its cron was refused (a cron that never fires) must not stop the
+    scheduler: it is paused, with a warning, and the others fire."""
+    ref = graph(tmp_path)
+    good = add_schedule(store, ref, "* * * * *", {"text": "good"}, now=T0)
+    bad = add_schedule(store, ref, "* * * * *", {"text": "bad"}, now=T0 - 1)
+    from sqlalchemy import update
+
+    from plait.store.models import SCHEDULE
+
+    with store.db.begin() as conn:  # as an older release stored it
+        conn.execute(update(SCHEDULE).where(SCHEDULE.c.id == bad.id).values(cron="0 0 31 2 *"))
+    created = Scheduler(store, lambda run_id: None).tick(T0 + MINUTE + 1)
+    assert [store.runs.get(run_id).input for run_id in created] == [{"text": "good"}]
+    assert store.schedules.get(bad.id).status == "paused"
+    assert store.schedules.get(good.id).status == "active"

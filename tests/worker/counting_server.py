@@ -1,5 +1,7 @@
 """An OpenAI-compatible server on loopback that counts what it is sent: the most requests it
-was answering at once, and when each arrived (to check a limit held across processes)."""
+was answering at once, and when each arrived (to check a limit held across processes, or how
+many calls were paid). With a `gate`, answers wait until the test sets it (a fault injected
+while calls are in flight)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ class Counts:
     arrivals: list[float] = field(default_factory=list)
 
 
-def make_app(counts: Counts, latency_s: float) -> FastAPI:
+def make_app(counts: Counts, latency_s: float, gate: threading.Event | None = None) -> FastAPI:
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
@@ -33,6 +35,8 @@ def make_app(counts: Counts, latency_s: float) -> FastAPI:
         counts.most = max(counts.most, counts.in_flight)
         try:
             await asyncio.sleep(latency_s)
+            if gate is not None:
+                await asyncio.to_thread(gate.wait, 120)
         finally:
             counts.in_flight -= 1
         answer = {"id": "c", "object": "chat.completion", "created": int(time.time()), "model": "m",
@@ -44,12 +48,12 @@ def make_app(counts: Counts, latency_s: float) -> FastAPI:
 
 
 @contextmanager
-def counting_server(latency_s: float = 0.3) -> Iterator[tuple[str, Counts]]:
+def counting_server(latency_s: float = 0.3, gate: threading.Event | None = None) -> Iterator[tuple[str, Counts]]:
     counts = Counts()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(make_app(counts, latency_s), host="127.0.0.1", port=port,
+    server = uvicorn.Server(uvicorn.Config(make_app(counts, latency_s, gate), host="127.0.0.1", port=port,
                                            log_level="critical", lifespan="off"))  # fmt: skip
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -61,3 +65,9 @@ def counting_server(latency_s: float = 0.3) -> Iterator[tuple[str, Counts]]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def openai_config(url: str, extra: str = "") -> str:
+    """A plait.toml whose chat model is served at `url` (a counting server); `extra` is appended."""
+    return f'[[providers]]\nid = "fake"\nkind = "openai"\nbase_url = "{url}"\nmodels = [{{name = "m"}}]\n' \
+           f'[roles]\nchat = "fake/m"\n{extra}'  # fmt: skip

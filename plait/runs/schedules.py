@@ -37,6 +37,8 @@ CRON_HINT = ("five fields: minute hour day-of-month month day-of-week, e.g. '*/5
 ON_TIME_S = 60.0
 """A firing at most this late still counts as on time (a scheduler ticks every few seconds)."""
 MAX_CATCH_UP = 100
+SHORTHANDS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
+"""Names croniter reads as five fields (`@daily` is `0 0 * * *`); `@reboot` names no instant."""
 TICK_S = 2.0
 ORPHAN_AFTER_S = 30.0
 """A firing claimed this long ago without its run: its scheduler died in between."""
@@ -62,12 +64,13 @@ def next_after(cron: str, timezone: str, after: float) -> float:
 
 
 def check_cron(cron: str, timezone: str, now: float | None = None) -> None:
-    """Refuse an expression that is not five cron fields, or that names no instant at all."""
+    """Refuse an expression that is not five cron fields (or a shorthand for five, such as
+    `@daily`), or that names no instant at all."""
     from croniter import croniter
 
     _zone(timezone)
     fields = cron.split()
-    if len(fields) != 5 or not croniter.is_valid(cron):
+    if cron.strip() not in SHORTHANDS and (len(fields) != 5 or not croniter.is_valid(cron)):
         extra = " (a sixth field would be seconds, which schedules do not have)" if len(fields) == 6 else ""
         raise ScheduleError(f"'{cron}' is not a cron expression of five fields{extra}", CRON_HINT)
     try:

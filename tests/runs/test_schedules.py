@@ -211,7 +211,7 @@ def test_a_scheduler_plans_without_holding_the_write_lock(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("cron", "says"),
     [("0 0 31 2 *", "never fires: no date matches it"), ("0 0 30 2 *", "never fires"),
-     ("* * * * * *", "a sixth field would be seconds"), ("@daily", "not a cron expression of five fields")],
+     ("* * * * * *", "a sixth field would be seconds"), ("@reboot", "not a cron expression of five fields")],
 )  # fmt: skip
 def test_a_cron_that_never_fires_or_is_not_five_fields_is_refused(
     store: Store, tmp_path: Path, cron: str, says: str
@@ -220,6 +220,13 @@ def test_a_cron_that_never_fires_or_is_not_five_fields_is_refused(
         add_schedule(store, graph(tmp_path), cron, {"text": "x"}, now=T0)
     assert "five fields: minute hour day-of-month month day-of-week" in (refused.value.hint or "")
     assert store.schedules.list() == []
+
+
+def test_a_shorthand_for_five_fields_is_a_cron(store: Store, tmp_path: Path) -> None:
+    """`@daily` is `0 0 * * *` to croniter: it fires at the next midnight."""
+    made = add_schedule(store, graph(tmp_path), "@daily", {"text": "x"}, now=T0)
+    assert made.cron == "@daily"
+    assert made.next_fire_at == datetime(2026, 12, 3, 0, 0, tzinfo=UTC).timestamp()
 
 
 def test_a_stored_schedule_whose_cron_cannot_be_planned_is_paused_and_the_others_fire(

@@ -18,6 +18,7 @@ import traceback
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase
 from plait.model.limits import storable, value_problem
+from plait.store import NodeRunRecord
 
 TRACEBACK_CHARS = 8000
 """How much of a traceback an internal failure keeps (its end: where it was raised)."""
@@ -56,6 +57,21 @@ def internal_failure(exc: BaseException, *, during: str) -> NodeResult:
         {}, [], kind="internal", message=f"{during} raised {type(exc).__name__}: {_message(exc)}"
     )
     result.error = storable({**(result.error or {}), "traceback": text[-TRACEBACK_CHARS:]})
+    return result
+
+
+def lost_failure(claimed: NodeRunRecord, limit: int) -> NodeResult:
+    """The failure of a node not executed again because its process went down `claimed.lost`
+    times while executing it: kind `internal`, saying how to execute it again by hand."""
+    node, run = claimed.node_id, claimed.run_id
+    message = (
+        f"node '{node}' was being executed when the process executing it went down, {claimed.lost} times (killed, "
+        f"crashed, or hung past the run's lease); after {limit} such losses a node is not executed again "
+        "automatically, so that it cannot take down every process that resumes the run. Look for the cause in the "
+        f"log of the process that executed it; to execute the node again anyway: plait rerun {run} {node}"
+    )
+    result = NodeResult.failed({}, [], kind="internal", message=message)
+    result.error = {**(result.error or {}), "lost": claimed.lost}
     return result
 
 

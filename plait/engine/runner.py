@@ -134,6 +134,7 @@ class Engine:
         routes: RouteReader | None = None,
         resources: ResourcesConfig | None = None,
         spread: Spread | None = None,
+        retry_lost: bool = False,
     ):
         """`graphs`: how a WORKFLOW_TASK tool's graph reference is found; by default only stored
         graphs (the CLI lets it name graph files on this machine too; a server must not, so that
@@ -151,9 +152,14 @@ class Engine:
         `resources`: the resource-aware decisions made before each new run starts (default:
         `[resources]` of plait.toml, `plait.engine.resources`).
         `spread`: MAP items are announced to the workers as runs of their own (a worker's
-        engine; see `plait.engine.spread`); without it this engine executes them itself."""
+        engine; see `plait.engine.spread`); without it this engine executes them itself.
+        `retry_lost`: a person asked to continue (`plait resume`): a node whose process went down
+        while executing it is executed again however often that happened; without it, such a
+        node fails after `LOST_LIMIT` losses instead of taking down every process that resumes
+        the run (a server's start-up, a worker's reaper)."""
         self.child_settled = child_settled
         self.spread = spread
+        self.retry_lost = retry_lost
         self.llm = llm
         _tune_collector()
         self.graphs = graphs or (lambda ref: stored_graph(store, ref))
@@ -384,7 +390,7 @@ class Engine:
         renew = asyncio.create_task(self._renew(run_id))
         scheduler: Scheduler | None = None
         try:
-            kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store)
+            kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store, self.retry_lost)
             scheduler = Scheduler(kernel, run_id, state, seen, create=create)
             return await scheduler.execute(
                 on_started=set_up,

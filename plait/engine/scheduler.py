@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from plait.engine.absorb import RERUN_AFTER, STALE_AFTER, absorb
 from plait.engine.executors import EXECUTORS
 from plait.engine.failpoints import failpoint
-from plait.engine.guard import committable, internal_failure
+from plait.engine.guard import committable, internal_failure, lost_failure
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.restore import restore
@@ -24,6 +24,7 @@ from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
 from plait.model.enums import NodeStatus, RunStatus
+from plait.model.nodes import NodeType
 from plait.store import NodeRunRecord
 from plait.store.ledger import INPUT
 from plait.store.new_runs import CreateRun
@@ -46,6 +47,16 @@ class Kernel:
     commits: GroupCommit
     events: EventBus
     store: Store
+    retry_lost: bool = False
+    """Execute a node again however often its process went down while executing it (an explicit
+    `plait resume` by a person); otherwise such a node fails after `LOST_LIMIT` losses."""
+
+
+LOST_LIMIT = 2
+"""Executions of one node activation lost with their process after which the node is no longer
+executed automatically: a node that takes its process down (a native crash, a kill) would take
+every process that resumes the run down with it, a server restarting for ever included."""
+_CHILD_RUN_NODES = frozenset({NodeType.SUBGRAPH, NodeType.MAP, NodeType.LOOP})
 
 
 def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
@@ -256,10 +267,13 @@ class Scheduler:
         read = consumed(self.state, node)
         self.state.nodes[node_id].read = read
         self.state.nodes[node_id].node_run_id = claimed.id
-        try:
-            result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
-        except Exception as exc:  # a bug in an executor must fail the node, not hang the run
-            result = internal_failure(exc, during=f"executing node '{node_id}'")
+        if self._lost_too_often(claimed, node.type):
+            result = lost_failure(claimed, LOST_LIMIT)
+        else:
+            try:
+                result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
+            except Exception as exc:  # a bug in an executor must fail the node, not hang the run
+                result = internal_failure(exc, during=f"executing node '{node_id}'")
         failpoint("before_commit", node_id)
         try:
             committed = await self._commit_result(claimed, result, read)
@@ -277,6 +291,11 @@ class Scheduler:
         kept = await self._started(committed.follow, committed.follow_results, keep_one=True)
         await self._commit(later)
         return kept
+
+    def _lost_too_often(self, claimed: NodeRunRecord, node_type: NodeType) -> bool:
+        """Whether this activation took its process down too often to be executed again here. A
+        node whose work is child runs is exempt: its children count their own losses."""
+        return claimed.lost >= LOST_LIMIT and not self.kernel.retry_lost and node_type not in _CHILD_RUN_NODES
 
     async def _commit_result(self, claimed: NodeRunRecord, result: NodeResult, read: dict[str, int]) -> _Committed:
         """Apply `result` to the run state and commit it with the ledger versions, the cache entry

@@ -214,7 +214,7 @@ class NodeWriter:
 
     def _commit(self, units: Sequence[Unit]) -> list[list[Any]]:
         now = time.time()
-        lost: list[tuple[int, int, Claim]] = []
+        found: list[tuple[int, int, Claim]] = []
         outcomes: list[list[Any]] = []
         totals: dict[str, list[float]] = {}
         watched: dict[str, int | None] = {}
@@ -229,9 +229,9 @@ class NodeWriter:
                     if result is False:  # a Finish/EndRun that found nothing to change: the rest depends on it
                         results.extend([None] * (len(unit) - len(results)))
                         break
-                    if result is _LOST:
+                    if result is _EXISTS:
                         results[-1] = None
-                        lost.append((u, len(results) - 1, write))  # type: ignore[arg-type]
+                        found.append((u, len(results) - 1, write))  # type: ignore[arg-type]
                 outcomes.append(results)
             for run_id, (tokens_in, tokens_out, cost) in totals.items():
                 run(
@@ -244,7 +244,7 @@ class NodeWriter:
                         "b_now": now,
                     },
                 )
-        for u, index, claim in lost:  # rare (resume, races): the row exists; decide in a transaction of its own
+        for u, index, claim in found:  # rare (resume, races): the row exists; decide in a transaction of its own
             outcomes[u][index] = self._claim_existing(claim, time.time())
         return outcomes
 
@@ -265,7 +265,8 @@ class NodeWriter:
             )
             if row.status == NodeStatus.PENDING:
                 stmt = take.where(NODE_RUN.c.id == row.id, NODE_RUN.c.status == NodeStatus.PENDING.value)
-            else:
+            else:  # its executor's process died (or hung past the lease) while executing it: one more lost
+                take = take.values(lost=NODE_RUN.c.lost + 1)
                 holds_lease = exists().where(
                     GRAPH_RUN.c.id == claim.run_id,
                     GRAPH_RUN.c.lease_owner == claim.owner,
@@ -282,7 +283,7 @@ class NodeWriter:
             return node_run_from_row(conn.execute(select(NODE_RUN).where(NODE_RUN.c.id == row.id)).one())
 
 
-_LOST = object()
+_EXISTS = object()
 """A claim whose INSERT found the row already there."""
 
 
@@ -303,7 +304,7 @@ def _apply(
             now=now,
             started=now,
         )
-        return fresh_claim(params) if run("insert_node", params).fetchone() is not None else _LOST
+        return fresh_claim(params) if run("insert_node", params).fetchone() is not None else _EXISTS
     if isinstance(write, Finish):
         params = {
             "b_id": write.node_run_id,

@@ -8,16 +8,18 @@ and every resume paid for the same model call and crashed again. Here the output
 first, and a bad one fails *that node* with a message naming the field; the records kept beside
 it (snapshot, attempts, error) are rewritten to storable text so that what happened stays
 readable. An executor that raises anything unexpected fails its node the same way, with kind
-`internal` and the traceback kept in the node run.
+`internal` and the traceback kept in the node run. Registered secrets (`plait.redact`) are
+masked in everything the result holds, so that none is stored, sent or handed on.
 """
 
 from __future__ import annotations
 
 import traceback
 
-from plait.engine.runtime import NodeResult
+from plait.engine.runtime import CacheEntry, NodeResult
 from plait.engine.state import Phase
 from plait.model.limits import storable, value_problem
+from plait.redact import redact_secrets
 from plait.store import NodeRunRecord
 
 TRACEBACK_CHARS = 8000
@@ -46,6 +48,22 @@ def committable(node_id: str, result: NodeResult) -> NodeResult:
     result.error = storable(result.error)
     if result.cache_entry is not None and value_problem(result.cache_entry.response) is not None:
         result.cache_entry = None  # an answer that cannot be stored is not remembered either
+    return _without_secrets(result)
+
+
+def _without_secrets(result: NodeResult) -> NodeResult:
+    """`result` with every registered secret masked in what it stores and sends (output,
+    snapshot, attempts, error, the cached answer): before the run state, events or the store see
+    it, so that the nodes after it, the run's output and every reader get the masked value."""
+    result.output = redact_secrets(result.output)
+    result.snapshot = redact_secrets(result.snapshot)
+    result.attempts = redact_secrets(result.attempts)
+    result.error = redact_secrets(result.error)
+    entry = result.cache_entry
+    if entry is not None:
+        response = redact_secrets(entry.response)
+        if response is not entry.response:
+            result.cache_entry = CacheEntry(entry.key, entry.provider, entry.model, response)
     return result
 
 

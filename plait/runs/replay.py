@@ -18,6 +18,7 @@ from plait.errors import PlaitError, Refusal
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, response_schema
 from plait.model.output_meta import strip_meta
+from plait.redact import redact_secrets
 from plait.store import NodeRunRecord
 
 
@@ -75,7 +76,7 @@ async def replay(record: NodeRunRecord, provider: Provider, model: str | None = 
     if model is not None:
         request = replace(request, model_role=model, model=None) if model in roles else replace(request, model=model)
     response = await provider.complete(request)
-    new = _value(response.content)
+    new = redact_secrets(_value(response.content))  # a model asked to repeat a key must not return it
     schema = response_schema(request.response_format)
     violations = schema_violations(schema, new) if schema is not None else []
     stored = strip_meta(record.output)

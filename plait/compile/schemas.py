@@ -12,9 +12,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
+from plait.caches import bounded
 from plait.compile.schema_validator import NO_REGISTRY, safe_class, schema_registry
 from plait.compile.template_types import Segment
 
@@ -41,7 +42,7 @@ def check_json_schema(schema: Any) -> list[SchemaProblem]:
     return list(_check_cached(key))
 
 
-@lru_cache(maxsize=2048)
+@bounded("schema checks", max_bytes=8 << 20, weigh=lambda problems, _: 256 * len(problems) + 64)
 def _check_cached(key: str) -> tuple[SchemaProblem, ...]:
     from jsonschema import Draft7Validator, validators
     from jsonschema.exceptions import best_match

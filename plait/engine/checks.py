@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterator
-from functools import lru_cache
 from typing import Any
 
+from plait.caches import bounded, text_weight
 from plait.compile.template_types import Segment
 from plait.engine.contracts import OutputContract, schema_violations
 from plait.engine.render import NodeView, build_view, to_text, value_at
@@ -64,7 +64,7 @@ def _printed_paths_resolve(node: LlmCallNode, view: NodeView) -> Iterator[str]:
                 yield f"{field} prints '{dotted}', which is {'empty' if value == '' else 'missing'} in this run"
 
 
-@lru_cache(maxsize=2048)
+@bounded("paths templates print", max_bytes=4 << 20, weigh=text_weight)
 def printed(source: str) -> tuple[tuple[Segment, ...], ...]:
     """`plait.compile.jinja_refs.printed_paths`, once per template."""
     from plait.compile.jinja_refs import printed_paths

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
+from plait.caches import ByteBoundCache
 from plait.config import CodeConfig, McpServerConfig, ResourcesConfig, ToolsConfig, resources_settings
 from plait.engine.child_runs import ChildGraph, ChildRuns, driven_by_parent
 from plait.engine.commits import GroupCommit
@@ -50,6 +51,12 @@ __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
 
 _startup_frozen = False
 
+
+COMPILED_BYTES = 64 << 20
+"""What the graph versions an engine keeps compiled may weigh (a server runs many graphs)."""
+COMPILED_WEIGHT = 16
+"""Bytes a compiled graph version holds per byte of its graph's JSON (models, plan, parsed
+templates; an estimate)."""
 
 GC_THRESHOLDS = (10_000, 20, 100)
 """The collector's thresholds in a process running an engine (raised only, never lowered)."""
@@ -176,7 +183,10 @@ class Engine:
         self.owner = new_owner()
         self.lease_ttl_s = lease_ttl_s
         self.events = events or EventBus()
-        self._compiled: dict[tuple[str, int], CompiledRun] = {}
+        self._compiled: ByteBoundCache[CompiledRun] = ByteBoundCache(
+            "compiled graph versions", COMPILED_BYTES, weigh=lambda compiled, _: COMPILED_WEIGHT * _json_size(compiled)
+        )
+        """Graph versions compiled for execution, the most recently used within `COMPILED_BYTES`."""
         self.commits = GroupCommit(store.runs.nodes)
         self.runtime.sub_run = self._sub_run
         self.runtime.children = ChildRuns(self, self.graphs)
@@ -198,10 +208,8 @@ class Engine:
 
     def compiled_for(self, graph_id: str, version: int, body: str | None = None) -> CompiledRun:
         """A graph version (or, with `body`, an inline body in it) compiled for execution, once."""
-        key = (graph_id, version)
-        if key not in self._compiled:
-            self._compiled[key] = load_compiled(self.store, graph_id, version)
-        return self._compiled[key].at(body)
+        compiled = self._compiled.get((graph_id, version), lambda: load_compiled(self.store, graph_id, version))
+        return compiled.at(body)
 
     async def run(self, run_id: str, *, bounded: bool = False) -> RunOutcome:
         """Execute (or continue) a run until it completes, fails or pauses for a person. A child
@@ -506,6 +514,10 @@ class Engine:
         while True:
             await asyncio.sleep(self.lease_ttl_s / 3)
             await asyncio.to_thread(self.store.runs.renew_lease, run_id, self.owner, self.lease_ttl_s)
+
+
+def _json_size(compiled: CompiledRun) -> int:
+    return len(compiled.graph.model_dump_json())
 
 
 def _owner_dead(owner: str) -> bool:

@@ -164,10 +164,8 @@ JUDGE_SYSTEM = (
 )
 
 
-def judge_request(node: LlmCallNode, state: RunState, answer: Any) -> ChatRequest:
-    """The question put to the judge: `spj_prompt` rendered, then the answer to judge."""
-    assert node.spj_prompt is not None
-    instruction = build_view(state, node).render(node.spj_prompt)
+def judge_request(node: LlmCallNode, instruction: str, answer: Any) -> ChatRequest:
+    """The question put to the judge: `instruction` (`spj_prompt` rendered), then the answer to judge."""
     return ChatRequest(
         node_id=node.id,
         messages=[
@@ -187,7 +185,9 @@ async def judged(
 ) -> str | None:
     """The judge's reason when it fails the answer, None when it passes it (an answer it gives
     that is not a verdict counts as a fail, saying so)."""
-    response = await send(judge_request(node, state, answer))
+    assert node.spj_prompt is not None
+    instruction = await build_view(state, node).arender(node.spj_prompt)
+    response = await send(judge_request(node, instruction, answer))
     try:
         verdict = json.loads(response.content or "")
     except ValueError:

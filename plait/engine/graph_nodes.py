@@ -29,7 +29,8 @@ from typing import Any
 from plait.compile.templates import split_path
 from plait.engine.child_runs import ChildGraph, ChildGraphError, ChildRuns
 from plait.engine.outcome import RunOutcome
-from plait.engine.render import NodeView, build_view, lookup, render_value
+from plait.engine.render import NodeView, arender_value, build_view, lookup
+from plait.engine.render_limits import RenderLimitError
 from plait.engine.results import Timer, checked_output, node_snapshot
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
@@ -91,7 +92,7 @@ async def _subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
         view, children, target = _start(node, state, rt)
         snapshot["graph"] = target.describe()
         names = view.names
-        child_input = render_value(node.inputs, names, view.plan) if node.inputs else names["current"]
+        child_input = await arender_value(node.inputs, names, view.plan) if node.inputs else names["current"]
         existing = children.outcomes(state, node).get(0)
         outcome, paused = await children.run(state, node, target, 0, child_input, existing and existing[0])
     except ChildGraphError as exc:
@@ -108,10 +109,10 @@ async def _subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     return checked_output(node, state, value, snapshot, [timer.attempt()])
 
 
-def item_input(node: MapNode, view: NodeView, item: Any, index: int) -> Any:
+async def item_input(node: MapNode, view: NodeView, item: Any, index: int) -> Any:
     """A MAP child's input: `inputs` rendered with the item and its index, or the item itself."""
     if node.inputs:
-        return render_value(node.inputs, {**view.names, node.item_name: item, "index": index}, view.plan)
+        return await arender_value(node.inputs, {**view.names, node.item_name: item, "index": index}, view.plan)
     return item if isinstance(item, dict) else {node.item_name: item}
 
 
@@ -205,13 +206,16 @@ class _FanOut:
     async def _item(self, index: int) -> None:
         where = f"node '{self.node.id}', item {index}"
         try:
-            child_input = item_input(self.node, self.view, self.items[index], index)
+            child_input = await item_input(self.node, self.view, self.items[index], index)
             known = self.known.get(index)
             outcome, paused = await self.children.run(
                 self.state, self.node, self.target, index, child_input, known and known[0]
             )
         except ChildGraphError as exc:
             self.failed[index] = {"kind": exc.kind, "message": str(exc)}
+            return
+        except RenderLimitError as exc:  # its `inputs` went over the render budget
+            self.failed[index] = {"kind": "render", "message": f"{where}: {exc}"}
             return
         if paused is not None:
             self.waiting.add(paused)
@@ -285,7 +289,7 @@ async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
             last_run, last = found[0], found[2]
         else:
             if node.inputs:
-                child_input = render_value(node.inputs, {**view.names, "loop": loop}, view.plan)
+                child_input = await arender_value(node.inputs, {**view.names, "loop": loop}, view.plan)
             else:
                 child_input = {**(current if isinstance(current, dict) else {"current": current}), "loop": loop}
             try:

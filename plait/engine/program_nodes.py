@@ -23,7 +23,7 @@ import shutil
 from typing import Any
 
 from plait.config import CodeConfig, ToolsConfig, code_settings, tools_settings
-from plait.engine.render import NodeView, build_view, js_scope
+from plait.engine.render import NodeView, build_view, for_the_record, js_scope
 from plait.engine.results import Timer, checked_output, node_snapshot
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import RunState
@@ -93,12 +93,13 @@ async def run_tool(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     tools = rt.tools or tools_settings()
     timer = Timer()
     view = build_view(state, node)
-    argv = [view.render(arg) for arg in node.command]
+    argv = [await view.arender(arg) for arg in node.command]
     env = {name: os.environ[name] for name in tools.env if name in os.environ}
-    env.update({name: view.render(value) for name, value in node.env.items()})
+    env.update({name: await view.arender(value) for name, value in node.env.items()})
     timeout = node.timeout_s or tools.timeout_s
-    stdin = view.render(node.stdin) if node.stdin is not None else None
-    snapshot = node_snapshot(node, state, view.js_scope, argv=argv, env=sorted(env), timeout_s=timeout, stdin=stdin)
+    stdin = await view.arender(node.stdin) if node.stdin is not None else None
+    recorded = {"argv": [for_the_record(arg) for arg in argv], "stdin": for_the_record(stdin)}
+    snapshot = node_snapshot(node, state, view.js_scope, **recorded, env=sorted(env), timeout_s=timeout)
     problem = refusal(node, tools)
     if problem is not None:  # the configuration changed since the run started
         return NodeResult.failed(snapshot, [timer.attempt(error=problem)], kind="refused", message=problem)
@@ -162,7 +163,7 @@ async def _failed(
     if node.cleanup:
         path = program_path(node.cleanup[0], tools)
         assert path is not None  # `refusal` checked it before the run started
-        argv = [path, *(view.render(arg) for arg in node.cleanup[1:])]
+        argv = [path, *[await view.arender(arg) for arg in node.cleanup[1:]]]
         done = await _run(node, argv, env, tools.timeout_s, tools.max_output_bytes)
         attempt["cleanup"] = {"error": done} if isinstance(done, str) else {"exit_code": done.exit_code}
     return NodeResult.failed(snapshot, [attempt], kind=kind, message=message)

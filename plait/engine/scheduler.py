@@ -19,6 +19,7 @@ from plait.engine.failpoints import failpoint
 from plait.engine.guard import committable, internal_failure, lost_failure
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.render_limits import RenderLimitError
 from plait.engine.restore import restore
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
@@ -272,6 +273,8 @@ class Scheduler:
         else:
             try:
                 result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
+            except RenderLimitError as exc:  # one of its templates went over the render budget
+                result = NodeResult.failed({}, [], kind="render", message=f"node '{node_id}': {exc}")
             except Exception as exc:  # a bug in an executor must fail the node, not hang the run
                 result = internal_failure(exc, during=f"executing node '{node_id}'")
         failpoint("before_commit", node_id)

@@ -35,6 +35,7 @@ NOT_REFUSALS = {
     "plait.engine.toolbox.ToolSetError": "the node's tools cannot be offered: the node records it",
     "plait.engine.tool_loop.RoutedResultInvalid": "a routed tool result broke its schema: the node records it",
     "plait.engine.child_runs.ChildGraphError": "a node's child runs cannot start: the node records it",
+    "plait.engine.render_limits.RenderLimitError": "a template went over the render budget: the node records it",
     # Turned into diagnostics or validation errors before any user sees them.
     "plait.model.limits.ValueLimitError": "raised inside pydantic validators, reported as their errors",
     "plait.compile.diagnostics.GraphLoadError": "carries diagnostics; surfaces report them as GraphInvalid",
@@ -48,6 +49,7 @@ NOT_REFUSALS = {
     "plait.sandbox._context.Interrupted": "control flow inside the sandbox: becomes JsTimeoutError",
     "plait.sandbox._context.OutOfMemory": "control flow inside the sandbox: becomes JsMemoryError",
     "plait.sandbox._context.ContextFailed": "control flow inside the sandbox: becomes JsRuntimeError",
+    "plait.engine.render_limits.OverTheLoopBudget": "control flow of rendering: the render moves to a thread",
 }
 """Exception classes of Plait that are deliberately not a `PlaitError`, each with the reason."""
 

@@ -17,6 +17,7 @@ from plait.config.loader import (
     load_config,
     register_secrets,
     resources_settings,
+    runs_settings,
     sandbox_settings,
     tools_settings,
 )
@@ -32,6 +33,7 @@ from plait.config.providers import (
     Tokenizer,
 )
 from plait.config.resources import ResourcesConfig
+from plait.config.runs import RunsConfig
 from plait.config.sandbox import SandboxConfig
 from plait.config.workers import WorkersConfig
 from plait.config.workflow import CodeConfig, ToolsConfig
@@ -52,6 +54,7 @@ __all__ = [
     "PoolConfig",
     "ProviderConfig",
     "ResourcesConfig",
+    "RunsConfig",
     "SandboxConfig",
     "Tokenizer",
     "ToolsConfig",
@@ -64,6 +67,7 @@ __all__ = [
     "load_config",
     "register_secrets",
     "resources_settings",
+    "runs_settings",
     "sandbox_settings",
     "tools_settings",
 ]

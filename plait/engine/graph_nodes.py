@@ -32,6 +32,7 @@ from plait.engine.outcome import RunOutcome
 from plait.engine.render import NodeView, arender_value, build_view, lookup
 from plait.engine.render_limits import RenderLimitError
 from plait.engine.results import Timer, checked_output, node_snapshot
+from plait.engine.run_budget import BudgetExceeded, budget_of
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
 from plait.model.enums import RunStatus
@@ -102,6 +103,8 @@ async def _subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
         waiting = _Waiting()
         waiting.add(paused)
         return waiting.result(node, state, snapshot)
+    if (stopped := over_budget(state, outcome)) is not None:
+        return stopped
     if outcome.status != RunStatus.COMPLETED:
         message = child_failure(children, outcome, target.slug, f"node '{node.id}'")
         return NodeResult.failed(snapshot, [timer.attempt(error=message)], kind="child_failed", message=message)
@@ -146,6 +149,8 @@ async def _map(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     snapshot["count"] = len(items)
     fan = _FanOut(node, state, rt, view, children, target, items)
     await fan.run()
+    if fan.stopped is not None:
+        return fan.stopped
     snapshot["failed"] = sorted(fan.failed)
     if fan.waiting.runs:
         return fan.waiting.result(node, state, snapshot)
@@ -182,6 +187,8 @@ class _FanOut:
         self.done: dict[int, Any] = {}
         self.failed: dict[int, dict[str, Any]] = {}
         self.waiting = _Waiting()
+        self.stopped: NodeResult | None = None
+        """The run reached its budget: no more items start, and the node fails with it."""
         self._next = iter(range(len(items)))
 
     async def run(self) -> None:
@@ -191,7 +198,7 @@ class _FanOut:
                 group.create_task(self._work())
 
     def _stopped(self) -> bool:
-        return bool(self.failed) and self.node.on_item_error == ItemErrors.FAIL
+        return self.stopped is not None or (bool(self.failed) and self.node.on_item_error == ItemErrors.FAIL)
 
     async def _work(self) -> None:
         for index in self._next:
@@ -216,6 +223,12 @@ class _FanOut:
             return
         except RenderLimitError as exc:  # its `inputs` went over the render budget
             self.failed[index] = {"kind": "render", "message": f"{where}: {exc}"}
+            return
+        except BudgetExceeded:
+            self.stopped = self.state.budget.failure() if self.state.budget is not None else None
+            return
+        if (stopped := over_budget(self.state, outcome)) is not None:
+            self.stopped = stopped
             return
         if paused is not None:
             self.waiting.add(paused)
@@ -298,6 +311,8 @@ async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
                 snapshot["children"] = ran
                 return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind=exc.kind, message=str(exc))
             ran.append(outcome.run_id)
+            if (stopped := over_budget(state, outcome)) is not None:
+                return stopped
             if paused is not None:
                 snapshot["children"] = ran
                 waiting = _Waiting()
@@ -315,6 +330,21 @@ async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     snapshot["iterations"] = iteration
     value = current if iteration == 0 else with_child_run(last, last_run or "")
     return checked_output(node, state, value, snapshot, [timer.attempt(iterations=iteration)])
+
+
+def over_budget(state: RunState, outcome: RunOutcome) -> NodeResult | None:
+    """The node's failure when the run reached its budget (in this engine, or in the child run
+    `outcome` is of, executed elsewhere); None when it did not."""
+    budget = state.budget
+    if budget is not None and budget.reached is not None:
+        return budget.failure()
+    reached = budget_of(outcome.error) if outcome.status == RunStatus.FAILED else None
+    if reached is None:
+        return None
+    key, message = reached
+    result = NodeResult.failed({}, [], kind="budget", message=message)
+    result.error = {**(result.error or {}), "budget": key}
+    return result
 
 
 def _counting(execute: Executor) -> Executor:

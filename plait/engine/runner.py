@@ -22,7 +22,15 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from plait.caches import ByteBoundCache
-from plait.config import CodeConfig, McpServerConfig, ResourcesConfig, ToolsConfig, resources_settings
+from plait.config import (
+    CodeConfig,
+    McpServerConfig,
+    ResourcesConfig,
+    RunsConfig,
+    ToolsConfig,
+    resources_settings,
+    runs_settings,
+)
 from plait.engine.child_runs import ChildGraph, ChildRuns, driven_by_parent
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
@@ -34,6 +42,7 @@ from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.program_nodes import refusal
 from plait.engine.resources import ResourceGate
 from plait.engine.restore import restore, restore_ledger
+from plait.engine.run_budget import budget_for
 from plait.engine.run_input import GraphResolver, check_input, stored_graph
 from plait.engine.runtime import Runtime
 from plait.engine.scheduler import Kernel, Scheduler
@@ -142,6 +151,7 @@ class Engine:
         resources: ResourcesConfig | None = None,
         spread: Spread | None = None,
         retry_lost: bool = False,
+        runs: RunsConfig | None = None,
     ):
         """`graphs`: how a WORKFLOW_TASK tool's graph reference is found; by default only stored
         graphs (the CLI lets it name graph files on this machine too; a server must not, so that
@@ -163,10 +173,12 @@ class Engine:
         `retry_lost`: a person asked to continue (`plait resume`): a node whose process went down
         while executing it is executed again however often that happened; without it, such a
         node fails after `LOST_LIMIT` losses instead of taking down every process that resumes
-        the run (a server's start-up, a worker's reaper)."""
+        the run (a server's start-up, a worker's reaper).
+        `runs`: the budget of each run and its child runs (default: `[runs]` of plait.toml)."""
         self.child_settled = child_settled
         self.spread = spread
         self.retry_lost = retry_lost
+        self.run_limits = runs if runs is not None else runs_settings()
         self.llm = llm
         _tune_collector()
         self.graphs = graphs or (lambda ref: stored_graph(store, ref))
@@ -285,6 +297,7 @@ class Engine:
                 if record.started_at is not None:  # a fresh run has no node runs to restore
                     restore(state, self.store.runs.node_runs(run_id))
                     restore_ledger(state, self.store, run_id)
+                state.budget = budget_for(self.store, record, self.run_limits)
                 graph = (record.graph_slug, record.graph_version)
                 return record, await self._drive(run_id, state, graph, set_up, seen=record.corrections)
         finally:
@@ -361,6 +374,7 @@ class Engine:
                 graph_version=target.version,
                 body=target.body,
             )
+            state.budget = budget_for(self.store, None, self.run_limits)
             return await self._drive(create.run_id, state, (target.slug, target.version), set_up, create=create)
 
     @contextlib.asynccontextmanager

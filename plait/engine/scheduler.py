@@ -21,11 +21,12 @@ from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.render_limits import RenderLimitError
 from plait.engine.restore import restore
+from plait.engine.run_budget import BudgetExceeded, stored_size
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
 from plait.model.enums import NodeStatus, RunStatus
-from plait.model.nodes import NodeType
+from plait.model.nodes import NodeBase, NodeType
 from plait.store import NodeRunRecord
 from plait.store.ledger import INPUT
 from plait.store.new_runs import CreateRun
@@ -131,8 +132,9 @@ class Scheduler:
         self.state = state
         self.tasks: set[asyncio.Task[None]] = set()
         self.failed: str | None = None
-        self.budget_stop: str | None = None
-        """Set when a node was stopped by the run's max_cost_usd: the run fails for that reason."""
+        self.budget_stop: dict[str, Any] | None = None
+        """Set when a node was stopped by a budget (the run's max_cost_usd, or a run budget: the
+        error's `budget` names its key): the run fails for that reason."""
         self.ended = False
         """The run's outcome is committed and its lease given up."""
         self._ended_with: _Verdict | None = None
@@ -268,15 +270,15 @@ class Scheduler:
         read = consumed(self.state, node)
         self.state.nodes[node_id].read = read
         self.state.nodes[node_id].node_run_id = claimed.id
+        budget = self.state.budget
         if self._lost_too_often(claimed, node.type):
             result = lost_failure(claimed, LOST_LIMIT)
+        elif budget is not None and (budget.reached or (claimed.claims == 1 and budget.execute_node())):
+            result = budget.failure()  # a fresh activation counts against the run's node runs
         else:
-            try:
-                result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
-            except RenderLimitError as exc:  # one of its templates went over the render budget
-                result = NodeResult.failed({}, [], kind="render", message=f"node '{node_id}': {exc}")
-            except Exception as exc:  # a bug in an executor must fail the node, not hang the run
-                result = internal_failure(exc, during=f"executing node '{node_id}'")
+            result = await self._executed(node)
+            if budget is not None and budget.store(stored_size(result)) is not None:
+                result = budget.failure()
         failpoint("before_commit", node_id)
         try:
             committed = await self._commit_result(claimed, result, read)
@@ -294,6 +296,19 @@ class Scheduler:
         kept = await self._started(committed.follow, committed.follow_results, keep_one=True)
         await self._commit(later)
         return kept
+
+    async def _executed(self, node: NodeBase) -> NodeResult:
+        """The node's result as its executor makes it, made committable; a failure when the
+        executor raises (a template over the render budget, a run budget reached, a bug)."""
+        try:
+            return committable(node.id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
+        except RenderLimitError as exc:  # one of its templates went over the render budget
+            return NodeResult.failed({}, [], kind="render", message=f"node '{node.id}': {exc}")
+        except BudgetExceeded:  # it would have started a child run past the run's budget
+            assert self.state.budget is not None
+            return self.state.budget.failure()
+        except Exception as exc:  # a bug in an executor must fail the node, not hang the run
+            return internal_failure(exc, during=f"executing node '{node.id}'")
 
     def _lost_too_often(self, claimed: NodeRunRecord, node_type: NodeType) -> bool:
         """Whether this activation took its process down too often to be executed again here. A
@@ -373,7 +388,7 @@ class Scheduler:
             self.state.set_phase(node_id, Phase.FAILED)
             self.failed = self.failed or node_id
             if result.error and result.error.get("kind") == "budget":
-                self.budget_stop = self.budget_stop or str(result.error.get("message"))
+                self.budget_stop = self.budget_stop or result.error
         return []
 
     def _announce(self, node_id: str, node_run_id: str, result: NodeResult) -> None:
@@ -422,7 +437,10 @@ class Scheduler:
             failed = self.failed or next(n for n, p in phases.items() if p == Phase.FAILED)
             error = {"kind": "node_failed", "node_id": failed, "message": f"node '{failed}' failed"}
             if self.budget_stop is not None:
-                error = {"kind": "budget", "node_id": failed, "message": self.budget_stop}
+                stop = self.budget_stop
+                error = {"kind": "budget", "node_id": failed, "message": str(stop.get("message"))}
+                if stop.get("budget"):
+                    error["budget"] = stop["budget"]
             return _Verdict(RunStatus.FAILED, error=error, failed=failed)
         if Phase.WAITING in phases.values():
             # parked WAITs: the run continues at the first one's time (a review waits for a person)

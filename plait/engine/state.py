@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.compile.plan import ExecutionPlan, plan_graph
 from plait.compile.topology import Topology
@@ -19,6 +19,9 @@ from plait.engine.contracts import OutputContract, contract_for
 from plait.model.graph import END, EdgeDef, GraphDef
 from plait.model.nodes import NodeBase, NodeType, SkillScope, node_field
 from plait.model.output_meta import ROUTED, strip_meta
+
+if TYPE_CHECKING:
+    from plait.engine.run_budget import RunBudget
 
 
 class Phase(StrEnum):
@@ -200,6 +203,9 @@ class RunState:
         """Node id -> the activation an explicit rerun queued: its model call skips the response cache."""
         self.wait_due: dict[str, float] = {}
         """WAIT node id -> when it is due (Unix seconds), once computed: a parked WAIT keeps its time."""
+        self.budget: RunBudget | None = None
+        """What the run's tree has used of its budget (`plait.engine.run_budget`); None: no budget
+        (a dry run)."""
 
     # -- recording -------------------------------------------------------------------------------------------
 

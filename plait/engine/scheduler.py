@@ -300,6 +300,7 @@ class Scheduler:
     async def _executed(self, node: NodeBase) -> NodeResult:
         """The node's result as its executor makes it, made committable; a failure when the
         executor raises (a template over the render budget, a run budget reached, a bug)."""
+        failpoint("execute", node.id)
         try:
             return committable(node.id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
         except RenderLimitError as exc:  # one of its templates went over the render budget

@@ -23,8 +23,8 @@ nodes:
 edges:
   - {source: boom, target: after}
 """
-KILL = {"PLAIT_FAILPOINTS": "before_commit:boom"}
-"""The process dies (like SIGKILL) each time it has executed `boom`, before recording it."""
+KILL = {"PLAIT_FAILPOINTS": "execute:boom"}
+"""The process dies (like SIGKILL) each time it starts executing `boom`."""
 
 
 def plait(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -93,17 +93,27 @@ class ByteBoundCache(Generic[V]):
         self.put(parts, value)
         return value
 
+    def hit(self, parts: tuple[Any, ...]) -> tuple[V, int] | None:
+        """(value, weight) stored under `parts`, now the most recently used; None: none."""
+        if len(parts) == 1 and (type(parts[0]) is not str or len(parts[0]) <= DIGEST_OVER):
+            return self._entry(parts)  # one short argument: its own key
+        return self._entry(_key(parts))
+
     def find(self, parts: tuple[Any, ...]) -> V | None:
         """The value stored under `parts` (None: none), now the most recently used."""
         found = self._entry(_key(parts))
         return None if found is None else found[0]
 
     def _entry(self, key: tuple[Hashable, ...]) -> tuple[V, int] | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
+        # Without the lock: each dict operation is atomic, and an entry evicted by another
+        # thread between the two is still a right answer.
+        found = self._entries.get(key)
+        if found is not None:
+            try:  # noqa: SIM105 (a hot path: `suppress` costs more than the lookup)
                 self._entries.move_to_end(key)
-            return found
+            except KeyError:
+                pass
+        return found
 
     def put(self, parts: tuple[Any, ...], value: V, *, weight: int | None = None) -> None:
         """Keep `value` under `parts` unless it alone weighs more than the bound; the least
@@ -139,6 +149,9 @@ class BoundedFunction(Generic[P, V]):
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> V:
         parts = (*args, *sorted(kwargs.items())) if kwargs else args
+        found = self.cache.hit(parts)  # the common case, without building the closure below
+        if found is not None:
+            return found[0]
         return self.cache.get(parts, lambda: self.func(*args, **kwargs))
 
     def cache_clear(self) -> None:

@@ -27,7 +27,15 @@ from plait.compile.plan import NodePlan
 from plait.compile.refs import RefError, RefKind, resolve_ref
 from plait.compile.template_types import Template
 from plait.compile.templates import split_path
-from plait.engine.render_limits import LIMITS, ON_THE_LOOP, OverTheLoopBudget, RenderLimits, metered, printed
+from plait.engine.render_limits import (
+    LIMITS,
+    ON_THE_LOOP,
+    OverTheLoopBudget,
+    RenderLimits,
+    printed,
+    start_meter,
+    stop_meter,
+)
 from plait.engine.state import RunState
 from plait.llm.tokens import CHARS_PER_TOKEN, ESTIMATE, TokenCounter
 from plait.model.nodes import NodeBase, ParamType, node_field
@@ -277,11 +285,12 @@ def render(
     if not template.refs and "{" not in template.source:
         return template.source
     token = _budget.set(budget)
+    meter = start_meter(limits, on_loop=on_loop)
     try:
-        with metered(limits, on_loop=on_loop):
-            compiled = _compiled(template.source)
-            return printed(compiled.root_render_func(compiled.new_context(names)))
+        compiled = _compiled(template.source)
+        return printed(compiled.root_render_func(compiled.new_context(names)))
     finally:
+        stop_meter(meter)
         _budget.reset(token)
 
 

@@ -20,11 +20,10 @@ Going over any of them raises `RenderLimitError` naming the limit. `lipsum` is n
 
 from __future__ import annotations
 
-import contextlib
 import re
 import string
 from collections.abc import Callable, Iterable, Iterator, Sized
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,16 +100,14 @@ def _current() -> _Meter:
     return meter if meter is not None else _Meter(LIMITS, on_loop=False)
 
 
-@contextlib.contextmanager
-def metered(limits: RenderLimits, *, on_loop: bool) -> Iterator[_Meter]:
-    """Meter the renders inside (one template's): over `limits` raises `RenderLimitError`, or
-    with `on_loop` `OverTheLoopBudget`."""
-    meter = _Meter(limits, on_loop)
-    token = _meter.set(meter)
-    try:
-        yield meter
-    finally:
-        _meter.reset(token)
+def start_meter(limits: RenderLimits, *, on_loop: bool) -> Token[_Meter | None]:
+    """Meter what renders from now on in this context (one template): over `limits` raises
+    `RenderLimitError`, or with `on_loop` `OverTheLoopBudget`. Pass the token to `stop_meter`."""
+    return _meter.set(_Meter(limits, on_loop))
+
+
+def stop_meter(token: Token[_Meter | None]) -> None:
+    _meter.reset(token)
 
 
 def printed(chunks: Iterable[str]) -> str:

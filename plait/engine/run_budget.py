@@ -17,19 +17,18 @@ does its run and every run above it.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from plait.config import RunsConfig
+from plait.redact import redact
+from plait.store.db import Encoded, encoded
 
 if TYPE_CHECKING:
     from plait.engine.runtime import NodeResult
     from plait.store import RunRecord, Store
-
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
 class BudgetExceeded(Exception):
@@ -89,9 +88,26 @@ class RunBudget:
         return self.reached
 
 
-def stored_size(result: NodeResult) -> int:
-    """The characters a node result's records take as stored JSON (output, snapshot, attempts, error)."""
-    return sum(len(_ENCODE(part)) for part in (result.output, result.snapshot, result.attempts, result.error))
+@dataclass(frozen=True, slots=True)
+class Records:
+    """A node result's records encoded as the store writes them (attempts and error redacted),
+    and how many characters they take: measured once, and written as they are."""
+
+    output: Encoded | None
+    snapshot: Encoded | None
+    attempts: Encoded
+    error: Encoded | None
+    size: int
+
+
+def encode_records(result: NodeResult) -> Records:
+    """`result`'s records as `Records` (None stays None: SQL NULL, not JSON `null`)."""
+    output, snapshot, error = (
+        None if v is None else encoded(v) for v in (result.output, result.snapshot, redact(result.error))
+    )
+    attempts = encoded(redact(list(result.attempts)))
+    size = len(attempts) + sum(len(part) for part in (output, snapshot, error) if part is not None)
+    return Records(output, snapshot, attempts, error, size)
 
 
 _shared: ContextVar[RunBudget | None] = ContextVar("plait_run_budget", default=None)

@@ -21,7 +21,7 @@ from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.render_limits import RenderLimitError
 from plait.engine.restore import restore
-from plait.engine.run_budget import BudgetExceeded, stored_size
+from plait.engine.run_budget import BudgetExceeded, Records, encode_records
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
@@ -69,17 +69,28 @@ def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]
 
 
 def _finish(
-    run_id: str, node_run_id: str, owner: str, status: NodeStatus, result: NodeResult, read: dict[str, int]
+    run_id: str,
+    node_run_id: str,
+    owner: str,
+    status: NodeStatus,
+    result: NodeResult,
+    read: dict[str, int],
+    records: Records | None = None,
 ) -> Finish:
+    """The write of `result`, with its `records` as encoded already when given."""
+    stored: tuple[Any, Any, Any, Any] = (result.output, result.snapshot, result.attempts, result.error)
+    if records is not None:
+        stored = (records.output, records.snapshot, records.attempts, records.error)
+    output, snapshot, attempts, error = stored
     return Finish(
         run_id,
         node_run_id,
         owner,
         status,
-        result.output,
-        result.snapshot,
-        result.attempts,
-        result.error,
+        output,
+        snapshot,
+        attempts,
+        error,
         result.tokens_input,
         result.tokens_output,
         result.cost_usd,
@@ -277,11 +288,13 @@ class Scheduler:
             result = budget.failure()  # a fresh activation counts against the run's node runs
         else:
             result = await self._executed(node)
-            if budget is not None and budget.store(stored_size(result)) is not None:
-                result = budget.failure()
+        records = encode_records(result)
+        if budget is not None and budget.store(records.size) is not None and result.phase != Phase.FAILED:
+            result = budget.failure()  # storing it would pass the run's stored bytes
+            records = encode_records(result)
         failpoint("before_commit", node_id)
         try:
-            committed = await self._commit_result(claimed, result, read)
+            committed = await self._commit_result(claimed, result, read, records)
         except EngineError:
             raise
         except Exception as exc:  # the store refused this node's writes: fail the node alone, never the engine
@@ -316,14 +329,16 @@ class Scheduler:
         node whose work is child runs is exempt: its children count their own losses."""
         return claimed.lost >= LOST_LIMIT and not self.kernel.retry_lost and node_type not in _CHILD_RUN_NODES
 
-    async def _commit_result(self, claimed: NodeRunRecord, result: NodeResult, read: dict[str, int]) -> _Committed:
-        """Apply `result` to the run state and commit it with the ledger versions, the cache entry
-        and the successors' claims and skips it decides."""
+    async def _commit_result(
+        self, claimed: NodeRunRecord, result: NodeResult, read: dict[str, int], records: Records
+    ) -> _Committed:
+        """Apply `result` to the run state and commit it (its `records`, encoded) with the ledger
+        versions, the cache entry and the successors' claims and skips it decides."""
         node_id = claimed.node_id
         status = _NODE_STATUS[result.phase]
         if status == NodeStatus.COMPLETED and self.state.nodes[node_id].after == STALE_AFTER:
             status = NodeStatus.STALE  # it read a value corrected while it ran (INVALIDATE)
-        finish = _finish(self.run_id, claimed.id, self.kernel.owner, status, result, read)
+        finish = _finish(self.run_id, claimed.id, self.kernel.owner, status, result, read, records)
         completed = result.phase == Phase.COMPLETED
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)

@@ -26,7 +26,7 @@ from sqlalchemy.sql.dml import UpdateBase
 
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
-from plait.store.db import conflict_insert, json_dumps, writer
+from plait.store.db import Encoded, conflict_insert, json_dumps_once, writer
 from plait.store.errors import NotFoundError
 from plait.store.fastpath import Statements
 from plait.store.models import FIELD_VERSION, GRAPH_RUN, LLM_CACHE, NODE_RUN
@@ -56,9 +56,10 @@ class Finish:
     owner: str
     status: NodeStatus
     output: Any = None
-    input_snapshot: dict[str, Any] | None = None
-    attempts: Sequence[dict[str, Any]] = ()
-    error: dict[str, Any] | None = None
+    input_snapshot: dict[str, Any] | Encoded | None = None
+    attempts: Sequence[dict[str, Any]] | Encoded = ()
+    error: dict[str, Any] | Encoded | None = None
+    """`output`, `input_snapshot`, `attempts` and `error` may come `Encoded` (redacted already)."""
     tokens_input: int = 0
     tokens_output: int = 0
     cost_usd: float = 0.0
@@ -171,7 +172,7 @@ class NodeWriter:
         json_params = RUN_JSON_COLUMNS | frozenset(
             {"b_output", "b_snapshot", "b_attempts", "b_error", "b_response", "b_consumed", "b_value", "b_frozen"}
         )
-        self._statements = Statements(engine, _statements(engine), json_params, json_dumps, raw_postgres=True)
+        self._statements = Statements(engine, _statements(engine), json_params, json_dumps_once, raw_postgres=True)
 
     def write(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
         """Commit `units` in one transaction; per unit, the results of its writes, or the error
@@ -312,8 +313,9 @@ def _apply(
             "b_status": write.status.value,
             "b_output": write.output,
             "b_snapshot": write.input_snapshot,
-            "b_attempts": redact(list(write.attempts)),  # the last line of defence: see plait/redact.py
-            "b_error": redact(write.error),
+            # the last line of defence (see plait/redact.py), unless its writer encoded it redacted already
+            "b_attempts": write.attempts if type(write.attempts) is Encoded else redact(list(write.attempts)),
+            "b_error": write.error if type(write.error) is Encoded else redact(write.error),
             "b_tokens_in": write.tokens_input,
             "b_tokens_out": write.tokens_output,
             "b_cost": write.cost_usd,

@@ -19,6 +19,7 @@ import traceback
 from plait.engine.runtime import CacheEntry, NodeResult
 from plait.engine.state import Phase
 from plait.model.limits import storable, value_problem
+from plait.model.nodes import NodeType
 from plait.redact import redact_secrets
 from plait.store import NodeRunRecord
 
@@ -78,7 +79,20 @@ def internal_failure(exc: BaseException, *, during: str) -> NodeResult:
     return result
 
 
-def lost_failure(claimed: NodeRunRecord, limit: int) -> NodeResult:
+LOST_LIMIT = 2
+"""Executions of one node activation lost with their process after which the node is no longer
+executed automatically: a node that takes its process down (a native crash, a kill) would take
+every process that resumes the run down with it, a server restarting for ever included."""
+_CHILD_RUN_NODES = frozenset({NodeType.SUBGRAPH, NodeType.MAP, NodeType.LOOP})
+
+
+def lost_too_often(claimed: NodeRunRecord, node_type: NodeType) -> bool:
+    """Whether this activation took its process down too often to be executed again
+    automatically. A node whose work is child runs is exempt: its children count their own."""
+    return claimed.lost >= LOST_LIMIT and node_type not in _CHILD_RUN_NODES
+
+
+def lost_failure(claimed: NodeRunRecord, limit: int = LOST_LIMIT) -> NodeResult:
     """The failure of a node not executed again because its process went down `claimed.lost`
     times while executing it: kind `internal`, saying how to execute it again by hand."""
     node, run = claimed.node_id, claimed.run_id

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from plait.engine.absorb import RERUN_AFTER, STALE_AFTER, absorb
 from plait.engine.executors import EXECUTORS
 from plait.engine.failpoints import failpoint
-from plait.engine.guard import committable, internal_failure, lost_failure
+from plait.engine.guard import committable, internal_failure, lost_failure, lost_too_often
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.render_limits import RenderLimitError
@@ -26,7 +26,7 @@ from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
 from plait.model.enums import NodeStatus, RunStatus
-from plait.model.nodes import NodeBase, NodeType
+from plait.model.nodes import NodeBase
 from plait.store import NodeRunRecord
 from plait.store.ledger import INPUT
 from plait.store.new_runs import CreateRun
@@ -51,14 +51,7 @@ class Kernel:
     store: Store
     retry_lost: bool = False
     """Execute a node again however often its process went down while executing it (an explicit
-    `plait resume` by a person); otherwise such a node fails after `LOST_LIMIT` losses."""
-
-
-LOST_LIMIT = 2
-"""Executions of one node activation lost with their process after which the node is no longer
-executed automatically: a node that takes its process down (a native crash, a kill) would take
-every process that resumes the run down with it, a server restarting for ever included."""
-_CHILD_RUN_NODES = frozenset({NodeType.SUBGRAPH, NodeType.MAP, NodeType.LOOP})
+    `plait resume` by a person); otherwise such a node fails (`plait.engine.guard.lost_too_often`)."""
 
 
 def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
@@ -81,16 +74,12 @@ def _finish(
     stored: tuple[Any, Any, Any, Any] = (result.output, result.snapshot, result.attempts, result.error)
     if records is not None:
         stored = (records.output, records.snapshot, records.attempts, records.error)
-    output, snapshot, attempts, error = stored
     return Finish(
         run_id,
         node_run_id,
         owner,
         status,
-        output,
-        snapshot,
-        attempts,
-        error,
+        *stored,
         result.tokens_input,
         result.tokens_output,
         result.cost_usd,
@@ -282,8 +271,8 @@ class Scheduler:
         self.state.nodes[node_id].read = read
         self.state.nodes[node_id].node_run_id = claimed.id
         budget = self.state.budget
-        if self._lost_too_often(claimed, node.type):
-            result = lost_failure(claimed, LOST_LIMIT)
+        if lost_too_often(claimed, node.type) and not self.kernel.retry_lost:
+            result = lost_failure(claimed)
         elif budget is not None and (budget.reached or (claimed.claims == 1 and budget.execute_node())):
             result = budget.failure()  # a fresh activation counts against the run's node runs
         else:
@@ -323,11 +312,6 @@ class Scheduler:
             return self.state.budget.failure()
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run
             return internal_failure(exc, during=f"executing node '{node.id}'")
-
-    def _lost_too_often(self, claimed: NodeRunRecord, node_type: NodeType) -> bool:
-        """Whether this activation took its process down too often to be executed again here. A
-        node whose work is child runs is exempt: its children count their own losses."""
-        return claimed.lost >= LOST_LIMIT and not self.kernel.retry_lost and node_type not in _CHILD_RUN_NODES
 
     async def _commit_result(
         self, claimed: NodeRunRecord, result: NodeResult, read: dict[str, int], records: Records

@@ -36,6 +36,7 @@ NOT_REFUSALS = {
     "plait.engine.tool_loop.RoutedResultInvalid": "a routed tool result broke its schema: the node records it",
     "plait.engine.child_runs.ChildGraphError": "a node's child runs cannot start: the node records it",
     "plait.engine.render_limits.RenderLimitError": "a template went over the render budget: the node records it",
+    "plait.engine.run_budget.BudgetExceeded": "a run reached its budget starting a child: the node records it",
     # Turned into diagnostics or validation errors before any user sees them.
     "plait.model.limits.ValueLimitError": "raised inside pydantic validators, reported as their errors",
     "plait.compile.diagnostics.GraphLoadError": "carries diagnostics; surfaces report them as GraphInvalid",

@@ -20,12 +20,17 @@ What is replaced by `***`:
 Log records of the whole process are redacted too, once a secret is registered
 (`install_log_redaction`).
 
+Data a run produces (node outputs, input snapshots, cached answers) is cleaned of the registered
+values only (`redact_secrets`): a TOOL that prints the process's environment, or a model asked to
+repeat a key, must not get it stored or shown; URLs and key-like words in data are the data's own.
+
 Values shorter than `MIN_SECRET` characters are not registered: replacing every "a" or "1234"
 in stored text would destroy it and protect nothing a guess would not find.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -47,7 +52,12 @@ _SHAPES = re.compile(r"\bsk-[A-Za-z0-9_-]{16,}|(?<=Bearer )[A-Za-z0-9._~+/=-]{8,
 _lock = threading.Lock()
 _values: set[str] = set()
 _pattern: re.Pattern[str] | None = None
+_escaped = False
+"""Some registered value holds a character JSON escapes (`"`, `\\`, a control character): found in a
+value's strings but not in its JSON text, so `redact_secrets` walks every value."""
 _logging_installed = False
+_ENCODE = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=str).encode
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')
 
 
 def register(*values: str | None) -> None:
@@ -56,10 +66,12 @@ def register(*values: str | None) -> None:
     fresh = {v for v in values if v and len(v) >= MIN_SECRET} - _values
     if not fresh:
         return
+    global _escaped
     with _lock:
         _values.update(fresh)
         # longest first, so that a secret containing another is replaced whole
         ordered = sorted(_values, key=len, reverse=True)
+        _escaped = any(_ESCAPED.search(v) for v in ordered)
         _pattern = re.compile("|".join(re.escape(v) for v in ordered))
     install_log_redaction()
 
@@ -114,6 +126,41 @@ def redact(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value
+
+
+def redact_secrets(value: Any) -> Any:
+    """`value` (JSON-like) with every registered secret in its strings and keys replaced by `***`;
+    URL credentials and key shapes are left alone (in data they are the data's own).
+
+    Costs nothing until a secret is registered. Then the value is encoded as JSON and scanned
+    once with the one compiled pattern (both in C); only a value that holds a secret is walked,
+    and only the containers on the way to it are copied: a clean value comes back as it is."""
+    pattern = _pattern
+    if pattern is None:
+        return value
+    if not _escaped:
+        try:
+            text = _ENCODE(value)
+        except (TypeError, ValueError, RecursionError):
+            text = None
+        if text is not None and pattern.search(text) is None:
+            return value
+    return _scrubbed(value, pattern)
+
+
+def _scrubbed(item: Any, pattern: re.Pattern[str]) -> Any:
+    """`item` with the secrets `pattern` finds masked; the very same object when it holds none."""
+    if isinstance(item, str):
+        return pattern.sub(MASK, item) if pattern.search(item) is not None else item
+    if isinstance(item, dict):
+        pairs = [(_scrubbed(k, pattern), _scrubbed(v, pattern)) for k, v in item.items()]
+        if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(pairs, item.items(), strict=True)):
+            return item
+        return dict(pairs)
+    if isinstance(item, list | tuple):
+        items = [_scrubbed(v, pattern) for v in item]
+        return item if all(new is old for new, old in zip(items, item, strict=True)) else items
+    return item
 
 
 def redact_url(url: str) -> str:

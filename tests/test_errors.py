@@ -36,6 +36,8 @@ NOT_REFUSALS = {
     "plait.engine.tool_loop.RoutedResultInvalid": "a routed tool result broke its schema: the node records it",
     "plait.engine.child_runs.ChildGraphError": "a node's child runs cannot start: the node records it",
     "plait.runs.batch.RecordError": "a line of a batch cannot be a run input: the failed file records it",
+    "plait.engine.render_limits.RenderLimitError": "a template went over the render budget: the node records it",
+    "plait.engine.run_budget.BudgetExceeded": "a run reached its budget starting a child: the node records it",
     # Turned into diagnostics or validation errors before any user sees them.
     "plait.model.limits.ValueLimitError": "raised inside pydantic validators, reported as their errors",
     "plait.compile.diagnostics.GraphLoadError": "carries diagnostics; surfaces report them as GraphInvalid",
@@ -49,6 +51,7 @@ NOT_REFUSALS = {
     "plait.sandbox._context.Interrupted": "control flow inside the sandbox: becomes JsTimeoutError",
     "plait.sandbox._context.OutOfMemory": "control flow inside the sandbox: becomes JsMemoryError",
     "plait.sandbox._context.ContextFailed": "control flow inside the sandbox: becomes JsRuntimeError",
+    "plait.engine.render_limits.OverTheLoopBudget": "control flow of rendering: the render moves to a thread",
 }
 """Exception classes of Plait that are deliberately not a `PlaitError`, each with the reason."""
 

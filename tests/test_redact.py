@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from plait.redact import MASK, redact, redact_text, redact_url, register, registered
+from plait.redact import MASK, redact, redact_secrets, redact_text, redact_url, register, registered
 
 
 def secret() -> str:
@@ -71,3 +71,19 @@ def test_log_records_of_any_logger_are_redacted(caplog: pytest.LogCaptureFixture
     assert "called with ***" in text
     assert "RuntimeError: the server said ***" in text
     assert key not in text
+
+
+def test_data_is_cleaned_of_registered_values_only_and_a_clean_value_is_not_copied() -> None:
+    """Node outputs and snapshots: a registered value is masked wherever it sits (keys too, and a
+    value JSON would escape); URLs and key shapes in data are the data's own; nothing is copied
+    when nothing is found."""
+    key, quoted = secret(), f'pass"word\\{uuid.uuid4().hex}'
+    register(key, quoted)
+    value = {"text": f"the key is {key}", "list": [{key: "x"}, f"<{quoted}>"], "url": "https://u:p@h/x?token=t"}
+    assert redact_secrets(value) == {
+        "text": "the key is ***",
+        "list": [{MASK: "x"}, "<***>"],
+        "url": "https://u:p@h/x?token=t",
+    }
+    clean = {"a": [1, {"b": "sk-proj-ABCDEFGHIJKLMNOPQRST1234"}], "c": None}
+    assert redact_secrets(clean) is clean

@@ -1,5 +1,8 @@
 """Run events for SSE clients: the engine's `EventBus`, numbered per run and kept in a bounded
 replay buffer, so that a client reconnecting with `Last-Event-ID` gets exactly what it missed.
+The buffer is bounded in events per run, in runs, and in bytes over all runs (an event's data
+weighed as JSON when it is kept): past `max_bytes`, the oldest events of the least recently
+active runs go first, and a client that missed them is told (`stream:gap`).
 
 Ids are per run, 1, 2, 3, ... in the order the engine emitted them. Everything here runs on
 the server's event loop (the engine emits there, the SSE generators read there): no locks.
@@ -61,21 +64,32 @@ class RunEvent:
         return {"id": str(self.id), "event": self.kind, "data": json.dumps(self.to_json(), default=str)}
 
 
+EVENT_OVERHEAD = 300
+"""Bytes an event holds besides its data's JSON (the dataclass, its id, kind and strings)."""
+
+
 @dataclass
 class _RunLog:
     events: deque[RunEvent]
+    sizes: deque[int] = field(default_factory=deque)
+    """The weight of each event in `events`, in the same order."""
+    bytes: int = 0
     next_id: int = 1
     listeners: set[asyncio.Queue[RunEvent]] = field(default_factory=set)
     touched: float = field(default_factory=time.monotonic)
 
 
 class EventLog:
-    """Numbered events of the runs this server watches; at most `per_run` kept per run and
-    `runs` runs (the least recently active without listeners are dropped first)."""
+    """Numbered events of the runs this server watches; at most `per_run` kept per run, `runs`
+    runs (the least recently active without listeners are dropped first) and `max_bytes` in all
+    (the oldest events of the least recently active runs are dropped first)."""
 
-    def __init__(self, bus: EventBus, *, per_run: int = 5_000, runs: int = 1_000) -> None:
+    def __init__(self, bus: EventBus, *, per_run: int = 5_000, runs: int = 1_000, max_bytes: int = 64 << 20) -> None:
         self.per_run = per_run
         self.max_runs = runs
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        """What the kept events weigh, all runs together (at most `max_bytes` once an event is kept)."""
         self._runs: OrderedDict[str, _RunLog] = OrderedDict()
         self.unsubscribe_bus = bus.subscribe(self._on_event)
 
@@ -88,7 +102,7 @@ class EventLog:
         if run_id in self._runs:
             return
         self._evict()
-        log = _RunLog(deque(maxlen=self.per_run))
+        log = _RunLog(deque())
         self._runs[run_id] = log
         for event in past:
             self._append(run_id, log, event.kind, event.node_id, event.at, event.data)
@@ -147,16 +161,38 @@ class EventLog:
         numbered = RunEvent(log.next_id, kind, run_id, node_id, at, data)
         log.next_id += 1
         log.touched = time.monotonic()
+        if len(log.events) >= self.per_run:
+            self._drop_oldest(log)
+        size = len(json.dumps(data, default=str, ensure_ascii=False)) + EVENT_OVERHEAD
         log.events.append(numbered)
+        log.sizes.append(size)
+        log.bytes += size
+        self.bytes += size
         for queue in log.listeners:
             queue.put_nowait(numbered)
+        self._shrink()
+
+    def _drop_oldest(self, log: _RunLog) -> None:
+        log.events.popleft()
+        size = log.sizes.popleft()
+        log.bytes -= size
+        self.bytes -= size
+
+    def _shrink(self) -> None:
+        """Drop the oldest events of the least recently active runs until `max_bytes` holds (a
+        run left with none and no listener is forgotten)."""
+        while self.bytes > self.max_bytes:
+            run_id, log = next((r, g) for r, g in self._runs.items() if g.events)
+            self._drop_oldest(log)
+            if not log.events and not log.listeners:
+                del self._runs[run_id]
 
     def _evict(self) -> None:
         while len(self._runs) >= self.max_runs:
             idle = next((run_id for run_id, log in self._runs.items() if not log.listeners), None)
             if idle is None:
                 return  # every run has a listener: keep them all rather than cut a stream
-            del self._runs[idle]
+            self.bytes -= self._runs.pop(idle).bytes
 
 
 def _capped(run_id: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -84,9 +84,13 @@ async def _until_done(engine: Any, store: Any, run_id: str, *, quiet: bool) -> A
         await asyncio.sleep(max(0.0, wake_at - time.time()))
 
 
-def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output: bool = True) -> None:
+def execute(
+    store: Any, provider: Any, run_id: str, how: Driving, *, show_output: bool = True, retry_lost: bool = False
+) -> None:
     """Drive the run and report how it ended; `show_output=False` keeps the run output off stdout
-    (a correction prints the corrected value there instead). Always exits, with the run's code."""
+    (a correction prints the corrected value there instead); `retry_lost`: a person asked to
+    continue the run, so a node whose process went down executes again (see `Engine`). Always
+    exits, with the run's code."""
     from plait.cli import interrupt
     from plait.cli.live import LiveView
     from plait.cli.outcome import report_outcome
@@ -98,8 +102,9 @@ def execute(store: Any, provider: Any, run_id: str, how: Driving, *, show_output
 
     servers = mcp_servers(how.config)
     engine = Engine(
-        store, provider, cache=how.cache, mcp_servers=servers, graphs=local_graphs(store), child_settled=settle(store)
-    )
+        store, provider, cache=how.cache, mcp_servers=servers, graphs=local_graphs(store),
+        child_settled=settle(store), retry_lost=retry_lost,
+    )  # fmt: skip
     view = None if how.quiet else LiveView(store, run_id)
     if view is not None:
         engine.events.subscribe(view.on_event)

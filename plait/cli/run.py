@@ -93,13 +93,14 @@ def resume_command(
     how: Driving,
 ) -> None:
     """Continue a run after a crash, a kill or a pause: completed nodes are never executed again.
-    It executes on the run's own model unless --llm or --config names another (recorded on the run)."""
+    It executes on the run's own model unless --llm or --config names another (recorded on the run).
+    A node whose process went down while executing it is executed again, however often that happened."""
     from plait.cli.drive import execute, run_provider
 
     with store_for(db) as store:
         run_id = resolve_run(store, run_id)
         provider = run_provider(store, run_id, how.llm, how.config, by="resume")
-        execute(store, provider, run_id, how)
+        execute(store, provider, run_id, how, retry_lost=True)
 
 
 def queued_settings(queue: str | None, **given: str | None) -> Any:

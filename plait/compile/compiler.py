@@ -19,13 +19,15 @@ from plait.compile.checks import nodes as node_checks
 from plait.compile.checks import schemas as schema_checks
 from plait.compile.checks import structure, templates
 from plait.compile.context import CheckContext
-from plait.compile.diagnostics import GraphLoadError
+from plait.compile.diagnostics import Category, Diagnostic, GraphLoadError
 from plait.compile.load import LoadedGraph, load_graph
 from plait.compile.result import CompileResult
+from plait.compile.run_bounds import run_bounds
 from plait.compile.skills import expand_skills
 from plait.compile.source import SourceDoc, max_graph_bytes, read_source
 from plait.compile.topology import Topology
 from plait.model.documents import DocumentError, read_limited
+from plait.model.graph import GraphDef
 
 PASSES = (
     structure.check_duplicates,
@@ -116,7 +118,43 @@ def compile_doc(doc: SourceDoc, *, chain: tuple[str, ...] = ()) -> CompileResult
     if result.errors:
         return result
     _expand(result, loaded, chain)
+    if result.expanded is not None and not result.errors:
+        result.errors.extend(budget_problems(result.expanded, loaded))
     return result
+
+
+def budget_problems(graph: GraphDef, loaded: LoadedGraph) -> list[Diagnostic]:
+    """The run budget (`[runs]` of plait.toml) that one run of `graph` (expanded: its bodies and
+    graph files embedded) could pass, by its static bounds (`run_bounds`): the first one only."""
+    from plait.config import runs_settings
+
+    budget = runs_settings()
+    bounds = run_bounds(graph)
+    problems: list[Diagnostic] = []
+    where = bounds.chain[0][1] if bounds.chain else None
+    line = loaded.node_line(where) if where is not None else None
+    for made, limit, what, key in (
+        (bounds.child_runs, budget.max_child_runs, "child runs", "max_child_runs"),
+        (bounds.node_runs, budget.max_node_runs, "node runs", "max_node_runs"),
+    ):
+        if made > limit:
+            why = f": {bounds.explain()}" if bounds.chain else ""
+            problems.append(
+                Diagnostic(
+                    Category.PLANNING,
+                    "run_budget",
+                    f"one run of this graph can make up to {made:,} {what}{why}; the run budget allows {limit:,}",
+                    node_id=where,
+                    file=loaded.doc.file,
+                    line=line,
+                    hint=(
+                        "lower max_iterations or the maxItems of the lists MAPs go over, or split the work into "
+                        f"runs of their own; the budget is the deployer's ([runs] {key} in plait.toml)"
+                    ),
+                )
+            )
+            break  # one cause: the node runs follow the child runs
+    return problems
 
 
 def _expand(result: CompileResult, loaded: LoadedGraph, chain: tuple[str, ...]) -> None:

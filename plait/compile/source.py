@@ -401,9 +401,22 @@ def _scalar(event: yaml.ScalarEvent, is_key: bool) -> Any:
     return _tagged(event.tag, event.value)
 
 
-@lru_cache(maxsize=16384)
+_SHORT_SCALAR = 64
+"""Plain scalars up to this length are cached (16,384 of them hold at most a few megabytes)."""
+
+
 def _plain(value: str) -> Any:
-    """Resolved value of a plain scalar; cached because graph files repeat `type: LLM_CALL` and friends."""
+    """Resolved value of a plain scalar; short ones cached because graph files repeat `type:
+    LLM_CALL` and friends (a long one is not: the cache would keep the text)."""
+    return _plain_short(value) if len(value) <= _SHORT_SCALAR else _resolved(value)
+
+
+@lru_cache(maxsize=16384)
+def _plain_short(value: str) -> Any:
+    return _resolved(value)
+
+
+def _resolved(value: str) -> Any:
     tag = _resolver.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
     return _tagged(tag, value)
 

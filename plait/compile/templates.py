@@ -15,8 +15,8 @@ pay for a Jinja parse.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
+from plait.caches import bounded
 from plait.compile.template_types import FILTERS, Segment, Template, TemplateError, TemplateRef
 
 _PATH = r"[^\W\d]\w*(?:\.\w+|\[\d+\])*"
@@ -32,7 +32,9 @@ def parse_template(text: str) -> Template:
     return _parse(text)
 
 
-@lru_cache(maxsize=4096)
+@bounded(
+    "parsed templates", max_bytes=16 << 20, weigh=lambda parsed, _: 2 * len(parsed.source) + 256 * len(parsed.refs)
+)
 def _parse(text: str) -> Template:
     if "{" not in text and "%" not in text:
         return Template(text, ())

@@ -18,6 +18,7 @@ from plait.config.loader import (
     load_config,
     register_secrets,
     resources_settings,
+    runs_settings,
     sandbox_settings,
     tools_settings,
 )
@@ -33,6 +34,7 @@ from plait.config.providers import (
     Tokenizer,
 )
 from plait.config.resources import ResourcesConfig
+from plait.config.runs import RunsConfig
 from plait.config.sandbox import SandboxConfig
 from plait.config.variables import unsafe_variable
 from plait.config.workers import WorkersConfig
@@ -55,6 +57,7 @@ __all__ = [
     "PoolConfig",
     "ProviderConfig",
     "ResourcesConfig",
+    "RunsConfig",
     "SandboxConfig",
     "Tokenizer",
     "ToolsConfig",
@@ -68,6 +71,7 @@ __all__ = [
     "load_config",
     "register_secrets",
     "resources_settings",
+    "runs_settings",
     "sandbox_settings",
     "tools_settings",
     "unsafe_variable",

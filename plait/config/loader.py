@@ -57,6 +57,7 @@ from plait.config.providers import (
     Strict,
 )
 from plait.config.resources import ResourcesConfig
+from plait.config.runs import RunsConfig
 from plait.config.sandbox import SandboxConfig
 from plait.config.workers import WorkersConfig
 from plait.config.workflow import CodeConfig, JailConfig, ToolsConfig
@@ -94,6 +95,8 @@ class PlaitConfig(Strict):
     workers: WorkersConfig = WorkersConfig()
     resources: ResourcesConfig = ResourcesConfig()
     """What the engine does when the machine or the providers are short (plait/config/resources.py)."""
+    runs: RunsConfig = RunsConfig()
+    """The budget of one run, its child runs included (plait/config/runs.py)."""
     """Where runs execute: here, or on Celery workers (plait/config/workers.py)."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """MCP servers nodes may use (plait/config/mcp.py)."""
@@ -210,6 +213,12 @@ def jail_settings() -> JailConfig:
 def resources_settings() -> ResourcesConfig:
     """The `[resources]` table in force, found like `tools_settings` (the seed's defaults)."""
     return _in_force.resources if _in_force is not None else _table_alone("resources", ResourcesConfig)
+
+
+def runs_settings() -> RunsConfig:
+    """The `[runs]` table in force, found like `tools_settings` (validating a graph checks its
+    static bounds against it; engines enforce it while runs execute)."""
+    return _in_force.runs if _in_force is not None else _table_alone("runs", RunsConfig)
 
 
 def _table_alone(name: str, model: type[T]) -> T:

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterator
-from functools import lru_cache
 from typing import Any
 
+from plait.caches import bounded, text_weight
 from plait.compile.template_types import Segment
 from plait.engine.contracts import OutputContract, schema_violations
 from plait.engine.render import NodeView, build_view, to_text, value_at
@@ -64,7 +64,7 @@ def _printed_paths_resolve(node: LlmCallNode, view: NodeView) -> Iterator[str]:
                 yield f"{field} prints '{dotted}', which is {'empty' if value == '' else 'missing'} in this run"
 
 
-@lru_cache(maxsize=2048)
+@bounded("paths templates print", max_bytes=4 << 20, weigh=text_weight)
 def printed(source: str) -> tuple[tuple[Segment, ...], ...]:
     """`plait.compile.jinja_refs.printed_paths`, once per template."""
     from plait.compile.jinja_refs import printed_paths
@@ -164,10 +164,8 @@ JUDGE_SYSTEM = (
 )
 
 
-def judge_request(node: LlmCallNode, state: RunState, answer: Any) -> ChatRequest:
-    """The question put to the judge: `spj_prompt` rendered, then the answer to judge."""
-    assert node.spj_prompt is not None
-    instruction = build_view(state, node).render(node.spj_prompt)
+def judge_request(node: LlmCallNode, instruction: str, answer: Any) -> ChatRequest:
+    """The question put to the judge: `instruction` (`spj_prompt` rendered), then the answer to judge."""
     return ChatRequest(
         node_id=node.id,
         messages=[
@@ -187,7 +185,9 @@ async def judged(
 ) -> str | None:
     """The judge's reason when it fails the answer, None when it passes it (an answer it gives
     that is not a verdict counts as a fail, saying so)."""
-    response = await send(judge_request(node, state, answer))
+    assert node.spj_prompt is not None
+    instruction = await build_view(state, node).arender(node.spj_prompt)
+    response = await send(judge_request(node, instruction, answer))
     try:
         verdict = json.loads(response.content or "")
     except ValueError:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from plait.engine.contracts import schema_violations
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.run_budget import shared
 from plait.engine.run_input import GraphResolver, StartError
 from plait.engine.runtime import NodeResult
 from plait.engine.spread import ANNOUNCE, Spread, await_child
@@ -172,15 +173,18 @@ class ChildRuns:
         """Drive child `key` of this activation of `node` to its end (or its pause): continued
         where it is when it exists (`existing`, its id from `outcomes`), else started with
         `run_input`. Returns its outcome, and for a paused child its record (its `wake_at`).
-        ChildGraphError when `run_input` is refused."""
+        ChildGraphError when `run_input` is refused; BudgetExceeded when the run may start no
+        more child runs. The child counts against the run's budget (`state.budget`)."""
         node_run_id = state.nodes[node.id].node_run_id
         if not node_run_id:
             raise EngineError(f"node '{node.id}' has no node run to attach its child runs to")
         spread = self.engine.spread if node.type == NodeType.MAP else None
         child = ChildOf(state.run_id, node_run_id, key)
-        with _as_child():
+        with _as_child(), shared(state.budget):
             if existing is None:
                 self._check_input(target, run_input, node, key)
+                if state.budget is not None:
+                    state.budget.start_child()
                 try:
                     if spread is not None:
                         announced = self._announce(spread, target, run_input, child)

@@ -17,7 +17,7 @@ from plait.engine.graph_nodes import run_loop, run_map, run_subgraph
 from plait.engine.llm_call import run_llm_call
 from plait.engine.llm_condition import run_llm_condition
 from plait.engine.program_nodes import run_code, run_tool
-from plait.engine.render import build_view, js_scope, prompt_budget
+from plait.engine.render import build_view, for_the_record, js_scope, prompt_budget
 from plait.engine.results import Timer, checked_output, node_snapshot
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
@@ -92,8 +92,10 @@ async def run_human_review(node: NodeBase, state: RunState, rt: Runtime) -> Node
     """Pause here: the value under review is `current`; a person approves or corrects it."""
     assert isinstance(node, HumanReviewNode)
     view = build_view(state, node)
-    prompt = view.render(node.review_prompt, prompt_budget(node)) if node.review_prompt else None
-    snapshot = node_snapshot(node, state, view.js_scope, review_prompt=prompt, value=view.names["current"])
+    prompt = await view.arender(node.review_prompt, prompt_budget(node)) if node.review_prompt else None
+    snapshot = node_snapshot(
+        node, state, view.js_scope, review_prompt=for_the_record(prompt), value=view.names["current"]
+    )
     return NodeResult(Phase.WAITING, snapshot=snapshot)
 
 

@@ -29,8 +29,10 @@ from typing import Any
 from plait.compile.templates import split_path
 from plait.engine.child_runs import ChildGraph, ChildGraphError, ChildRuns
 from plait.engine.outcome import RunOutcome
-from plait.engine.render import NodeView, build_view, lookup, render_value
+from plait.engine.render import NodeView, arender_value, build_view, lookup
+from plait.engine.render_limits import RenderLimitError
 from plait.engine.results import Timer, checked_output, node_snapshot
+from plait.engine.run_budget import BudgetExceeded, budget_of
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
 from plait.model.enums import RunStatus
@@ -91,7 +93,7 @@ async def _subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
         view, children, target = _start(node, state, rt)
         snapshot["graph"] = target.describe()
         names = view.names
-        child_input = render_value(node.inputs, names, view.plan) if node.inputs else names["current"]
+        child_input = await arender_value(node.inputs, names, view.plan) if node.inputs else names["current"]
         existing = children.outcomes(state, node).get(0)
         outcome, paused = await children.run(state, node, target, 0, child_input, existing and existing[0])
     except ChildGraphError as exc:
@@ -101,6 +103,8 @@ async def _subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
         waiting = _Waiting()
         waiting.add(paused)
         return waiting.result(node, state, snapshot)
+    if (stopped := over_budget(state, outcome)) is not None:
+        return stopped
     if outcome.status != RunStatus.COMPLETED:
         message = child_failure(children, outcome, target.slug, f"node '{node.id}'")
         return NodeResult.failed(snapshot, [timer.attempt(error=message)], kind="child_failed", message=message)
@@ -108,10 +112,10 @@ async def _subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     return checked_output(node, state, value, snapshot, [timer.attempt()])
 
 
-def item_input(node: MapNode, view: NodeView, item: Any, index: int) -> Any:
+async def item_input(node: MapNode, view: NodeView, item: Any, index: int) -> Any:
     """A MAP child's input: `inputs` rendered with the item and its index, or the item itself."""
     if node.inputs:
-        return render_value(node.inputs, {**view.names, node.item_name: item, "index": index}, view.plan)
+        return await arender_value(node.inputs, {**view.names, node.item_name: item, "index": index}, view.plan)
     return item if isinstance(item, dict) else {node.item_name: item}
 
 
@@ -145,6 +149,8 @@ async def _map(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     snapshot["count"] = len(items)
     fan = _FanOut(node, state, rt, view, children, target, items)
     await fan.run()
+    if fan.stopped is not None:
+        return fan.stopped
     snapshot["failed"] = sorted(fan.failed)
     if fan.waiting.runs:
         return fan.waiting.result(node, state, snapshot)
@@ -181,6 +187,8 @@ class _FanOut:
         self.done: dict[int, Any] = {}
         self.failed: dict[int, dict[str, Any]] = {}
         self.waiting = _Waiting()
+        self.stopped: NodeResult | None = None
+        """The run reached its budget: no more items start, and the node fails with it."""
         self._next = iter(range(len(items)))
 
     async def run(self) -> None:
@@ -190,7 +198,7 @@ class _FanOut:
                 group.create_task(self._work())
 
     def _stopped(self) -> bool:
-        return bool(self.failed) and self.node.on_item_error == ItemErrors.FAIL
+        return self.stopped is not None or (bool(self.failed) and self.node.on_item_error == ItemErrors.FAIL)
 
     async def _work(self) -> None:
         for index in self._next:
@@ -205,13 +213,22 @@ class _FanOut:
     async def _item(self, index: int) -> None:
         where = f"node '{self.node.id}', item {index}"
         try:
-            child_input = item_input(self.node, self.view, self.items[index], index)
+            child_input = await item_input(self.node, self.view, self.items[index], index)
             known = self.known.get(index)
             outcome, paused = await self.children.run(
                 self.state, self.node, self.target, index, child_input, known and known[0]
             )
         except ChildGraphError as exc:
             self.failed[index] = {"kind": exc.kind, "message": str(exc)}
+            return
+        except RenderLimitError as exc:  # its `inputs` went over the render budget
+            self.failed[index] = {"kind": "render", "message": f"{where}: {exc}"}
+            return
+        except BudgetExceeded:
+            self.stopped = self.state.budget.failure() if self.state.budget is not None else None
+            return
+        if (stopped := over_budget(self.state, outcome)) is not None:
+            self.stopped = stopped
             return
         if paused is not None:
             self.waiting.add(paused)
@@ -285,7 +302,7 @@ async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
             last_run, last = found[0], found[2]
         else:
             if node.inputs:
-                child_input = render_value(node.inputs, {**view.names, "loop": loop}, view.plan)
+                child_input = await arender_value(node.inputs, {**view.names, "loop": loop}, view.plan)
             else:
                 child_input = {**(current if isinstance(current, dict) else {"current": current}), "loop": loop}
             try:
@@ -294,6 +311,8 @@ async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
                 snapshot["children"] = ran
                 return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind=exc.kind, message=str(exc))
             ran.append(outcome.run_id)
+            if (stopped := over_budget(state, outcome)) is not None:
+                return stopped
             if paused is not None:
                 snapshot["children"] = ran
                 waiting = _Waiting()
@@ -311,6 +330,21 @@ async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     snapshot["iterations"] = iteration
     value = current if iteration == 0 else with_child_run(last, last_run or "")
     return checked_output(node, state, value, snapshot, [timer.attempt(iterations=iteration)])
+
+
+def over_budget(state: RunState, outcome: RunOutcome) -> NodeResult | None:
+    """The node's failure when the run reached its budget (in this engine, or in the child run
+    `outcome` is of, executed elsewhere); None when it did not."""
+    budget = state.budget
+    if budget is not None and budget.reached is not None:
+        return budget.failure()
+    reached = budget_of(outcome.error) if outcome.status == RunStatus.FAILED else None
+    if reached is None:
+        return None
+    key, message = reached
+    result = NodeResult.failed({}, [], kind="budget", message=message)
+    result.error = {**(result.error or {}), "budget": key}
+    return result
 
 
 def _counting(execute: Executor) -> Executor:

@@ -22,7 +22,7 @@ from plait.engine.llm_cache import CacheSlot
 from plait.engine.mcp_inputs import McpInputs, uses_mcp_inputs
 from plait.engine.mcp_inputs import gather as gather_mcp_inputs
 from plait.engine.prompt_script import run_prompt_script
-from plait.engine.render import NodeView, build_view, prompt_budget
+from plait.engine.render import NodeView, PromptBudget, build_view, for_the_record, prompt_budget
 from plait.engine.repair import REPAIRABLE, repaired
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
@@ -76,7 +76,8 @@ async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResu
     fewshot = rt.fewshot_lookup(state) if node.use_overrides_as_fewshot else None
     counter = rt.counter(node.model_role, node.model_id_override)
     prompt = script.prompt if script else None
-    request, snapshot = build_request(node, state, counter, fewshot, mcp, prompt=prompt, view=view)
+    budget = await prepared(node, view, counter, mcp, prompt)
+    request, snapshot = build_request(node, state, counter, fewshot, mcp, prompt=prompt, view=view, budget=budget)
     if state.run_id in rt.degraded:
         request = replace(request, degraded=True)
     if script is not None:
@@ -108,7 +109,8 @@ async def ask(node: LlmCallNode, contract: OutputContract, state: RunState, rt: 
     inputs): what a CONDITION decided by a model asks."""
     counter = rt.counter(node.model_role, node.model_id_override)
     view = build_view(state, node)
-    request, snapshot = build_request(node, state, counter, contract=contract, view=view)
+    budget = await prepared(node, view, counter)
+    request, snapshot = build_request(node, state, counter, contract=contract, view=view, budget=budget)
     blocked = _prechecked(node, state, view, snapshot)
     if blocked is not None:
         return blocked
@@ -122,6 +124,21 @@ def with_mcp_fields(view: NodeView, mcp: McpInputs) -> None:
         view.names.update({k: v for k, v in mcp.fields.items() if k not in view.names})
 
 
+async def prepared(
+    node: LlmCallNode,
+    view: NodeView,
+    counter: TokenCounter,
+    mcp: McpInputs | None = None,
+    prompt: str | None = None,
+) -> PromptBudget:
+    """The node's prompt budget, with its prompts rendered already (off the event loop when they
+    are large), in the order `build_request` renders them: pass both to it."""
+    budget = prompt_budget(node, counter)
+    if mcp is None or mcp.messages is None:
+        await view.prepare([node.system_prompt, node.user_prompt_tpl or "" if prompt is None else None], budget)
+    return budget
+
+
 def build_request(
     node: LlmCallNode,
     state: RunState,
@@ -131,6 +148,7 @@ def build_request(
     contract: OutputContract | None = None,
     prompt: str | None = None,
     view: NodeView | None = None,
+    budget: PromptBudget | None = None,
 ) -> tuple[ChatRequest, dict[str, Any]]:
     """The chat request a node sends in this state, and its input snapshot (also `--dry-run`'s view).
     `counter`: the tokenizer of the model serving the node, for `token_budget_input`; `fewshot`:
@@ -138,12 +156,13 @@ def build_request(
     `mcp`: the resources and prompt the node's MCP servers gave; `contract`: the answer's schema
     when it is not the out-edges' (a CONDITION decided by a model); `prompt`: the user prompt a
     prompt script returned, instead of `user_prompt_tpl` rendered; `view`: the node's names when
-    the caller has built them already (with `mcp`'s fields added)."""
+    the caller has built them already (with `mcp`'s fields added); `budget`: the prompt budget
+    `prepared` rendered the prompts with (then they are not rendered again)."""
     if view is None:
         view = build_view(state, node)
         if mcp is not None:
             with_mcp_fields(view, mcp)
-    budget = prompt_budget(node, counter)
+    budget = budget if budget is not None else prompt_budget(node, counter)
     examples: list[Any] = []
     if mcp is not None and mcp.messages is not None:  # mcp_prompt replaces the node's own prompts
         messages = mcp.messages
@@ -173,8 +192,8 @@ def build_request(
     )
     snapshot: dict[str, Any] = {
         "node_type": "LLM_CALL",
-        "rendered_system_prompt": system,
-        "rendered_user_prompt": user,
+        "rendered_system_prompt": for_the_record(system),
+        "rendered_user_prompt": for_the_record(user),
         "tools": [],
         "response_format": request.response_format,
         "context_slice": view.context_slice,

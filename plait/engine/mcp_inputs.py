@@ -61,7 +61,7 @@ async def gather(node: LlmCallNode, view: NodeView, sessions: McpSessions) -> Mc
     names = dict(view.names)
     resources: list[dict[str, Any]] = []
     for ref in node.mcp_resources:
-        uri = view.render(ref.uri, names=names)
+        uri = await view.arender(ref.uri, names=names)
         text = await sessions.read_resource(ref.server_id, uri)
         resources.append({"server_id": ref.server_id, "uri": uri, "inject_as": str(ref.inject_as), "chars": len(text)})
         if ref.inject_as is InjectAs.CONTEXT_FIELD:
@@ -76,7 +76,7 @@ async def gather(node: LlmCallNode, view: NodeView, sessions: McpSessions) -> Mc
         inputs.record["resources"] = resources
     prompt = node.mcp_prompt
     if prompt is not None:
-        arguments = {key: view.render(value, names=names) for key, value in prompt.arguments.items()}
+        arguments = {key: await view.arender(value, names=names) for key, value in prompt.arguments.items()}
         inputs.messages = await sessions.get_prompt(prompt.server_id, prompt.prompt_name, arguments)
         inputs.record["prompt"] = {"server_id": prompt.server_id, "name": prompt.prompt_name, "arguments": arguments}
     return inputs

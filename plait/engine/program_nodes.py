@@ -32,7 +32,7 @@ from typing import Any
 
 from plait.config import CodeConfig, JailConfig, ToolsConfig, code_settings, jail_settings, tools_settings
 from plait.config.variables import unsafe_variable
-from plait.engine.render import NodeView, build_view, js_scope
+from plait.engine.render import NodeView, build_view, for_the_record, js_scope
 from plait.engine.results import Timer, checked_output, node_snapshot
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import RunState
@@ -151,12 +151,13 @@ async def run_tool(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     tools = rt.tools or tools_settings()
     timer = Timer()
     view = build_view(state, node)
-    argv = [view.render(arg) for arg in node.command]
+    argv = [await view.arender(arg) for arg in node.command]
     env = {name: os.environ[name] for name in tools.env if name in os.environ}
-    env.update({name: view.render(value) for name, value in node.env.items()})
+    env.update({name: await view.arender(value) for name, value in node.env.items()})
     timeout = node.timeout_s or tools.timeout_s
-    stdin = view.render(node.stdin) if node.stdin is not None else None
-    snapshot = node_snapshot(node, state, view.js_scope, argv=argv, env=sorted(env), timeout_s=timeout, stdin=stdin)
+    stdin = await view.arender(node.stdin) if node.stdin is not None else None
+    recorded = {"argv": [for_the_record(arg) for arg in argv], "stdin": for_the_record(stdin)}
+    snapshot = node_snapshot(node, state, view.js_scope, **recorded, env=sorted(env), timeout_s=timeout)
     problem = refusal(node, tools, jail=rt.jail) or argument_problem(node.id, "command", node.command, argv)
     if problem is None and any("\0" in value for value in env.values()):
         problem = f"node '{node.id}': env renders to a value holding a NUL character"
@@ -241,7 +242,7 @@ async def _failed(
     attempt.setdefault("error", message)
     if node.cleanup:
         tools = rt.tools or tools_settings()
-        args = [view.render(arg) for arg in node.cleanup[1:]]
+        args = [await view.arender(arg) for arg in node.cleanup[1:]]
         problem = argument_problem(node.id, "cleanup", node.cleanup, [node.cleanup[0], *args])
         done = problem or await _run(node, node.cleanup[0], args, env, rt, tools.timeout_s)
         attempt["cleanup"] = {"error": done} if isinstance(done, str) else {"exit_code": done.exit_code}

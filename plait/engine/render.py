@@ -4,32 +4,55 @@ Data is inserted as data (Jinja never re-parses a value), objects render as
 JSON, and `context_max_chars` (characters) and `token_budget_input` (tokens of
 the node's model, see `prompt_budget`) are budgets shared by every insertion of
 one node's prompts: once spent, further values are cut with a visible marker.
+
+Every render is bounded by the render budget (`render_limits.py`). Executors render with
+`arender`, which renders on the event loop while the render stays small and starts it again on a
+thread when it needs more, so that a large render never holds the loop. What is rendered goes into
+a node's input snapshot as a bounded prefix (`for_the_record`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+from collections.abc import Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass
-from functools import cache, lru_cache
+from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
+from plait.caches import bounded
 from plait.compile.plan import NodePlan
 from plait.compile.refs import RefError, RefKind, resolve_ref
 from plait.compile.template_types import Template
 from plait.compile.templates import split_path
+from plait.engine.render_limits import (
+    LIMITS,
+    ON_THE_LOOP,
+    OverTheLoopBudget,
+    RenderLimits,
+    printed,
+    start_meter,
+    stop_meter,
+)
 from plait.engine.state import RunState
 from plait.llm.tokens import CHARS_PER_TOKEN, ESTIMATE, TokenCounter
 from plait.model.nodes import NodeBase, ParamType, node_field
 from plait.sandbox.names import named_members
 
+COMPILED_WEIGHT = 24
+"""Bytes a compiled template holds per character of its source (measured with tracemalloc:
+14-19 for templates full of expressions and loops, 1 for plain text)."""
+RECORD_CHARS = 262_144
+"""The most characters of one rendered text an input snapshot keeps (the rest is counted in a marker)."""
+_CUT = re.compile(r"…\[(\d+) more characters not kept in this record\]$")
 _SINGLE_REF = re.compile(r"^\{\{\s*([^\W\d][\w.\[\]]*)\s*\}\}$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
 
 
 @dataclass
-class _Budget:
+class PromptBudget:
     remaining: int | None
     """Characters inserted values may still take (None: no limit)."""
     sanitize: bool = False
@@ -56,7 +79,7 @@ class _Budget:
         return kept + f"…[truncated {cut} chars]"
 
 
-_budget: ContextVar[_Budget | None] = ContextVar("plait_render_budget", default=None)
+_budget: ContextVar[PromptBudget | None] = ContextVar("plait_render_budget", default=None)
 
 
 def to_text(value: Any) -> str:
@@ -86,12 +109,26 @@ def _tojson(value: Any, indent: int | None = None) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent)
 
 
+def for_the_record(text: str | None) -> str | None:
+    """`text` as an input snapshot keeps it: whole up to `RECORD_CHARS`, else its beginning and
+    a marker saying how many characters were left out."""
+    if text is None or len(text) <= RECORD_CHARS:
+        return text
+    return text[:RECORD_CHARS] + f"…[{len(text) - RECORD_CHARS} more characters not kept in this record]"
+
+
+def cut_for_the_record(text: str) -> bool:
+    """Whether `text` (from an input snapshot) is a prefix `for_the_record` cut."""
+    return len(text) > RECORD_CHARS and _CUT.search(text) is not None
+
+
 @cache
 def _environment() -> Any:
     from jinja2 import ChainableUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    class DataFirst(ImmutableSandboxedEnvironment):
+    from plait.engine.render_limits import BudgetedEnvironment
+
+    class DataFirst(BudgetedEnvironment):
         """`{{ make.items }}` is the output field `items`, not `dict.items`: in Plait's templates
         data keys win over Python attributes (Jinja tries the attribute first)."""
 
@@ -103,11 +140,11 @@ def _environment() -> Any:
     environment = DataFirst(
         autoescape=False, keep_trailing_newline=True, undefined=ChainableUndefined, finalize=_finalize
     )
-    environment.filters["tojson"] = _tojson
+    environment.add_filter("tojson", _tojson)
     return environment
 
 
-@lru_cache(maxsize=2048)
+@bounded("compiled templates", max_bytes=64 << 20, weigh=lambda _, args: COMPILED_WEIGHT * len(args[0]) + 32_768)
 def _compiled(source: str) -> Any:
     return _environment().from_string(source)
 
@@ -120,13 +157,33 @@ class NodeView:
     """Template names: input, nodes, current, params, context and every available node id."""
     context_slice: dict[str, Any]
     plan: NodePlan
+    _prepared: dict[tuple[str, int], str] = field(default_factory=dict, repr=False)
+    """Texts `prepare` rendered already, by template and budget: `render` hands them out once."""
 
-    def render(self, text: str, budget: _Budget | None = None, names: dict[str, Any] | None = None) -> str:
+    def render(self, text: str, budget: PromptBudget | None = None, names: dict[str, Any] | None = None) -> str:
         """One of the node's templates (`text`, as its definition has it) rendered against its
-        names (or `names`), inserted values counted against `budget`."""
+        names (or `names`), inserted values counted against `budget`; on the calling thread,
+        unless `prepare` rendered it already."""
         if not text:
             return ""
+        if names is None and self._prepared:
+            ready = self._prepared.pop((text, id(budget)), None)
+            if ready is not None:
+                return ready
         return render(self.plan.template(text), self.names if names is None else names, budget)
+
+    async def arender(self, text: str, budget: PromptBudget | None = None, names: dict[str, Any] | None = None) -> str:
+        """`render`, on a thread when the render turns out large (see `arender`)."""
+        if not text:
+            return ""
+        return await arender(self.plan.template(text), self.names if names is None else names, budget)
+
+    async def prepare(self, texts: Iterable[str | None], budget: PromptBudget | None) -> None:
+        """Render `texts` with `budget`, in the order the synchronous code that uses them will
+        (each once, off the loop when large): its `render` calls then find them done."""
+        for text in texts:
+            if text:
+                self._prepared[(text, id(budget))] = await self.arender(text, budget)
 
     @property
     def js_scope(self) -> dict[str, Any]:
@@ -215,15 +272,43 @@ def value_at(names: dict[str, Any], path: tuple[str | int, ...]) -> Any:
     return value
 
 
-def render(template: Template, names: dict[str, Any], budget: _Budget | None = None) -> str:
-    """Render one parsed template (any of the three spellings, normalised) against `names`."""
+def render(
+    template: Template,
+    names: dict[str, Any],
+    budget: PromptBudget | None = None,
+    *,
+    limits: RenderLimits = LIMITS,
+    on_loop: bool = False,
+) -> str:
+    """Render one parsed template (any of the three spellings, normalised) against `names`,
+    within `limits` (`RenderLimitError`; with `on_loop`, `OverTheLoopBudget`)."""
     if not template.refs and "{" not in template.source:
         return template.source
     token = _budget.set(budget)
+    meter = start_meter(limits, on_loop=on_loop)
     try:
-        return str(_compiled(template.source).render(names))
+        compiled = _compiled(template.source)
+        return printed(compiled.root_render_func(compiled.new_context(names)))
     finally:
+        stop_meter(meter)
         _budget.reset(token)
+
+
+async def arender(template: Template, names: dict[str, Any], budget: PromptBudget | None = None) -> str:
+    """`render`, without holding the event loop: tried on the loop within `ON_THE_LOOP`; a render
+    that needs more is started again on a thread with the full budget (rendering changes nothing
+    but `budget`, which each try takes from where it stood)."""
+    if not template.refs and "{" not in template.source:
+        return template.source
+    trial = replace(budget) if budget is not None else None
+    try:
+        text = render(template, names, trial, limits=ON_THE_LOOP, on_loop=True)
+    except OverTheLoopBudget:
+        trial = replace(budget) if budget is not None else None
+        text = await asyncio.to_thread(render, template, names, trial)
+    if budget is not None and trial is not None:
+        budget.remaining, budget.tokens, budget.truncated = trial.remaining, trial.tokens, trial.truncated
+    return text
 
 
 def render_value(value: Any, names: dict[str, Any], plan: NodePlan) -> Any:
@@ -240,7 +325,21 @@ def render_value(value: Any, names: dict[str, Any], plan: NodePlan) -> Any:
     return value
 
 
-def prompt_budget(node: NodeBase, counter: TokenCounter = ESTIMATE) -> _Budget:
+async def arender_value(value: Any, names: dict[str, Any], plan: NodePlan) -> Any:
+    """`render_value`, each template rendered with `arender`."""
+    if isinstance(value, str):
+        single = _SINGLE_REF.match(value.strip())
+        if single:
+            return lookup(names, split_path(single.group(1)))
+        return await arender(plan.template(value), names)
+    if isinstance(value, dict):
+        return {k: await arender_value(v, names, plan) for k, v in value.items()}
+    if isinstance(value, list):
+        return [await arender_value(v, names, plan) for v in value]
+    return value
+
+
+def prompt_budget(node: NodeBase, counter: TokenCounter = ESTIMATE) -> PromptBudget:
     """What inserted values a node's prompts may take: `context_max_chars` characters and
     `token_budget_input` tokens, counted by `counter` (the node's model's tokenizer). Without a
     real tokenizer the tokens become characters at ~4 per token and the smaller limit wins."""
@@ -250,4 +349,4 @@ def prompt_budget(node: NodeBase, counter: TokenCounter = ESTIMATE) -> _Budget:
         chars = min(x for x in (chars, int(tokens) * CHARS_PER_TOKEN) if x is not None)
         tokens = None
     sanitize = bool(node_field(node, "sanitize_input", False))
-    return _Budget(remaining=chars, sanitize=sanitize, tokens=tokens, counter=counter)
+    return PromptBudget(remaining=chars, sanitize=sanitize, tokens=tokens, counter=counter)

@@ -22,7 +22,17 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
-from plait.config import CodeConfig, JailConfig, McpServerConfig, ResourcesConfig, ToolsConfig, resources_settings
+from plait.caches import ByteBoundCache
+from plait.config import (
+    CodeConfig,
+    JailConfig,
+    McpServerConfig,
+    ResourcesConfig,
+    RunsConfig,
+    ToolsConfig,
+    resources_settings,
+    runs_settings,
+)
 from plait.engine.child_runs import ChildGraph, ChildRuns, driven_by_parent
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
@@ -34,6 +44,7 @@ from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.program_nodes import refusal
 from plait.engine.resources import ResourceGate
 from plait.engine.restore import restore, restore_ledger
+from plait.engine.run_budget import budget_for
 from plait.engine.run_input import GraphResolver, check_input, stored_graph
 from plait.engine.runtime import Runtime
 from plait.engine.scheduler import Kernel, Scheduler
@@ -53,6 +64,12 @@ log = logging.getLogger("plait.engine")
 
 _startup_frozen = False
 
+
+COMPILED_BYTES = 64 << 20
+"""What the graph versions an engine keeps compiled may weigh (a server runs many graphs)."""
+COMPILED_WEIGHT = 16
+"""Bytes a compiled graph version holds per byte of its graph's JSON (models, plan, parsed
+templates; an estimate)."""
 
 GC_THRESHOLDS = (10_000, 20, 100)
 """The collector's thresholds in a process running an engine (raised only, never lowered)."""
@@ -138,6 +155,8 @@ class Engine:
         routes: RouteReader | None = None,
         resources: ResourcesConfig | None = None,
         spread: Spread | None = None,
+        retry_lost: bool = False,
+        runs: RunsConfig | None = None,
     ):
         """`graphs`: how a WORKFLOW_TASK tool's graph reference is found; by default only stored
         graphs (the CLI lets it name graph files on this machine too; a server must not, so that
@@ -155,9 +174,16 @@ class Engine:
         `resources`: the resource-aware decisions made before each new run starts (default:
         `[resources]` of plait.toml, `plait.engine.resources`).
         `spread`: MAP items are announced to the workers as runs of their own (a worker's
-        engine; see `plait.engine.spread`); without it this engine executes them itself."""
+        engine; see `plait.engine.spread`); without it this engine executes them itself.
+        `retry_lost`: a person asked to continue (`plait resume`): a node whose process went down
+        while executing it is executed again however often that happened; without it, such a
+        node fails after `LOST_LIMIT` losses instead of taking down every process that resumes
+        the run (a server's start-up, a worker's reaper).
+        `runs`: the budget of each run and its child runs (default: `[runs]` of plait.toml)."""
         self.child_settled = child_settled
         self.spread = spread
+        self.retry_lost = retry_lost
+        self.run_limits = runs if runs is not None else runs_settings()
         self.llm = llm
         _tune_collector()
         self.graphs = graphs or (lambda ref: stored_graph(store, ref))
@@ -175,7 +201,10 @@ class Engine:
         self.owner = new_owner()
         self.lease_ttl_s = lease_ttl_s
         self.events = events or EventBus()
-        self._compiled: dict[tuple[str, int], CompiledRun] = {}
+        self._compiled: ByteBoundCache[CompiledRun] = ByteBoundCache(
+            "compiled graph versions", COMPILED_BYTES, weigh=lambda compiled, _: COMPILED_WEIGHT * _json_size(compiled)
+        )
+        """Graph versions compiled for execution, the most recently used within `COMPILED_BYTES`."""
         self.commits = GroupCommit(store.runs.nodes)
         self.runtime.sub_run = self._sub_run
         self.runtime.children = ChildRuns(self, self.graphs)
@@ -197,10 +226,8 @@ class Engine:
 
     def compiled_for(self, graph_id: str, version: int, body: str | None = None) -> CompiledRun:
         """A graph version (or, with `body`, an inline body in it) compiled for execution, once."""
-        key = (graph_id, version)
-        if key not in self._compiled:
-            self._compiled[key] = load_compiled(self.store, graph_id, version)
-        return self._compiled[key].at(body)
+        compiled = self._compiled.get((graph_id, version), lambda: load_compiled(self.store, graph_id, version))
+        return compiled.at(body)
 
     async def run(self, run_id: str, *, bounded: bool = False) -> RunOutcome:
         """Execute (or continue) a run until it completes, fails or pauses for a person. A child
@@ -276,6 +303,7 @@ class Engine:
                 if record.started_at is not None:  # a fresh run has no node runs to restore
                     restore(state, self.store.runs.node_runs(run_id))
                     restore_ledger(state, self.store, run_id)
+                state.budget = budget_for(self.store, record, self.run_limits)
                 graph = (record.graph_slug, record.graph_version)
                 return record, await self._drive(run_id, state, graph, set_up, seen=record.corrections)
         finally:
@@ -352,6 +380,7 @@ class Engine:
                 graph_version=target.version,
                 body=target.body,
             )
+            state.budget = budget_for(self.store, None, self.run_limits)
             return await self._drive(create.run_id, state, (target.slug, target.version), set_up, create=create)
 
     @contextlib.asynccontextmanager
@@ -389,7 +418,7 @@ class Engine:
         renew = asyncio.create_task(self._renew(run_id))
         scheduler: Scheduler | None = None
         try:
-            kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store)
+            kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store, self.retry_lost)
             scheduler = Scheduler(kernel, run_id, state, seen, create=create)
             return await scheduler.execute(
                 on_started=set_up,
@@ -525,6 +554,10 @@ class Engine:
             except Exception as exc:
                 log.warning("run %s: renewing its lease failed (%s); trying again in %.1f s", run_id, exc,
                             self.lease_ttl_s / 3)  # fmt: skip
+
+
+def _json_size(compiled: CompiledRun) -> int:
+    return len(compiled.graph.model_dump_json())
 
 
 def _owner_dead(owner: str) -> bool:

@@ -16,14 +16,17 @@ from typing import TYPE_CHECKING, Any
 from plait.engine.absorb import RERUN_AFTER, STALE_AFTER, absorb
 from plait.engine.executors import EXECUTORS
 from plait.engine.failpoints import failpoint
-from plait.engine.guard import committable, internal_failure
+from plait.engine.guard import committable, internal_failure, lost_failure, lost_too_often
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.render_limits import RenderLimitError
 from plait.engine.restore import restore
+from plait.engine.run_budget import BudgetExceeded, Records, encode_records
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
 from plait.model.enums import NodeStatus, RunStatus
+from plait.model.nodes import NodeBase
 from plait.store import NodeRunRecord
 from plait.store.faults import StoreUnavailable, transient
 from plait.store.ledger import INPUT
@@ -47,6 +50,9 @@ class Kernel:
     commits: GroupCommit
     events: EventBus
     store: Store
+    retry_lost: bool = False
+    """Execute a node again however often its process went down while executing it (an explicit
+    `plait resume` by a person); otherwise such a node fails (`plait.engine.guard.lost_too_often`)."""
 
 
 def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
@@ -57,17 +63,24 @@ def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]
 
 
 def _finish(
-    run_id: str, node_run_id: str, owner: str, status: NodeStatus, result: NodeResult, read: dict[str, int]
+    run_id: str,
+    node_run_id: str,
+    owner: str,
+    status: NodeStatus,
+    result: NodeResult,
+    read: dict[str, int],
+    records: Records | None = None,
 ) -> Finish:
+    """The write of `result`, with its `records` as encoded already when given."""
+    stored: tuple[Any, Any, Any, Any] = (result.output, result.snapshot, result.attempts, result.error)
+    if records is not None:
+        stored = (records.output, records.snapshot, records.attempts, records.error)
     return Finish(
         run_id,
         node_run_id,
         owner,
         status,
-        result.output,
-        result.snapshot,
-        result.attempts,
-        result.error,
+        *stored,
         result.tokens_input,
         result.tokens_output,
         result.cost_usd,
@@ -120,8 +133,9 @@ class Scheduler:
         self.state = state
         self.tasks: set[asyncio.Task[None]] = set()
         self.failed: str | None = None
-        self.budget_stop: str | None = None
-        """Set when a node was stopped by the run's max_cost_usd: the run fails for that reason."""
+        self.budget_stop: dict[str, Any] | None = None
+        """Set when a node was stopped by a budget (the run's max_cost_usd, or a run budget: the
+        error's `budget` names its key): the run fails for that reason."""
         self.ended = False
         """The run's outcome is committed and its lease given up."""
         self._ended_with: _Verdict | None = None
@@ -273,15 +287,20 @@ class Scheduler:
         read = consumed(self.state, node)
         self.state.nodes[node_id].read = read
         self.state.nodes[node_id].node_run_id = claimed.id
-        try:
-            result = committable(node_id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
-        except Exception as exc:  # a bug in an executor must fail the node, not hang the run
-            if isinstance(exc, StoreUnavailable) or transient(exc):
-                raise  # the database failed under it: the run stops, unfailed, and is continued later
-            result = internal_failure(exc, during=f"executing node '{node_id}'")
+        budget = self.state.budget
+        if lost_too_often(claimed, node.type) and not self.kernel.retry_lost:
+            result = lost_failure(claimed)
+        elif budget is not None and (budget.reached or (claimed.claims == 1 and budget.execute_node())):
+            result = budget.failure()  # a fresh activation counts against the run's node runs
+        else:
+            result = await self._executed(node)
+        records = encode_records(result)
+        if budget is not None and budget.store(records.size) is not None and result.phase != Phase.FAILED:
+            result = budget.failure()  # storing it would pass the run's stored bytes
+            records = encode_records(result)
         failpoint("before_commit", node_id)
         try:
-            committed = await self._commit_result(claimed, result, read)
+            committed = await self._commit_result(claimed, result, read, records)
         except (EngineError, StoreUnavailable):  # the lease is lost, or the database is away: stop, fail nothing
             raise
         except Exception as exc:  # the store refused this node's writes: fail the node alone, never the engine
@@ -298,14 +317,32 @@ class Scheduler:
         await self._commit(later)
         return kept
 
-    async def _commit_result(self, claimed: NodeRunRecord, result: NodeResult, read: dict[str, int]) -> _Committed:
-        """Apply `result` to the run state and commit it with the ledger versions, the cache entry
-        and the successors' claims and skips it decides."""
+    async def _executed(self, node: NodeBase) -> NodeResult:
+        """The node's result as its executor makes it, made committable; a failure when the
+        executor raises (a template over the render budget, a run budget reached, a bug)."""
+        failpoint("execute", node.id)
+        try:
+            return committable(node.id, await EXECUTORS[node.type](node, self.state, self.kernel.runtime))
+        except RenderLimitError as exc:  # one of its templates went over the render budget
+            return NodeResult.failed({}, [], kind="render", message=f"node '{node.id}': {exc}")
+        except BudgetExceeded:  # it would have started a child run past the run's budget
+            assert self.state.budget is not None
+            return self.state.budget.failure()
+        except Exception as exc:  # a bug in an executor must fail the node, not hang the run
+            if isinstance(exc, StoreUnavailable) or transient(exc):
+                raise  # the database failed under it: the run stops, unfailed, and is continued later
+            return internal_failure(exc, during=f"executing node '{node.id}'")
+
+    async def _commit_result(
+        self, claimed: NodeRunRecord, result: NodeResult, read: dict[str, int], records: Records
+    ) -> _Committed:
+        """Apply `result` to the run state and commit it (its `records`, encoded) with the ledger
+        versions, the cache entry and the successors' claims and skips it decides."""
         node_id = claimed.node_id
         status = _NODE_STATUS[result.phase]
         if status == NodeStatus.COMPLETED and self.state.nodes[node_id].after == STALE_AFTER:
             status = NodeStatus.STALE  # it read a value corrected while it ran (INVALIDATE)
-        finish = _finish(self.run_id, claimed.id, self.kernel.owner, status, result, read)
+        finish = _finish(self.run_id, claimed.id, self.kernel.owner, status, result, read, records)
         completed = result.phase == Phase.COMPLETED
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
@@ -371,7 +408,7 @@ class Scheduler:
             self.state.set_phase(node_id, Phase.FAILED)
             self.failed = self.failed or node_id
             if result.error and result.error.get("kind") == "budget":
-                self.budget_stop = self.budget_stop or str(result.error.get("message"))
+                self.budget_stop = self.budget_stop or result.error
         return []
 
     def _announce(self, node_id: str, node_run_id: str, result: NodeResult) -> None:
@@ -420,7 +457,10 @@ class Scheduler:
             failed = self.failed or next(n for n, p in phases.items() if p == Phase.FAILED)
             error = {"kind": "node_failed", "node_id": failed, "message": f"node '{failed}' failed"}
             if self.budget_stop is not None:
-                error = {"kind": "budget", "node_id": failed, "message": self.budget_stop}
+                stop = self.budget_stop
+                error = {"kind": "budget", "node_id": failed, "message": str(stop.get("message"))}
+                if stop.get("budget"):
+                    error["budget"] = stop["budget"]
             return _Verdict(RunStatus.FAILED, error=error, failed=failed)
         if Phase.WAITING in phases.values():
             # parked WAITs: the run continues at the first one's time (a review waits for a person)

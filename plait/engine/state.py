@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.compile.plan import ExecutionPlan, plan_graph
 from plait.compile.topology import Topology
@@ -20,6 +20,9 @@ from plait.engine.contracts import OutputContract, contract_for
 from plait.model.graph import END, EdgeDef, GraphDef
 from plait.model.nodes import NodeBase, NodeType, SkillScope, node_field
 from plait.model.output_meta import ROUTED, strip_meta
+
+if TYPE_CHECKING:
+    from plait.engine.run_budget import RunBudget
 
 
 class Phase(StrEnum):
@@ -206,6 +209,9 @@ class RunState:
         record it (see `Scheduler._stop`)."""
         self.stopping = False
         """The run is being stopped (Ctrl-C, a pause, a shutdown): no new model call is made."""
+        self.budget: RunBudget | None = None
+        """What the run's tree has used of its budget (`plait.engine.run_budget`); None: no budget
+        (a dry run)."""
 
     # -- recording -------------------------------------------------------------------------------------------
 

@@ -6,16 +6,20 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from plait.caches import ByteBoundCache
 from plait.compile import GraphInvalid, compile_file
 from plait.evolve.classify import RegistryChange
 from plait.evolve.save import save_graph
 from plait.model.nodes import NodeType
 from plait.store import Store, StoredGraph
 
-_FileKey = tuple[str, str, int, int]
-_saved: dict[_FileKey, StoredGraph] = {}
+_saved: ByteBoundCache[StoredGraph] = ByteBoundCache(
+    "stored graph files", 64 << 20, weigh=lambda _stored, key: SAVED_WEIGHT * int(key[3]) + 4096
+)
 """(database, file, mtime, size) -> what that file was stored as: starting many runs of one
 unchanged file (batches, benchmarks) compiles and stores it once per process."""
+SAVED_WEIGHT = 16
+"""Bytes a stored graph holds per byte of its file (an estimate)."""
 
 
 def save_graph_file(store: Store, path: str | os.PathLike[str]) -> StoredGraph:
@@ -27,11 +31,12 @@ def save_graph_file(store: Store, path: str | os.PathLike[str]) -> StoredGraph:
     file = Path(path).resolve()
     stat = file.stat()
     key = (store.url, str(file), stat.st_mtime_ns, stat.st_size)
-    if key in _saved:
-        return _saved[key]
+    known = _saved.find(key)
+    if known is not None:
+        return known
     saved = save_file(store, file)
     if not saved.skills:  # skill files may change on their own
-        _saved[key] = saved.stored
+        _saved.put(key, saved.stored)
     return saved.stored
 
 

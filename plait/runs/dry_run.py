@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.engine.contracts import OutputContract
-from plait.engine.llm_call import build_request
+from plait.engine.llm_call import build_request, prepared
 from plait.engine.llm_condition import asker, choice_contract
 from plait.engine.prompt_script import run_prompt_script
+from plait.engine.render import build_view
+from plait.engine.render_limits import RenderLimitError
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.pool import DEFAULT_ANSWER_TOKENS
@@ -140,7 +142,13 @@ async def _render(
         uris = ", ".join(f"{r.server_id}:{r.uri}" for r in node.mcp_resources)
         dry.problems.append(f"MCP resources ({uris}) are read when the node runs and are not shown here")
     counter = runtime.counter(node.model_role, node.model_id_override)
-    request, _ = build_request(node, state, counter, contract=contract, prompt=prompt)
+    view = build_view(state, node)
+    try:
+        budget = await prepared(node, view, counter, prompt=prompt)
+    except RenderLimitError as exc:
+        dry.problems.append(str(exc))
+        return
+    request, _ = build_request(node, state, counter, contract=contract, prompt=prompt, view=view, budget=budget)
     dry.messages = request.messages
     dry.response_format = request.response_format
     counted = await runtime.count_tokens(request.messages)  # the embedded model counts its own chat template

@@ -14,10 +14,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from plait.engine.contracts import schema_violations
+from plait.engine.render import cut_for_the_record
 from plait.errors import PlaitError, Refusal
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, response_schema
 from plait.model.output_meta import strip_meta
+from plait.redact import redact_secrets
 from plait.store import NodeRunRecord
 
 
@@ -52,6 +54,12 @@ def recorded_request(record: NodeRunRecord) -> ChatRequest:
     # LLM_CALLs, and CONDITIONs decided by a model (`condition_llm`), record their request alike
     if snapshot.get("node_type") not in ("LLM_CALL", "CONDITION") or "rendered_user_prompt" not in snapshot:
         raise ReplayError(f"node run {record.id} ({record.node_id}) is not a recorded model call: nothing to replay")
+    prompts = [str(snapshot.get(k) or "") for k in ("rendered_system_prompt", "rendered_user_prompt")]
+    if any(cut_for_the_record(prompt) for prompt in prompts):
+        raise ReplayError(
+            f"node run {record.id} ({record.node_id}) sent a prompt too long to keep whole in its record: "
+            "the record holds its beginning only, so the call cannot be replayed as it was sent"
+        )
     config = snapshot.get("model_config") or {}
     messages = [{"role": "user", "content": snapshot["rendered_user_prompt"]}]
     if snapshot.get("rendered_system_prompt"):
@@ -75,7 +83,7 @@ async def replay(record: NodeRunRecord, provider: Provider, model: str | None = 
     if model is not None:
         request = replace(request, model_role=model, model=None) if model in roles else replace(request, model=model)
     response = await provider.complete(request)
-    new = _value(response.content)
+    new = redact_secrets(_value(response.content))  # a model asked to repeat a key must not return it
     schema = response_schema(request.response_format)
     violations = schema_violations(schema, new) if schema is not None else []
     stored = strip_meta(record.output)

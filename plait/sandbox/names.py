@@ -16,7 +16,8 @@ because every occurrence of the binding that is not a plain member read means "a
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+
+from plait.caches import bounded, text_weight
 
 _IDENTIFIER = r"[A-Za-z_$][\w$]*"
 _MEMBER = re.compile(
@@ -25,7 +26,7 @@ _MEMBER = re.compile(
 )
 
 
-@lru_cache(maxsize=4096)
+@bounded("names expressions read", max_bytes=4 << 20, weigh=text_weight)
 def named_members(source: str, binding: str = "nodes") -> frozenset[str] | None:
     """The members of `binding` that `source` reads by a literal name, or None when it may read
     any (it uses the binding other than as `binding.name` / `binding["name"]`)."""

@@ -18,7 +18,8 @@ only a real expression passes. The parses run in a context of their own that nev
 anything else; a text that declared something there (possible only for such an escape) gets that
 context replaced.
 
-Results are cached (by kind and text), so the engine pays for each distinct expression once.
+Results are cached (by kind and the text's digest, within a byte bound: `plait.caches`), so the
+engine pays for each distinct expression once and no text sent to be checked stays in memory.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ import contextlib
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
 from typing import Any, Literal
 
+from plait.caches import bounded, text_weight
 from plait.sandbox.errors import JsSyntaxError, SandboxError
 
 Kind = Literal["expression", "function", "body", "script"]
@@ -132,7 +133,7 @@ def _shift(found: tuple[str, int | None, int | None], body: str) -> tuple[str, i
     return (message, line - 1, column)
 
 
-@lru_cache(maxsize=2048)
+@bounded("JavaScript syntax checks", max_bytes=4 << 20, weigh=text_weight)
 def _check_cached(kind: Kind, expression: str) -> tuple[str, int | None, int | None] | None:
     if not expression.strip():
         return (f"the {kind} is empty", None, None)

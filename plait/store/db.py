@@ -55,6 +55,23 @@ def json_dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+class Encoded(str):
+    """A value its writer encoded already (`encoded`): the node writes store it as it is, so the
+    engine, which measures what it stores, encodes each value once."""
+
+    __slots__ = ()
+
+
+def encoded(value: Any) -> Encoded:
+    """`value` as the store's JSON (`json_dumps`), marked as encoded."""
+    return Encoded(_ENCODER.encode(value))
+
+
+def json_dumps_once(value: Any) -> str:
+    """`json_dumps`, except that a value `encoded` already is written as it is."""
+    return value if type(value) is Encoded else _ENCODER.encode(value)
+
+
 def is_sqlite(engine: Engine | Connection) -> bool:
     """True on SQLite, whose locking and fast path differ from PostgreSQL's."""
     return engine.dialect.name == "sqlite"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from plait.caches import ByteBoundCache, small
 from plait.model.enums import SourceType
 from plait.store.db import json_dumps, writer
 from plait.store.errors import NotFoundError, StoreError
@@ -130,7 +131,10 @@ def _source_type(value: str) -> SourceType:
         raise StoreError(f"unknown source type '{value}': use one of {choices}") from None
 
 
-_PARSED_CACHE_SIZE = 256
+_PARSED_BYTES = 64 << 20
+"""What the parsed graph versions a repository keeps may weigh (the least recently used go)."""
+_PARSED_WEIGHT = 8
+"""Bytes a parsed graph holds per byte of its JSON (pydantic models, an estimate)."""
 
 
 class GraphRepository:
@@ -142,7 +146,7 @@ class GraphRepository:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._writer = writer(engine)
-        self._parsed: dict[tuple[str, int], GraphDef] = {}
+        self._parsed: ByteBoundCache[GraphDef] = ByteBoundCache("parsed graph versions", _PARSED_BYTES, weigh=small)
         """Validated content by (def id, version): versions are immutable, so this never goes stale."""
         lookups = {"latest": _LATEST, "version": _VERSION, "content": _CONTENT}
         self._statements = Statements(engine, lookups, frozenset(), json_dumps)
@@ -297,7 +301,7 @@ class GraphRepository:
                     f"graph '{ref}' has no version {version}: its versions are 1 to {row.latest_version} "
                     "(`plait graphs versions` lists them)"
                 )
-            graph = self._parsed.get((row.id, row.version))
+            graph = self._parsed.find((row.id, row.version))
             if graph is None:
                 content = session.rows("content", {"def_id": row.id, "version": row.version})[0].content_json
                 graph = self._remember(row, content)
@@ -355,19 +359,17 @@ class GraphRepository:
 
     def _remember(self, row: Any, content: Any) -> GraphDef:
         """Parse a version's content once; the cached graph carries the store-managed fields."""
-        if len(self._parsed) >= _PARSED_CACHE_SIZE:
-            self._parsed.pop(next(iter(self._parsed)))  # oldest first
         from plait.model import GraphDef  # the graph models load only when a graph is read
 
         graph = GraphDef.model_validate(content)
         graph = _with_managed(graph, row.version, row.schema_version, row.created_at, row.version_created_at)
-        self._parsed[(row.id, row.version)] = graph
+        self._parsed.put((row.id, row.version), graph, weight=_PARSED_WEIGHT * len(json_dumps(content)))
         return graph
 
     def _stored(self, row: Any, *, created: bool, graph: GraphDef | None = None) -> StoredGraph:
         """`row` has the `_META_COLS`, and `content_json` too unless `graph` is given."""
         if graph is None:
-            graph = self._parsed.get((row.id, row.version)) or self._remember(row, row.content_json)
+            graph = self._parsed.find((row.id, row.version)) or self._remember(row, row.content_json)
         return StoredGraph(
             graph_id=row.id,
             slug=row.slug,

@@ -178,6 +178,9 @@ NODE_RUN = Table(
     _required("cost_usd", Double, server_default=text("0")),
     _optional("owner", Text),
     _required("claims", Integer, server_default=text("0")),
+    # Executions of this activation that were lost with their process (it died, or hung past the
+    # run's lease, while the node was `running`): counted when another engine takes the node over.
+    _required("lost", Integer, server_default=text("0")),
     _required("created_at", Double),
     _optional("started_at", Double),
     _optional("completed_at", Double),

@@ -26,7 +26,7 @@ from sqlalchemy.sql.dml import UpdateBase
 
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
-from plait.store.db import conflict_insert, json_dumps, writer
+from plait.store.db import Encoded, conflict_insert, json_dumps_once, writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.fastpath import Statements
 from plait.store.faults import transient
@@ -57,9 +57,10 @@ class Finish:
     owner: str
     status: NodeStatus
     output: Any = None
-    input_snapshot: dict[str, Any] | None = None
-    attempts: Sequence[dict[str, Any]] = ()
-    error: dict[str, Any] | None = None
+    input_snapshot: dict[str, Any] | Encoded | None = None
+    attempts: Sequence[dict[str, Any]] | Encoded = ()
+    error: dict[str, Any] | Encoded | None = None
+    """`output`, `input_snapshot`, `attempts` and `error` may come `Encoded` (redacted already)."""
     tokens_input: int = 0
     tokens_output: int = 0
     cost_usd: float = 0.0
@@ -172,7 +173,7 @@ class NodeWriter:
         json_params = RUN_JSON_COLUMNS | frozenset(
             {"b_output", "b_snapshot", "b_attempts", "b_error", "b_response", "b_consumed", "b_value", "b_frozen"}
         )
-        self._statements = Statements(engine, _statements(engine), json_params, json_dumps, raw_postgres=True)
+        self._statements = Statements(engine, _statements(engine), json_params, json_dumps_once, raw_postgres=True)
 
     def write(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
         """Commit `units` in one transaction; per unit, the results of its writes, or the error
@@ -216,7 +217,7 @@ class NodeWriter:
 
     def _commit(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
         now = time.time()
-        lost: list[tuple[int, int, Claim]] = []
+        found: list[tuple[int, int, Claim]] = []
         outcomes: list[list[Any]] = []
         totals: dict[str, list[float]] = {}
         watched: dict[str, int | None] = {}
@@ -231,9 +232,9 @@ class NodeWriter:
                     if result is False:  # a Finish/EndRun that found nothing to change: the rest depends on it
                         results.extend([None] * (len(unit) - len(results)))
                         break
-                    if result is _LOST:
+                    if result is _EXISTS:
                         results[-1] = None
-                        lost.append((u, len(results) - 1, write))  # type: ignore[arg-type]
+                        found.append((u, len(results) - 1, write))  # type: ignore[arg-type]
                 outcomes.append(results)
             for run_id, (tokens_in, tokens_out, cost) in totals.items():
                 run(
@@ -247,7 +248,7 @@ class NodeWriter:
                     },
                 )
         done: list[list[Any] | Exception] = list(outcomes)
-        for u, index, claim in lost:  # rare (resume, races): the row exists; decide in a transaction of its own
+        for u, index, claim in found:  # rare (resume, races): the row exists; decide in a transaction of its own
             try:
                 outcomes[u][index] = self._claim_lost(claim)
             except Exception as exc:  # the unit is committed but for this claim: never to be written again
@@ -282,7 +283,8 @@ class NodeWriter:
             )
             if row.status == NodeStatus.PENDING:
                 stmt = take.where(NODE_RUN.c.id == row.id, NODE_RUN.c.status == NodeStatus.PENDING.value)
-            else:
+            else:  # its executor's process died (or hung past the lease) while executing it: one more lost
+                take = take.values(lost=NODE_RUN.c.lost + 1)
                 holds_lease = exists().where(
                     GRAPH_RUN.c.id == claim.run_id,
                     GRAPH_RUN.c.lease_owner == claim.owner,
@@ -299,7 +301,7 @@ class NodeWriter:
             return node_run_from_row(conn.execute(select(NODE_RUN).where(NODE_RUN.c.id == row.id)).one())
 
 
-_LOST = object()
+_EXISTS = object()
 """A claim whose INSERT found the row already there."""
 
 
@@ -320,7 +322,7 @@ def _apply(
             now=now,
             started=now,
         )
-        return fresh_claim(params) if run("insert_node", params).fetchone() is not None else _LOST
+        return fresh_claim(params) if run("insert_node", params).fetchone() is not None else _EXISTS
     if isinstance(write, Finish):
         params = {
             "b_id": write.node_run_id,
@@ -328,8 +330,9 @@ def _apply(
             "b_status": write.status.value,
             "b_output": write.output,
             "b_snapshot": write.input_snapshot,
-            "b_attempts": redact(list(write.attempts)),  # the last line of defence: see plait/redact.py
-            "b_error": redact(write.error),
+            # the last line of defence (see plait/redact.py), unless its writer encoded it redacted already
+            "b_attempts": write.attempts if type(write.attempts) is Encoded else redact(list(write.attempts)),
+            "b_error": write.error if type(write.error) is Encoded else redact(write.error),
             "b_tokens_in": write.tokens_input,
             "b_tokens_out": write.tokens_output,
             "b_cost": write.cost_usd,

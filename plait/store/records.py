@@ -197,6 +197,9 @@ class NodeRunRecord:
     """Ledger versions this activation read, by owner (`input` or a node id)."""
     no_cache: bool = False
     """Queued by an explicit rerun: not answered from the response cache."""
+    lost: int = 0
+    """Executions of this activation lost with their process (it died or hung while executing
+    it): a node that keeps taking its process down is not executed again automatically."""
 
     @property
     def effective_output(self) -> Any:
@@ -304,6 +307,7 @@ def node_run_from_row(row: Any) -> NodeRunRecord:
         completed_at=row.completed_at,
         consumed=row.consumed_json,
         no_cache=bool(row.no_cache),
+        lost=row.lost,
     )
 
 

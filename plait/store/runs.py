@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, func, select, tuple_, update
+from sqlalchemy import Engine, Text, bindparam, cast, func, literal, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
@@ -215,6 +215,27 @@ class RunRepository:
         with self._engine.connect() as conn:
             row = conn.execute(query).one()
         return int(row[0]), int(row[1]), float(row[2])
+
+    def tree_usage(self, root_id: str) -> tuple[int, int, int]:
+        """(child runs, node runs, characters of node-run records as stored) of the run `root_id`
+        and every run under it: what its tree has used of its budget so far (skipped nodes, which
+        execute nothing, are not node runs)."""
+        tree = select(GRAPH_RUN.c.id).where(GRAPH_RUN.c.id == root_id).cte("tree", recursive=True)
+        tree = tree.union_all(select(GRAPH_RUN.c.id).where(GRAPH_RUN.c.workflow_run_id == tree.c.id))
+        records = [
+            NODE_RUN.c.output_json,
+            NODE_RUN.c.input_snapshot_json,
+            NODE_RUN.c.attempts_json,
+            NODE_RUN.c.error_json,
+        ]
+        size = sum((func.coalesce(func.length(cast(column, Text)), 0) for column in records), literal(0))
+        nodes = select(func.count(), func.coalesce(func.sum(size), 0)).where(
+            NODE_RUN.c.prompt_graph_run_id.in_(select(tree.c.id)), NODE_RUN.c.status != NodeStatus.SKIPPED.value
+        )
+        with self._engine.connect() as conn:
+            runs = int(conn.execute(select(func.count()).select_from(tree)).scalar_one())
+            node_runs, stored = conn.execute(nodes).one()
+        return max(runs - 1, 0), int(node_runs), int(stored)
 
     def list(
         self,

@@ -82,3 +82,23 @@ def test_a_run_from_before_the_server_started_is_rebuilt_from_the_store(api: Api
         ("workflow:complete", None),
     ]
     assert all(e["data"]["replayed"] for e in events)
+
+
+def test_the_replay_buffer_is_bounded_in_bytes_and_says_what_it_dropped() -> None:
+    """Large events of many runs: the buffer keeps within its byte bound by dropping the oldest
+    events of the least recently active runs; a client that asks for them is told of the gap."""
+    from plait.api.events import EventLog
+    from plait.engine.events import EventBus
+
+    log = EventLog(EventBus(), max_bytes=1_000_000)
+    for run in range(20):
+        for _ in range(10):
+            log.emit("node:error", f"run{run}", "a", error={"message": "x" * 20_000})
+    assert 900_000 < log.bytes <= 1_000_000
+    assert not log.has("run0")  # the least recently active run went first, whole
+    events, _ = log.listen("run19", after=0)
+    assert len(events) == 10  # the newest run is kept whole
+    oldest_kept = next(run for run in range(20) if log.has(f"run{run}"))
+    events, _ = log.listen(f"run{oldest_kept}", after=0)
+    assert events[0].kind == "stream:gap"  # its first events were dropped: the client is told
+    assert events[0].data["from"] == 1

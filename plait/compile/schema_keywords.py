@@ -17,13 +17,15 @@ from typing import Any
 from jsonschema import ValidationError
 from referencing.jsonschema import lookup_recursive_ref
 
+from plait.caches import ByteBoundCache
 from plait.compile.ecma_regex import RegexRefused, compile_regex, has_lone_surrogate
-from plait.compile.sized_cache import SizedCache
 
 REGEX_MEMORY = 1 << 20
 """RE2 memory for one pattern (program and matching state); a pattern too large for it gets `LARGE_REGEX_MEMORY`."""
 LARGE_REGEX_MEMORY = 4 << 20
-_REGEXES: SizedCache[Any] = SizedCache(max_bytes=64 << 20, max_entries=512)
+_REGEXES: ByteBoundCache[tuple[Any, int]] = ByteBoundCache(
+    "schema patterns", 64 << 20, max_entries=512, weigh=lambda built, _: built[1]
+)
 """Compiled patterns (and refusals), each charged the RE2 memory it may use."""
 
 
@@ -41,7 +43,7 @@ def _build(pattern: str) -> tuple[Any, int]:
 
 
 def _compiled(pattern: str) -> Any:
-    return _REGEXES.get_or_build(pattern, lambda: _build(pattern), lambda built: built[1])[0]
+    return _REGEXES.get((pattern,), lambda: _build(pattern))[0]
 
 
 def regex_problem(pattern: str) -> RegexRefused | None:

@@ -6,7 +6,7 @@ event loop, with no timeout) and run `pattern` with Python's backtracking `re` (
 `(a+)+$` takes exponential time). So every validator gets a `referencing.Registry` that holds only
 the graph's registry schemas and whose retrieval refuses, and its regex keywords evaluated with
 ECMA-262 meaning on RE2 (`schema_keywords`). Validators and registries are cached by their
-schema's text, charged for the bytes they hold, with long keys kept as digests (`sized_cache`).
+schema's text, charged for the bytes they hold, with long keys kept as digests (`plait.caches`).
 """
 
 from __future__ import annotations
@@ -22,17 +22,24 @@ from jsonschema import Draft7Validator, validators
 from jsonschema.exceptions import UnknownType
 from referencing.exceptions import NoSuchResource, Unresolvable
 
+from plait.caches import ByteBoundCache
 from plait.compile.ecma_regex import RegexRefused
 from plait.compile.schema_keywords import KEYWORDS, regex_problem
-from plait.compile.sized_cache import SizedCache
 from plait.model.graph import SchemaEntry
 
 NO_REGISTRY = "{}"
 """The registry key of a schema validated without the graph's registry."""
 PARSED_BYTES_PER_CHAR = 10
 """What a parsed schema holds per character of its JSON text (dicts, lists and strings of CPython)."""
-_REGISTRIES: SizedCache[referencing.Registry[Any]] = SizedCache(max_bytes=32 << 20, max_entries=256)
-_VALIDATORS: SizedCache[Any] = SizedCache(max_bytes=128 << 20, max_entries=2048)
+_REGISTRIES: ByteBoundCache[referencing.Registry[Any]] = ByteBoundCache(
+    "schema registries", 32 << 20, max_entries=256, weigh=lambda _, key: PARSED_BYTES_PER_CHAR * len(key[0]) + 4096
+)
+_VALIDATORS: ByteBoundCache[Any] = ByteBoundCache(
+    "schema validators",
+    128 << 20,
+    max_entries=2048,
+    weigh=lambda _, key: PARSED_BYTES_PER_CHAR * (len(key[0]) + len(key[1])) + 4096,
+)
 
 
 def registry_key(entries: Iterable[SchemaEntry]) -> str:
@@ -66,7 +73,7 @@ def _refuse(uri: str) -> referencing.Resource[Any]:
 
 def schema_registry(key: str) -> referencing.Registry[Any]:
     """The graph's registry schemas under their ids (so `$ref: "label"` means registry entry `label`)."""
-    return _REGISTRIES.get_or_build(key, lambda: _registry(key), lambda _: PARSED_BYTES_PER_CHAR * len(key) + 4096)
+    return _REGISTRIES.get((key,), lambda: _registry(key))
 
 
 def _registry(key: str) -> referencing.Registry[Any]:
@@ -88,9 +95,7 @@ def draft_of(schema: Any) -> Any:
 
 def cached_validator(schema_json: str, registry_json: str = NO_REGISTRY) -> Any:
     """A validator of `schema_json` that resolves references only inside `registry_json`."""
-    cost = PARSED_BYTES_PER_CHAR * (len(schema_json) + len(registry_json)) + 4096
-    key = f"{len(schema_json)}:{schema_json}{registry_json}"
-    return _VALIDATORS.get_or_build(key, lambda: _validator(schema_json, registry_json), lambda _: cost)
+    return _VALIDATORS.get((schema_json, registry_json), lambda: _validator(schema_json, registry_json))
 
 
 def _validator(schema_json: str, registry_json: str) -> Any:

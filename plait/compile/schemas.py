@@ -15,8 +15,8 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
+from plait.caches import ByteBoundCache
 from plait.compile.schema_validator import NO_REGISTRY, safe_class, schema_registry
-from plait.compile.sized_cache import SizedCache
 from plait.compile.template_types import Segment
 
 DEFAULT_DRAFT = "http://json-schema.org/draft-07/schema#"
@@ -51,10 +51,12 @@ def check_json_schema(schema: Any) -> list[SchemaProblem]:
         key = json.dumps(schema, sort_keys=True)
     except (TypeError, ValueError):
         return [SchemaProblem((), "schema is not JSON-serialisable")]
-    return list(_CHECKS.get_or_build(key, lambda: _check(key), _problems_bytes))
+    return list(_CHECKS.get((key,), lambda: _check(key)))
 
 
-_CHECKS: SizedCache[tuple[SchemaProblem, ...]] = SizedCache(max_bytes=16 << 20, max_entries=4096)
+_CHECKS: ByteBoundCache[tuple[SchemaProblem, ...]] = ByteBoundCache(
+    "schema checks", 16 << 20, max_entries=4096, weigh=lambda problems, _: _problems_bytes(problems)
+)
 """Metaschema verdicts by the schema's text (kept as a digest when long), charged what they hold."""
 
 

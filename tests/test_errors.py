@@ -41,6 +41,7 @@ NOT_REFUSALS = {
     # Turned into diagnostics or validation errors before any user sees them.
     "plait.model.limits.ValueLimitError": "raised inside pydantic validators, reported as their errors",
     "plait.compile.diagnostics.GraphLoadError": "carries diagnostics; surfaces report them as GraphInvalid",
+    "plait.compile.ecma_regex.RegexRefused": "a pattern RE2 cannot run: reported as unsupported_regex or a violation",
     "plait.compile.template_types.TemplateError": "becomes a compiler diagnostic",
     "plait.compile.refs.RefError": "becomes a compiler diagnostic",
     # Bugs, control flow and adapter-local errors.

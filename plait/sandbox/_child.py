@@ -107,13 +107,14 @@ def _limit(memory_bytes: int) -> None:
 class _Evaluator:
     """The requests of one parent: expressions in a kept context, scripts in fresh ones."""
 
-    def __init__(self, pipe: _Pipe, memory_bytes: int) -> None:
+    def __init__(self, pipe: _Pipe, memory_bytes: int, max_depth: int) -> None:
         from plait.sandbox._context import Context
 
         self.pipe = pipe
         self.memory_bytes = memory_bytes
+        self.max_depth = max_depth
         self._make = Context
-        self.context = Context(max_memory_bytes=memory_bytes)
+        self.context = Context(max_memory_bytes=memory_bytes, max_depth=max_depth)
 
     def serve(self) -> None:
         while True:
@@ -150,7 +151,7 @@ class _Evaluator:
         self, op: int, source: str, names: str, payload: str, limit: float, max_output: int
     ) -> tuple[int, bytes]:
         if self.context.broken:
-            self.context = self._make(max_memory_bytes=self.memory_bytes)
+            self.context = self._make(max_memory_bytes=self.memory_bytes, max_depth=self.max_depth)
         kind: Kind = "evaluate" if op == wire.EVALUATE else "call"
         answer = self.context.run(kind, source, names.split(",") if names else [], payload, max_output, limit)
         if answer.json is not None:
@@ -167,6 +168,7 @@ class _Evaluator:
             max_memory_bytes=int(memory),
             # after as many empty lines as the prelude: the bridge's own frames are never the script's
             preamble="\n" * (2 * RUNTIME_LINES) + BRIDGE.replace("__BRIDGE__", bridge),
+            max_depth=self.max_depth,
         )
         take, settle = context.value(f"{bridge}.take"), context.value(f"{bridge}.settle")
 
@@ -204,7 +206,7 @@ def main(config: dict[str, Any]) -> None:
     threading.Thread(target=_lifeline, args=(armed,), daemon=True).start()
     armed.wait()
     memory = int(config["memory_mb"]) << 20
-    evaluator = _Evaluator(pipe, memory)
+    evaluator = _Evaluator(pipe, memory, int(config["max_depth"]))
     _limit(memory)
     pipe.send(0, wire.READY)
     evaluator.serve()

@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import secrets
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from plait.sandbox._prelude import PRELUDE, RUNNER_PLACEHOLDER
+from plait.sandbox._prelude import DEPTH_PLACEHOLDER, PRELUDE, RUNNER_PLACEHOLDER
 
 if TYPE_CHECKING:
     import quickjs
@@ -87,10 +87,16 @@ class Answer(NamedTuple):
 class Context:
     """A locked-down QuickJS context; `run` evaluates one expression in it."""
 
-    def __init__(self, *, max_memory_bytes: int, preamble: str | None = None) -> None:
+    def __init__(self, *, max_memory_bytes: int, preamble: str | None = None, max_depth: int | None = None) -> None:
         """`preamble`: a script evaluated before the lockdown (its script-scope declarations stay
         reachable by name, as the runner's are), for a host that talks to its scripts through
-        an object of its own (prompt scripts: `plait.sandbox.scripts`)."""
+        an object of its own (prompt scripts: `plait.sandbox.scripts`). `max_depth`: how deeply
+        values may nest (default `plait.model.limits.MAX_DEPTH`; an evaluator process is told it,
+        so as not to import the value-limit machinery)."""
+        if max_depth is None:
+            from plait.model.limits import MAX_DEPTH
+
+            max_depth = MAX_DEPTH
         # The binding itself (`quickjs.Context` is the same class): the `quickjs` wrapper also
         # starts a thread, which nobody here uses.
         binding = importlib.import_module("_quickjs")
@@ -100,8 +106,9 @@ class Context:
         self._js.set_time_limit(PRELUDE_TIMEOUT_S)
         if preamble is not None:
             self._js.eval(preamble)
-        runner = "__plait_runner_" + secrets.token_hex(8)
-        self._js.eval("\n" * RUNTIME_LINES + PRELUDE.replace(RUNNER_PLACEHOLDER, runner))
+        runner = "__plait_runner_" + os.urandom(8).hex()
+        prelude = PRELUDE.replace(RUNNER_PLACEHOLDER, runner).replace(DEPTH_PLACEHOLDER, str(max_depth))
+        self._js.eval("\n" * RUNTIME_LINES + prelude)
         self._runners: dict[Kind, quickjs.Object] = {
             "evaluate": self._js.eval(f"{runner}.evaluate"),
             "call": self._js.eval(f"{runner}.call"),

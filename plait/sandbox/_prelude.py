@@ -35,9 +35,10 @@ would be a QuickJS rope, which the Python binding cannot read.)
 
 from __future__ import annotations
 
-from plait.model.limits import MAX_DEPTH
-
 RUNNER_PLACEHOLDER = "__PLAIT_RUNNER__"
+DEPTH_PLACEHOLDER = "__PLAIT_MAX_DEPTH__"
+"""Replaced by `plait.model.limits.MAX_DEPTH` when a context is made (`_context.py`); not
+imported here, so that an evaluator process starts without the value-limit machinery."""
 EXPRESSION_URL = "plait-expression"
 RUNTIME_URL = "plait-runtime"
 
@@ -331,7 +332,7 @@ const __PLAIT_RUNNER__ = (() => {
 })();
 """
     + f"//# sourceURL={RUNTIME_URL}\n"
-).replace("__PLAIT_MAX_DEPTH__", str(MAX_DEPTH))
+)
 
 
 BRIDGE = r"""

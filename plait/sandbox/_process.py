@@ -35,8 +35,9 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, overload
 
+from plait.model.limits import MAX_DEPTH
 from plait.sandbox import _protocol as wire
 
 KILL_GRACE_S = 0.05
@@ -86,8 +87,8 @@ class _Process:
     """One started evaluator process: its pipes, what it has sent and not yet been read, and
     which event loop reads it."""
 
-    def __init__(self, memory_mb: int, on_ready: Callable[[], None]) -> None:
-        config = json.dumps({"memory_mb": memory_mb, "path": _child_path()})
+    def __init__(self, memory_mb: int) -> None:
+        config = json.dumps({"memory_mb": memory_mb, "max_depth": MAX_DEPTH, "path": _child_path()})
         self.popen = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _BOOT, config],
             stdin=subprocess.PIPE,
@@ -114,7 +115,8 @@ class _Process:
         self.registered: set[asyncio.AbstractEventLoop] = set()
         self._poller = select.poll()
         self._poller.register(self.from_child, select.POLLIN)
-        self._on_ready = on_ready
+        self.on_ready: Callable[[], None] = _nothing
+        """Called when the process says it is ready (its place rearms the request's deadline)."""
 
     @property
     def alive(self) -> bool:
@@ -156,7 +158,7 @@ class _Process:
             del self.buffer[:end]
             if status == wire.READY:
                 self.ready = True
-                self._on_ready()
+                self.on_ready()
                 continue
             return request_id, status, body
         return None
@@ -307,6 +309,10 @@ class _Process:
         supervisor.reap(self.popen)
 
 
+def _nothing() -> None:
+    return None
+
+
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_running_loop()
@@ -363,8 +369,8 @@ class Evaluator:
         """Send one request and await its reply (the running loop reads it); cancelling kills the
         process if it has not answered yet, so the place is free at once."""
         loop = asyncio.get_running_loop()
-        if self._process is None or not self._process.alive:
-            await loop.run_in_executor(None, self._ensure)  # starting a process takes a fork
+        if self._ensure(spawn=False) is None:
+            await loop.run_in_executor(None, self._ensure)  # no spare: starting a process takes a fork
         process, frame = self._frame(op, limit, max_output, a, b, c)
         waiter: asyncio.Future[Frame] = loop.create_future()
         process.waiter = waiter
@@ -422,7 +428,14 @@ class Evaluator:
 
     # --- the process ----------------------------------------------------------------------------
 
-    def _ensure(self) -> _Process:
+    @overload
+    def _ensure(self) -> _Process: ...
+
+    @overload
+    def _ensure(self, *, spawn: bool) -> _Process | None: ...
+
+    def _ensure(self, *, spawn: bool = True) -> _Process | None:
+        """The place's live process: its own, else a spare, else (`spawn`) a new one."""
         with self._lock:
             process = self._process
             if process is not None and process.alive:
@@ -430,8 +443,14 @@ class Evaluator:
             if process is not None:
                 self._process = None
                 process.close(supervisor())
-            self._process = _Process(self.memory_mb, self._ready)
-            return self._process
+            process = supervisor().spare(self.memory_mb)
+            if process is None:
+                if not spawn:
+                    return None
+                process = _Process(self.memory_mb)
+            process.on_ready = self._ready
+            self._process = process
+            return process
 
     def _ensure_alive(self) -> _Process:
         process = self._process
@@ -439,23 +458,14 @@ class Evaluator:
             raise ProcessGone("crashed", "no process")
         return process
 
-    def prestart(self) -> None:
-        """Start the next process ahead of its first request (after one died)."""
-        if not self.retired and not self.busy:
-            with contextlib.suppress(OSError):
-                self._ensure()
-
     def after(self) -> None:
-        """The holder is done: a dead process is closed (and replaced ahead of time), a retired
-        place's process is stopped."""
+        """The holder is done: a dead process is closed (the next request takes a spare), a
+        retired place's process is stopped."""
         with self._lock:
             process = self._process
-            dead = process is not None and not process.alive
-            if process is not None and (dead or self.retired):
+            if process is not None and (not process.alive or self.retired):
                 self._process = None
                 process.close(supervisor())
-        if dead and not self.retired:
-            supervisor().later(self.prestart)
 
     def stop(self) -> None:
         """Retire the place: its process ends now if idle, else when its request is over."""
@@ -508,17 +518,33 @@ class Evaluator:
 
 
 class Supervisor:
-    """The one thread that kills processes past their deadline and does the slow chores (reaping,
-    starting a replacement) off the threads that wait for answers. Watching a request costs a
-    lock and, only when it is due before every other, a wake-up."""
+    """The one thread that kills processes past their deadline and does the slow chores off the
+    threads that wait for answers: reaping, and starting a spare process per memory limit in
+    use, so that a place whose process was killed gets a started one at once. Watching a
+    request costs a lock and, only when it is due before every other, a wake-up."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._watched: dict[Evaluator, float] = {}
         self._chores: list[Callable[[], object]] = []
         self._reaping: dict[subprocess.Popen[bytes], float] = {}
+        self._spares: dict[int, _Process] = {}
         self._wake_at = math.inf
         threading.Thread(target=self._run, name="plait-js-watchdog", daemon=True).start()
+
+    def spare(self, memory_mb: int) -> _Process | None:
+        """A process started ahead of need (None: none yet); another is started in its place."""
+        with self._cond:
+            process = self._spares.pop(memory_mb, None)
+            self._chores.append(functools.partial(self._restock, memory_mb))
+            self._cond.notify()
+        return process if process is not None and process.alive else None
+
+    def _restock(self, memory_mb: int) -> None:
+        if memory_mb not in self._spares:
+            fresh = _Process(memory_mb)
+            with self._cond:
+                self._spares.setdefault(memory_mb, fresh)
 
     def watch(self, evaluator: Evaluator, deadline: float) -> None:
         with self._cond:

@@ -110,20 +110,23 @@ def test_uninterruptible_builtins_never_hold_the_event_loop() -> None:
 
 
 def test_cancelling_frees_the_place_of_an_uninterruptible_evaluation_at_once() -> None:
+    """One place, held by an evaluation asking for 20 s in a builtin: cancelling it kills its
+    process, and another owner's evaluation is answered at once."""
+
     async def main() -> float:
         with JsSandbox(workers=1, max_workers=1, max_timeout_s=30) as box:
             await box.aevaluate("1", {})
+            started = time.monotonic()
             stuck = asyncio.ensure_future(box.aevaluate(BUILTINS["indexOf"], {}, timeout_s=20, owner="A"))
             await asyncio.sleep(0.3)
             stuck.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await stuck
-            started = time.monotonic()
             assert await box.aevaluate("input", {"input": "B"}, owner="B") == "B"
             return time.monotonic() - started
 
-    waited = asyncio.run(main())
-    assert waited < SLACK + 1.0, f"the next evaluation waited {waited:.2f} s for the cancelled one's place"
+    took = asyncio.run(main())
+    assert took < 0.3 + SLACK + 1.0, f"the cancelled evaluation held its place: B was answered after {took:.2f} s"
 
 
 def test_results_never_cross_while_processes_are_killed() -> None:

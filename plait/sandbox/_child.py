@@ -37,6 +37,9 @@ from plait.sandbox import _protocol as wire
 if TYPE_CHECKING:
     from plait.sandbox._context import Kind
 
+NICENESS = 10
+"""Evaluations yield the CPU to Plait's own process: a host busy with runaway evaluations still
+schedules the server that answers health checks and kills them."""
 SLACK_MB = 256
 """Address space beyond the contexts' limits: the interpreter's own work, a reply being built."""
 _STDIN = 0
@@ -200,6 +203,7 @@ class _Evaluator:
 def main(config: dict[str, Any]) -> None:
     """Serve the parent until it closes stdin or goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(NICENESS)
     pipe = _Pipe()
     armed = threading.Event()
     threading.stack_size(256 * 1024)

@@ -84,4 +84,5 @@ def test_a_child_continued_on_its_own_keeps_its_root_as_owner(
     done = drive(store, child.id)  # the child first, on its own: it finds its root in the store
     assert done.status == RunStatus.COMPLETED
     assert store.runs.get(paused.run_id).output == {"text": "final!"}
-    assert owners and set(owners) == {paused.run_id}
+    assert owners
+    assert set(owners) == {paused.run_id}

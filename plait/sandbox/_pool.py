@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -29,12 +29,15 @@ T = TypeVar("T")
 class Ticket(Generic[T]):
     """One request for a place: granted (`item`), refused (`error`) or still waiting."""
 
-    __slots__ = ("_event", "_on_done", "error", "item", "owner")
+    __slots__ = ("_event", "_on_done", "error", "item", "owner", "seq", "withdrawn")
 
-    def __init__(self, owner: str | None) -> None:
+    def __init__(self, owner: str | None, seq: int) -> None:
         self.owner = owner
+        self.seq = seq
+        """Its place in the order of arrival (first come among equals)."""
         self.item: T | None = None
         self.error: BaseException | None = None
+        self.withdrawn = False
         self._event: threading.Event | None = None
         self._on_done: Callable[[], None] | None = None
 
@@ -51,7 +54,8 @@ class Ticket(Generic[T]):
 
 class FairPool(Generic[T]):
     """Shares `base` to `maximum` items (evaluators) between owners: no owner holds more than its
-    share while another waits, and a closed pool refuses every request."""
+    share while another waits, and a closed pool refuses every request. Waiting tickets are kept
+    per owner, so granting one costs a look at each waiting owner, not at each ticket."""
 
     def __init__(self, make: Callable[[], T], *, base: int, maximum: int) -> None:
         if base <= 0 or maximum < base:
@@ -63,18 +67,24 @@ class FairPool(Generic[T]):
         self._idle: list[T] = []
         self._all: list[T] = []
         self._holding: Counter[str | None] = Counter()
-        self._waiting: list[Ticket[T]] = []
+        self._queues: dict[str | None, deque[Ticket[T]]] = {}
+        """The waiting tickets of each owner that has some, oldest first."""
+        self._seq = 0
         self._closed = False
 
     def request(self, owner: str | None) -> Ticket[T]:
         """A ticket, granted at once when a place is free for `owner` (`ticket.done`); else it
         waits its turn (`wait`, `when_done`)."""
-        ticket: Ticket[T] = Ticket(owner)
         with self._lock:
+            self._seq += 1
+            ticket: Ticket[T] = Ticket(owner, self._seq)
             if self._closed:
                 ticket.error = SandboxError("the sandbox is closed")
                 return ticket
-            self._waiting.append(ticket)
+            if not self._queues and self._idle and self._holding[owner] < self._share(owner):
+                self._grant(ticket)  # nobody waits and a place is free: the common case
+                return ticket
+            self._queues.setdefault(owner, deque()).append(ticket)
             self._dispatch()
         return ticket
 
@@ -101,8 +111,8 @@ class FairPool(Generic[T]):
     def withdraw(self, ticket: Ticket[T]) -> None:
         """The requester gave up (cancelled): drop it from the queue, or give back its place."""
         with self._lock:
-            if ticket in self._waiting:
-                self._waiting.remove(ticket)
+            if not ticket.done:
+                ticket.withdrawn = True  # skipped (and dropped) when it reaches its queue's head
                 self._dispatch()
                 return
         if ticket.item is not None:
@@ -117,11 +127,11 @@ class FairPool(Generic[T]):
                 del self._holding[owner]
             if self._closed:
                 return None
-            if len(self._all) > self.base and not self._waiting:
+            if len(self._all) > self.base and not self._queues:
                 self._all.remove(item)
                 return item
             self._idle.append(item)
-            if self._waiting:
+            if self._queues:
                 self._dispatch()
         return None
 
@@ -129,10 +139,12 @@ class FairPool(Generic[T]):
         """Refuse every waiting request; every place, busy ones included, for the caller to stop."""
         with self._lock:
             self._closed = True
-            waiting, self._waiting = self._waiting, []
-            for ticket in waiting:
-                ticket.error = SandboxError("the sandbox was closed")
-                ticket._finish()
+            queues, self._queues = self._queues, {}
+            for queue in queues.values():
+                for ticket in queue:
+                    if not ticket.withdrawn:
+                        ticket.error = SandboxError("the sandbox was closed")
+                        ticket._finish()
             items, self._all, self._idle = list(self._all), [], []
         return items
 
@@ -140,23 +152,42 @@ class FairPool(Generic[T]):
         with self._lock:
             return list(self._all)
 
+    def _share(self, newcomer: str | None) -> int:
+        """Under the lock: how many places each owner may hold, counting the owners holding or
+        waiting, and `newcomer`."""
+        owners = len(self._holding.keys() | self._queues.keys() | {newcomer})
+        return min(self.base, math.ceil(self.maximum / owners))
+
+    def _grant(self, ticket: Ticket[T]) -> None:
+        if not self._idle:
+            fresh = self._make()
+            self._all.append(fresh)
+            self._idle.append(fresh)
+        self._holding[ticket.owner] += 1
+        ticket.item = self._idle.pop()
+        ticket._finish()
+
     def _dispatch(self) -> None:
-        """Under the lock: grant places to eligible waiters while there are places to give."""
-        while self._waiting:
-            owners = set(self._holding)
-            owners.update(ticket.owner for ticket in self._waiting)
-            share = min(self.base, math.ceil(self.maximum / len(owners)))
-            eligible = [ticket for ticket in self._waiting if self._holding[ticket.owner] < share]
-            if not eligible:
+        """Under the lock: grant places to eligible waiters while there are places to give: to
+        the owner under its share that holds the fewest, the oldest ticket first among equals."""
+        while self._queues:
+            share = self._share(next(iter(self._queues)))
+            best: deque[Ticket[T]] | None = None
+            for owner, queue in list(self._queues.items()):
+                while queue and queue[0].withdrawn:
+                    queue.popleft()
+                if not queue:
+                    del self._queues[owner]
+                    continue
+                if self._holding[owner] >= share:
+                    continue
+                if best is None or (self._holding[owner], queue[0].seq) < (self._holding[best[0].owner], best[0].seq):
+                    best = queue
+            if best is None:
                 return
-            if not self._idle:
-                if len(self._all) >= self.maximum:
-                    return
-                fresh = self._make()
-                self._all.append(fresh)
-                self._idle.append(fresh)
-            ticket = min(eligible, key=lambda t: self._holding[t.owner])  # first among equals
-            self._waiting.remove(ticket)
-            self._holding[ticket.owner] += 1
-            ticket.item = self._idle.pop()
-            ticket._finish()
+            if not self._idle and len(self._all) >= self.maximum:
+                return
+            ticket = best.popleft()
+            if not best:
+                del self._queues[ticket.owner]
+            self._grant(ticket)

@@ -48,6 +48,12 @@ STARTUP_S = 60.0
 an interpreter in a fraction of a second)."""
 SAFETY_S = 5.0
 """How long past the watchdog's kill a synchronous reader waits on its own before it kills."""
+QUICK_S = 0.0003
+"""How long a caller keeps looking for a reply before it sleeps (or, on an event loop, goes
+back to the loop), when its process answered that fast last time: a small expression is
+answered in tens of µs, and a caller that went to sleep is woken far later than that on a
+virtual machine. Never longer: the loop is held this long at most, by a wait, never by
+JavaScript."""
 REAP_S = 5.0
 """How long a process whose pipes are closed may take to end before it is killed."""
 REAP_POLL_S = 0.05
@@ -163,10 +169,14 @@ class _Process:
             return request_id, status, body
         return None
 
-    def read_sync(self, until: float) -> Frame | None:
+    def read_sync(self, until: float, *, quick: bool = False) -> Frame | None:
         """The next reply, read on this thread; None at `until` (monotonic); ProcessGone when the
-        pipe closes first."""
+        pipe closes first. `quick`: look for it without sleeping for `QUICK_S` first."""
         self.reader = None  # a loop still registered stops reading (`on_readable`)
+        if quick:
+            frame = self.read_now(min(until, time.monotonic() + QUICK_S))
+            if frame is not None:
+                return frame
         while True:
             frame = self.next_frame()
             if frame is not None:
@@ -179,6 +189,27 @@ class _Process:
             try:
                 data = os.read(self.from_child, 1 << 16)
             except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                self.ended = True
+                raise self.gone()
+            self.buffer += data
+
+    def read_now(self, until: float) -> Frame | None:
+        """The next reply if it comes before `until` (monotonic), looked for without sleeping
+        (the CPU is yielded between looks); None if it has not come by then."""
+        while True:
+            frame = self.next_frame()
+            if frame is not None:
+                return frame
+            try:
+                data = os.read(self.from_child, 1 << 16)
+            except BlockingIOError:
+                if time.monotonic() >= until:
+                    return None
+                os.sched_yield()
                 continue
             except OSError:
                 data = b""
@@ -337,6 +368,8 @@ class Evaluator:
         """When the request being served started to count (its process ready), for its holder."""
         self.busy = False
         self.retired = False
+        self.quick = False
+        """Whether the last reply came within `QUICK_S`: then the next is looked for before sleeping."""
 
     @property
     def pid(self) -> int | None:
@@ -345,16 +378,18 @@ class Evaluator:
 
     # --- one request ----------------------------------------------------------------------------
 
-    def request_sync(self, op: int, limit: float, max_output: int, a: str, b: str = "", c: str = "") -> Frame:
+    def request_sync(self, op: int, limit: float, max_output: int, a: str, b: str = "", c: str | bytes = "") -> Frame:
         """Send one request and wait for its reply on this thread; ProcessGone when the process
         ended first (killed at the deadline, or crashed)."""
         process, frame = self._frame(op, limit, max_output, a, b, c)
         try:
             self.arm(limit)
             process.write_sync(frame)
+            sent = time.monotonic()
             while True:
-                reply = process.read_sync(self._safety())
+                reply = process.read_sync(self._safety(), quick=self.quick)
                 if reply is not None:
+                    self.quick = time.monotonic() - sent < QUICK_S
                     return self._checked(process, reply)
                 if self.deadline is None or time.monotonic() >= self.deadline:
                     process.kill("deadline")  # the watchdog should have: do it here
@@ -365,11 +400,16 @@ class Evaluator:
         finally:
             self.disarm()
 
-    async def request_async(self, op: int, limit: float, max_output: int, a: str, b: str = "", c: str = "") -> Frame:
+    async def request_async(
+        self, op: int, limit: float, max_output: int, a: str, b: str = "", c: str | bytes = "", *, alone: bool = False
+    ) -> Frame:
         """Send one request and await its reply (the running loop reads it); cancelling kills the
-        process if it has not answered yet, so the place is free at once."""
+        process if it has not answered yet, so the place is free at once. `alone`: no other
+        request of the caller's is in flight, so a quick reply may be looked for before going
+        back to the loop (`QUICK_S`)."""
         loop = asyncio.get_running_loop()
-        if self._ensure(spawn=False) is None:
+        process = self._process
+        if (process is None or not process.alive) and self._ensure(spawn=False) is None:
             await loop.run_in_executor(None, self._ensure)  # no spare: starting a process takes a fork
         process, frame = self._frame(op, limit, max_output, a, b, c)
         waiter: asyncio.Future[Frame] = loop.create_future()
@@ -378,7 +418,14 @@ class Evaluator:
             process.attach(loop)
             self.arm(limit)
             await process.write_async(frame)
-            return self._checked(process, await waiter)
+            sent = time.monotonic()
+            if alone and self.quick:
+                reply = process.read_now(sent + QUICK_S)
+                if reply is not None:
+                    return self._checked(process, reply)
+            reply = await waiter
+            self.quick = time.monotonic() - sent < QUICK_S
+            return self._checked(process, reply)
         except BaseException:
             answered = waiter.done() and not waiter.cancelled() and waiter.exception() is None
             if not answered and process.alive:  # (cancelling the task cancels `waiter` too)
@@ -388,7 +435,7 @@ class Evaluator:
             process.waiter = None
             self.disarm()
 
-    def _frame(self, op: int, limit: float, max_output: int, a: str, b: str, c: str) -> tuple[_Process, bytes]:
+    def _frame(self, op: int, limit: float, max_output: int, a: str, b: str, c: str | bytes) -> tuple[_Process, bytes]:
         process = self._ensure()
         self._next_id = (self._next_id + 1) & 0xFFFFFFFF or 1
         return process, wire.request(self._next_id, op, limit, max_output, a, b, c)
@@ -401,7 +448,7 @@ class Evaluator:
 
     # --- a conversation (prompt scripts) -----------------------------------------------------------
 
-    def begin(self, op: int, limit: float, max_output: int, a: str, b: str = "", c: str = "") -> int:
+    def begin(self, op: int, limit: float, max_output: int, a: str, b: str = "", c: str | bytes = "") -> int:
         """Send the request that opens a conversation; its id."""
         process, frame = self._frame(op, limit, max_output, a, b, c)
         self.arm(limit)
@@ -436,6 +483,9 @@ class Evaluator:
 
     def _ensure(self, *, spawn: bool = True) -> _Process | None:
         """The place's live process: its own, else a spare, else (`spawn`) a new one."""
+        process = self._process
+        if process is not None and process.alive:
+            return process
         with self._lock:
             process = self._process
             if process is not None and process.alive:
@@ -461,6 +511,9 @@ class Evaluator:
     def after(self) -> None:
         """The holder is done: a dead process is closed (the next request takes a spare), a
         retired place's process is stopped."""
+        process = self._process
+        if process is None or (process.alive and not self.retired):
+            return
         with self._lock:
             process = self._process
             if process is not None and (not process.alive or self.retired):

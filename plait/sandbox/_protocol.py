@@ -59,9 +59,10 @@ ERROR = 10
 TEXT = "surrogatepass"
 
 
-def request(request_id: int, op: int, limit: float, max_output: int, a: str, b: str = "", c: str = "") -> bytes:
-    """One request frame."""
-    first, second, third = a.encode("utf-8", TEXT), b.encode("utf-8", TEXT), c.encode("utf-8", TEXT)
+def request(request_id: int, op: int, limit: float, max_output: int, a: str, b: str = "", c: str | bytes = "") -> bytes:
+    """One request frame (`c` may come encoded already: a payload is encoded once)."""
+    first, second = a.encode("utf-8", TEXT), b.encode("utf-8", TEXT)
+    third = c if isinstance(c, bytes) else c.encode("utf-8", TEXT)
     head = REQUEST.pack(request_id, op, limit, max_output, len(first), len(second), len(third))
     return b"".join((head, first, second, third))
 

@@ -80,6 +80,8 @@ _RESERVED_WORDS = (
 )
 _RESERVED = frozenset(_RESERVED_WORDS.split())
 _FRAME = re.compile(r"<input>:(\d+):(\d+)")
+_NAMES: dict[tuple[str, ...], str] = {}
+"""Scope names already checked, and how they are sent."""
 
 
 class JsSandbox:
@@ -119,6 +121,8 @@ class JsSandbox:
         self._pool: FairPool[Evaluator] = FairPool(lambda: Evaluator(max_memory_mb), base=workers, maximum=maximum)
         self._retire = weakref.finalize(self, _retire, self._pool)
         """Retires the processes on `close()`, or when the sandbox is dropped unclosed."""
+        self._in_flight = 0
+        """Async requests holding a place now (a quick reply is looked for only when one does)."""
         self._closed = False
 
     # --- public API ---------------------------------------------------------------------------
@@ -195,7 +199,7 @@ class JsSandbox:
         return float(limit)
 
     def _request(
-        self, op: int, source: str, names: str, payload: str, timeout_s: float | None, owner: str | None
+        self, op: int, source: str, names: str, payload: bytes, timeout_s: float | None, owner: str | None
     ) -> Any:
         limit = self._limit(op, source, timeout_s)
         ticket = self._pool.request(owner)
@@ -220,23 +224,28 @@ class JsSandbox:
         return self._answer(reply, limit)
 
     async def _arequest(
-        self, op: int, source: str, names: str, payload: str, timeout_s: float | None, owner: str | None
+        self, op: int, source: str, names: str, payload: bytes, timeout_s: float | None, owner: str | None
     ) -> Any:
         limit = self._limit(op, source, timeout_s)
         ticket = self._pool.request(owner)
         if not ticket.done:
             await self._turn(ticket)
         evaluator = self._take(ticket)
+        self._in_flight += 1
         try:
             for attempt in range(1, ATTEMPTS + 1):
                 try:
-                    reply = await evaluator.request_async(op, limit, self.max_output_bytes, source, names, payload)
+                    alone = self._in_flight == 1
+                    reply = await evaluator.request_async(
+                        op, limit, self.max_output_bytes, source, names, payload, alone=alone
+                    )
                     break
                 except ProcessGone as gone:
                     evaluator.after()
                     if not self._again(gone, attempt):
                         raise self._gone(gone, limit) from None
         finally:
+            self._in_flight -= 1
             self._give_back(evaluator, owner)
         return self._answer(reply, limit)
 
@@ -246,6 +255,9 @@ class JsSandbox:
         granted: asyncio.Future[None] = loop.create_future()
 
         def wake() -> None:
+            if _running_loop() is loop:  # given back on this loop: no need to wake it up
+                loop.call_soon(_resolve, granted)
+                return
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
                 loop.call_soon_threadsafe(_resolve, granted)
 
@@ -331,23 +343,28 @@ def _retire(pool: FairPool[Evaluator]) -> None:
 # --- values in --------------------------------------------------------------------------------
 
 
-def _scope(scope: Mapping[str, Any]) -> tuple[str, str]:
+def _scope(scope: Mapping[str, Any]) -> tuple[str, bytes]:
     """The names (comma-separated, as sent) and the JSON array of their values."""
-    names = list(scope)
-    for name in names:
-        if not isinstance(name, str) or not _IDENTIFIER.match(name) or name in _RESERVED:
-            raise SandboxError(f"scope name {name!r} is not a usable JavaScript identifier")
-    return ",".join(names), _json([scope[name] for name in names], "scope")
+    names = tuple(scope)
+    joined = _NAMES.get(names)
+    if joined is None:
+        for name in names:
+            if not isinstance(name, str) or not _IDENTIFIER.match(name) or name in _RESERVED:
+                raise SandboxError(f"scope name {name!r} is not a usable JavaScript identifier")
+        joined = ",".join(names)
+        if len(_NAMES) < 1024:  # the engine's few sets of names, checked once each
+            _NAMES[names] = joined
+    return joined, _json([scope[name] for name in names], "scope")
 
 
-def _json(value: Any, what: str) -> str:
+def _json(value: Any, what: str) -> bytes:
+    """`value` as UTF-8 JSON, as it is sent."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
         try:
-            text.encode("utf-8")
+            return text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: only escaped can it reach QuickJS
-            text = json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-        return text
+            return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
     except (TypeError, ValueError) as exc:
         raise SandboxError(f"the {what} is not JSON: {exc}") from None
     except RecursionError:  # far deeper than the limit the runner checks (see _prelude.py)
@@ -367,6 +384,13 @@ def _position(stack: str) -> tuple[int | None, int | None]:
         if 2 <= line < RUNTIME_LINES:
             return line - 1, column
     return None, None
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -24,7 +24,8 @@ from collections.abc import Callable
 from plait.sandbox import JsSandbox, JsTimeoutError, check_syntax
 from plait.sandbox import _protocol as wire
 from plait.sandbox._context import Context
-from plait.sandbox._process import Evaluator, _Process
+from plait.sandbox._evaluator import Evaluator
+from plait.sandbox._process import ChildProcess
 
 SCOPE = {"input": {"text": "a b c"}, "nodes": {"classify": {"label": "bug", "score": 3}}}
 EXPRESSION = "({label: nodes.classify.label, next: nodes.classify.score + 1})"
@@ -59,7 +60,7 @@ def process_start_ms() -> float:
     times = []
     for _ in range(5):
         start = time.perf_counter()
-        process = _Process(64)
+        process = ChildProcess(64)
         while not process.ready:
             process.read_sync(time.monotonic() + 0.001)
         times.append((time.perf_counter() - start) * 1000)

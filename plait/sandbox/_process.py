@@ -1,21 +1,12 @@
-"""Evaluator processes seen from Plait: starting one, talking to it, and killing it when an
-evaluation outlives its deadline.
+"""An evaluator process seen from Plait: starting it, its pipes, and the frames on them.
 
-An `Evaluator` is one place in a pool (`_pool.py`): whoever holds it is the only one talking to
-its process, one request at a time. Its process is started on first use and again after it
-died (in the background, `Supervisor`), from `sys.executable` with the entry in `_child.py`.
-
-Replies are read where the request came from: an async request registers the process's pipe
-with the running event loop (once per process and loop) and awaits a future the reader fills;
-a sync request reads the pipe on its own thread. Neither evaluates anything: the event loop
-writes a frame and is woken by the reply, like any socket.
-
-Deadlines are wall-clock and kept by one process-wide thread (`Supervisor`): when a request is
-sent its deadline is `limit + KILL_GRACE_S` from then (from the moment the process is ready, if
-it is still starting), and a process whose request passes it is killed with SIGKILL. QuickJS's
-own interrupt (CPU time) ends the ordinary runaway sooner; the kill is for the builtins it does
-not reach and for a host too loaded to give the process its CPU. The requester sees the pipe
-close and reports a timeout; the place's next request gets a new process.
+`ChildProcess` is one started process (`sys.executable -I -S -c BOOT`, the entry in
+`_child.py`: a fresh interpreter, never a fork of the server, with an empty environment and `/`
+as its directory). Replies are read where the request came from: an async request registers the
+pipe with the running event loop (once per process and loop) and awaits a future the reader
+fills; a sync request reads the pipe on its own thread. Neither evaluates anything: the event
+loop writes a frame and is woken by the reply, like any socket. `Evaluator` (`_evaluator.py`)
+holds one at a time; `Supervisor` (`_supervisor.py`) kills it at a deadline and reaps it.
 """
 
 from __future__ import annotations
@@ -31,34 +22,24 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal
 
 from plait.model.limits import MAX_DEPTH
 from plait.sandbox import _protocol as wire
 
-KILL_GRACE_S = 0.05
-"""Past a request's limit, how long the watchdog lets the process answer before killing it:
-within it, QuickJS's own interruption answers normally (and the process lives on)."""
-STARTUP_S = 60.0
-"""How long a new process may take to become ready before it is killed (a loaded host starts
-an interpreter in a fraction of a second)."""
-SAFETY_S = 5.0
-"""How long past the watchdog's kill a synchronous reader waits on its own before it kills."""
+if TYPE_CHECKING:
+    from plait.sandbox._supervisor import Supervisor
+
 QUICK_S = 0.0003
 """How long a caller keeps looking for a reply before it sleeps (or, on an event loop, goes
 back to the loop), when its process answered that fast last time: a small expression is
 answered in tens of µs, and a caller that went to sleep is woken far later than that on a
 virtual machine. Never longer: the loop is held this long at most, by a wait, never by
 JavaScript."""
-REAP_S = 5.0
-"""How long a process whose pipes are closed may take to end before it is killed."""
-REAP_POLL_S = 0.05
-
-Reason = Literal["deadline", "cancelled", "closed", "startup", "crashed"]
+Reason = Literal["deadline", "cancelled", "startup", "crashed"]
 Frame = tuple[int, int, bytes]
 """(request id, status, body) of one reply."""
 
@@ -71,12 +52,10 @@ _BOOT = (
 class ProcessGone(Exception):
     """The process ended before it answered: killed for `reason`, or it crashed."""
 
-    def __init__(self, reason: Reason, detail: str = "", *, ready: bool = True) -> None:
+    def __init__(self, reason: Reason, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
-        self.ready = ready
-        """Whether the process had become ready: a process that died starting never saw the request."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -89,7 +68,7 @@ def _child_path() -> list[str]:
     return [plait_root, str(Path(spec.origin).parent)]
 
 
-class _Process:
+class ChildProcess:
     """One started evaluator process: its pipes, what it has sent and not yet been read, and
     which event loop reads it."""
 
@@ -138,7 +117,7 @@ class _Process:
     def gone(self) -> ProcessGone:
         """Why the pipe closed."""
         if self.killed is not None:
-            return ProcessGone(self.killed, ready=self.ready)
+            return ProcessGone(self.killed)
         try:
             code: int | None = self.popen.wait(timeout=0.1)  # it is ending: say how
         except subprocess.TimeoutExpired:
@@ -149,7 +128,7 @@ class _Process:
             detail = f"it was ended by signal {-code}"
         else:
             detail = f"it exited with code {code}"
-        return ProcessGone("crashed", detail, ready=self.ready)
+        return ProcessGone("crashed", detail)
 
     # --- frames ---------------------------------------------------------------------------------
 
@@ -349,327 +328,3 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-class Evaluator:
-    """One place in a pool: a process started on demand, one request at a time, replaced when
-    it dies. The holder of the place calls `request_sync`/`request_async` (or, for a prompt
-    script, `begin`/`send`/`receive`/`end`); the supervisor may kill its process at any time."""
-
-    def __init__(self, memory_mb: int) -> None:
-        self.memory_mb = memory_mb
-        self._process: _Process | None = None
-        self._lock = threading.Lock()
-        """Guards the process handle and the deadline against the supervisor."""
-        self._next_id = 0
-        self._limit = 0.0
-        self.deadline: float | None = None
-        self.began: float | None = None
-        """When the request being served started to count (its process ready), for its holder."""
-        self.busy = False
-        self.retired = False
-        self.quick = False
-        """Whether the last reply came within `QUICK_S`: then the next is looked for before sleeping."""
-
-    @property
-    def pid(self) -> int | None:
-        process = self._process
-        return process.popen.pid if process is not None and process.alive else None
-
-    # --- one request ----------------------------------------------------------------------------
-
-    def request_sync(self, op: int, limit: float, max_output: int, a: str, b: str = "", c: str | bytes = "") -> Frame:
-        """Send one request and wait for its reply on this thread; ProcessGone when the process
-        ended first (killed at the deadline, or crashed)."""
-        process, frame = self._frame(op, limit, max_output, a, b, c)
-        try:
-            self.arm(limit)
-            process.write_sync(frame)
-            sent = time.monotonic()
-            while True:
-                reply = process.read_sync(self._safety(), quick=self.quick)
-                if reply is not None:
-                    self.quick = time.monotonic() - sent < QUICK_S
-                    return self._checked(process, reply)
-                if self.deadline is None or time.monotonic() >= self.deadline:
-                    process.kill("deadline")  # the watchdog should have: do it here
-        except BaseException:
-            if process.alive:
-                process.kill("cancelled")
-            raise
-        finally:
-            self.disarm()
-
-    async def request_async(
-        self, op: int, limit: float, max_output: int, a: str, b: str = "", c: str | bytes = "", *, alone: bool = False
-    ) -> Frame:
-        """Send one request and await its reply (the running loop reads it); cancelling kills the
-        process if it has not answered yet, so the place is free at once. `alone`: no other
-        request of the caller's is in flight, so a quick reply may be looked for before going
-        back to the loop (`QUICK_S`)."""
-        loop = asyncio.get_running_loop()
-        process = self._process
-        if (process is None or not process.alive) and self._ensure(spawn=False) is None:
-            await loop.run_in_executor(None, self._ensure)  # no spare: starting a process takes a fork
-        process, frame = self._frame(op, limit, max_output, a, b, c)
-        waiter: asyncio.Future[Frame] = loop.create_future()
-        process.waiter = waiter
-        try:
-            process.attach(loop)
-            self.arm(limit)
-            await process.write_async(frame)
-            sent = time.monotonic()
-            if alone and self.quick:
-                reply = process.read_now(sent + QUICK_S)
-                if reply is not None:
-                    return self._checked(process, reply)
-            reply = await waiter
-            self.quick = time.monotonic() - sent < QUICK_S
-            return self._checked(process, reply)
-        except BaseException:
-            answered = waiter.done() and not waiter.cancelled() and waiter.exception() is None
-            if not answered and process.alive:  # (cancelling the task cancels `waiter` too)
-                process.kill("cancelled")
-            raise
-        finally:
-            process.waiter = None
-            self.disarm()
-
-    def _frame(self, op: int, limit: float, max_output: int, a: str, b: str, c: str | bytes) -> tuple[_Process, bytes]:
-        process = self._ensure()
-        self._next_id = (self._next_id + 1) & 0xFFFFFFFF or 1
-        return process, wire.request(self._next_id, op, limit, max_output, a, b, c)
-
-    def _checked(self, process: _Process, reply: Frame) -> Frame:
-        if reply[0] != self._next_id:  # never another request's answer
-            process.kill("crashed")
-            raise ProcessGone("crashed", f"it answered request {reply[0]} instead of {self._next_id}")
-        return reply
-
-    # --- a conversation (prompt scripts) -----------------------------------------------------------
-
-    def begin(self, op: int, limit: float, max_output: int, a: str, b: str = "", c: str | bytes = "") -> int:
-        """Send the request that opens a conversation; its id."""
-        process, frame = self._frame(op, limit, max_output, a, b, c)
-        self.arm(limit)
-        process.write_sync(frame)
-        return self._next_id
-
-    def send(self, op: int, a: str = "") -> None:
-        process = self._ensure_alive()
-        process.write_sync(wire.request(self._next_id, op, 0.0, 0, a))
-
-    def receive(self, until: float) -> Frame | None:
-        """The next frame of the conversation, or None at `until`."""
-        process = self._ensure_alive()
-        reply = process.read_sync(min(until, self._safety()))
-        return None if reply is None else self._checked(process, reply)
-
-    def kill(self, reason: Reason) -> None:
-        process = self._process
-        if process is not None:
-            process.kill(reason)
-
-    def end(self) -> None:
-        self.disarm()
-
-    # --- the process ----------------------------------------------------------------------------
-
-    @overload
-    def _ensure(self) -> _Process: ...
-
-    @overload
-    def _ensure(self, *, spawn: bool) -> _Process | None: ...
-
-    def _ensure(self, *, spawn: bool = True) -> _Process | None:
-        """The place's live process: its own, else a spare, else (`spawn`) a new one."""
-        process = self._process
-        if process is not None and process.alive:
-            return process
-        with self._lock:
-            process = self._process
-            if process is not None and process.alive:
-                return process
-            if process is not None:
-                self._process = None
-                process.close(supervisor())
-            process = supervisor().spare(self.memory_mb)
-            if process is None:
-                if not spawn:
-                    return None
-                process = _Process(self.memory_mb)
-            process.on_ready = self._ready
-            self._process = process
-            return process
-
-    def _ensure_alive(self) -> _Process:
-        process = self._process
-        if process is None:
-            raise ProcessGone("crashed", "no process")
-        return process
-
-    def after(self) -> None:
-        """The holder is done: a dead process is closed (the next request takes a spare), a
-        retired place's process is stopped."""
-        process = self._process
-        if process is None or (process.alive and not self.retired):
-            return
-        with self._lock:
-            process = self._process
-            if process is not None and (not process.alive or self.retired):
-                self._process = None
-                process.close(supervisor())
-
-    def stop(self) -> None:
-        """Retire the place: its process ends now if idle, else when its request is over."""
-        self.retired = True
-        if not self.busy:
-            self.after()
-
-    # --- the watchdog -----------------------------------------------------------------------------
-
-    def arm(self, limit: float) -> None:
-        """Watch the request just sent: killed at `limit` + grace from now, or from readiness."""
-        process = self._process
-        with self._lock:
-            self._limit = limit
-            if process is not None and process.ready:
-                self.began = time.monotonic()
-                self.deadline = self.began + limit + KILL_GRACE_S
-            else:
-                self.began = None
-                self.deadline = (process.started_at if process else time.monotonic()) + STARTUP_S
-            deadline = self.deadline
-        supervisor().watch(self, deadline)
-
-    def disarm(self) -> None:
-        with self._lock:
-            self.deadline = None
-        supervisor().unwatch(self)
-
-    def _ready(self) -> None:
-        """The process became ready: a request waiting for it has its whole limit from now."""
-        with self._lock:
-            if self.deadline is None:
-                return
-            self.began = time.monotonic()
-            self.deadline = deadline = self.began + self._limit + KILL_GRACE_S
-        supervisor().watch(self, deadline)
-
-    def expire(self, now: float) -> None:
-        """From the supervisor: kill the process if its request is past its deadline."""
-        with self._lock:
-            process = self._process
-            if self.deadline is None or now < self.deadline or process is None:
-                return
-            self.deadline = None
-            process.kill("deadline" if process.ready else "startup")
-
-    def _safety(self) -> float:
-        deadline = self.deadline
-        return (deadline if deadline is not None else time.monotonic()) + SAFETY_S
-
-
-class Supervisor:
-    """The one thread that kills processes past their deadline and does the slow chores off the
-    threads that wait for answers: reaping, and starting a spare process per memory limit in
-    use, so that a place whose process was killed gets a started one at once. Watching a
-    request costs a lock and, only when it is due before every other, a wake-up."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._watched: dict[Evaluator, float] = {}
-        self._chores: list[Callable[[], object]] = []
-        self._reaping: dict[subprocess.Popen[bytes], float] = {}
-        self._spares: dict[int, _Process] = {}
-        self._wake_at = math.inf
-        threading.Thread(target=self._run, name="plait-js-watchdog", daemon=True).start()
-
-    def spare(self, memory_mb: int) -> _Process | None:
-        """A process started ahead of need (None: none yet); another is started in its place."""
-        with self._cond:
-            process = self._spares.pop(memory_mb, None)
-            self._chores.append(functools.partial(self._restock, memory_mb))
-            self._cond.notify()
-        return process if process is not None and process.alive else None
-
-    def _restock(self, memory_mb: int) -> None:
-        if memory_mb not in self._spares:
-            fresh = _Process(memory_mb)
-            with self._cond:
-                self._spares.setdefault(memory_mb, fresh)
-
-    def watch(self, evaluator: Evaluator, deadline: float) -> None:
-        with self._cond:
-            self._watched[evaluator] = deadline
-            if deadline < self._wake_at:
-                self._wake_at = deadline
-                self._cond.notify()
-
-    def unwatch(self, evaluator: Evaluator) -> None:
-        with self._cond:
-            self._watched.pop(evaluator, None)
-
-    def later(self, chore: Callable[[], object]) -> None:
-        with self._cond:
-            self._chores.append(chore)
-            self._cond.notify()
-
-    def reap(self, popen: subprocess.Popen[bytes]) -> None:
-        """Collect an ending process's exit status (killed if it has not ended within `REAP_S`)."""
-        with self._cond:
-            self._reaping[popen] = time.monotonic() + REAP_S
-            self._cond.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                now = time.monotonic()
-                due = [evaluator for evaluator, deadline in self._watched.items() if deadline <= now]
-                for evaluator in due:
-                    del self._watched[evaluator]
-                chores, self._chores = self._chores, []
-                reaping = list(self._reaping.items())
-                if not due and not chores:
-                    self._wake_at = min(self._watched.values(), default=math.inf)
-                    if reaping:
-                        self._wake_at = min(self._wake_at, now + REAP_POLL_S)
-                    self._cond.wait(None if self._wake_at == math.inf else self._wake_at - now)
-                    if not reaping:
-                        continue
-                else:
-                    self._wake_at = -math.inf  # busy: a new deadline needs no wake-up meanwhile
-            for evaluator in due:
-                evaluator.expire(now)
-            for chore in chores:
-                with contextlib.suppress(Exception):  # a chore that fails must not stop the watchdog
-                    chore()
-            self._reap(reaping)
-
-    def _reap(self, reaping: list[tuple[subprocess.Popen[bytes], float]]) -> None:
-        now = time.monotonic()
-        for popen, give_up in reaping:
-            if popen.poll() is None and now < give_up:
-                continue
-            if popen.returncode is None:
-                with contextlib.suppress(OSError):
-                    popen.kill()
-                continue  # collected on a later round
-            with self._cond:
-                self._reaping.pop(popen, None)
-
-
-_supervisor: Supervisor | None = None
-_supervisor_lock = threading.Lock()
-
-
-def supervisor() -> Supervisor:
-    """The process-wide supervisor, started on first use."""
-    global _supervisor
-    found = _supervisor
-    if found is not None:
-        return found
-    with _supervisor_lock:
-        if _supervisor is None:
-            _supervisor = Supervisor()
-        return _supervisor

@@ -62,8 +62,9 @@ from typing import Any, Self
 from plait.model.limits import MAX_DEPTH
 from plait.sandbox import _protocol as wire
 from plait.sandbox._context import RUNTIME_LINES
+from plait.sandbox._evaluator import Evaluator
 from plait.sandbox._pool import FairPool, Ticket
-from plait.sandbox._process import Evaluator, ProcessGone
+from plait.sandbox._process import ProcessGone
 from plait.sandbox.errors import JsBusyError, JsMemoryError, JsRuntimeError, JsTimeoutError, SandboxError
 from plait.sandbox.limits import max_timeout_s as configured_max_timeout_s
 from plait.sandbox.limits import timeout_problem

@@ -48,8 +48,9 @@ from typing import Any, Literal, Protocol
 
 from plait.sandbox import _protocol as wire
 from plait.sandbox._context import RUNTIME_LINES
+from plait.sandbox._evaluator import Evaluator
 from plait.sandbox._pool import FairPool
-from plait.sandbox._process import Evaluator, ProcessGone
+from plait.sandbox._process import ProcessGone
 from plait.sandbox.errors import JsSyntaxError, SandboxError
 from plait.sandbox.syntax import check_syntax, script_function
 

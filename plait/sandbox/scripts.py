@@ -370,8 +370,11 @@ def _in_process(run: _Run, code: str) -> tuple[int, bytes]:
     evaluator = ticket.item
     assert evaluator is not None
     evaluator.busy = True
+    finished = False
     try:
-        return run.converse(evaluator, code)
+        last = run.converse(evaluator, code)
+        finished = True
+        return last
     except ProcessGone as gone:
         if gone.reason == "deadline":
             raise ScriptError("timeout", _timeout(run.limits)) from None
@@ -379,6 +382,8 @@ def _in_process(run: _Run, code: str) -> tuple[int, bytes]:
             raise ScriptError("cancelled", CANCELLED) from None
         raise ScriptError("thrown", f"the script's evaluator process ended ({gone.detail or gone.reason})") from None
     finally:
+        if not finished:  # stopped in the middle (cancelled, a host that raised): nobody finishes it
+            evaluator.kill("cancelled")
         evaluator.end()
         evaluator.busy = False
         evaluator.after()

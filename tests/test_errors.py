@@ -26,6 +26,7 @@ NOT_REFUSALS = {
     "plait.sandbox.errors.JsTimeoutError": "a SandboxError",
     "plait.sandbox.errors.JsMemoryError": "a SandboxError",
     "plait.sandbox.errors.JsRuntimeError": "a SandboxError",
+    "plait.sandbox.errors.JsBusyError": "a SandboxError",
     "plait.sandbox.python.PythonCodeError": "a SandboxError",
     "plait.sandbox.scripts.ScriptError": "a SandboxError: a prompt script failed; its node or preview reports it",
     "plait.sandbox.scripts.HostError": "a host API refused a script's call: the script's promise is rejected",
@@ -53,6 +54,7 @@ NOT_REFUSALS = {
     "plait.sandbox._context.OutOfMemory": "control flow inside the sandbox: becomes JsMemoryError",
     "plait.sandbox._context.ContextFailed": "control flow inside the sandbox: becomes JsRuntimeError",
     "plait.engine.render_limits.OverTheLoopBudget": "control flow of rendering: the render moves to a thread",
+    "plait.sandbox._process.ProcessGone": "control flow of the sandbox: becomes JsTimeoutError or JsRuntimeError",
 }
 """Exception classes of Plait that are deliberately not a `PlaitError`, each with the reason."""
 

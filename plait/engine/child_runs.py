@@ -39,6 +39,7 @@ MAX_CHILD_DEPTH = 5
 """How deeply child runs nest (a child of a child...): the compiler's limit for bodies too."""
 
 _inside_parent: contextvars.ContextVar[bool] = contextvars.ContextVar("plait_inside_parent", default=False)
+_root_run: contextvars.ContextVar[str | None] = contextvars.ContextVar("plait_root_run", default=None)
 
 
 class ChildGraphError(Exception):
@@ -73,12 +74,19 @@ def driven_by_parent() -> bool:
     return _inside_parent.get()
 
 
+def driving_root() -> str | None:
+    """The root run of the parent whose node is driving a child now (None: no parent is)."""
+    return _root_run.get()
+
+
 @contextlib.contextmanager
-def _as_child() -> Iterator[None]:
+def _as_child(root_run_id: str) -> Iterator[None]:
     token = _inside_parent.set(True)
+    root = _root_run.set(root_run_id)
     try:
         yield
     finally:
+        _root_run.reset(root)
         _inside_parent.reset(token)
 
 
@@ -180,7 +188,7 @@ class ChildRuns:
             raise EngineError(f"node '{node.id}' has no node run to attach its child runs to")
         spread = self.engine.spread if node.type == NodeType.MAP else None
         child = ChildOf(state.run_id, node_run_id, key)
-        with _as_child(), shared(state.budget):
+        with _as_child(state.root_run_id), shared(state.budget):
             if existing is None:
                 self._check_input(target, run_input, node, key)
                 if state.budget is not None:

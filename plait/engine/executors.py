@@ -51,7 +51,8 @@ async def _evaluate(node: NodeBase, state: RunState, rt: Runtime, expression: st
     timer = Timer()
     snapshot = node_snapshot(node, state, scope, expression=expression)
     try:
-        value = await rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=state.run_id or None)
+        owner = state.root_run_id or None  # a run and its child runs share one fair share
+        value = await rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner)
     except Exception as exc:  # SandboxError and friends: the message is the user's answer
         return None, NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind="expression", message=str(exc))
     return value, NodeResult.completed(value, snapshot, [timer.attempt(result=value)])

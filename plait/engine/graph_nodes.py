@@ -278,7 +278,7 @@ async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
                 node.while_expr,
                 {**scope, "iteration": iteration, "last": last},
                 timeout_s=node.timeout_s,
-                owner=state.run_id or None,
+                owner=state.root_run_id or None,
             )
         except Exception as exc:  # SandboxError and friends: the message is the user's answer
             message = f"node '{node.id}': while_expr at iteration {iteration}: {exc}"

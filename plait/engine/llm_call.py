@@ -422,7 +422,7 @@ async def run_with_tools(
     contract = state.compiled.contracts[node.id]
     attempts: list[dict[str, Any]] = []
     usage = new_usage()
-    evaluate = functools.partial(rt.sandbox().aevaluate, owner=state.run_id or None)  # the run's fair share
+    evaluate = functools.partial(rt.sandbox().aevaluate, owner=state.root_run_id or None)  # the run's fair share
     context = ToolContext(state.input, state.outputs(), evaluate, rt.sub_run)
     try:
         tools = await toolbox(node, context, rt.mcp(state.run_id) if node.mcp_servers else None)

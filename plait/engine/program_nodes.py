@@ -260,7 +260,7 @@ async def run_code(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
             value = await _python(node, scope, rt)
         else:
             args = (scope["input"], scope["nodes"], scope["current"])
-            owner = state.run_id or None
+            owner = state.root_run_id or None  # a run and its child runs share one fair share
             value = await rt.sandbox().acall_code(node.code, *args, timeout_s=node.timeout_s, owner=owner)
     except PythonCodeError as exc:
         return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind=f"code_{exc.kind}", message=str(exc))

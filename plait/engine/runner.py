@@ -33,7 +33,7 @@ from plait.config import (
     resources_settings,
     runs_settings,
 )
-from plait.engine.child_runs import ChildGraph, ChildRuns, driven_by_parent
+from plait.engine.child_runs import MAX_CHILD_DEPTH, ChildGraph, ChildRuns, driven_by_parent, driving_root
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
 from plait.engine.events import EventBus
@@ -299,6 +299,7 @@ class Engine:
                     graph_id=record.graph_id,
                     graph_version=record.graph_version,
                     body=record.body,
+                    root_run_id=self._root_of(record),
                 )
                 if record.started_at is not None:  # a fresh run has no node runs to restore
                     restore(state, self.store.runs.node_runs(run_id))
@@ -308,6 +309,22 @@ class Engine:
                 return record, await self._drive(run_id, state, graph, set_up, seen=record.corrections)
         finally:
             self._driven.discard(run_id)
+
+    def _root_of(self, record: RunRecord) -> str:
+        """The top-level run `record` belongs to: itself, else known from the parent driving it,
+        else read up its chain of parents (a child continued on its own)."""
+        if record.parent_run_id is None:
+            return record.id
+        root = driving_root() if driven_by_parent() else None
+        run_id = record.parent_run_id
+        for _ in range(MAX_CHILD_DEPTH + 1):
+            if root is not None:
+                return root
+            parent = self.store.runs.get(run_id).parent_run_id
+            if parent is None:
+                return run_id
+            run_id = parent
+        return run_id
 
     async def _continue_parent(self, child: RunRecord) -> None:
         """After a child was continued on its own: drive its parent when the parent is paused with
@@ -379,6 +396,7 @@ class Engine:
                 graph_id=target.graph_id,
                 graph_version=target.version,
                 body=target.body,
+                root_run_id=None if child is None else driving_root() or child.run_id,
             )
             state.budget = budget_for(self.store, None, self.run_limits)
             return await self._drive(create.run_id, state, (target.slug, target.version), set_up, create=create)

@@ -179,10 +179,14 @@ class RunState:
         graph_id: str | None = None,
         graph_version: int = 0,
         body: str | None = None,
+        root_run_id: str | None = None,
     ):
         self.compiled = compiled
         self.input = run_input
         self.run_id = run_id
+        self.root_run_id = root_run_id or run_id
+        """The top-level run this one belongs to (itself, unless it is a child run): the owner
+        under which the sandbox shares its evaluators, so a run and its children count as one."""
         self.graph_id = graph_id
         """The stored graph the run belongs to (None in a dry run of a file)."""
         self.graph_version = graph_version

@@ -24,7 +24,7 @@ from plait.model.graph import GraphDef, SchemaEntry, SchemaMigration
 from plait.model.limits import value_problem
 from plait.model.output_meta import SCHEMA_ID, SCHEMA_VERSION, is_current, strip_meta
 from plait.model.semver import VERSION_PATTERN_RE, Version, major, semver
-from plait.sandbox.errors import JsMemoryError, JsSyntaxError, JsTimeoutError, SandboxError
+from plait.sandbox.errors import JsBusyError, JsMemoryError, JsSyntaxError, JsTimeoutError, SandboxError
 
 _MAX_PROBLEMS = 5
 """Validation problems quoted in an error message; all of them stay on `MigrationFailed.problems`."""
@@ -269,6 +269,18 @@ def _run_step(
     """One `migrate_expr` on a meta-free value (the sandbox hands it a frozen copy)."""
     try:
         result = sandbox.call(migration.migrate_expr, data, timeout_s=timeout_s)
+    except JsBusyError as exc:  # nothing wrong with the migration: the sandbox had no room for it
+        raise MigrationFailed(
+            f"migration of schema '{step.schema_id}' from {step.from_version} to {step.to_version}{ctx.where()} "
+            f"could not run: {exc}",
+            cause=str(exc),
+            hint="other reads are migrating outputs right now; read again in a moment",
+            schema_id=step.schema_id,
+            from_version=step.from_version,
+            to_version=step.to_version,
+            run_id=ctx.run_id,
+            node_id=ctx.node_id,
+        ) from None
     except SandboxError as exc:
         cause = _sandbox_cause(exc)
     else:

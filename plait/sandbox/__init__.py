@@ -1,8 +1,8 @@
 """The one JavaScript sandbox for every user expression (its guarantees: docs/security.md).
 
-`JsSandbox` runs QuickJS (quickjs-ng) contexts in this process, each on a thread of its own,
-locked down, with a time and a memory limit per evaluation, shared fairly by runs (see
-`sandbox.py`).
+`JsSandbox` runs QuickJS (quickjs-ng) contexts in evaluator processes of their own, locked
+down, with a wall-clock time limit and a memory limit per evaluation, shared fairly by runs
+(see `sandbox.py`); prompt scripts run in the same kind of process (`scripts.py`).
 
     from plait.sandbox import JsSandbox, check_syntax, code_function
 
@@ -12,31 +12,37 @@ locked down, with a time and a memory limit per evaluation, shared fairly by run
         sandbox.call(code_function("return {n: input.n + 1};"), {"n": 1}, {}, None)  # a CODE node
 
 What the engine relies on: results never cross between evaluations or runs, even after
-timeouts and memory errors; `timeout_s` is capped by plait.toml `[sandbox] max_timeout_s`
-(`limits.py`); `max_memory_mb` bounds all memory an evaluation allocates, ArrayBuffers included;
-runs share the threads fairly by owner (`_pool.py`); values nested deeper than
+timeouts, kills and memory errors; no evaluation holds Plait's event loop or outlives its limit
+by more than a fraction of a second, whatever builtin it calls; `timeout_s` is capped by
+plait.toml `[sandbox] max_timeout_s` (`limits.py`); `max_memory_mb` bounds all memory an
+evaluation allocates, ArrayBuffers included; runs share the processes fairly by owner, a root
+run with its children counting as one (`_pool.py`); values nested deeper than
 `plait.model.limits.MAX_DEPTH` and Dates in results are refused.
 
-Importing this package does not load QuickJS: `quickjs` is imported when the first context is
-created (by an evaluation or by `check_syntax`). What each step costs is measured in
-docs/performance.md, "The JavaScript sandbox".
+Importing this package loads neither QuickJS nor the sandbox's own modules: the names below are
+imported on first use (an evaluator process imports only what it runs). What each step costs is
+measured in docs/performance.md, "The JavaScript sandbox".
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from plait.sandbox.errors import (
-    JsMemoryError,
-    JsRuntimeError,
-    JsSyntaxError,
-    JsTimeoutError,
-    SandboxError,
-)
-from plait.sandbox.sandbox import JsSandbox
-from plait.sandbox.syntax import check_syntax, code_function
+if TYPE_CHECKING:
+    from plait.sandbox.errors import (
+        JsBusyError,
+        JsMemoryError,
+        JsRuntimeError,
+        JsSyntaxError,
+        JsTimeoutError,
+        SandboxError,
+    )
+    from plait.sandbox.sandbox import JsSandbox
+    from plait.sandbox.syntax import check_syntax, code_function
 
 __all__ = [
+    "JsBusyError",
     "JsMemoryError",
     "JsRuntimeError",
     "JsSandbox",
@@ -47,10 +53,28 @@ __all__ = [
     "code_function",
 ]
 
+_LAZY = {
+    "JsBusyError": "plait.sandbox.errors",
+    "JsMemoryError": "plait.sandbox.errors",
+    "JsRuntimeError": "plait.sandbox.errors",
+    "JsSyntaxError": "plait.sandbox.errors",
+    "JsTimeoutError": "plait.sandbox.errors",
+    "SandboxError": "plait.sandbox.errors",
+    "JsSandbox": "plait.sandbox.sandbox",
+    "check_syntax": "plait.sandbox.syntax",
+    "code_function": "plait.sandbox.syntax",
+}
+
 
 def __getattr__(name: str) -> Any:
-    if name == "ProcessSandbox":  # the V8 sandbox in child processes, replaced by QuickJS in-process
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+    if name == "ProcessSandbox":  # the V8 sandbox in child processes, replaced by QuickJS
         from plait.deprecation import deprecated_alias
+        from plait.sandbox.sandbox import JsSandbox
 
         return deprecated_alias("plait.sandbox.ProcessSandbox", "plait.sandbox.JsSandbox", JsSandbox)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,20 +1,22 @@
-"""One QuickJS context, locked down, that evaluates expressions for one thread.
+"""One QuickJS context, locked down, that evaluates expressions in an evaluator process.
 
-QuickJS (the maintained quickjs-ng, PyPI `quickjs-ng`) runs in this process, on the calling
-thread, with the GIL released while JavaScript runs. Each `Context` owns a whole QuickJS runtime
-(no state is shared between two of them) and must only ever be used from the thread that
-created it: the Python binding crashes when two threads touch one runtime, even one after the
-other. `JsSandbox` gives every context a thread of its own.
+QuickJS (the maintained quickjs-ng, PyPI `quickjs-ng`) runs in the evaluator processes
+(`_child.py`), never in Plait's own: a few of its builtins cannot be interrupted, so only a
+process that can be killed bounds them. Each `Context` owns a whole QuickJS runtime (no state is
+shared between two of them) and must only ever be used from the thread that created it: the
+Python binding crashes when two threads touch one runtime, even one after the other. An
+evaluator process uses its contexts from its main thread only.
 
 The limits are QuickJS's own:
 
 - **memory**: `set_memory_limit` bounds every allocation of the runtime, ArrayBuffer and
   TypedArray backing stores included; going over throws `InternalError: out of memory`, which
-  fails the evaluation and leaves the process alone (V8 aborted the whole process on a few such
-  allocations, which is why it ran in child processes);
+  fails the evaluation and leaves the process alone;
 - **time**: `set_time_limit` interrupts JavaScript once the *process* has used that much CPU
-  time since the evaluation started (QuickJS reads `clock()`), so under load an expression is
-  stopped sooner, never later. An interruption cannot be caught by the script;
+  time since the evaluation started (QuickJS reads `clock()`), so on a loaded host later than
+  the wall clock says, and not at all inside a long builtin (`indexOf` of a huge string):
+  the parent's watchdog enforces the wall-clock limit by killing the process. An interruption
+  cannot be caught by the script;
 - **stack**: `set_max_stack_size`, so deep recursion is a `RangeError`, not a crashed thread.
 
 Microtasks run only when this module asks: after the evaluation, under what is left of its
@@ -28,15 +30,15 @@ frames below that line.
 
 from __future__ import annotations
 
+import importlib
 import json
-import secrets
-import threading
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from plait.sandbox._prelude import PRELUDE, RUNNER_PLACEHOLDER
+from plait.sandbox._prelude import DEPTH_PLACEHOLDER, PRELUDE, RUNNER_PLACEHOLDER
 
 if TYPE_CHECKING:
     import quickjs
@@ -47,7 +49,7 @@ PRELUDE_TIMEOUT_S = 10.0
 RUNTIME_LINES = 100_000
 """Empty lines before the prelude: a frame at or beyond this line is the runner's, not the user's."""
 STACK_BYTES = 1024 * 1024
-"""QuickJS's stack limit; the threads running contexts have far more (see `sandbox.py`)."""
+"""QuickJS's stack limit; the evaluator process's main thread has far more."""
 NEVER_SETTLED = "the function returned a promise that never settled (it awaits something that never happens)"
 COMPILED_CACHE = 256
 """Compiled expressions kept per context: a graph's expressions are compiled once per thread."""
@@ -58,7 +60,7 @@ class Interrupted(Exception):
 
 
 class Stopped(Exception):
-    """The host asked a run to stop (`Context.run`'s `stop`), between two slices of JavaScript."""
+    """The host asked a script to stop (its `serve` raised it), between two slices of JavaScript."""
 
 
 class OutOfMemory(Exception):
@@ -85,20 +87,28 @@ class Answer(NamedTuple):
 class Context:
     """A locked-down QuickJS context; `run` evaluates one expression in it."""
 
-    def __init__(self, *, max_memory_bytes: int, preamble: str | None = None) -> None:
+    def __init__(self, *, max_memory_bytes: int, preamble: str | None = None, max_depth: int | None = None) -> None:
         """`preamble`: a script evaluated before the lockdown (its script-scope declarations stay
         reachable by name, as the runner's are), for a host that talks to its scripts through
-        an object of its own (prompt scripts: `plait.sandbox.scripts`)."""
-        import quickjs
+        an object of its own (prompt scripts: `plait.sandbox.scripts`). `max_depth`: how deeply
+        values may nest (default `plait.model.limits.MAX_DEPTH`; an evaluator process is told it,
+        so as not to import the value-limit machinery)."""
+        if max_depth is None:
+            from plait.model.limits import MAX_DEPTH
 
-        self._js = quickjs.Context()
+            max_depth = MAX_DEPTH
+        # The binding itself (`quickjs.Context` is the same class): the `quickjs` wrapper also
+        # starts a thread, which nobody here uses.
+        binding = importlib.import_module("_quickjs")
+        self._js: quickjs.Context = binding.Context()
         self._js.set_memory_limit(max_memory_bytes)
         self._js.set_max_stack_size(STACK_BYTES)
         self._js.set_time_limit(PRELUDE_TIMEOUT_S)
         if preamble is not None:
             self._js.eval(preamble)
-        runner = "__plait_runner_" + secrets.token_hex(8)
-        self._js.eval("\n" * RUNTIME_LINES + PRELUDE.replace(RUNNER_PLACEHOLDER, runner))
+        runner = "__plait_runner_" + os.urandom(8).hex()
+        prelude = PRELUDE.replace(RUNNER_PLACEHOLDER, runner).replace(DEPTH_PLACEHOLDER, str(max_depth))
+        self._js.eval("\n" * RUNTIME_LINES + prelude)
         self._runners: dict[Kind, quickjs.Object] = {
             "evaluate": self._js.eval(f"{runner}.evaluate"),
             "call": self._js.eval(f"{runner}.call"),
@@ -117,26 +127,25 @@ class Context:
         max_output: int,
         timeout_s: float,
         serve: Callable[[], bool] | None = None,
-        stop: threading.Event | None = None,
     ) -> Answer:
         """Evaluate `source` (an expression; for `call`, one whose value is the function to call)
         with the JSON `payload` as its arguments. Raises `Interrupted`, `OutOfMemory` or
         `ContextFailed`; a value the script threw comes back in the answer. `serve`: called,
         between slices of JavaScript, while a promise the function returned is unsettled; it
         answers what the script asked its host for and says whether it did anything (False: the
-        promise never settles). `stop` set ends the run with `Stopped` at the next microtask."""
+        promise never settles); it may raise `Stopped`."""
         deadline = time.monotonic() + timeout_s
         self._js.set_time_limit(timeout_s)
         try:
             compiled = self._compile(kind, source, names)
             out = self._runners[kind](compiled, payload, max_output)
-            self._drain(deadline, stop)
+            self._drain(deadline)
             while out is None:  # a promise (`async function main`): settled while draining, or never
                 out = self._settled()
                 if out is None:
                     if serve is None or not serve():
                         return Answer(None, {"name": "Error", "message": NEVER_SETTLED, "stack": ""})
-                    self._drain(deadline, stop)
+                    self._drain(deadline)
         except Exception as exc:
             raise self._failure(exc) from None
         if isinstance(out, str):
@@ -176,15 +185,12 @@ class Context:
             self._compiled.popitem(last=False)
         return compiled
 
-    def _drain(self, deadline: float, stop: threading.Event | None = None) -> None:
+    def _drain(self, deadline: float) -> None:
         """Run the microtasks the evaluation queued, within what is left of its deadline."""
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise Interrupted
-            if stop is not None and stop.is_set():
-                self.broken = True
-                raise Stopped
             self._js.set_time_limit(left)
             if not self._js.execute_pending_job():
                 return

@@ -35,9 +35,10 @@ would be a QuickJS rope, which the Python binding cannot read.)
 
 from __future__ import annotations
 
-from plait.model.limits import MAX_DEPTH
-
 RUNNER_PLACEHOLDER = "__PLAIT_RUNNER__"
+DEPTH_PLACEHOLDER = "__PLAIT_MAX_DEPTH__"
+"""Replaced by `plait.model.limits.MAX_DEPTH` when a context is made (`_context.py`); not
+imported here, so that an evaluator process starts without the value-limit machinery."""
 EXPRESSION_URL = "plait-expression"
 RUNTIME_URL = "plait-runtime"
 
@@ -331,4 +332,50 @@ const __PLAIT_RUNNER__ = (() => {
 })();
 """
     + f"//# sourceURL={RUNTIME_URL}\n"
-).replace("__PLAIT_MAX_DEPTH__", str(MAX_DEPTH))
+)
+
+
+BRIDGE = r"""
+const __BRIDGE__ = (() => {
+  const queue = [];
+  const logs = [];
+  const waiting = new Map();
+  const { stringify, parse } = JSON;
+  const freeze = Object.freeze;
+  const ErrorCtor = Error;
+  const PromiseCtor = Promise; // the lockdown removes the global later; requests still make promises
+  let next = 0;
+  const shown = (value) => {
+    if (typeof value === "string") return value;
+    if (value === undefined) return "undefined";
+    if (typeof value === "function") return "[function]";
+    if (typeof value === "bigint" || typeof value === "symbol") return String(value);
+    try { const text = stringify(value); return text === undefined ? String(value) : parse(text); }
+    catch (e) { return "[" + (e && e.message ? e.message : "unprintable") + "]"; }
+  };
+  return freeze({
+    request(api, args) {
+      const id = next++;
+      const origin = new ErrorCtor("");  // where the script asked: a refusal reports that line
+      queue.push([id, api, args]);
+      // A promise, settled when the host answers, whether or not the script awaits it yet.
+      return new PromiseCtor((ok, fail) => { waiting.set(id, [ok, fail, origin]); });
+    },
+    log(level, args) { logs.push([level, args.map(shown)]); },
+    take() { const out = stringify([queue.splice(0), logs.splice(0)]); return out; },
+    settle(id, ok, text) {
+      const found = waiting.get(id);
+      if (found === undefined) return;
+      waiting.delete(id);
+      if (ok) { found[0](parse(text)); return; }
+      found[2].message = text;
+      found[1](found[2]);
+    },
+  });
+})();
+"""
+"""The host side of a prompt script (`plait.sandbox.scripts`), evaluated before the lockdown under
+a per-run name: the script's host calls queue requests here and get a promise each; the host
+takes the queue between slices of JavaScript and settles the promises with its answers. A
+promise is made at the call, so two calls in flight that are awaited one after the other both
+settle."""

@@ -31,6 +31,10 @@ class JsRuntimeError(SandboxError):
     """The expression threw, or its result is not JSON or too large."""
 
 
+class JsBusyError(SandboxError):
+    """No evaluator became free within the time the caller was willing to wait (`wait_s`)."""
+
+
 def _where(line: int | None, column: int | None) -> str:
     if line is None:
         return ""

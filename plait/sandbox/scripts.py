@@ -1,20 +1,23 @@
 """Prompt scripts: an `async function main()` that returns a prompt, run in a QuickJS context of
-its own with host APIs and quotas.
+its own, in an evaluator process, with host APIs and quotas.
 
 The script sees three host APIs, each returning a promise (`await getVar("input.topic")`):
 `getVar(path)`, `getSchemaHint(target)` and `readRoute(route, params)`, and a `console` whose
 `log`, `info`, `warn` and `error` are captured as events. The host answers them through a
-`ScriptHost` (the engine's run data, the graph's schemas, Plait's own GET routes), in Python,
-between slices of JavaScript: a call queues a request on a bridge object declared before the
-lockdown, the runner drains microtasks, and the host settles the requests it finds. No Python
-function is ever called from JavaScript, so the context keeps its time limit the whole time,
-and nothing a script does can reach the host other than these requests.
+`ScriptHost` (the engine's run data, the graph's schemas, Plait's own GET routes), in Plait's
+process, between slices of JavaScript: a call queues a request on a bridge object declared
+before the lockdown (`_prelude.BRIDGE`) and gets a promise; when the script waits, the process
+sends the queued requests here, and the answers settle the promises. No Python function is ever
+called from JavaScript, and nothing a script does can reach the host other than these requests.
 
 Each run gets a fresh context (nothing survives from one script to the next) and these limits,
 each enforced here and reported as a `ScriptError` of its own kind:
 
-- time: a `warning` event at `soft_s`, and the script is stopped at `hard_s` (QuickJS
-  interrupts it; microtasks run only while time is left, so `while (true) await 0` ends too);
+- time, on the wall clock from the moment its process starts it: a `warning` event at `soft_s`,
+  and the script is stopped at `hard_s`, host calls included: each request is answered only
+  while time is left, and waited for at most until then; the process is killed if it has not
+  answered `KILL_GRACE_S` later (QuickJS interrupts loops itself; microtasks run only while
+  time is left, so `while (true) await 0` ends too);
 - memory: the context's allocator limit, everything counted;
 - the prompt: a string of at most `max_prompt_bytes`;
 - host calls: at most `max_host_calls`; the next one fails the script;
@@ -22,15 +25,18 @@ each enforced here and reported as a `ScriptError` of its own kind:
   and counted;
 - host values: a value over `max_host_value_bytes` (as JSON) is cut, with a marker.
 
-Every host call is recorded (`ScriptOutcome.host_calls`: api, arguments, the value given), so
-that a replay reproduces the same prompt from the record alone.
+A cancelled script (`cancel`) has its process killed within `CANCEL_POLL_S`. Every host call is
+recorded (`ScriptOutcome.host_calls`: api, arguments, the value given), so that a replay
+reproduces the same prompt from the record alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import json
+import math
 import re
 import secrets
 import threading
@@ -40,13 +46,27 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from plait.sandbox._context import RUNTIME_LINES, Context, ContextFailed, Interrupted, OutOfMemory, Stopped
+from plait.sandbox import _protocol as wire
+from plait.sandbox._context import RUNTIME_LINES
+from plait.sandbox._evaluator import Evaluator
+from plait.sandbox._pool import FairPool
+from plait.sandbox._process import ProcessGone
 from plait.sandbox.errors import JsSyntaxError, SandboxError
 from plait.sandbox.syntax import check_syntax, script_function
 
 EventType = Literal["log", "warning", "error", "result"]
 HOST_APIS = ("getVar", "getSchemaHint", "readRoute")
 CONSOLE_LEVELS = ("log", "info", "warn", "error")
+CANCEL_POLL_S = 0.05
+"""How often a waiting script checks `cancel` (and so how soon a cancelled one is killed)."""
+CANCELLED = "the script was cancelled (a newer run replaced it)"
+SCRIPT_MEMORY_MB = 64
+"""The address-space budget of a script's evaluator process (the context's own limit is the run's)."""
+SCRIPT_PROCESSES = 2
+"""Script processes kept ready; the pool grows to `MAX_SCRIPT_PROCESSES` for scripts at once."""
+MAX_SCRIPT_PROCESSES = 8
+HOST_THREADS = 8
+"""Threads answering host calls (a call outliving its script's time finishes there, unawaited)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,47 +178,9 @@ class ScriptOutcome:
         }
 
 
-_BRIDGE = r"""
-const __BRIDGE__ = (() => {
-  const queue = [];
-  const logs = [];
-  const waiting = new Map();
-  const { stringify, parse } = JSON;
-  const freeze = Object.freeze;
-  const ErrorCtor = Error;
-  let next = 0;
-  const shown = (value) => {
-    if (typeof value === "string") return value;
-    if (value === undefined) return "undefined";
-    if (typeof value === "function") return "[function]";
-    if (typeof value === "bigint" || typeof value === "symbol") return String(value);
-    try { const text = stringify(value); return text === undefined ? String(value) : parse(text); }
-    catch (e) { return "[" + (e && e.message ? e.message : "unprintable") + "]"; }
-  };
-  return freeze({
-    request(api, args) {
-      const id = next++;
-      const origin = new ErrorCtor("");  // where the script asked: a refusal reports that line
-      queue.push([id, api, args]);
-      return freeze({ then(ok, fail) { waiting.set(id, [ok, fail, origin]); } });
-    },
-    log(level, args) { logs.push([level, args.map(shown)]); },
-    take() { const out = stringify([queue.splice(0), logs.splice(0)]); return out; },
-    settle(id, ok, text) {
-      const found = waiting.get(id);
-      if (found === undefined) return;
-      waiting.delete(id);
-      if (ok) { found[0](parse(text)); return; }
-      found[2].message = text;
-      found[1](found[2]);
-    },
-  });
-})();
-"""
-
-
 class _Run:
-    """One run of one script: the host side of its bridge."""
+    """One run of one script, seen from the host: its bridge's name, the console and host calls
+    it passes on, and the conversation with the evaluator process that runs it."""
 
     def __init__(
         self,
@@ -212,31 +194,67 @@ class _Run:
         self.console_bytes = 0
         self.console_entries = 0
         self.bridge = "__plait_bridge_" + secrets.token_hex(8)
-        self.context = Context(
-            max_memory_bytes=limits.memory_mb << 20,
-            # after as many empty lines as the prelude: the bridge's own frames are never the script's
-            preamble="\n" * (2 * RUNTIME_LINES) + _BRIDGE.replace("__BRIDGE__", self.bridge),
-        )
-        self._take = self.context.value(f"{self.bridge}.take")
-        self._settle = self.context.value(f"{self.bridge}.settle")
         self.over_quota: ScriptError | None = None
+        self.deadline = math.inf
+        """When the script's time is up (monotonic), once its process has started it."""
 
     def emit(self, event: ScriptEvent) -> None:
         self.outcome.events.append(event)
         if self.on_event is not None:
             self.on_event(event)
 
-    def serve(self) -> bool:
-        """Pass on the console entries and answer the host calls queued since the last slice."""
-        if self.cancel is not None and self.cancel.is_set():
-            raise ScriptError("cancelled", "the script was cancelled (a newer run replaced it)")
-        requests, logs = json.loads(self._take())
+    # --- the conversation -------------------------------------------------------------------------
+
+    def converse(self, evaluator: Evaluator, code: str) -> tuple[int, bytes]:
+        """Send the script, answer what it asks while it runs, and return its last frame (status,
+        body). Raises ScriptError when it is cancelled or out of time, ProcessGone when its
+        process ended."""
+        limits = self.limits
+        memory = str(limits.memory_mb << 20)
+        evaluator.begin(wire.SCRIPT, limits.hard_s, limits.max_prompt_bytes * 4, script_function(code, self.bridge),
+                        self.bridge, memory)  # fmt: skip
+        warned = False
+        while True:
+            if self.cancel is not None and self.cancel.is_set():
+                evaluator.kill("cancelled")
+                raise ScriptError("cancelled", CANCELLED)
+            now = time.monotonic()
+            began = evaluator.began
+            soft = math.inf if began is None or warned else began + limits.soft_s
+            if now >= soft:
+                warned = True
+                message = f"the script has run for {limits.soft_s:g} s; it is stopped at {limits.hard_s:g} s"
+                self.emit(ScriptEvent("warning", "time", [message], time.time()))
+                continue
+            frame = evaluator.receive(min(soft, now + CANCEL_POLL_S))
+            if frame is None:
+                continue
+            began = evaluator.began  # it is ready now: it has sent something
+            self.deadline = (began if began is not None else now) + limits.hard_s
+            _, status, body = frame
+            if status not in (wire.HOST, wire.NOTE):
+                return status, body
+            answers = self.serve(body.decode("utf-8", wire.TEXT))
+            if status == wire.HOST:
+                evaluator.send(wire.ANSWERS if answers is not None else wire.STOP, json.dumps(answers or []))
+
+    def serve(self, pending: str) -> list[list[Any]] | None:
+        """Pass on the console entries and answer the requests (checking the time before each,
+        and waiting for each at most until the deadline); None when the time ran out."""
+        requests, logs = json.loads(pending)
         for level, args in logs:
             self._console(level, args)
+        answers: list[list[Any]] = []
         for request_id, api, args in requests:
-            ok, text = self._call(api, args)
-            self._settle(request_id, ok, text)
-        return bool(requests)
+            if time.monotonic() >= self.deadline:
+                return None
+            answer = self._call(api, args)
+            if answer is None:
+                return None
+            answers.append([request_id, *answer])
+        return answers
+
+    # --- the host's side --------------------------------------------------------------------------
 
     def _console(self, level: str, args: list[Any]) -> None:
         size = len(json.dumps(args, ensure_ascii=False))
@@ -251,7 +269,8 @@ class _Run:
         kind: EventType = "warning" if level == "warn" else "error" if level == "error" else "log"
         self.emit(ScriptEvent(kind, level, args, time.time()))
 
-    def _call(self, api: str, args: list[Any]) -> tuple[bool, str]:
+    def _call(self, api: str, args: list[Any]) -> tuple[bool, str] | None:
+        """(ok, the answer's text) for one request; None when the script's time ran out first."""
         calls = self.outcome.host_calls
         if len(calls) >= self.limits.max_host_calls:
             self.over_quota = ScriptError(
@@ -262,22 +281,29 @@ class _Run:
             return False, self.over_quota.message
         record: dict[str, Any] = {"api": api, "args": args}
         calls.append(record)
+        asked = _host_threads().submit(self._ask, api, args)
         try:
-            if api == "getVar":
-                value: Any = self.host.get_var(str(args[0]))
-            elif api == "getSchemaHint":
-                value = self.host.schema_hint(str(args[0]))
-            elif api == "readRoute":
-                params = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
-                value = self.host.read_route(str(args[0]), params)
-            else:
-                raise HostError(f"no host API named {api!r}")
+            value = asked.result(timeout=max(0.0, self.deadline - time.monotonic()))
+        except concurrent.futures.TimeoutError:
+            record["error"] = "the script's time ran out during this call"
+            return None
         except HostError as exc:
             record["error"] = str(exc)
             return False, f"{api}: {exc}"
         value = self._bounded(value, api)
         record["value"] = value
         return True, json.dumps(value, ensure_ascii=False)
+
+    def _ask(self, api: str, args: list[Any]) -> Any:
+        """The host's answer (on a thread of the host pool, so that waiting for it has a bound)."""
+        if api == "getVar":
+            return self.host.get_var(str(args[0]))
+        if api == "getSchemaHint":
+            return self.host.schema_hint(str(args[0]))
+        if api == "readRoute":
+            params = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
+            return self.host.read_route(str(args[0]), params)
+        raise HostError(f"no host API named {api!r}")
 
     def _bounded(self, value: Any, api: str) -> Any:
         text = json.dumps(value, ensure_ascii=False)
@@ -300,10 +326,10 @@ def run_script(
     on_event: Callable[[ScriptEvent], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> ScriptOutcome:
-    """Run a prompt script to its prompt, on the calling thread (a thread of its own: it may take
-    up to `limits.hard_s`). Never raises for what the script does: the outcome holds its error.
-    `on_event` is called (on this thread, and once from a timer thread for the soft limit) with
-    each event as it happens; `cancel` set stops the script at its next host call or yield."""
+    """Run a prompt script to its prompt, from the calling thread (which waits for it, up to
+    `limits.hard_s` once an evaluator process has started it). Never raises for what the script
+    does: the outcome holds its error. `on_event` is called, on this thread, with each event as
+    it happens; `cancel` set stops the script within `CANCEL_POLL_S` (its process is killed)."""
     started = time.monotonic()
     try:
         check_syntax(code, kind="script")
@@ -314,42 +340,11 @@ def run_script(
             on_event(outcome.events[-1])
         return outcome
     run = _Run(host, limits, on_event, cancel)
-    done = threading.Event()
-
-    def soft() -> None:
-        if not done.is_set():
-            message = f"the script has run for {limits.soft_s:g} s; it is stopped at {limits.hard_s:g} s"
-            run.emit(ScriptEvent("warning", "time", [message], time.time()))
-
-    timer = threading.Timer(limits.soft_s, soft)
-    timer.daemon = True
-    timer.start()
     try:
-        answer = run.context.run(
-            "call",
-            script_function(code, run.bridge),
-            [],
-            "[]",
-            limits.max_prompt_bytes * 4,
-            limits.hard_s,
-            serve=run.serve,
-            stop=cancel,
-        )
-        run.serve()  # the console entries of the last slice
-        run.outcome.prompt = _prompt(answer.json, answer.thrown, limits, run.over_quota)
+        status, body = _in_process(run, code)
+        run.outcome.prompt = _prompt(status, body, limits, run.over_quota)
     except ScriptError as exc:
         run.outcome.error = exc
-    except Stopped:
-        run.outcome.error = ScriptError("cancelled", "the script was cancelled (a newer run replaced it)")
-    except Interrupted:
-        run.outcome.error = ScriptError("timeout", f"the script ran past its time limit of {limits.hard_s:g} s")
-    except OutOfMemory:
-        run.outcome.error = ScriptError("memory", f"the script used more than its {limits.memory_mb} MB of memory")
-    except ContextFailed as exc:
-        run.outcome.error = ScriptError("thrown", str(exc))
-    finally:
-        done.set()
-        timer.cancel()
     run.outcome.duration_ms = round((time.monotonic() - started) * 1000, 3)
     if run.outcome.error is not None:
         run.emit(ScriptEvent("error", "script", [str(run.outcome.error)], time.time(), run.outcome.error))
@@ -358,12 +353,85 @@ def run_script(
     return run.outcome
 
 
-def _prompt(text: str | None, thrown: dict[str, Any] | None, limits: ScriptLimits, quota: ScriptError | None) -> str:
+def _in_process(run: _Run, code: str) -> tuple[int, bytes]:
+    """The script's last frame, from an evaluator process of the scripts' pool (each run its own
+    owner, so no script waits behind another while the pool can grow)."""
+    pool = _evaluators()
+    ticket = pool.request(run.bridge)
+    try:
+        while not pool.wait(ticket, CANCEL_POLL_S):
+            if run.cancel is not None and run.cancel.is_set():
+                raise ScriptError("cancelled", CANCELLED)
+    except BaseException:
+        pool.withdraw(ticket)
+        raise
+    if ticket.error is not None:
+        raise ScriptError("cancelled", f"the script was not run: {ticket.error}")
+    evaluator = ticket.item
+    assert evaluator is not None
+    evaluator.busy = True
+    finished = False
+    try:
+        last = run.converse(evaluator, code)
+        finished = True
+        return last
+    except ProcessGone as gone:
+        if gone.reason == "deadline":
+            raise ScriptError("timeout", _timeout(run.limits)) from None
+        if gone.reason == "cancelled":
+            raise ScriptError("cancelled", CANCELLED) from None
+        raise ScriptError("thrown", f"the script's evaluator process ended ({gone.detail or gone.reason})") from None
+    finally:
+        if not finished:  # stopped in the middle (cancelled, a host that raised): nobody finishes it
+            evaluator.kill("cancelled")
+        evaluator.end()
+        evaluator.busy = False
+        evaluator.after()
+        surplus = pool.release(evaluator, run.bridge)
+        if surplus is not None:
+            surplus.stop()
+
+
+def _timeout(limits: ScriptLimits) -> str:
+    return f"the script ran past its time limit of {limits.hard_s:g} s"
+
+
+_pool_lock = threading.Lock()
+_pool: FairPool[Evaluator] | None = None
+_host_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _evaluators() -> FairPool[Evaluator]:
+    """The process's evaluators for prompt scripts, started on first use."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = FairPool(lambda: Evaluator(SCRIPT_MEMORY_MB), base=SCRIPT_PROCESSES, maximum=MAX_SCRIPT_PROCESSES)
+        return _pool
+
+
+def _host_threads() -> concurrent.futures.ThreadPoolExecutor:
+    """Where host calls run: a call that outlives its script's time is left to finish there."""
+    global _host_pool
+    with _pool_lock:
+        if _host_pool is None:
+            _host_pool = concurrent.futures.ThreadPoolExecutor(HOST_THREADS, thread_name_prefix="plait-script-host")
+        return _host_pool
+
+
+def _prompt(status: int, body: bytes, limits: ScriptLimits, quota: ScriptError | None) -> str:
+    """The prompt from the script's last frame, or the ScriptError it stands for."""
+    if status == wire.TIMEOUT or status == wire.STOPPED:
+        raise ScriptError("timeout", _timeout(limits))
+    if status in (wire.MEMORY, wire.MEMORY_NULL):
+        raise ScriptError("memory", f"the script used more than its {limits.memory_mb} MB of memory")
+    if status in (wire.FAILED, wire.ERROR):
+        raise ScriptError("thrown", body.decode("utf-8", wire.TEXT))
     if quota is not None:
         raise quota
-    if thrown is not None:
-        raise _thrown(thrown)
-    value = json.loads(text) if text is not None else None
+    if status == wire.THROWN:
+        raise _thrown(json.loads(body))
+    value = json.loads(body) if body else None
     if not isinstance(value, str):
         got = "nothing" if value is None else f"a {type(value).__name__}"
         raise ScriptError("not_string", f"main() must return the prompt as a string; it returned {got}")
@@ -418,8 +486,8 @@ class ScriptPool:
         *,
         on_event: Callable[[ScriptEvent], None] | None = None,
     ) -> ScriptOutcome:
-        """`run_script` on one of the pool's threads. Cancelling the caller stops the script at
-        its next host call or yield (at the latest at its hard limit)."""
+        """`run_script` on one of the pool's threads. Cancelling the caller stops the script
+        within `CANCEL_POLL_S` (its process is killed)."""
         cancel = threading.Event()
         call = functools.partial(run_script, code, host, limits, on_event=on_event, cancel=cancel)
         try:

@@ -37,5 +37,30 @@ def test_sandbox_benchmark_prints_each_step() -> None:
         [sys.executable, str(ROOT / "bench" / "sandbox.py")], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    for step in ("a new context", "evaluate, small expression, calling thread", "evaluate in a slot", "150 KB scope"):
+    steps = (
+        "from spawn to ready",
+        "a new context",
+        "pipe round trip",
+        "evaluate, small expression, from a thread",
+        "aevaluate, one at a time on an event loop",
+        "150 KB scope",
+        "a kill at a 50 ms limit",
+    )
+    for step in steps:
         assert re.search(rf"{re.escape(step)}[^\n]*: [0-9.]+ (µs|ms)", proc.stdout), proc.stdout
+
+
+def test_health_under_load_benchmark_prints_its_figures() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "health_under_load.py"), "--runs", "1", "--kills", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for line in ("health, quiet:", "health, under attack:"):
+        assert re.search(rf"{line} +[0-9]+ answers: p50 [0-9.]+ ms, p95 [0-9.]+ ms, max [0-9.]+ ms", proc.stdout), (
+            proc.stdout
+        )
+    assert re.search(r"past the limit .*: p50 [0-9]+ ms, max [0-9]+ ms", proc.stdout), proc.stdout

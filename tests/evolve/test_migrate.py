@@ -3,6 +3,7 @@ real JS sandbox, validating the result, and never touching the stored original."
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterator
 from typing import Any
@@ -297,3 +298,60 @@ def test_merge_map_without_annotated_members_is_unchanged(sandbox: JsSandbox) ->
     result = migrate_output(merged, {"book": BOOK_V3}, BOOK_CHAIN, sandbox)
     assert result.value is merged
     assert result.steps == ()
+
+
+# --- readers have a bound ---------------------------------------------------------------------
+
+
+class _Reader:
+    """What a run's reader does: migrations in the process's shared sandbox, under its run id."""
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+
+    def call(self, function_expression: str, *args: Any, timeout_s: float | None = None) -> Any:
+        from plait.sandbox.shared import shared_sandbox
+
+        return shared_sandbox().call(function_expression, *args, timeout_s=timeout_s, owner=self.run_id)
+
+
+def test_a_reader_waits_for_a_busy_migration_sandbox_at_most_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two slow migrations of other runs hold every place of the shared sandbox (one spins in a
+    string search QuickJS cannot interrupt); a third reader gives up after `SHARED_WAIT_S`, saying
+    to read again, instead of queueing behind them."""
+    import threading
+    import time
+
+    from plait.sandbox import shared
+
+    monkeypatch.setattr(shared, "SHARED_WAIT_S", 0.5)
+    shared.close_shared_sandbox()
+    slow = "old => { const s = 'a'.repeat(200000); return {n: s.indexOf(s.slice(100000) + 'b')}; }"
+    holders = [
+        threading.Thread(target=_expect_timeout, args=(_Reader(f"busy{k}"), slow))
+        for k in range(shared.SHARED_MAX_WORKERS)
+    ]
+    try:
+        for holder in holders:
+            holder.start()
+        deadline = time.monotonic() + 30
+        while len(shared.shared_sandbox().child_pids()) < shared.SHARED_MAX_WORKERS and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # both are in their string search now
+        started = time.monotonic()
+        with pytest.raises(MigrationFailed, match=r"could not run: every JavaScript evaluator stayed busy") as caught:
+            migrate_value(book_v1(), schema=BOOK_V3, migrations=BOOK_CHAIN, sandbox=_Reader("reader"), run_id="r3")
+        waited = time.monotonic() - started
+        assert "read again in a moment" in caught.value.hint
+        assert waited < 0.5 + 1.5, f"the reader waited {waited:.2f} s"
+    finally:
+        for holder in holders:
+            holder.join(timeout=60)
+        shared.close_shared_sandbox()
+
+
+def _expect_timeout(reader: _Reader, expression: str) -> None:
+    from plait.sandbox import JsTimeoutError
+
+    with contextlib.suppress(JsTimeoutError):
+        reader.call(expression, {"title": "x"}, timeout_s=5)

@@ -1,5 +1,5 @@
-"""Evaluations off the event loop, contexts replaced, and a timed-out script never keeps the
-interpreter alive."""
+"""Evaluations off the event loop (in evaluator processes), contexts replaced, and a timed-out
+script never keeps the interpreter alive."""
 
 from __future__ import annotations
 
@@ -199,8 +199,8 @@ async def _longest_pause(work: Any, *, every: float = 0.005, ticks: int = 30) ->
 
 
 def test_a_spinning_expression_holds_the_event_loop_only_briefly() -> None:
-    """Expressions are tried on the calling thread first, for a few milliseconds: one that spins
-    is then handed to a slot, and the loop keeps turning meanwhile."""
+    """An expression spins in its evaluator process, never on the loop: the loop keeps turning
+    (it looks for a quick reply for 0.3 ms at most)."""
 
     async def main() -> float:
         with JsSandbox(timeout_s=1.0, workers=1) as box:
@@ -215,8 +215,8 @@ def test_a_spinning_expression_holds_the_event_loop_only_briefly() -> None:
 
 
 def test_many_evaluations_of_one_spinning_expression_hold_the_loop_once() -> None:
-    """The first is cut short on the loop after a few milliseconds; the rest go to the slots at
-    once. Without that, twenty of them started together would hold the loop twenty times."""
+    """Twenty of them started together, in two processes: the loop keeps turning while they
+    spin and are killed."""
 
     async def main() -> float:
         with JsSandbox(timeout_s=0.3, workers=2, max_workers=2) as box:

@@ -78,7 +78,7 @@ def test_close_returns_at_once_and_refuses_the_waiting() -> None:
     assert elapsed < 0.2, f"close() took {elapsed:.1f} s"
     assert not any(thread.is_alive() for thread in threads)
     assert len(errors) == 3
-    # The two running ones stop at their limit; the one still waiting for a slot is refused.
+    # The two running ones stop at their limit; the one still waiting for a process is refused.
     assert sum(isinstance(exc, JsTimeoutError) for exc in errors) == 2
     assert sum("closed" in str(exc) for exc in errors) == 1
     with pytest.raises(SandboxError, match="closed"):

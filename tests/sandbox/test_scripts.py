@@ -159,3 +159,83 @@ def test_cancelling_stops_the_script_at_its_next_yield() -> None:
     assert outcome.error is not None
     assert outcome.error.kind in ("cancelled", "timeout")
     assert time.monotonic() - started < 5
+
+
+class SlowHost(Host):
+    """Answers getVar after `delay` seconds (a route read on a busy server)."""
+
+    def __init__(self, delay: float):
+        super().__init__()
+        self.delay = delay
+
+    def get_var(self, path: str) -> Any:
+        time.sleep(self.delay)
+        return super().get_var(path)
+
+
+def test_two_host_calls_in_flight_then_awaited_both_settle() -> None:
+    code = """
+async function main() {
+  const topic = getVar("input.topic");
+  const hint = getSchemaHint("summary");
+  return `${await topic} / ${await hint}`;
+}"""
+    outcome = run_script(code, Host(), FAST)
+    assert outcome.error is None, outcome.error
+    assert outcome.prompt == "birds / summary: an object with a title"
+    assert [call["api"] for call in outcome.host_calls] == ["getVar", "getSchemaHint"]
+
+
+def test_queued_host_calls_stop_at_the_deadline_between_answers() -> None:
+    """Twenty calls queued at once, each answered in 0.3 s: 6 s of answers, a 0.8 s limit."""
+    code = """
+async function main() {
+  const asked = [];
+  for (let i = 0; i < 20; i++) asked.push(getVar("input.topic"));
+  for (const one of asked) await one;
+  return "all answered";
+}"""
+    host = SlowHost(0.3)
+    started = time.monotonic()
+    outcome = run_script(code, host, FAST)
+    elapsed = time.monotonic() - started
+    assert outcome.error is not None
+    assert outcome.error.kind == "timeout"
+    assert elapsed < FAST.hard_s + 1.0, f"the script ended after {elapsed:.2f} s"
+    assert len(host.calls) <= 4  # the calls after the deadline were never asked
+
+
+def test_one_slow_host_call_is_waited_for_only_until_the_deadline() -> None:
+    started = time.monotonic()
+    outcome = run_script("async function main() { return await getVar('input.topic') }", SlowHost(5.0), FAST)
+    elapsed = time.monotonic() - started
+    assert outcome.error is not None
+    assert outcome.error.kind == "timeout"
+    assert elapsed < FAST.hard_s + 1.0, f"the script ended after {elapsed:.2f} s"
+    assert outcome.host_calls == [
+        {"api": "getVar", "args": ["input.topic"], "error": "the script's time ran out during this call"}
+    ]
+
+
+UNINTERRUPTIBLE = "'a'.repeat(200000).indexOf('a'.repeat(100000) + 'b')"
+
+
+def test_a_script_in_an_uninterruptible_builtin_ends_at_the_hard_limit() -> None:
+    started = time.monotonic()
+    outcome = run_script(f"async function main() {{ return String({UNINTERRUPTIBLE}) }}", Host(), FAST)
+    elapsed = time.monotonic() - started
+    assert outcome.error is not None
+    assert outcome.error.kind == "timeout"
+    assert elapsed < FAST.hard_s + 1.0, f"the script ended after {elapsed:.2f} s"
+    assert run_script("async function main() { return 'next' }", Host(), FAST).prompt == "next"
+
+
+def test_cancelling_a_script_in_an_uninterruptible_builtin_stops_it_at_once() -> None:
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    code = f"async function main() {{ await 0; return String({UNINTERRUPTIBLE}) }}"
+    outcome = run_script(code, Host(), ScriptLimits(soft_s=20, hard_s=30), cancel=cancel)
+    assert outcome.error is not None
+    assert outcome.error.kind == "cancelled"
+    assert time.monotonic() - started < 0.5 + 1.5

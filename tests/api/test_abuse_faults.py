@@ -28,16 +28,7 @@ from plait.api import executor
 from plait.engine import commits
 from plait.store import Store
 from tests.conftest import pg_schema_url, terminate_backends
-from tests.worker.counting_server import counting_server, openai_config
-
-GRAPH = {
-    "id": "answer_then_shape",
-    "nodes": [
-        {"id": "a", "type": "LLM_CALL", "user_prompt_tpl": "Say something"},
-        {"id": "b", "type": "TRANSFORM", "transform_expr": "({said: current})"},
-    ],
-    "edges": [{"source": "a", "target": "b"}, {"source": "b", "target": "END"}],
-}
+from tests.worker.counting_server import PAID_THEN_SHAPED, counting_server, openai_config
 
 
 def test_plait_serve_keeps_the_paid_answer_when_the_database_drops_its_connections(
@@ -53,7 +44,7 @@ def test_plait_serve_keeps_the_paid_answer_when_the_database_drops_its_connectio
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
                 wait_for(lambda: _answers(client), timeout=60, what="plait serve to answer")
-                stored = client.post("/api/graphs", json={"source": yaml.safe_dump(GRAPH)})
+                stored = client.post("/api/graphs", json={"source": yaml.safe_dump(PAID_THEN_SHAPED)})
                 assert stored.status_code == 201, stored.text
                 started = client.post("/api/runs", json={"graph": "answer_then_shape", "input": {}})
                 assert started.status_code == 202, started.text
@@ -111,7 +102,7 @@ def test_a_run_the_database_stopped_is_driven_again_by_the_server(
         served = Store(f"sqlite:///{path}")  # its connections wait 0.1 s for a lock, not 5 s
         settings = ServerSettings(port=free_port(), config=str(tmp_path / "plait.toml"), schedules=False)
         with serving(settings, served) as base, httpx.Client(base_url=base, timeout=30) as client:
-            assert client.post("/api/graphs", json={"source": yaml.safe_dump(GRAPH)}).status_code == 201
+            assert client.post("/api/graphs", json={"source": yaml.safe_dump(PAID_THEN_SHAPED)}).status_code == 201
             run_id = client.post("/api/runs", json={"graph": "answer_then_shape", "input": {}}).json()["run_id"]
             wait_for(lambda: counts.arrivals, timeout=60, what="the model call")
             locker = sqlite3.connect(path, isolation_level=None)

@@ -18,16 +18,7 @@ from plait.model.enums import NodeStatus, RunStatus
 from plait.store import Store
 from tests.api.api_helpers import wait_for
 from tests.conftest import pg_schema_url, terminate_backends
-from tests.worker.counting_server import counting_server, openai_config
-
-GRAPH = {
-    "id": "answer_then_shape",
-    "nodes": [
-        {"id": "a", "type": "LLM_CALL", "user_prompt_tpl": "Say something"},
-        {"id": "b", "type": "TRANSFORM", "transform_expr": "({said: current})"},
-    ],
-    "edges": [{"source": "a", "target": "b"}, {"source": "b", "target": "END"}],
-}
+from tests.worker.counting_server import PAID_THEN_SHAPED, counting_server, openai_config
 
 
 def test_plait_run_keeps_the_paid_answer_when_the_database_drops_its_connections(
@@ -35,7 +26,7 @@ def test_plait_run_keeps_the_paid_answer_when_the_database_drops_its_connections
 ) -> None:
     db = pg_schema_url(pg_schema)
     gate = threading.Event()
-    (tmp_path / "graph.yaml").write_text(yaml.safe_dump(GRAPH))
+    (tmp_path / "graph.yaml").write_text(yaml.safe_dump(PAID_THEN_SHAPED))
     with counting_server(latency_s=0.0, gate=gate) as (url, counts):
         (tmp_path / "plait.toml").write_text(openai_config(url))
         env = {**os.environ, "PLAIT_DB": db, "PLAIT_CONFIG": str(tmp_path / "plait.toml")}

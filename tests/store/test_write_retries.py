@@ -23,16 +23,7 @@ from plait.model.enums import NodeStatus, RunStatus
 from plait.runs.start import start_run
 from plait.store import Store, db
 from plait.store.faults import StoreUnavailable
-from tests.worker.counting_server import Counts, counting_server
-
-GRAPH = {
-    "id": "answer_then_shape",
-    "nodes": [
-        {"id": "a", "type": "LLM_CALL", "user_prompt_tpl": "Say something"},
-        {"id": "b", "type": "TRANSFORM", "transform_expr": "({said: current})"},
-    ],
-    "edges": [{"source": "a", "target": "b"}, {"source": "b", "target": "END"}],
-}
+from tests.worker.counting_server import PAID_THEN_SHAPED, Counts, counting_server
 
 
 @pytest.fixture
@@ -45,7 +36,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sto
         config = tmp_path / "plait.toml"
         config.write_text(f'[[providers]]\nid = "fake"\nkind = "openai"\nbase_url = "{url}"\n'
                           'models = [{name = "m"}]\n[roles]\nchat = "fake/m"\n')  # fmt: skip
-        (tmp_path / "graph.yaml").write_text(yaml.safe_dump(GRAPH))
+        (tmp_path / "graph.yaml").write_text(yaml.safe_dump(PAID_THEN_SHAPED))
         store = Store(f"sqlite:///{tmp_path / 'plait.db'}")
         engine = Engine(store, provider_from_spec(None, str(config)))
         try:

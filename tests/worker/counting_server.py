@@ -17,6 +17,17 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+PAID_THEN_SHAPED = {
+    "id": "answer_then_shape",
+    "nodes": [
+        {"id": "a", "type": "LLM_CALL", "user_prompt_tpl": "Say something"},
+        {"id": "b", "type": "TRANSFORM", "transform_expr": "({said: current})"},
+    ],
+    "edges": [{"source": "a", "target": "b"}, {"source": "b", "target": "END"}],
+}
+"""A graph whose first node pays one call to the counting server, and whose second shapes the answer:
+a fault between the two must not make the first pay again."""
+
 
 @dataclass
 class Counts:

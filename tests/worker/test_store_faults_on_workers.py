@@ -14,16 +14,8 @@ from worker_helpers import Cluster, wait_until
 from plait.model.enums import NodeStatus, RunStatus
 from plait.runs.start import start_run
 from tests.conftest import terminate_backends
-from tests.worker.counting_server import counting_server, openai_config
+from tests.worker.counting_server import PAID_THEN_SHAPED, counting_server, openai_config
 
-ONE = {
-    "id": "answer_then_shape",
-    "nodes": [
-        {"id": "a", "type": "LLM_CALL", "user_prompt_tpl": "Say something"},
-        {"id": "b", "type": "TRANSFORM", "transform_expr": "({said: current})"},
-    ],
-    "edges": [{"source": "a", "target": "b"}, {"source": "b", "target": "END"}],
-}
 ITEMS = 4
 MAP = {
     "id": "spread_items",
@@ -51,7 +43,7 @@ def test_a_run_on_a_worker_keeps_its_paid_answer_when_the_database_drops_its_con
     cluster: Cluster, pg_schema: str
 ) -> None:
     gate = threading.Event()
-    (cluster.folder / "graph.yaml").write_text(yaml.safe_dump(ONE))
+    (cluster.folder / "graph.yaml").write_text(yaml.safe_dump(PAID_THEN_SHAPED))
     with counting_server(latency_s=0.0, gate=gate) as (url, counts):
         _configure(cluster, url)
         cluster.worker()

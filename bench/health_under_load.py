@@ -9,7 +9,13 @@ quietly (the baseline), then while the attack runs:
   (`'a'.repeat(200000).indexOf(...)`, tens of seconds of CPU unless killed), 40 items a run;
 - JavaScript CODE nodes doing the same, and BigInt `toString` of a 300,000-digit number;
 - prompt-script previews in the same builtin, and ones that flood their host calls;
-- the HTTP abuse corpus's hostile requests (a body nested 100,000 levels, 1e400, ...).
+- the HTTP abuse corpus's hostile requests (a body nested 100,000 levels, 1e400, ...);
+- programs in the jail: a Python CODE fork bomb, one that fills memory in several processes,
+  one that kills its parent and one that reads the server's environment, and a TOOL (`wc`) whose
+  standard input is a template that tries to render a gigabyte;
+- slow clients: connections that send their headers a byte at a time, and bodies that never end,
+  held open for the whole attack (the server's header and body timeouts end them);
+- browsers on other origins: cross-origin writes and foreign Host names (refused).
 
 The server's `[resources]` gate is off, so that every run starts at once and the load is the
 most the sandbox lets an attacker make. Printed: p50, p95 and max of health's latency, quiet
@@ -46,6 +52,16 @@ from typing import Any
 import httpx
 
 UNINTERRUPTIBLE = "'a'.repeat(200000).indexOf('a'.repeat(100000) + 'b')"
+CONFIG = """
+[resources]
+enabled = false
+
+[tools]
+allow = ["wc"]
+
+[code]
+python = true
+"""
 BIGINT = "(10n ** 300000n).toString().length"
 LIMIT = 0.5
 ITEMS = 40
@@ -62,6 +78,17 @@ GRAPHS = [
     _graph("hostile_code", [{"id": "c", "type": "CODE", "timeout_s": LIMIT,
                              "code": f"return {{n: {UNINTERRUPTIBLE}}};"}]),
     _graph("hostile_bigint", [{"id": "b", "type": "TRANSFORM", "transform_expr": BIGINT, "timeout_s": LIMIT}]),
+    _graph("hostile_fork", [{"id": "fork", "type": "CODE", "language": "python", "timeout_s": 2,
+                             "code": "import os\ndef main(input, nodes):\n    while True:\n        os.fork()"}]),
+    _graph("hostile_memory", [{"id": "memory", "type": "CODE", "language": "python", "timeout_s": 2,
+                               "code": "import os\ndef main(input, nodes):\n    for _ in range(3):\n        os.fork()\n"
+                                       "    block = [bytearray(1 << 20) for _ in range(400)]\n    return len(block)"}]),
+    _graph("hostile_kill", [{"id": "kill", "type": "CODE", "language": "python", "timeout_s": 2,
+                             "code": "import os, signal\ndef main(input, nodes):\n"
+                                     "    os.kill(os.getppid(), signal.SIGKILL)\n"
+                                     "    return open('/proc/1/environ').read()"}]),
+    _graph("hostile_render", [{"id": "render", "type": "TOOL", "command": ["wc", "-c"],
+                               "stdin": "{{ 'a' * input.n }}", "parse": "text"}]),
 ]  # fmt: skip
 SCRIPTS = [
     f"async function main() {{ return String({UNINTERRUPTIBLE}) }}",
@@ -84,7 +111,7 @@ def free_port() -> int:
 
 @contextmanager
 def plait_serve(tmp: Path) -> Iterator[str]:
-    (tmp / "plait.toml").write_text("[resources]\nenabled = false\n")
+    (tmp / "plait.toml").write_text(CONFIG)
     port = free_port()
     db = f"sqlite:///{tmp / 'plait.db'}"
     server = subprocess.Popen(
@@ -148,17 +175,50 @@ def summary(latencies: list[float]) -> str:
     )
 
 
-def attack(client: httpx.Client, runs: int) -> list[str]:
-    """Start the hostile runs (and send the corpus); their ids."""
+def attack(client: httpx.Client, runs: int) -> list[tuple[str, str]]:
+    """Start the hostile runs (and send the corpus); their graphs and ids."""
     started = []
     for k in range(runs):
         for graph, run_input in (("hostile_map", {"values": list(range(ITEMS))}), ("hostile_code", {"k": k}),
-                                 ("hostile_bigint", {"k": k})):  # fmt: skip
+                                 ("hostile_bigint", {"k": k}), ("hostile_fork", {"k": k}),
+                                 ("hostile_memory", {"k": k}), ("hostile_kill", {"k": k}),
+                                 ("hostile_render", {"n": 10**9})):  # fmt: skip
             response = client.post("/api/runs", json={"graph": graph, "input": run_input})
-            started.append(response.json()["run_id"])
+            started.append((graph, response.json()["run_id"]))
     for method, path, body in CORPUS:
         client.request(method, path, content=body.encode(), headers={"content-type": "application/json"})
+    for _, run_id in started[:3]:  # a page on another origin, and a rebinding name: refused
+        client.post(f"/api/runs/{run_id}/cancel", content=b"{}", headers={"origin": "http://evil.example"})
+        client.get("/api/runs", headers={"host": "evil.example"})
     return started
+
+
+def slow_clients(url: str, stop: threading.Event, connections: int = 20) -> list[threading.Thread]:
+    """Connections that trickle their headers, and bodies that never end, until `stop`; each is
+    opened again when the server closes it."""
+    host, port = url.removeprefix("http://").split(":")
+
+    def trickle(header_only: bool) -> None:
+        while not stop.is_set():
+            with socket.create_connection((host, int(port)), timeout=5) as sock:
+                start = b"POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n"
+                try:
+                    if header_only:
+                        for byte in start:
+                            sock.sendall(bytes([byte]))
+                            if stop.wait(0.5):
+                                return
+                    else:
+                        sock.sendall(start + b"\r\n{")
+                        while not stop.wait(0.5):
+                            sock.sendall(b" ")
+                except OSError:
+                    continue  # closed by the server's timeout: open another
+
+    threads = [threading.Thread(target=trickle, args=(k % 2 == 0,), daemon=True) for k in range(connections)]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def previews(url: str) -> list[threading.Thread]:
@@ -179,23 +239,38 @@ def part_one(runs: int) -> None:
     with tempfile.TemporaryDirectory(prefix="plait-bench-health-") as name, plait_serve(Path(name)) as url:
         with httpx.Client(base_url=url, timeout=60) as client:
             for graph in GRAPHS:
-                assert client.post("/api/graphs", json=graph).status_code == 201
+                stored = client.post("/api/graphs", json=graph)
+                if stored.status_code != 201:
+                    raise SystemExit(f"storing a graph failed: {stored.status_code} {stored.text}")
             with Probe(url) as quiet:
                 time.sleep(3)
             began = time.monotonic()
+            stop = threading.Event()
             with Probe(url) as loud:
+                slow = slow_clients(url, stop)
                 run_ids = attack(client, runs)
                 scripts = previews(url)
-                for run_id in run_ids:
-                    while client.get(f"/api/runs/{run_id}").json()["status"] not in ("completed", "failed"):
+                endings: dict[str, int] = {}
+                for graph, run_id in run_ids:
+                    while (run := client.get(f"/api/runs/{run_id}").json())["status"] not in ("completed", "failed"):
                         time.sleep(0.2)
+                    kinds = sorted({(node.get("error") or {}).get("kind", "?") for node in run["nodes"]
+                                    if node["status"] == "failed"})  # fmt: skip
+                    ending = f"{graph} {run['status']}" + (f" ({', '.join(kinds)})" if kinds else "")
+                    endings[ending] = endings.get(ending, 0) + 1
                 for thread in scripts:
                     thread.join(timeout=60)
+                stop.set()
+                for thread in slow:
+                    thread.join(timeout=10)
             took = time.monotonic() - began
+            alive = client.get("/api/health").status_code == 200
         print(f"health, quiet:        {summary(quiet.latencies)}")
         print(f"health, under attack: {summary(loud.latencies)} ({loud.errors} errors)")
-        print(f"the attack: {runs} x (a MAP of {ITEMS} + a CODE + a BigInt run), {len(SCRIPTS)} previews, "
-              f"{len(CORPUS)} hostile requests; all ended in {took:.1f} s")  # fmt: skip
+        print("how the hostile runs ended: " + "; ".join(f"{k} (x{n})" for k, n in sorted(endings.items())))
+        print(f"the attack: {runs} x (a MAP of {ITEMS} + a CODE + a BigInt run + 4 runs of hostile programs), "
+              f"{len(SCRIPTS)} previews, {len(CORPUS)} hostile requests, cross-origin writes, 20 slow clients; "
+              f"all ended in {took:.1f} s; the server {'answers' if alive else 'is DOWN'} after it")  # fmt: skip
 
 
 def part_two(kills: int, limit: float) -> None:

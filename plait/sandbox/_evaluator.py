@@ -214,9 +214,10 @@ class Evaluator:
     def arm(self, limit: float) -> None:
         """Watch the request just sent: killed at `limit` + grace from now, or from readiness."""
         process = self._process
+        ready = process is not None and process.notice_ready()
         with self._lock:
             self._limit = limit
-            if process is not None and process.ready:
+            if ready:
                 self.began = time.monotonic()
                 self.deadline = self.began + limit + KILL_GRACE_S
             else:

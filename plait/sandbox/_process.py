@@ -148,6 +148,25 @@ class ChildProcess:
             return request_id, status, body
         return None
 
+    def notice_ready(self) -> bool:
+        """Whether the process is ready, reading what it has already sent without waiting: a
+        spare that said READY long ago, unread, is judged by that, never by when it started."""
+        if self.ready or not self.alive:
+            return self.ready
+        try:
+            data = os.read(self.from_child, 1 << 16)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if not data:
+            self.ended = True
+            return False
+        self.buffer += data
+        if self.next_frame() is not None:  # a reply before any request: out of step
+            self.kill("crashed")
+        return self.ready
+
     def read_sync(self, until: float, *, quick: bool = False) -> Frame | None:
         """The next reply, read on this thread; None at `until` (monotonic); ProcessGone when the
         pipe closes first. `quick`: look for it without sleeping for `QUICK_S` first."""

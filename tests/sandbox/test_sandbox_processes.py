@@ -5,6 +5,7 @@ outlives Plait, however Plait ends."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from plait.sandbox import JsRuntimeError, JsSandbox
+from plait.sandbox import JsRuntimeError, JsSandbox, _evaluator
+from plait.sandbox._supervisor import supervisor
 
 BUSY = "(() => { const end = Date.now() + ms; while (Date.now() < end) {} return 'done' })()"
 UNINTERRUPTIBLE = "'a'.repeat(200000).indexOf('a'.repeat(100000) + 'b')"
@@ -97,6 +99,28 @@ def test_an_evaluation_whose_process_dies_twice_fails_saying_so() -> None:
             stop.set()
             killer.join()
         assert box.evaluate("'next'", {}) == "next"
+
+
+def test_a_spare_started_long_before_its_first_evaluation_is_not_taken_for_one_that_did_not_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A spare process waits, ready, for as long as nobody needs it; its start-up limit must not
+    count that wait."""
+    monkeypatch.setattr(_evaluator, "STARTUP_S", 0.5)
+    memory_mb = 41  # spares are kept per memory limit: this test's own
+    with JsSandbox(workers=1, max_workers=1, max_memory_mb=memory_mb) as box:
+        assert box.evaluate("1", {}) == 1  # taking a process stocks a spare behind it
+    spare = None
+    deadline = time.monotonic() + 60
+    while spare is None and time.monotonic() < deadline:
+        spare = supervisor()._spares.get(memory_mb)
+        time.sleep(0.05)
+    assert spare is not None, "no spare was started"
+    assert select.select([spare.from_child], [], [], 60)[0], "the spare never said it was ready"
+    time.sleep(0.6)  # now past its start-up limit, counted from its start
+    with JsSandbox(workers=1, max_workers=1, max_memory_mb=memory_mb) as box:
+        assert box.evaluate("input + 1", {"input": 1}) == 2
+        assert box.child_pids() == [spare.popen.pid]
 
 
 PARENT = """

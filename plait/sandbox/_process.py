@@ -148,11 +148,9 @@ class ChildProcess:
             return request_id, status, body
         return None
 
-    def notice_ready(self) -> bool:
-        """Whether the process is ready, reading what it has already sent without waiting: a
-        spare that said READY long ago, unread, is judged by that, never by when it started."""
-        if self.ready or not self.alive:
-            return self.ready
+    def _pull(self) -> bool | None:
+        """Move what the pipe holds into the buffer, without waiting: True if something came,
+        False if nothing has yet, None when the pipe closed (the process ended)."""
         try:
             data = os.read(self.from_child, 1 << 16)
         except BlockingIOError:
@@ -161,9 +159,16 @@ class ChildProcess:
             data = b""
         if not data:
             self.ended = True
-            return False
+            return None
         self.buffer += data
-        if self.next_frame() is not None:  # a reply before any request: out of step
+        return True
+
+    def notice_ready(self) -> bool:
+        """Whether the process is ready, reading what it has already sent without waiting: a
+        spare that said READY long ago, unread, is judged by that, never by when it started."""
+        if self.ready or not self.alive:
+            return self.ready
+        if self._pull() and self.next_frame() is not None:  # a reply before any request: out of step
             self.kill("crashed")
         return self.ready
 
@@ -182,18 +187,8 @@ class ChildProcess:
             left = until - time.monotonic()
             if left <= 0:
                 return None
-            if not self._poller.poll(math.ceil(min(left, 3600.0) * 1000)):
-                continue
-            try:
-                data = os.read(self.from_child, 1 << 16)
-            except BlockingIOError:
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                self.ended = True
+            if self._poller.poll(math.ceil(min(left, 3600.0) * 1000)) and self._pull() is None:
                 raise self.gone()
-            self.buffer += data
 
     def read_now(self, until: float) -> Frame | None:
         """The next reply if it comes before `until` (monotonic), looked for without sleeping
@@ -202,19 +197,13 @@ class ChildProcess:
             frame = self.next_frame()
             if frame is not None:
                 return frame
-            try:
-                data = os.read(self.from_child, 1 << 16)
-            except BlockingIOError:
+            pulled = self._pull()
+            if pulled is None:
+                raise self.gone()
+            if not pulled:
                 if time.monotonic() >= until:
                     return None
                 os.sched_yield()
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                self.ended = True
-                raise self.gone()
-            self.buffer += data
 
     def write_sync(self, frame: bytes) -> None:
         view = memoryview(frame)
@@ -240,20 +229,13 @@ class ChildProcess:
         if self.reader is not loop:  # another loop or a thread reads it now: leave it to them
             self._unregister(loop)
             return
-        try:
-            data = os.read(self.from_child, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self.ended = True
+        pulled = self._pull()
+        if pulled is None:
             self._unregister(loop)
             if self.waiter is not None and not self.waiter.done():
                 self.waiter.set_exception(self.gone())
             return
-        self.buffer += data
-        frame = self.next_frame()
+        frame = self.next_frame() if pulled else None
         if frame is None:
             return
         if self.waiter is not None and not self.waiter.done():

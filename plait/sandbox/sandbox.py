@@ -217,9 +217,7 @@ class JsSandbox:
                     reply = evaluator.request_sync(op, limit, self.max_output_bytes, source, names, payload)
                     break
                 except ProcessGone as gone:
-                    evaluator.after()
-                    if not self._again(gone, attempt):
-                        raise self._gone(gone, limit) from None
+                    self._after_gone(evaluator, gone, attempt, limit)
         finally:
             self._give_back(evaluator, owner)
         return self._answer(reply, limit)
@@ -242,9 +240,7 @@ class JsSandbox:
                     )
                     break
                 except ProcessGone as gone:
-                    evaluator.after()
-                    if not self._again(gone, attempt):
-                        raise self._gone(gone, limit) from None
+                    self._after_gone(evaluator, gone, attempt, limit)
         finally:
             self._in_flight -= 1
             self._give_back(evaluator, owner)
@@ -289,9 +285,12 @@ class JsSandbox:
         if surplus is not None:
             surplus.stop()
 
-    def _again(self, gone: ProcessGone, attempt: int) -> bool:
-        """Whether to send the evaluation again: only after a death nobody asked for."""
-        return gone.reason == "crashed" and attempt < ATTEMPTS and not self._closed
+    def _after_gone(self, evaluator: Evaluator, gone: ProcessGone, attempt: int, limit: float) -> None:
+        """The process ended during the request: its place takes another, and the request is sent
+        again only after a death nobody asked for (else this raises what the caller sees)."""
+        evaluator.after()
+        if gone.reason != "crashed" or attempt >= ATTEMPTS or self._closed:
+            raise self._gone(gone, limit) from None
 
     def _busy(self) -> JsBusyError:
         return JsBusyError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 
 import psutil
@@ -44,6 +45,16 @@ def processes_naming(marker: str) -> list[psutil.Process]:
         if process.pid != os.getpid() and marker in " ".join(process.info["cmdline"] or []):
             found.append(process)
     return found
+
+
+def live_processes_naming(marker: str, within_s: float = 15.0) -> list[psutil.Process]:
+    """The processes naming `marker` still running (zombies count as ended) once they have all
+    ended or `within_s` has passed: the kernel ends a jail's processes at once, but a loaded host
+    may take a moment to show it."""
+    deadline = time.monotonic() + within_s
+    while (left := [p for p in processes_naming(marker) if p.status() != "zombie"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
 
 
 def kill_all(processes: Iterator[psutil.Process] | list[psutil.Process]) -> None:

@@ -22,7 +22,14 @@ from plait.sandbox.confinement import Confinement, for_python, for_tool, refusal
 from plait.sandbox.jail import problem
 from plait.sandbox.programs import ProgramResult, run_program
 from plait.sandbox.python import PythonCodeError, run_python
-from tests.jail_support import kill_all, processes_naming, require_cgroups, require_jail, running_sleeps
+from tests.jail_support import (
+    kill_all,
+    live_processes_naming,
+    processes_naming,
+    require_cgroups,
+    require_jail,
+    running_sleeps,
+)
 
 SH = shutil.which("sh") or "/bin/sh"
 BASH = shutil.which("bash") or "/bin/bash"
@@ -115,11 +122,7 @@ def test_every_process_the_program_started_dies_with_it(ends: str) -> None:
         ran = jailed([SH, "-c", script], config, timeout_s=3 if ends == "times_out" else 30)
         assert ran.timed_out == (ends == "times_out"), ran
         assert ran.stdout == b"2\n"  # both were running
-        deadline = time.monotonic() + 15  # the kernel ends them at once; a loaded host may take a moment
-        while (left := [p for p in processes_naming(f"600.{marker}") if p.status() != "zombie"]) and (
-            time.monotonic() < deadline
-        ):
-            time.sleep(0.05)
+        left = live_processes_naming(f"600.{marker}")
         assert left == [], [p.cmdline() for p in left]
     finally:
         kill_all(processes_naming(f"600.{marker}"))

@@ -28,7 +28,7 @@ from plait.model.enums import RunStatus
 from plait.model.nodes import ToolNode
 from plait.runs.start import start_run
 from plait.store import Store
-from tests.jail_support import kill_all, processes_naming, require_jail, running_sleeps
+from tests.jail_support import kill_all, live_processes_naming, processes_naming, require_jail, running_sleeps
 
 SH = shutil.which("sh") or "/bin/sh"
 BASH = shutil.which("bash") or "/bin/bash"
@@ -183,11 +183,7 @@ def test_a_setsid_grandchild_or_a_double_fork_does_not_outlive_its_node(
     try:
         outcome = run(sqlite, graph(tmp_path, [node]), {}, ToolsConfig(allow=("sh",)))
         assert outcome.output == running, outcome  # they were running when the node ended
-        deadline = time.monotonic() + 15  # the kernel ends them at once; a loaded host may take a moment
-        while (left := [p for p in processes_naming(f"600.{marker}") if p.status() != "zombie"]) and (
-            time.monotonic() < deadline
-        ):
-            time.sleep(0.05)
+        left = live_processes_naming(f"600.{marker}")
         assert left == [], [p.cmdline() for p in left]
     finally:
         kill_all(processes_naming(f"600.{marker}"))

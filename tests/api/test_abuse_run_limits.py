@@ -27,6 +27,7 @@ from plait.engine.render import RECORD_CHARS
 from plait.redact import register
 from plait.store import Store
 from plait.store.models import full_metadata
+from tests.engine.test_crash_loop import GRAPH as CRASH_LOOP_GRAPH
 
 CANARY = f"canary-{uuid.uuid4().hex}"
 """Registered as a secret in this process (as a provider key is by plait.toml); it does not look
@@ -88,15 +89,7 @@ def test_a_registered_secret_a_run_produces_is_found_nowhere(store: Store, tmp_p
 
 # -- a node that takes its server down ---------------------------------------------------------------------
 
-CRASHING = """
-plait: 1
-id: crashing
-nodes:
-  - {id: boom, type: TRANSFORM, transform_expr: "({n: 1})"}
-  - {id: after, type: TRANSFORM, transform_expr: "({n: current.n + 1})"}
-edges:
-  - {source: boom, target: after}
-"""
+CRASHING = CRASH_LOOP_GRAPH  # its first node takes the process down where a failpoint says
 
 
 def serve(db_url: str, port: int, cwd: Path) -> subprocess.Popen[str]:

@@ -30,7 +30,6 @@ import select
 import signal
 import sys
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from plait.sandbox import _protocol as wire
@@ -41,21 +40,13 @@ if TYPE_CHECKING:
 NICENESS = 10
 """Evaluations yield the CPU to Plait's own process: a host busy with runaway evaluations still
 schedules the server that answers health checks and kills them."""
-SPIN_S = 0.002
-"""How long after a reply the next request is looked for without sleeping (see `_Pipe`)."""
 SLACK_MB = 256
 """Address space beyond the contexts' limits: the interpreter's own work, a reply being built."""
 _STDIN = 0
 
 
 class _Pipe:
-    """Frames in on stdin, out on a private copy of stdout.
-
-    After a reply the next request is looked for without sleeping for up to `SPIN_S`, when the
-    last one came that soon: a process asleep in `read` is woken by the parent's write, and on a
-    virtual machine that wake-up (and the write that causes it) costs more than a small
-    evaluation. A chain of expressions is served at the speed of the pipe; an idle process sleeps
-    after one `SPIN_S`, yielding the CPU between looks meanwhile."""
+    """Frames in on stdin, out on a private copy of stdout."""
 
     def __init__(self) -> None:
         self._out = os.dup(1)
@@ -63,12 +54,6 @@ class _Pipe:
         os.dup2(null, 1)
         os.close(null)
         self._buffer = bytearray()
-        os.set_blocking(_STDIN, False)
-        self._poller = select.poll()
-        self._poller.register(_STDIN, select.POLLIN)
-        self._replied_at = 0.0
-        self._soon = False
-        """Whether the last request came within `SPIN_S` of the reply before it."""
 
     def request(self) -> tuple[int, int, float, int, str, str, str]:
         """The next request: id, op, limit, max_output and its three texts (the process ends at
@@ -83,38 +68,16 @@ class _Pipe:
         view = memoryview(wire.reply(request_id, status, body))
         while view:
             view = view[os.write(self._out, view) :]
-        self._replied_at = time.monotonic()
 
     def _take(self, size: int) -> bytes:
         while len(self._buffer) < size:
-            chunk = self._read(max(1 << 16, size - len(self._buffer)))
+            chunk = os.read(_STDIN, max(1 << 16, size - len(self._buffer)))
             if not chunk:
                 os._exit(0)  # the parent closed the pipe: nothing more to do
             self._buffer += chunk
         out = bytes(self._buffer[:size])
         del self._buffer[:size]
         return out
-
-    def _read(self, size: int) -> bytes:
-        """What stdin holds, looked for without sleeping first when requests come in quick
-        succession (see the class docstring)."""
-        if self._soon:
-            spin_until = self._replied_at + SPIN_S
-            while True:
-                try:
-                    return os.read(_STDIN, size)
-                except BlockingIOError:
-                    if time.monotonic() >= spin_until:
-                        break
-                    os.sched_yield()
-        while True:
-            self._poller.poll()
-            try:
-                chunk = os.read(_STDIN, size)
-            except BlockingIOError:
-                continue
-            self._soon = time.monotonic() - self._replied_at < SPIN_S
-            return chunk
 
 
 def _lifeline(armed: threading.Event) -> None:

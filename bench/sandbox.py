@@ -1,6 +1,6 @@
 """What the JavaScript sandbox costs, step by step (QuickJS in evaluator processes, `plait/sandbox/`).
 
-    .venv/bin/python bench/sandbox.py
+    .venv/bin/python bench/sandbox.py [--quick]
 
 Prints, in µs unless marked: the first evaluation in a fresh interpreter (importing the sandbox,
 starting an evaluator process), starting an evaluator process until it is ready, a new context
@@ -13,6 +13,7 @@ first syntax check.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import statistics
@@ -70,35 +71,39 @@ def process_start_ms() -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the calls per figure: a smoke run")
+    calls = 200 if parser.parse_args().quick else 2000
     print(f"first evaluation in a fresh interpreter (import, process start): {cold_start_ms():.1f} ms")
     print(f"an evaluator process, from spawn to ready: {process_start_ms():.1f} ms")
     print(f"a new context (lockdown + runner): {per_call_us(lambda: Context(max_memory_bytes=64 << 20), 50):.0f} µs")
     evaluator = Evaluator(64)
     trivial = (wire.EVALUATE, 1.0, 1000, "1", "", "[]")
     evaluator.request_sync(*trivial)
-    print(f"pipe round trip of a trivial request: {per_call_us(lambda: evaluator.request_sync(*trivial), 2000):.1f} µs")
+    trip = per_call_us(lambda: evaluator.request_sync(*trivial), calls)
+    print(f"pipe round trip of a trivial request: {trip:.1f} µs")
     evaluator.stop()
     with JsSandbox() as box:
         box.evaluate(EXPRESSION, SCOPE)
-        small = per_call_us(lambda: box.evaluate(EXPRESSION, SCOPE), 2000)
+        small = per_call_us(lambda: box.evaluate(EXPRESSION, SCOPE), calls)
         print(f"evaluate, small expression, from a thread: {small:.1f} µs")
-        called = per_call_us(lambda: box.call("(a, b) => a + b", 1, 2), 2000)
+        called = per_call_us(lambda: box.call("(a, b) => a + b", 1, 2), calls)
         print(f"call, small function, from a thread: {called:.1f} µs")
 
         async def chain() -> None:
-            for _ in range(2000):
+            for _ in range(calls):
                 await box.aevaluate(EXPRESSION, SCOPE)
 
         start = time.perf_counter()
         asyncio.run(chain())
-        print(f"aevaluate, one at a time on an event loop: {(time.perf_counter() - start) / 2000 * 1e6:.1f} µs each")
+        print(f"aevaluate, one at a time on an event loop: {(time.perf_counter() - start) / calls * 1e6:.1f} µs each")
 
         async def many() -> None:
-            await asyncio.gather(*(box.aevaluate(EXPRESSION, SCOPE) for _ in range(2000)))
+            await asyncio.gather(*(box.aevaluate(EXPRESSION, SCOPE) for _ in range(calls)))
 
         start = time.perf_counter()
         asyncio.run(many())
-        print(f"aevaluate, 2,000 at once on one loop: {(time.perf_counter() - start) / 2000 * 1e6:.1f} µs each")
+        print(f"aevaluate, {calls:,} at once on one loop: {(time.perf_counter() - start) / calls * 1e6:.1f} µs each")
         big = per_call_us(lambda: box.evaluate("input.rows.length", ROWS), 50)
         print(f"evaluate, 150 KB scope (2,000 rows): {big:.0f} µs")
         start = time.perf_counter()

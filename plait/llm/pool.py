@@ -296,12 +296,13 @@ class ProviderPool(Provider):
             if may_skip and request.priority >= CRITICAL and not lane.slots.try_acquire(request.priority):
                 decisions.append({"event": "busy", "target": target})
                 raise ProviderError(f"{target} has no free slot for a critical request", kind="busy")
-            started = self._clock()
-            if not (may_skip and request.priority >= CRITICAL):  # otherwise the slot is taken above
+            waited = None
+            if not (may_skip and request.priority >= CRITICAL) and not lane.slots.try_acquire(request.priority):
+                started = self._clock()  # queued only when no slot was free: never for a host that was slow
                 await lane.slots.acquire(request.priority)
-            try:
                 waited = self._clock() - started
-                if waited > 0.001:
+            try:
+                if waited is not None:
                     decisions.append({"event": "queued", "target": target, "reason": "max_concurrency",
                                       "wait_s": round(waited, 3)})  # fmt: skip
                 lane.sent.append(self._clock())

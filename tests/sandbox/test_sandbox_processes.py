@@ -106,10 +106,10 @@ def test_a_spare_started_long_before_its_first_evaluation_is_not_taken_for_one_t
 ) -> None:
     """A spare process waits, ready, for as long as nobody needs it; its start-up limit must not
     count that wait."""
-    monkeypatch.setattr(_evaluator, "STARTUP_S", 0.5)
     memory_mb = 41  # spares are kept per memory limit: this test's own
     with JsSandbox(workers=1, max_workers=1, max_memory_mb=memory_mb) as box:
         assert box.evaluate("1", {}) == 1  # taking a process stocks a spare behind it
+    monkeypatch.setattr(_evaluator, "STARTUP_S", 0.5)  # only now: the first process had the usual limit
     spare = None
     deadline = time.monotonic() + 60
     while spare is None and time.monotonic() < deadline:

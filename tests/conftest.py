@@ -177,3 +177,10 @@ def store(db_url: str) -> Iterator[Store]:
 
     with Store(db_url) as opened:
         yield opened
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the warm `plait` start server of this test process, if a test started it."""
+    from tests.plait_cli import close_server
+
+    close_server()

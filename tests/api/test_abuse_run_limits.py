@@ -28,6 +28,7 @@ from plait.redact import register
 from plait.store import Store
 from plait.store.models import full_metadata
 from tests.engine.test_crash_loop import GRAPH as CRASH_LOOP_GRAPH
+from tests.plait_cli import run_plait
 
 CANARY = f"canary-{uuid.uuid4().hex}"
 """Registered as a secret in this process (as a provider key is by plait.toml); it does not look
@@ -47,10 +48,7 @@ edges:
 
 
 def plait(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "plait", *args], capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, **(env or {})}, check=False,
-    )  # fmt: skip
+    return run_plait(*args, env={**os.environ, **(env or {})}, timeout=timeout)
 
 
 def stored_text(store: Store, tmp_path: Path) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from api_helpers import SLOW, Api, free_port, import_graphs, serving, wait_for
 
 from plait.api import ServerConfigError, ServerSettings, create_app
 from plait.store import Store
+from tests.plait_cli import run_plait
 
 
 def test_health_docs_providers_and_unknown_routes(api: Api) -> None:
@@ -130,9 +130,7 @@ def test_the_server_refuses_to_start_when_no_token_could_authenticate(store: Sto
 
 
 def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
-    )
+    return run_plait(*args, cwd=cwd, timeout=120)
 
 
 def test_token_commands_and_serve_refusal(tmp_path: Path) -> None:

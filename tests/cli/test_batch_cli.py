@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from plait.store import Store
+from tests.plait_cli import run_plait
 
 GRAPH = {
     "id": "clean_records",
@@ -42,8 +43,7 @@ def env_of(tmp_path: Path) -> dict[str, str]:
 
 
 def plait(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plait", *args], cwd=tmp_path, env=env_of(tmp_path),
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return run_plait(*args, cwd=tmp_path, env=env_of(tmp_path), timeout=120)
 
 
 def batch(tmp_path: Path, *extra: str, inputs: str = "in.jsonl", output: str = "out.jsonl") -> list[str]:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import plait
+from tests.plait_cli import run_plait
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -27,19 +28,11 @@ DIAG_LINE = re.compile(
 
 def plait_cli(*args: str, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k != "PLAIT_DEBUG"} | {"COLUMNS": "200", **env}
-    return subprocess.run(
-        [sys.executable, "-m", "plait", *args],
-        cwd=cwd,
-        env=environment,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-    )
+    return run_plait(*args, cwd=cwd, env=environment, timeout=60)
 
 
 def plait_clis(*invocations: tuple[str, ...], **env: str) -> list[subprocess.CompletedProcess[str]]:
-    """Several independent invocations at once: each one pays the interpreter start-up."""
+    """Several independent invocations at once."""
     with ThreadPoolExecutor(max_workers=len(invocations)) as pool:
         return list(pool.map(lambda args: plait_cli(*args, **env), invocations))
 

@@ -9,25 +9,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from plait.store import Store
 from tests.cli.test_run_cli import EXAMPLES, example_args, plait
+from tests.plait_cli import run_plait
 
 VIDEO_SCRIPT = f"scripted:{EXAMPLES / 'scripted' / 'video_chapters.yaml'}"
 
 
 def plait_env(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "plait", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **env},
-    )
+    return run_plait(*args, cwd=cwd, env={**os.environ, **env}, timeout=120)
 
 
 def paused_video_run(tmp_path: Path) -> str:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.jail_support import require_jail
+from tests.plait_cli import run_plait
 
 PROVIDER = """
 [[providers]]
@@ -29,10 +29,9 @@ chat = "main/m"
 def check(tmp_path: Path, toml: str, *extra: str) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "plait.toml"
     path.write_text(PROVIDER + toml)
-    return subprocess.run(
-        [sys.executable, "-m", "plait", "config", "check", "--config", str(path), *extra],
-        capture_output=True, text=True, check=False, env={**os.environ, "PLAIT_TEST_KEY": "k", "COLUMNS": "300"},
-    )  # fmt: skip
+    return run_plait(
+        "config", "check", "--config", str(path), *extra, env={**os.environ, "PLAIT_TEST_KEY": "k", "COLUMNS": "300"}
+    )
 
 
 def test_a_jailed_machine_says_so(tmp_path: Path) -> None:

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+
+from tests.plait_cli import run_plait
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=60,
-        env={"PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
+    return run_plait(*args, cwd=cwd, env={"PATH": "/usr/bin:/bin"}, timeout=60)
 
 
 def test_every_llm_prompt_is_rendered_and_nothing_is_stored(tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from llm_helpers import needs_local
 
+from tests.plait_cli import run_plait
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 GRAPH = EXAMPLES / "feedback_triage.yaml"
 INPUT = ["--input-file", str(EXAMPLES / "inputs" / "feedback_triage.yaml")]
@@ -43,7 +45,7 @@ edges: []
 
 
 def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return run_plait(*args, cwd=cwd, timeout=120)
 
 
 def start(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -221,8 +223,7 @@ def test_ctrl_c_keeps_the_answers_that_arrived_and_resume_pays_for_nothing_again
         run_id = str(the_run(tmp_path)["id"])
         nodes = {n["node_id"]: n["status"] for n in the_run(tmp_path)["nodes"]}  # type: ignore[attr-defined]
         assert (nodes["a"], nodes["b"]) == ("completed", "completed")  # recorded before the process stopped
-        resumed = subprocess.run([sys.executable, "-m", "plait", "resume", run_id, "--json"], cwd=tmp_path,
-                                 capture_output=True, text=True, timeout=120, env={**os.environ, **env})  # fmt: skip
+        resumed = run_plait("resume", run_id, "--json", cwd=tmp_path, env={**os.environ, **env}, timeout=120)
         assert resumed.returncode == 0, resumed.stderr
         assert json.loads(resumed.stdout)["output"] == {"a": "ok", "b": "ok"}
     assert len(counts.arrivals) == 2  # each answer paid once

@@ -5,8 +5,9 @@ processes."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.plait_cli import run_plait
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MEETING = [
@@ -19,7 +20,7 @@ MEETING = [
 
 
 def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return run_plait(*args, cwd=cwd, timeout=60)
 
 
 def test_the_dry_run_checks_that_the_mcp_servers_are_configured_and_names_config(tmp_path: Path) -> None:

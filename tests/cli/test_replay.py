@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from plait.llm import local
 from plait.store import Store
+from tests.plait_cli import run_plait
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return run_plait(*args, cwd=cwd, timeout=120)
 
 
 def run_triage(tmp_path: Path, *llm: str) -> dict[str, str]:

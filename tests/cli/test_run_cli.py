@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.plait_cli import run_plait
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return run_plait(*args, cwd=cwd, timeout=120)
 
 
 def example_args(name: str) -> list[str]:

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from plait.model.enums import RunStatus
 from plait.store import Store
 from tests.engine.test_engine import execute, graph_file, llm, script
+from tests.plait_cli import run_plait
 
 CHAIN = [{"source": "a", "target": "b", "schema_id": "text"}, {"source": "b", "target": "END", "schema_id": "text"}]
 
 
 def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "plait", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return run_plait(*args, cwd=cwd, timeout=120)
 
 
 def run_chain(store: Store, tmp_path: Path, graph: str, a: str, b: str) -> str:

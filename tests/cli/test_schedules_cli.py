@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.plait_cli import run_plait
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = str(ROOT / "examples" / "data_cleaning.yaml")
@@ -20,8 +21,7 @@ GRAPH = str(ROOT / "examples" / "data_cleaning.yaml")
 
 def plait(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"PLAIT_DB": f"sqlite:///{tmp_path / 'plait.db'}", "PATH": "/usr/bin:/bin", "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "plait", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return run_plait(*args, cwd=tmp_path, env=env, timeout=120)
 
 
 def listed(tmp_path: Path) -> list[dict[str, Any]]:

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.plait_cli import run_plait
+
 
 def serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     db = f"sqlite:///{cwd / 'plait.db'}"
-    return subprocess.run(
-        [sys.executable, "-m", "plait", "serve", "--db", db, *args], cwd=cwd, capture_output=True, text=True,
-        timeout=60, check=False, env={**os.environ, "COLUMNS": "300"},
-    )  # fmt: skip
+    return run_plait("serve", "--db", db, *args, cwd=cwd, env={**os.environ, "COLUMNS": "300"}, timeout=60)
 
 
 @pytest.mark.parametrize("port", ["99999", "0", "-1", "65536"])

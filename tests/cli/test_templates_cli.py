@@ -11,14 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.plait_cli import run_plait
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PLAIT_DB": f"sqlite:///{cwd / 'plait.db'}"}
-    return subprocess.run(
-        [sys.executable, "-m", "plait", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
-    )
+    return run_plait(*args, cwd=cwd, env=env, timeout=60)
 
 
 def test_system_templates_are_listed_read_only_and_copied_into_your_own(tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.plait_cli import run_plait
+
 WAITING = """plait: 1
 id: later
 nodes:
@@ -34,10 +36,7 @@ edges:
 def test_plait_run_waits_in_the_foreground_and_finishes_the_run(tmp_path: Path) -> None:
     (tmp_path / "later.yaml").write_text(WAITING)
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "plait", "run", "later.yaml", "-i", "n=1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    done = run_plait("run", "later.yaml", "-i", "n=1", cwd=tmp_path, timeout=60)
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - started >= 3
     assert '"n": 2' in done.stdout

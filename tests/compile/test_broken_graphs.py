@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +25,7 @@ import pytest
 
 from plait.compile import CompileResult, Diagnostic, compile_file
 from plait.compile.source import MAX_BYTES_ENV, MAX_DEPTH
+from tests.plait_cli import run_plait
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -267,13 +266,7 @@ def test_json_duplicate_key(tmp_path: Path) -> None:
 
 
 def _validate_json(target: Path) -> tuple[int, dict[str, object]]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "plait", "validate", str(target), "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_plait("validate", str(target), "--json", cwd=ROOT, timeout=60)
     return proc.returncode, json.loads(proc.stdout)
 
 

@@ -17,6 +17,7 @@ from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, Usage
 from plait.runs.start import start_run
 from plait.store import Store
+from tests.plait_cli import run_plait
 
 LABEL = {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}
 
@@ -123,9 +124,7 @@ def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
     assert called  # the first run asked the model
     assert hits == [[], called, []]
     second = json.loads(runs[1].stdout)["run_id"]
-    shown = subprocess.run(
-        [sys.executable, "-m", "plait", "runs", "show", second, "--db", db], capture_output=True, text=True
-    )
+    shown = run_plait("runs", "show", second, "--db", db)
     assert shown.returncode == 0, shown.stderr
     assert "served by" in shown.stdout
     assert "│ cache " in shown.stdout

@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from plait.engine.runner import Engine
 from plait.store import Store
+from tests.plait_cli import run_plait
 
 GRAPH = """
 plait: 1
@@ -28,10 +28,7 @@ KILL = {"PLAIT_FAILPOINTS": "execute:boom"}
 
 
 def plait(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "plait", *args, "--quiet"], capture_output=True, text=True, timeout=120,
-        env={**os.environ, **(env or {})}, check=False,
-    )  # fmt: skip
+    return run_plait(*args, "--quiet", env={**os.environ, **(env or {})}, timeout=120)
 
 
 def test_a_node_lost_twice_fails_automatically_but_a_person_can_insist(db_url: str, tmp_path: Path) -> None:

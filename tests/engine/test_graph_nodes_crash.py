@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 import yaml
 
 from plait.store import Store
+from tests.plait_cli import run_plait
 
 ITEMS = 6
 
@@ -56,13 +56,7 @@ CASES = {
 
 
 def plait(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "plait", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
+    return run_plait(*args, env={**os.environ, **(env or {})}, timeout=120)
 
 
 def finished_child_nodes(db: str, run_id: str) -> dict[str, float | None]:

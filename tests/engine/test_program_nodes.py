@@ -171,7 +171,15 @@ def test_python_code_is_refused_unless_plait_toml_allows_it(store: Store, tmp_pa
 def test_python_code_that_fails_fails_its_node_only(
     store: Store, tmp_path: Path, code: str, kind: str, message: str
 ) -> None:
-    node = {"id": "p", "type": "CODE", "language": "python", "code": code, "timeout_s": 1}
+    # Only the endless loop is meant to reach the time limit; the others get one a loaded host
+    # cannot reach while it starts the jail and the interpreter.
+    node = {
+        "id": "p",
+        "type": "CODE",
+        "language": "python",
+        "code": code,
+        "timeout_s": 1 if kind == "code_timeout" else 30,
+    }
     outcome, store, run_id = run_graph(store, tmp_path, [node], {})
     assert outcome.status == RunStatus.FAILED
     error = node_error(store, run_id, "p")

@@ -5,8 +5,6 @@ newlines and tabs are kept. Off by default: values are inserted exactly as they 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import pytest
 from plait.compile.templates import parse_template
 from plait.engine.render import prompt_budget, render
 from plait.model.nodes import LlmCallNode
+from tests.plait_cli import run_plait
 
 STRIPPED = [chr(c) for c in [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F]] + [
     "\u200b",  # zero-width space
@@ -78,11 +77,18 @@ def test_the_dry_run_shows_the_cleaned_prompt(tmp_path: Path) -> None:
     )
     (tmp_path / "in.json").write_text(json.dumps({"text": "he\u200bllo\x07 world\u202f"}))
     (tmp_path / "s.yaml").write_text("responses:\n  - text: ok\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "plait", "run", str(graph), "--input-file", str(tmp_path / "in.json"),
-         "--llm", f"scripted:{tmp_path / 's.yaml'}", "--dry-run", "--json"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    result = run_plait(
+        "run",
+        str(graph),
+        "--input-file",
+        str(tmp_path / "in.json"),
+        "--llm",
+        f"scripted:{tmp_path / 's.yaml'}",
+        "--dry-run",
+        "--json",
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     (ask,) = [n for n in json.loads(result.stdout)["nodes"] if n["node_id"] == "ask"]
     assert ask["messages"][-1]["content"] == "Text: hello world\u202f"

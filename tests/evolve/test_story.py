@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from plait.runs.start import start_run
 from plait.sandbox.shared import SHARED_MAX_WORKERS
 from plait.store import Store, StoreError, current_activations
 from plait.store.graph_admin import ReadOnlyGraph
+from tests.plait_cli import run_plait
 
 LIST_V1 = {
     "type": "object",
@@ -125,10 +124,7 @@ def test_the_seed_story_of_forks_and_schema_evolution(store: Store, tmp_path: Pa
     assert system_v2.version == 2
     assert sync_system_graphs(store, ship(tmp_path / "v2", 2)) == []  # unchanged: nothing stored again
 
-    listed = subprocess.run(
-        [sys.executable, "-m", "plait", "graphs", "list", "--json", "--db", store.url],
-        capture_output=True, text=True, timeout=120, check=True,
-    )  # fmt: skip
+    listed = run_plait("graphs", "list", "--json", "--db", store.url, timeout=120, check=True)
     flags = {g["slug"]: g["parent_updated"] for g in json.loads(listed.stdout)}
     assert (flags["my_story"], flags["plait.story"]) == (True, False)
 
@@ -165,10 +161,7 @@ def test_the_seed_story_of_forks_and_schema_evolution(store: Store, tmp_path: Pa
 
     # what `plait runs show` presents: the old run's output migrated, the new run's as stored
     def shown_split(run_id: str) -> dict[str, Any]:
-        shown = subprocess.run(
-            [sys.executable, "-m", "plait", "runs", "show", run_id, "--json", "--db", store.url],
-            capture_output=True, text=True, timeout=120, check=True,
-        )  # fmt: skip
+        shown = run_plait("runs", "show", run_id, "--json", "--db", store.url, timeout=120, check=True)
         return next(n for n in json.loads(shown.stdout)["nodes"] if n["node_id"] == "split")
 
     old_split = shown_split(old_run)

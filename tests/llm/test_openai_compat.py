@@ -5,8 +5,6 @@ reason, only where the `local` extra (which brings the server) is not installed.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from plait.llm import openai_compat
 from plait.llm.openai_compat import OpenAIProvider
 from plait.llm.types import ChatRequest, ProviderError
 from plait.store import Store
+from tests.plait_cli import run_plait
 
 pytestmark = needs_local
 
@@ -115,11 +114,18 @@ models = [{{ name = "smollm2", price_in = 1.0, price_out = 2.0, context = 2048, 
 chat = ["down/x", "llamacpp/smollm2"]
 """)
     db = f"sqlite:///{tmp_path / 'runs.db'}"
-    result = subprocess.run(
-        [sys.executable, "-m", "plait", "run", str(EXAMPLES / "feedback_triage.yaml"), "--input-file",
-         str(EXAMPLES / "inputs" / "feedback_triage.yaml"), "--config", str(config), "--db", db, "--quiet"],
-        capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+    result = run_plait(
+        "run",
+        str(EXAMPLES / "feedback_triage.yaml"),
+        "--input-file",
+        str(EXAMPLES / "inputs" / "feedback_triage.yaml"),
+        "--config",
+        str(config),
+        "--db",
+        db,
+        "--quiet",
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["label"] in ("bug", "praise", "question")
     with Store(db) as store:

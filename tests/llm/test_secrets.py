@@ -33,6 +33,7 @@ from plait.llm.pool import ProviderPool
 from plait.runs.start import start_run
 from plait.store import Store
 from plait.store.models import full_metadata
+from tests.plait_cli import run_plait
 
 KEY_ENV = "PLAIT_TEST_CANARY_KEY"
 CANARY = f"canary-{uuid.uuid4().hex}"
@@ -130,10 +131,7 @@ def test_an_echoed_key_is_in_no_stored_row_and_no_log(
 
 
 def plait(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "plait", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
-        check=False,
-    )  # fmt: skip
+    return run_plait(*args, cwd=cwd, env=env, timeout=120)
 
 
 def child_env() -> dict[str, str]:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from plait.config import ConfigError, MissingSecret, load_config
+from tests.plait_cli import run_plait
 
 SERVERS = """
 [[mcp_servers]]
@@ -73,12 +72,12 @@ def test_config_check_lists_servers_and_which_secrets_are_set_without_values(tmp
     path = write(tmp_path, SERVERS)
     env = {**os.environ, "PLAIT_TEST_TIME_TOKEN": "do-not-print-me"}
     env.pop("PLAIT_TEST_DOCS_KEY", None)
-    command = [sys.executable, "-m", "plait", "config", "check", "--config", path]
-    shown = subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, timeout=60)
+    command = ["config", "check", "--config", path]
+    shown = run_plait(*command, "--json", env=env, timeout=60)
     servers = {s["id"]: s for s in json.loads(shown.stdout)["mcp_servers"]}
     assert servers["time"]["secrets"] == [{"name": "PLAIT_TEST_TIME_TOKEN", "set": True}]
     assert servers["docs"]["secrets"] == [{"name": "PLAIT_TEST_DOCS_KEY", "set": False}]
-    human = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    human = run_plait(*command, env=env, timeout=60)
     assert "MCP servers" in human.stdout
     assert "not set" in human.stdout
     for output in (shown.stdout, shown.stderr, human.stdout, human.stderr):

@@ -133,6 +133,11 @@ def chromium() -> Iterator[Any]:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _need("playwright is not installed: pip install -e '.[test]'")
+    from playwright.sync_api import expect
+
+    # A loaded CI host can take seconds to parse a page's scripts: assertions wait generously,
+    # and a test whose timing is the point passes its own timeout.
+    expect.set_options(timeout=20_000)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         yield browser
@@ -146,7 +151,7 @@ def page(chromium: Any) -> Iterator[Any]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.set_default_timeout(10_000)
+    page.set_default_timeout(20_000)
     yield page
     context.close()
     assert errors == [], f"the page threw: {errors}"

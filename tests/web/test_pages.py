@@ -5,8 +5,6 @@ shown with their hint, and the token prompt of a server that asks for one."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
+from tests.plait_cli import run_plait
 from tests.web.conftest import EXAMPLES, Served, serve
 
 SLOW_SCRIPT = """
@@ -119,12 +118,7 @@ def test_an_unknown_run_shows_the_servers_error_not_a_blank_page(server: Served,
 
 def test_a_server_that_asks_for_a_token_gets_one_from_the_prompt(tmp_path: Path, page: Any) -> None:
     db = f"sqlite:///{tmp_path / 'workbench.db'}"
-    created = subprocess.run(
-        [sys.executable, "-m", "plait", "token", "create", "--name", "browser", "--db", db, "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    created = run_plait("token", "create", "--name", "browser", "--db", db, "--json", check=True)
     token = json.loads(created.stdout)["token"]
     served = serve(tmp_path, "--require-auth")
     server = next(served)

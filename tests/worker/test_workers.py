@@ -7,6 +7,7 @@ never sent, and one the broker could not take is sent when it is back."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -59,7 +60,11 @@ def test_a_queued_run_executes_on_a_worker_with_the_same_output_and_its_events(c
     assert json.loads(local.stdout)["output"] == json.loads(queued.stdout)["output"]
     logs = cluster.logs()  # what the worker said: where it takes runs from, and each run's ending
     assert f"plait worker: taking runs from queue '{cluster.queue}' on {cluster.broker}" in logs
-    assert f"plait worker: run {json.loads(queued.stdout)['run_id']}: ended (announced on start)" in logs
+    # A new queue has no relay marker yet, so a worker may also re-announce the pending run as
+    # possibly lost by the broker; either message may be the one that executes it.
+    assert re.search(
+        rf"plait worker: run {json.loads(queued.stdout)['run_id']}: ended \(announced on (start|lost)\)", logs
+    )
 
 
 def test_the_workers_ready_line_masks_the_credentials_in_its_urls() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from plait.store import Store
 from tests.api.api_helpers import wait_for
+from tests.plait_cli import run_plait
 
 REDIS = "redis://127.0.0.1:6379/0"
 
@@ -48,8 +49,7 @@ class Cluster:
         return process
 
     def plait(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "plait", *args], cwd=self.folder, env=self.env(),
-                              capture_output=True, text=True, timeout=timeout)  # fmt: skip
+        return run_plait(*args, cwd=self.folder, env=self.env(), timeout=timeout)
 
     def store(self) -> Store:
         return Store(self.db)

@@ -40,9 +40,9 @@ READ_AT_IMPORT = ("PLAIT_FAILPOINTS", "TYPER_USE_RICH", "TERMINAL_WIDTH", "_TYPE
                   "FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS")  # fmt: skip
 """Environment variables that Plait or its libraries read when a module loads: a command whose
 environment differs from the server's in any of them (or in a `PYTHON*` variable) starts cold."""
-PRELOAD = ("cli", "runs", "evolve", "engine", "store", "compile", "llm", "sandbox", "tools", "model")
-"""Plait's packages the server loads (with their libraries); the HTTP service, the workbench and
-the worker load on demand, in the command that needs them."""
+PRELOAD = ("cli", "runs", "evolve", "engine", "store", "compile", "llm", "sandbox", "tools", "model", "api", "web",
+           "worker")  # fmt: skip
+"""Plait's packages the server loads, with their libraries."""
 
 
 def run_plait(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None, input: str | None = None,
@@ -60,6 +60,116 @@ def run_plait(*args: str, cwd: Path | str | None = None, env: dict[str, str] | N
     if check:
         done.check_returncode()
     return done
+
+
+def start_plait(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None,
+                stdout: Any = None, stderr: Any = None, text: bool = False) -> Any:  # fmt: skip
+    """`subprocess.Popen([python, "-m", "plait", *args], ...)` for a long-running command (a server,
+    a worker): a `Popen`, or a `WarmProcess` that answers the same calls (`pid`, `poll`, `wait`,
+    `send_signal`, `terminate`, `kill`, `returncode`, `stdout`/`stderr` pipes). `stdout` and
+    `stderr` as for `Popen`: None, `DEVNULL`, `PIPE`, a file, or `STDOUT` for stderr."""
+    command = [sys.executable, "-m", "plait", *args]
+    environment = dict(os.environ if env is None else env)
+    server = None if _starts_cold(environment) else _server()
+    if server is None:
+        return subprocess.Popen(command, cwd=cwd, env=environment, stdout=stdout, stderr=stderr, text=text)
+    return WarmProcess(server, command, os.path.abspath(cwd or os.getcwd()), environment, stdout, stderr, text)
+
+
+class WarmProcess:
+    """A command the start server runs, seen as `subprocess.Popen` sees its child."""
+
+    def __init__(self, server: _Server, command: list[str], cwd: str, env: dict[str, str], stdout: Any,
+                 stderr: Any, text: bool) -> None:  # fmt: skip
+        self.args = command
+        self.returncode: int | None = None
+        self.stdin = None
+        ours: list[int] = []  # our ends of pipes, and /dev/null: closed once the child has them
+        theirs = [os.open(os.devnull, os.O_RDONLY)]
+        ours.append(theirs[0])
+        self.stdout, out = self._stream(stdout, 1, ours, text)
+        theirs.append(out)
+        if stderr == subprocess.STDOUT:
+            self.stderr, err = None, out
+        else:
+            self.stderr, err = self._stream(stderr, 2, ours, text)
+        theirs.append(err)
+        try:
+            self._connection, self.pid = server.start(command[3:], cwd, env, theirs)
+        finally:
+            for fd in ours:
+                os.close(fd)
+        self._pending = b""
+
+    @staticmethod
+    def _stream(spec: Any, inherited: int, ours: list[int], text: bool) -> tuple[IO[Any] | None, int]:
+        """The parent's end (for `PIPE`) and the descriptor the child writes to."""
+        if spec is None:
+            return None, inherited
+        if spec == subprocess.DEVNULL:
+            fd = os.open(os.devnull, os.O_WRONLY)
+            ours.append(fd)
+            return None, fd
+        if spec == subprocess.PIPE:
+            read, write = os.pipe()
+            ours.append(write)
+            return (open(read, encoding=locale.getpreferredencoding(False)) if text else open(read, "rb")), write
+        return None, spec if isinstance(spec, int) else spec.fileno()
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._connection.setblocking(False)
+            try:
+                self._read_status()
+            except BlockingIOError:
+                pass
+            finally:
+                if self.returncode is None:
+                    self._connection.setblocking(True)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self._connection.settimeout(timeout)
+            try:
+                self._read_status()
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+        assert self.returncode is not None
+        return self.returncode
+
+    def _read_status(self) -> None:
+        while not self._pending.endswith(b"\n"):
+            byte = self._connection.recv(64)
+            if not byte:
+                raise RuntimeError("the start server closed the connection before the command ended")
+            self._pending += byte
+        self.returncode = os.waitstatus_to_exitcode(int(json.loads(self._pending)["status"]))
+        self._connection.close()
+
+    def communicate(self, timeout: float | None = None) -> tuple[Any, Any]:
+        """What the pipes gave until the command ended (read whole: enough for what tests print)."""
+        self.wait(timeout)
+        return (self.stdout.read() if self.stdout else None), (self.stderr.read() if self.stderr else None)
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            _signal(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def __enter__(self) -> WarmProcess:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for stream in (self.stdout, self.stderr):
+            if stream is not None:
+                stream.close()
+        self.wait()
 
 
 def _starts_cold(env: dict[str, str]) -> bool:
@@ -93,17 +203,27 @@ class _Server:
             self.log.seek(0)
             raise RuntimeError(f"the start server did not come up: {self.log.read()[-2000:]}")
 
+    def start(self, args: list[str], cwd: str, env: dict[str, str], fds: list[int]) -> tuple[socket.socket, int]:
+        """Start `plait ARGS` on descriptors `fds` (stdin, stdout, stderr): the connection on
+        which its wait status will come, and its pid."""
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(self.path)
+            request = json.dumps({"argv": args, "cwd": cwd, "env": env}).encode()
+            socket.send_fds(connection, [b"%015d\n" % len(request)], fds)
+            connection.sendall(request)
+            return connection, int(_reply(connection)["pid"])
+        except BaseException:
+            connection.close()
+            raise
+
     def run(self, command: list[str], cwd: str, env: dict[str, str], input: str | None,
             timeout: float) -> subprocess.CompletedProcess[str]:  # fmt: skip
         with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             stdin.write((input or "").encode())
             stdin.seek(0)
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-                connection.connect(self.path)
-                request = json.dumps({"argv": command[3:], "cwd": cwd, "env": env}).encode()
-                socket.send_fds(connection, [b"%015d\n" % len(request)], [stdin.fileno(), out.fileno(), err.fileno()])
-                connection.sendall(request)
-                pid = int(_reply(connection)["pid"])
+            connection, pid = self.start(command[3:], cwd, env, [stdin.fileno(), out.fileno(), err.fileno()])
+            with connection:
                 connection.settimeout(timeout)
                 try:
                     status, timed_out = int(_reply(connection)["status"]), False
@@ -140,8 +260,12 @@ def _reply(connection: socket.socket) -> dict[str, Any]:
 
 
 def _kill(pid: int) -> None:
+    _signal(pid, signal.SIGKILL)
+
+
+def _signal(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, sig)
 
 
 def _text(file: IO[bytes]) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +22,8 @@ from typing import Any
 
 import httpx
 from api_helpers import free_port, wait_for
+
+from tests.plait_cli import start_plait
 
 LIMIT = 0.3
 ITEMS = 40
@@ -61,10 +62,9 @@ def plait_serve(db_url: str, cwd: Path) -> Iterator[str]:
     choice, tested elsewhere), and what is measured here is the sandbox's own sharing."""
     (cwd / "plait.toml").write_text("[resources]\nenabled = false\n")
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "plait", "serve", "--db", db_url, "--port", str(port)],
-        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    server = start_plait(
+        "serve", "--db", db_url, "--port", str(port), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     url = f"http://127.0.0.1:{port}"
     try:
 

@@ -15,7 +15,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from plait.api import executor
 from plait.engine import commits
 from plait.store import Store
 from tests.conftest import pg_schema_url, terminate_backends
+from tests.plait_cli import start_plait
 from tests.worker.counting_server import PAID_THEN_SHAPED, counting_server, openai_config
 
 
@@ -39,8 +39,9 @@ def test_plait_serve_keeps_the_paid_answer_when_the_database_drops_its_connectio
         (tmp_path / "plait.toml").write_text(openai_config(url))
         env = {**os.environ, "PLAIT_DB": db, "PLAIT_CONFIG": str(tmp_path / "plait.toml")}
         log = (tmp_path / "serve.log").open("w")
-        server = subprocess.Popen([sys.executable, "-m", "plait", "serve", "--port", str(port), "--no-schedules"],
-                                  cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        server = start_plait(
+            "serve", "--port", str(port), "--no-schedules", cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
                 wait_for(lambda: _answers(client), timeout=60, what="plait serve to answer")

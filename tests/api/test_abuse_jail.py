@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from api_helpers import free_port, wait_for
 
 from plait.store import Store
 from tests.jail_support import require_jail
+from tests.plait_cli import start_plait
 
 CANARY = "SECRET-IN-THE-SERVERS-ENVIRONMENT"
 CONFIG = """# SECRET-IN-PLAIT-TOML
@@ -122,10 +122,19 @@ def server(db_url: str, tmp_path: Path) -> Iterator[Server]:
     port = free_port()
     env = {**os.environ, "PLAIT_CANARY": CANARY, "PLAIT_TEST_KEY": "sk-test"}
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "plait", "serve", "--db", db_url, "--port", str(port), "--config", str(config)],
-            cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
+        process = start_plait(
+            "serve",
+            "--db",
+            db_url,
+            "--port",
+            str(port),
+            "--config",
+            str(config),
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: _answers(url) or process.poll() is not None, timeout=60, what="plait serve to start")

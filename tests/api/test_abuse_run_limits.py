@@ -10,7 +10,6 @@ import contextlib
 import gc
 import os
 import subprocess
-import sys
 import tracemalloc
 import uuid
 from pathlib import Path
@@ -28,7 +27,7 @@ from plait.redact import register
 from plait.store import Store
 from plait.store.models import full_metadata
 from tests.engine.test_crash_loop import GRAPH as CRASH_LOOP_GRAPH
-from tests.plait_cli import run_plait
+from tests.plait_cli import run_plait, start_plait
 
 CANARY = f"canary-{uuid.uuid4().hex}"
 """Registered as a secret in this process (as a provider key is by plait.toml); it does not look
@@ -92,11 +91,18 @@ CRASHING = CRASH_LOOP_GRAPH  # its first node takes the process down where a fai
 
 def serve(db_url: str, port: int, cwd: Path) -> subprocess.Popen[str]:
     """`plait serve` whose process dies (like SIGKILL) each time it starts executing the node `boom`."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "plait", "serve", "--db", db_url, "--port", str(port)], cwd=cwd, text=True,
-        env={**os.environ, "PLAIT_FAILPOINTS": "execute:boom"}, stdout=subprocess.DEVNULL,
+    return start_plait(
+        "serve",
+        "--db",
+        db_url,
+        "--port",
+        str(port),
+        cwd=cwd,
+        env={**os.environ, "PLAIT_FAILPOINTS": "execute:boom"},
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        text=True,
+    )
 
 
 def healthy(client: httpx.Client, server: subprocess.Popen[str]) -> bool:

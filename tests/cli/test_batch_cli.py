@@ -10,7 +10,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import yaml
 
 from plait.store import Store
-from tests.plait_cli import run_plait
+from tests.plait_cli import run_plait, start_plait
 
 GRAPH = {
     "id": "clean_records",
@@ -75,8 +74,7 @@ def test_a_batch_writes_results_and_failures_and_says_how_it_went(tmp_path: Path
 def test_a_killed_batch_resumed_finishes_every_record_exactly_once(tmp_path: Path) -> None:
     count = 60
     setup(tmp_path, [json.dumps({"text": f"r{i}"}) for i in range(count)], delay_ms=150)
-    process = subprocess.Popen([sys.executable, "-m", "plait", *batch(tmp_path), "-c", "8", "--quiet"],
-                               cwd=tmp_path, env=env_of(tmp_path))  # fmt: skip
+    process = start_plait(*batch(tmp_path), "-c", "8", "--quiet", cwd=tmp_path, env=env_of(tmp_path))
     output = tmp_path / "out.jsonl"
     deadline = time.monotonic() + 60
     while len(lines_of(output)) < 12 and time.monotonic() < deadline:

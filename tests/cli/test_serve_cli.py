@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.plait_cli import run_plait
+from tests.plait_cli import run_plait, start_plait
 
 
 def serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -68,10 +67,17 @@ def test_sigterm_stops_a_server_whose_runs_spin_in_the_sandbox_promptly(tmp_path
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     db = f"sqlite:///{tmp_path / 'plait.db'}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "plait", "serve", "--db", db, "--port", str(port)],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    server = start_plait(
+        "serve",
+        "--db",
+        db,
+        "--port",
+        str(port),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from plait.model.enums import NodeStatus, RunStatus
 from plait.store import Store
 from tests.api.api_helpers import wait_for
 from tests.conftest import pg_schema_url, terminate_backends
+from tests.plait_cli import start_plait
 from tests.worker.counting_server import PAID_THEN_SHAPED, counting_server, openai_config
 
 
@@ -30,8 +30,16 @@ def test_plait_run_keeps_the_paid_answer_when_the_database_drops_its_connections
     with counting_server(latency_s=0.0, gate=gate) as (url, counts):
         (tmp_path / "plait.toml").write_text(openai_config(url))
         env = {**os.environ, "PLAIT_DB": db, "PLAIT_CONFIG": str(tmp_path / "plait.toml")}
-        running = subprocess.Popen([sys.executable, "-m", "plait", "run", "graph.yaml", "--json"], cwd=tmp_path,
-                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        running = start_plait(
+            "run",
+            "graph.yaml",
+            "--json",
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             wait_for(lambda: counts.arrivals or running.poll() is not None, timeout=60, what="the model call")
             assert terminate_backends(pg_schema) >= 1  # every connection of the run's process

@@ -8,10 +8,9 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.plait_cli import run_plait
+from tests.plait_cli import run_plait, start_plait
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -152,11 +151,21 @@ def test_ctrl_c_stops_the_model_call_and_keeps_what_arrived(tmp_path: Path) -> N
     (tmp_path / "ask.js").write_text(ASKS)
     (tmp_path / "in.json").write_text(json.dumps({"topic": "SLOW"}))
     env = {**os.environ, "PLAIT_DB": f"sqlite:///{tmp_path / 'plait.db'}", "PYTHONUNBUFFERED": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "plait", "templates", "run", "--file", "ask.js", "--input-file", "in.json",
-         "--llm", "scripted:streams.yaml"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    process = start_plait(
+        "templates",
+        "run",
+        "--file",
+        "ask.js",
+        "--input-file",
+        "in.json",
+        "--llm",
+        "scripted:streams.yaml",
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout is not None
     first = process.stdout.read(4)  # "one " arrives after 2 s; the rest would take 18 s more
     process.send_signal(signal.SIGINT)

@@ -7,13 +7,12 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
-from tests.plait_cli import run_plait
+from tests.plait_cli import run_plait, start_plait
 
 WAITING = """plait: 1
 id: later
@@ -46,10 +45,17 @@ def test_plait_run_waits_in_the_foreground_and_finishes_the_run(tmp_path: Path) 
 
 def _serve(tmp_path: Path, port: int) -> subprocess.Popen[str]:
     db = f"sqlite:///{tmp_path / 'plait.db'}"
-    return subprocess.Popen(
-        [sys.executable, "-m", "plait", "serve", "--db", db, "--port", str(port)],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+    return start_plait(
+        "serve",
+        "--db",
+        db,
+        "--port",
+        str(port),
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
 
 
 def _ready(url: str) -> None:

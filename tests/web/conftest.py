@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ import httpx
 import pytest
 
 from tests.api.api_helpers import free_port, wait_for
+from tests.plait_cli import start_plait
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,22 +77,17 @@ def serve(
     port = free_port()
     db = f"sqlite:///{tmp_path / 'workbench.db'}"
     log = (tmp_path / "serve.log").open("w")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "plait",
-            "serve",
-            "--port",
-            str(port),
-            "--db",
-            db,
-            *(["--llm", f"scripted:{script}"] if script is not None else []),
-            *extra,
-        ],
+    process = start_plait(
+        "serve",
+        "--port",
+        str(port),
+        "--db",
+        db,
+        *(["--llm", f"scripted:{script}"] if script is not None else []),
+        *extra,
+        cwd=tmp_path,
         stdout=log,
         stderr=subprocess.STDOUT,
-        cwd=tmp_path,
     )
     url = f"http://127.0.0.1:{port}"
     try:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
+from tests.api.api_helpers import wait_for
 from tests.plait_cli import run_plait
 from tests.web.conftest import EXAMPLES, Served, serve
 
@@ -71,6 +72,8 @@ def test_the_runs_page_filters_pauses_resumes_and_cancels(slow_server: Served, p
     server.import_graph(EXAMPLES / "video_chapters.yaml")
     first = server.start("video_chapters", {"transcript": "one"})
     second = server.start("video_chapters", {"transcript": "two"})
+    # the page shows the list as it was when it loaded: open it once the first run is running
+    wait_for(lambda: server.run(first)["status"] == "running", timeout=60, what="the first run to be running")
     page.goto(server.url + "/#/runs")
     table = page.get_by_role("table", name="Runs")
     expect(table.locator("tbody tr")).to_have_count(2)

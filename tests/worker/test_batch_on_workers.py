@@ -10,7 +10,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 from worker_helpers import Cluster, need, wait_until
+
+from tests.plait_cli import start_plait
 
 GRAPH = {
     "id": "clean_on_workers",
@@ -38,9 +39,24 @@ def setup(cluster: Cluster, records: int, delay_ms: int) -> None:
 
 
 def batch(cluster: Cluster, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "plait", "batch", "graph.yaml", "--input-file", "in.jsonl",
-                             "--output", "out.jsonl", "-c", "16", "--quiet", "--json", *extra], cwd=cluster.folder,
-                            env=cluster.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return start_plait(
+        "batch",
+        "graph.yaml",
+        "--input-file",
+        "in.jsonl",
+        "--output",
+        "out.jsonl",
+        "-c",
+        "16",
+        "--quiet",
+        "--json",
+        *extra,
+        cwd=cluster.folder,
+        env=cluster.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def check_once(cluster: Cluster, records: int) -> None:
@@ -67,9 +83,19 @@ def test_a_batch_on_workers_finishes_every_record_once(cluster: Cluster) -> None
 
 def test_a_batch_no_worker_takes_says_so_and_resumes_once_a_worker_runs(cluster: Cluster) -> None:
     setup(cluster, 3, delay_ms=0)
-    waiting = subprocess.Popen([sys.executable, "-m", "plait", "batch", "graph.yaml", "--input-file", "in.jsonl",
-                                "--output", "out.jsonl"], cwd=cluster.folder, env=cluster.env(),
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    waiting = start_plait(
+        "batch",
+        "graph.yaml",
+        "--input-file",
+        "in.jsonl",
+        "--output",
+        "out.jsonl",
+        cwd=cluster.folder,
+        env=cluster.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     stop = threading.Timer(30, waiting.send_signal, [signal.SIGINT])  # the line never came: end the wait
     stop.start()
     told = ""

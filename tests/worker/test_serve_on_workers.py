@@ -5,7 +5,6 @@ end; a schedule fired by the server is executed by the worker too."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +14,7 @@ import yaml
 from worker_helpers import Cluster, wait_until
 
 from tests.api.api_helpers import free_port, read_events
+from tests.plait_cli import start_plait
 
 GRAPH = {
     "plait": 1,
@@ -33,8 +33,9 @@ def served(cluster: Cluster) -> Iterator[httpx.Client]:
     """`plait serve` on the cluster (it hands its runs to the workers), GRAPH stored; stopped after."""
     port = free_port()
     with (cluster.folder / "serve.log").open("w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "plait", "serve", "--port", str(port)], cwd=cluster.folder,
-                                  env=cluster.env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        server = start_plait(
+            "serve", "--port", str(port), cwd=cluster.folder, env=cluster.env(), stdout=log, stderr=subprocess.STDOUT
+        )
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
                 wait_until(lambda: _up(client), 30, "plait serve")

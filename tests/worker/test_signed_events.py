@@ -15,7 +15,6 @@ import json
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +29,7 @@ from plait.engine.events import Event
 from plait.worker.app import WorkerSettings, make_app
 from plait.worker.events import CHANNEL, CONTROL, Seal, encode, signing_key
 from tests.api.api_helpers import REVIEWED, free_port, read_events
+from tests.plait_cli import start_plait
 
 SCRIPT = {
     "responses": [
@@ -72,8 +72,9 @@ def served(cluster: Cluster) -> Iterator[httpx.Client]:
     """`plait serve` on the cluster (runs go to the workers), the REVIEWED graph stored."""
     port = free_port()
     with (cluster.folder / "serve.log").open("w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "plait", "serve", "--port", str(port)], cwd=cluster.folder,
-                                  env=cluster.env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        server = start_plait(
+            "serve", "--port", str(port), cwd=cluster.folder, env=cluster.env(), stdout=log, stderr=subprocess.STDOUT
+        )
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
                 wait_until(lambda: _up(client), 30, "plait serve")

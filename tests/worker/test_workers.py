@@ -10,7 +10,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -20,6 +19,7 @@ from worker_helpers import Cluster, wait_until
 from plait.model.enums import RunStatus
 from plait.worker.app import WorkerSettings
 from plait.worker.main import ready_line
+from tests.plait_cli import start_plait
 
 GRAPH = {
     "id": "slow_then_shape",
@@ -40,9 +40,18 @@ def setup(cluster: Cluster, delay_ms: int) -> None:
 
 
 def start_queued(cluster: Cluster) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "plait", "run", "graph.yaml", "-i", "text=birds", "--json"],
-                            cwd=cluster.folder, env=cluster.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    return start_plait(
+        "run",
+        "graph.yaml",
+        "-i",
+        "text=birds",
+        "--json",
+        cwd=cluster.folder,
+        env=cluster.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_queued_run_executes_on_a_worker_with_the_same_output_and_its_events(cluster: Cluster) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from plait.store import Store
 from tests.api.api_helpers import wait_for
-from tests.plait_cli import run_plait
+from tests.plait_cli import run_plait, start_plait
 
 REDIS = "redis://127.0.0.1:6379/0"
 
@@ -43,8 +42,9 @@ class Cluster:
 
     def worker(self, *extra: str) -> subprocess.Popen[bytes]:
         log = (self.folder / f"worker{len(self.workers)}.log").open("w")
-        process = subprocess.Popen([sys.executable, "-m", "plait", "worker", "-c", "4", *extra], cwd=self.folder,
-                                   env=self.env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        process = start_plait(
+            "worker", "-c", "4", *extra, cwd=self.folder, env=self.env(), stdout=log, stderr=subprocess.STDOUT
+        )
         self.workers.append(process)
         return process
 

@@ -141,7 +141,7 @@ def _node_table(nodes: list[Any], outputs: dict[str, Any]) -> Any:
         took = f"{n.completed_at - n.started_at:.2f}s" if n.completed_at and n.started_at else ""
         value = strip_meta_deep(outputs[n.id])
         output = escape(json.dumps(value, ensure_ascii=False)[:_CELL_CHARS]) if value is not None else ""
-        if n.error:
+        if n.error and value is None:  # a failed node given its output by a person shows that output
             output = f"[red]{escape(str(n.error.get('message', '')))[:_CELL_CHARS]}[/]"
         label = n.node_id if n.activation == 1 else f"{n.node_id} #{n.activation}"
         status = str(n.status)

@@ -75,6 +75,8 @@ def tell(facts: dict[str, Any], result: Any, json_output: bool, quiet: bool) -> 
             f"stale now: {', '.join(result.stale)} (they read the old value)\n"
             f"  hint: `plait rerun {result.run_id} {result.stale[0]}` reruns one; --downstream reruns what follows it\n"
         )
+    elif facts and result.resume:  # a failed node given its output
+        sys.stderr.write("the run continues from the new value\n")
     elif facts and not result.queued:
         sys.stderr.write("downstream: nothing read the old value; nothing changed\n")
     if result.queued:

@@ -53,7 +53,7 @@ class Correction:
     stale: list[str] = field(default_factory=list)
     queued: list[str] = field(default_factory=list)
     resume: bool = False
-    """A review was answered: the paused run continues."""
+    """A review was answered, or a failed node was given its output: the run continues."""
     parent: Correction | None = None
     """In a child run: the correction it made to its parent's node (gathered again), if any."""
 
@@ -128,7 +128,9 @@ class Corrections:
         policy: DownstreamPolicy = DownstreamPolicy.INVALIDATE,
         note: str | None = None,
     ) -> Correction:
-        """Replace a completed node's effective output; `output_json` stays as the model wrote it.
+        """Replace a node's effective output; `output_json` stays as the model wrote it. A failed
+        node (once its run has ended) becomes `overridden` with the value, and the run continues
+        from it.
 
         On a run an engine is executing, the correction is written at once and the engine takes
         it up at its next commit: nodes that read the old value and are still running finish,
@@ -147,10 +149,19 @@ class Corrections:
     ) -> Correction:
         with self._held(run_id, live_ok=True) as (owner, run):
             rec = run.node(node_id)
-            if not rec.status.has_output:
+            failed = rec.status == NodeStatus.FAILED
+            if not (rec.status.has_output or failed):
                 raise CorrectionError(
-                    f"node '{node_id}' of run {run_id} is {rec.status}, not completed: there is no output to override",
-                    "a paused HUMAN_REVIEW takes `plait review`; a failed node takes `plait rerun`",
+                    f"node '{node_id}' of run {run_id} is {rec.status}: there is no output to override",
+                    "it is on a branch the run did not take"
+                    if rec.status == NodeStatus.SKIPPED
+                    else "a paused HUMAN_REVIEW takes `plait review`; a node that has not ended runs on with its run",
+                )
+            if failed and owner is None:
+                raise CorrectionError(
+                    f"node '{node_id}' failed and run {run_id} is still finishing its other nodes",
+                    "supply its output once the run has ended (a moment from now)",
+                    kind=Refusal.CONFLICT,
                 )
             if owner is None and frozen_by_policy(run.compiled.nodes[node_id].freeze, FreezePolicy.ON_CONSUME):
                 # the engine may be freezing this very value as a reader commits: wait for the run
@@ -168,6 +179,9 @@ class Corrections:
             if owner is None:  # the engine executing the run picks the queued nodes up itself
                 changes = [c for c in changes if not isinstance(c, Reopen)]
                 result.queued.clear()
+            elif failed:  # a person supplied what the node could not produce: the run goes on from it
+                changes.append(Reopen())
+                result.resume = True
             else:
                 changes.append(RunOutput(_run_output(run, {node_id: stored})))
             self._writer.apply(run_id, owner, changes)

@@ -95,3 +95,36 @@ def test_a_correction_on_a_run_that_is_executing_is_refused_or_written_beside_it
     assert rerun.status_code == 409  # the engine holds the run
     assert "busy" in rerun.json()["error"]["message"]
     assert api.client.post(f"/api/runs/{run_id}/cancel").status_code == 200
+
+
+BREAKS = """
+plait: 1
+id: breaks
+schemas:
+  - id: text
+    version: 1.0.0
+    schema: {type: object, properties: {text: {type: string}}, required: [text]}
+nodes:
+  - {id: parse, type: TRANSFORM, transform_expr: "JSON.parse(input.text)"}
+  - {id: polish, type: LLM_CALL, system_prompt: Polish., user_prompt_tpl: "Polish {{ parse.text }}"}
+edges:
+  - {source: parse, target: polish, schema_id: text}
+  - {source: polish, target: END, schema_id: text}
+"""
+
+
+def test_a_failed_node_given_its_output_lets_the_run_finish(api: Api) -> None:
+    assert api.client.post("/api/graphs", json={"source": BREAKS}).status_code == 201
+    run_id = api.start("breaks", {"text": "not JSON"})
+    api.wait_status(run_id, "failed")
+    url = f"/api/runs/{run_id}/nodes/parse/override"
+    assert api.client.post(url, json={"value": {"text": 5}}).status_code == 422
+    corrected = api.client.post(url, json={"value": {"text": "fixed"}, "note": "parsed it by hand"})
+    assert corrected.status_code == 200, corrected.text
+    done = api.wait_status(run_id, "completed")
+    assert done["output"] == {"text": "polished"}
+    parse, polish = api.newest(run_id)["parse"], api.newest(run_id)["polish"]
+    assert (parse["status"], parse["effective_output"]["text"], parse["override_note"]) == (
+        "overridden", "fixed", "parsed it by hand"
+    )  # fmt: skip
+    assert "Polish fixed" in str(api.client.get(f"/api/node-runs/{polish['id']}").json()["input_snapshot"])

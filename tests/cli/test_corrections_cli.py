@@ -112,7 +112,7 @@ def test_bad_corrections_exit_2_and_change_nothing(tmp_path: Path) -> None:
         (["override", run_id, "classify", "--value", "{not json"], "not valid JSON"),
         (["override", "no-such-run", "classify", "--value", "{}"], "no run 'no-such-run'"),
         (["override", run_id, "nope", "--value", "{}"], "has no node 'nope'"),
-        (["override", run_id, "thank", "--value", "{}"], "not completed"),  # skipped: nothing to override
+        (["override", run_id, "thank", "--value", "{}"], "is skipped: there is no output to override"),
         (["override", run_id, "classify", "--value", "{}", "--policy", "SOMETIMES"], "unknown policy"),
         (["review", run_id, "classify", "--approve"], "not a HUMAN_REVIEW"),
         (["rollback", run_id, "classify", "--to-version", "7"], "has no version 7"),
@@ -122,3 +122,48 @@ def test_bad_corrections_exit_2_and_change_nothing(tmp_path: Path) -> None:
         assert done.returncode == 2, (args, done.stderr)
         assert message in done.stderr, (args, done.stderr)
     assert shown(run_id, tmp_path, "--ledger") == before
+
+
+FAILING = """
+plait: 1
+id: failing_extract
+input_schema: {type: object, properties: {text: {type: string}}, required: [text]}
+schemas:
+  - id: label
+    version: 1.0.0
+    schema: {type: object, properties: {label: {type: string}}, required: [label], additionalProperties: false}
+nodes:
+  - {id: extract, type: LLM_CALL, user_prompt_tpl: "Label {{ input.text }}", max_retries: 0}
+  - {id: shout, type: TRANSFORM, transform_expr: "({label: current.label.toUpperCase()})"}
+edges:
+  - {source: extract, target: shout, schema_id: label}
+  - {source: shout, target: END, schema_id: label}
+"""
+
+
+def test_a_person_supplies_the_output_a_model_could_not_and_the_run_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "graph.yaml").write_text(FAILING)
+    (tmp_path / "model.yaml").write_text("responses:\n  - text: not JSON at all\n")
+    failed = plait("run", "graph.yaml", "-i", "text=crash on upload", "--llm", "scripted:model.yaml", cwd=tmp_path)
+    assert failed.returncode == 1, failed.stderr
+    run_id = only_run(tmp_path)
+    assert f"`plait override {run_id} extract --file F` corrects it" in failed.stderr  # the hint it follows
+
+    wrong = plait("override", run_id, "extract", "--value", '{"label": 5}', cwd=tmp_path)
+    assert wrong.returncode == 2  # checked against the out-edge schema like any override
+    assert newest(shown(run_id, tmp_path))["extract"]["status"] == "failed"
+
+    (tmp_path / "fix.json").write_text('{"label": "bug"}')
+    fixed = plait("override", run_id, "extract", "--file", "fix.json", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    assert "the run continues from the new value" in fixed.stderr
+    assert f"run {run_id} completed" in fixed.stderr
+    detail = shown(run_id, tmp_path)
+    nodes = newest(detail)
+    assert (detail["status"], detail["output"]) == ("completed", {"label": "BUG"})
+    assert nodes["extract"]["status"] == "overridden"
+    assert nodes["extract"]["effective_output"]["label"] == "bug"
+    assert nodes["extract"]["error"]["kind"] == "schema"  # what went wrong stays on record
+    assert nodes["shout"]["status"] == "completed"
+    table = plait("runs", "show", run_id, cwd=tmp_path).stdout
+    assert '{"label": "bug"}' in table  # the value a person gave, not the old error

@@ -14,6 +14,7 @@ import compileall
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -132,6 +133,13 @@ def _pg_admin(sql: str) -> None:
 def pg_schema() -> Iterator[str]:
     """A fresh, empty PostgreSQL schema (dropped after the test); skips when PostgreSQL is down,
     except in CI (`CI` set), where the database is part of the job and its absence is a failure."""
+    with pg_schema_made() as schema:
+        yield schema
+
+
+@contextmanager
+def pg_schema_made() -> Iterator[str]:
+    """A new schema, dropped at the end unless it was kept (moved to `_migrated`)."""
     reason = pg_unavailable()
     if reason is not None:
         if os.environ.get("CI"):
@@ -142,15 +150,101 @@ def pg_schema() -> Iterator[str]:
     try:
         yield schema
     finally:
-        _pg_admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        if schema not in _migrated:
+            _pg_admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+_SHAPE = """
+SELECT md5(coalesce(string_agg(item, ',' ORDER BY item), ''))
+FROM (
+    SELECT c.relname || ':' || c.relkind::text || ':' || c.relnatts::text AS item
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema()
+    UNION ALL
+    SELECT 'trigger:' || t.tgname || ':' || t.tgenabled::text
+    FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = current_schema()
+    UNION ALL
+    SELECT 'function:' || p.proname || ':' || md5(p.prosrc)
+    FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = current_schema()
+) AS shape
+"""
+"""One digest of a schema's tables, columns, indexes, triggers and functions."""
+
+_migrated: list[str] = []
+"""PostgreSQL schemas of this test process, migrated and emptied, ready for the next test."""
+_fresh_shape: list[str] = []
+
+
+@pytest.fixture
+def migrated_pg_schema() -> Iterator[str]:
+    """A PostgreSQL schema holding Plait's tables and no rows. Migrating a new schema costs about
+    half a second of the database's and Alembic's time, for each of several hundred tests, so a
+    schema is emptied after its test and used again, unless the test changed its tables,
+    triggers or functions (or still holds it): then it is dropped like any other."""
+    if not _migrated:
+        with pg_schema_made() as schema:
+            from plait.store import Store
+
+            Store(pg_schema_url(schema)).close()
+            if not _fresh_shape:
+                _fresh_shape.append(_pg_scalar(schema, _SHAPE))
+            _migrated.append(schema)
+    schema = _migrated.pop()
+    try:
+        yield schema
+    finally:
+        if _emptied(schema):
+            _migrated.append(schema)
+        else:
+            terminate_backends(schema, timeout_s=5)
+            _pg_admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _emptied(schema: str) -> bool:
+    """Empty every table of `schema` but Alembic's, if it still has the shape of a new one."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.pool import NullPool
+
+    engine = create_engine(pg_schema_url(schema), poolclass=NullPool)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("SET LOCAL lock_timeout = '2s'")
+            if conn.exec_driver_sql(_SHAPE).scalar_one() != _fresh_shape[0]:
+                return False
+            tables = conn.exec_driver_sql(
+                "SELECT tablename FROM pg_tables "
+                "WHERE schemaname = current_schema() AND tablename <> 'plait_alembic_version'"
+            ).scalars()
+            quoted = ", ".join(f'"{table}"' for table in tables)
+            conn.exec_driver_sql(f"TRUNCATE {quoted} RESTART IDENTITY CASCADE")
+        return True
+    except SQLAlchemyError:  # held by a connection the test left open: dropped instead
+        return False
+    finally:
+        engine.dispose()
+
+
+def _pg_scalar(schema: str, sql: str) -> str:
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    engine = create_engine(pg_schema_url(schema), poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            return str(conn.exec_driver_sql(sql).scalar_one())
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A URL of a new, empty database: a SQLite file, or a fresh PostgreSQL schema."""
+    """A URL of a new database: a SQLite file, or a PostgreSQL schema (empty, or, for a test
+    that opens a `store`, migrated with no rows)."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'plait.db'}"
-    schema: str = request.getfixturevalue("pg_schema")
+    fixture = "migrated_pg_schema" if "store" in request.fixturenames else "pg_schema"
+    schema: str = request.getfixturevalue(fixture)
     return pg_schema_url(schema)
 
 
@@ -180,7 +274,10 @@ def store(db_url: str) -> Iterator[Store]:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop the warm `plait` start server of this test process, if a test started it."""
+    """Stop the warm `plait` start server of this test process, if a test started it, and drop
+    the PostgreSQL schemas kept for reuse."""
     from tests.plait_cli import close_server
 
     close_server()
+    while _migrated:
+        _pg_admin(f'DROP SCHEMA IF EXISTS "{_migrated.pop()}" CASCADE')

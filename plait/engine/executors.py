@@ -8,6 +8,7 @@ nothing half-applied.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -63,13 +64,33 @@ async def run_condition(node: NodeBase, state: RunState, rt: Runtime) -> NodeRes
     the output is `{"branch": key}` (`branch_key`)."""
     assert isinstance(node, ConditionNode)
     if node.condition_expr is None:
-        return await run_llm_condition(node, state, rt)
+        return _branch_exists(node, state, await run_llm_condition(node, state, rt))
     value, result = await _evaluate(node, state, rt, node.condition_expr)
     if result.phase == Phase.FAILED:
         return result
     result.output = {"branch": branch_key(value)}
     result.attempts[-1]["result"] = result.output
-    return result
+    return _branch_exists(node, state, result)
+
+
+def _branch_exists(node: ConditionNode, state: RunState, result: NodeResult) -> NodeResult:
+    """A decision that selects none of the node's branches (a typo in a field name, a value
+    nobody wrote an edge for) fails the node, unless an edge is the default branch: a run that
+    silently skips everything after it ends `completed` with a wrong output."""
+    if result.phase != Phase.COMPLETED or not isinstance(result.output, dict):
+        return result
+    outs = state.compiled.out_edges[node.id]
+    keys = sorted({e.condition_key for e in outs if e.condition_key is not None})
+    branch = result.output.get("branch")
+    if branch in keys or any(e.default for e in outs):
+        return result
+    shown = json.dumps(branch, ensure_ascii=False)
+    return NodeResult.failed(
+        result.snapshot, result.attempts, kind="condition_no_branch",
+        message=f"the condition's value {shown} is none of its branches' keys ({', '.join(keys) or 'none'})",
+        details=[f"add an edge with condition_key: {shown}, or mark one edge `default: true` to take it "
+                 "whenever no key matches"],
+    )  # fmt: skip
 
 
 async def run_transform(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:

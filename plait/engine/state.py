@@ -244,6 +244,8 @@ class RunState:
         if source.phase != Phase.COMPLETED:
             return None
         if source.node.type == NodeType.CONDITION:
+            if edge.default and edge.condition_key != source.branch:  # taken when no key matches
+                return all(e.condition_key != source.branch for e in self.compiled.out_edges[source.node.id])
             return edge.condition_key == source.branch
         if edge.id in self.compiled.routed_edges:
             return edge.id in source.routed  # only when the tool was called

@@ -11,7 +11,7 @@ from plait.compile import GraphInvalid, compile_file
 from plait.evolve.classify import RegistryChange
 from plait.evolve.save import save_graph
 from plait.model.nodes import NodeType
-from plait.store import Store, StoredGraph
+from plait.store import NotFoundError, Store, StoredGraph
 
 _saved: ByteBoundCache[StoredGraph] = ByteBoundCache(
     "stored graph files", 64 << 20, weigh=lambda _stored, key: SAVED_WEIGHT * int(key[3]) + 4096
@@ -32,12 +32,22 @@ def save_graph_file(store: Store, path: str | os.PathLike[str]) -> StoredGraph:
     stat = file.stat()
     key = (store.url, str(file), stat.st_mtime_ns, stat.st_size)
     known = _saved.find(key)
-    if known is not None:
+    if known is not None and _still_stored(store, known):
         return known
     saved = save_file(store, file)
     if not saved.skills:  # skill files may change on their own
         _saved.put(key, saved.stored)
     return saved.stored
+
+
+def _still_stored(store: Store, stored: StoredGraph) -> bool:
+    """Whether the version a file was stored as is still in the database (one query): a graph
+    can be deleted, or the database at this address emptied or replaced, while a process runs."""
+    try:
+        store.graphs.get(stored.graph_id, stored.version)
+    except NotFoundError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,9 @@ class EdgeDef(PlaitModel):
     source_node_id: NonEmptyStr = Field(validation_alias=AliasChoices("source_node_id", "source"))
     target_node_id: NonEmptyStr = Field(validation_alias=AliasChoices("target_node_id", "target"))
     condition_key: ConditionKey | None = None
+    default: bool = False
+    """On an edge leaving a CONDITION: taken when the condition's value is none of its edges' keys
+    (without one, such a value fails the node)."""
     schema_id: str | None = None
     label: str | None = None
 

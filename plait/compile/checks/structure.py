@@ -190,7 +190,7 @@ def check_branching(ctx: CheckContext) -> None:
                         path=ctx.edge_path(edge.id, "condition_key"),
                         hint=f"use one of {', '.join(choices)}, or add {edge.condition_key!r} to the choices",
                     )
-                if edge.condition_key is None:
+                if edge.condition_key is None and not edge.default:
                     ctx.report(
                         PLANNING,
                         "missing_condition_key",
@@ -198,8 +198,21 @@ def check_branching(ctx: CheckContext) -> None:
                         edge_id=edge.id,
                         node_id=node_id,
                         path=ctx.edge_path(edge.id),
-                        hint="add `condition_key:` with the value of condition_expr that selects this branch",
+                        hint="add `condition_key:` with the value of condition_expr that selects this branch, "
+                        "or `default: true` to take it when no key matches",
                     )
+            defaults = [e for e in outs if e.default]
+            for extra in defaults[1:]:
+                ctx.report(
+                    PLANNING,
+                    "several_default_branches",
+                    f"CONDITION '{node_id}' has more than one default branch (edges to "
+                    f"{', '.join(repr(e.target_node_id) for e in defaults)})",
+                    edge_id=extra.id,
+                    node_id=node_id,
+                    path=ctx.edge_path(extra.id, "default"),
+                    hint="keep `default: true` on one edge; give the others a `condition_key`",
+                )
         else:
             for edge in outs:
                 if edge.condition_key is not None:
@@ -210,6 +223,16 @@ def check_branching(ctx: CheckContext) -> None:
                         edge_id=edge.id,
                         path=ctx.edge_path(edge.id, "condition_key"),
                         hint="only edges leaving a CONDITION node are selected by key",
+                        warning=True,
+                    )
+                if edge.default:
+                    ctx.report(
+                        PLANNING,
+                        "default_branch_ignored",
+                        f"`default: true` on an edge from {node.type} node '{node_id}' has no effect",
+                        edge_id=edge.id,
+                        path=ctx.edge_path(edge.id, "default"),
+                        hint="only an edge leaving a CONDITION node can be its default branch",
                         warning=True,
                     )
         if node.type == NodeType.MERGE and len(ctx.in_edges[node_id]) < 2:

@@ -1,0 +1,79 @@
+"""A CONDITION whose value selects none of its branches, through the real `plait` command: the
+node fails naming the value and the keys (never a `completed` run that skipped everything
+after it), unless one edge is the default branch; the default branch is checked by
+`plait validate`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from tests.plait_cli import run_plait
+
+
+def graph(condition: str, *, default: bool = False, second_default: bool = False) -> dict[str, object]:
+    low: dict[str, object] = {"source": "branch", "target": "later", "condition_key": "low"}
+    if default:
+        low = {"source": "branch", "target": "later", "default": True}
+    urgent: dict[str, object] = {"source": "branch", "target": "urgent", "condition_key": "high"}
+    if second_default:
+        urgent["default"] = True
+    return {
+        "id": "triage",
+        "input_schema": {"type": "object", "properties": {"priority": {"type": "string"}}},
+        "nodes": [
+            {"id": "extract", "type": "TRANSFORM", "transform_expr": "({priority: input.priority})"},
+            {"id": "branch", "type": "CONDITION", "condition_expr": condition},
+            {"id": "urgent", "type": "TRANSFORM", "transform_expr": "({says: 'URGENT'})"},
+            {"id": "later", "type": "TRANSFORM", "transform_expr": "({says: 'later'})"},
+            {"id": "join", "type": "MERGE"},
+        ],
+        "edges": [
+            {"source": "extract", "target": "branch"},
+            urgent,
+            low,
+            {"source": "urgent", "target": "join"},
+            {"source": "later", "target": "join"},
+            {"source": "join", "target": "END"},
+        ],
+    }
+
+
+def write(tmp_path: Path, body: dict[str, object]) -> str:
+    (tmp_path / "graph.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+    return "graph.yaml"
+
+
+def test_a_value_no_branch_takes_fails_the_condition_naming_the_value_and_the_keys(tmp_path: Path) -> None:
+    path = write(tmp_path, graph("nodes.extract.priorty"))  # the typo of a new user's session
+    done = run_plait("run", path, "-i", "priority=high", "--json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "failed"
+    assert "node 'branch' failed (condition_no_branch)" in done.stderr
+    assert "the condition's value \"null\" is none of its branches' keys (high, low)" in done.stderr
+    assert "default: true" in done.stderr  # how to make such a value take a branch
+    shown = json.loads(run_plait("runs", "show", summary["run_id"], "--json", cwd=tmp_path).stdout)
+    statuses = {n["node_id"]: n["status"] for n in shown["nodes"]}
+    assert statuses["branch"] == "failed"
+    assert "urgent" not in statuses or statuses["urgent"] != "completed"
+
+
+def test_a_value_no_key_matches_takes_the_default_branch(tmp_path: Path) -> None:
+    path = write(tmp_path, graph("nodes.extract.priority", default=True))
+    assert run_plait("validate", path, cwd=tmp_path).returncode == 0
+    other = run_plait("run", path, "-i", "priority=someday", "--json", cwd=tmp_path)
+    assert other.returncode == 0, other.stderr
+    assert json.loads(other.stdout)["output"] == {"later": {"says": "later"}}
+    high = run_plait("run", path, "-i", "priority=high", "--json", cwd=tmp_path)
+    assert json.loads(high.stdout)["output"] == {"urgent": {"says": "URGENT"}}  # a key still wins
+
+
+def test_validate_refuses_two_default_branches(tmp_path: Path) -> None:
+    path = write(tmp_path, graph("nodes.extract.priority", default=True, second_default=True))
+    checked = run_plait("validate", path, "--json", cwd=tmp_path)
+    assert checked.returncode != 0
+    codes = [d["code"] for d in json.loads(checked.stdout)["errors"]]
+    assert "several_default_branches" in codes

@@ -24,7 +24,8 @@ def replay_command(
     config: ConfigOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """Re-send a model call exactly as recorded and diff the new answer against the stored one."""
+    """Re-send a model call exactly as recorded, to the model its run used unless --llm or --config
+    names another, and diff the new answer against the stored one."""
     from plait.cli.drive import provider_from_options
     from plait.engine import eventloop
     from plait.llm.pool import roles_of
@@ -33,7 +34,8 @@ def replay_command(
 
     with store_for(db) as store:
         record = store.runs.node_run(resolve_node_run(store, node_run_id))
-    provider = provider_from_options(llm, config)
+        own = store.runs.get(record.run_id).llm if llm is None and config is None else None
+    provider = _own_model(own, record.run_id) if own is not None else provider_from_options(llm, config)
     if provider is None:
         from plait.llm.select import NO_PROVIDER_HINT
 
@@ -72,3 +74,18 @@ def _print(result: Any) -> None:
     for problem in result.violations:
         out.print(f"[red]the new answer breaks the recorded schema:[/] {escape(problem)}")
     out.print(f"{result.tokens_input}+{result.tokens_output} tokens, ${result.cost_usd:.6f}; nothing was stored")
+
+
+def _own_model(selection: Any, run_id: str) -> Any:
+    """The provider of the model selection the run recorded: a replay without --llm or --config
+    asks the model the call was made to, not whatever this machine would pick by default."""
+    from plait.llm.select import LlmConfigError
+    from plait.runs.model_choice import label, provider_for
+
+    try:
+        return provider_for(selection)
+    except LlmConfigError as exc:
+        fail(
+            f"run {run_id} ran on {label(selection)}, which cannot be used here: {exc}",
+            "pass --llm or --config to replay it on another model",
+        )

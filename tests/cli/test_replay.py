@@ -73,3 +73,13 @@ def test_replay_on_the_embedded_model_gives_the_same_answer(tmp_path: Path) -> N
     assert report["new"] == report["stored"]
     assert report["diff"] == ""
     assert report["tokens_output"] > 0
+
+
+def test_replay_without_a_model_option_asks_the_model_the_run_used(tmp_path: Path) -> None:
+    ids = run_triage(tmp_path, "--llm", f"scripted:{EXAMPLES / 'scripted' / 'feedback_triage.yaml'}")
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = plait("replay", ids["file_bug"], "--db", db, "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["provider"] == "scripted"  # the run's own model, not this machine's default
+    assert report["new"] == report["stored"]  # the same script answers the same prompt the same way

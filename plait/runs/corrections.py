@@ -33,6 +33,7 @@ from plait.store.corrections import (
     MarkStale,
     Queue,
     Reopen,
+    Reread,
     RunOutput,
     SetOverride,
 )
@@ -177,7 +178,7 @@ class Corrections:
             ]
             changes.extend(self._apply_policy(run, node_id, policy, result))
             if owner is None:  # the engine executing the run picks the queued nodes up itself
-                changes = [c for c in changes if not isinstance(c, Reopen)]
+                changes = [c for c in changes if not isinstance(c, Reopen | Reread)]
                 result.queued.clear()
             elif failed:  # a person supplied what the node could not produce: the run goes on from it
                 changes.append(Reopen())
@@ -286,9 +287,11 @@ class Corrections:
                 changes.insert(0, SetOverride(rec.id, value, self.by, reason, str(DownstreamPolicy.INVALIDATE)))
                 changes.append(RunOutput(_run_output(run, {owner_id: value})))
             readers = [r for r in run.newest.values() if r.consumed and r.consumed.get(owner_id, 0) > to_version]
-            result.stale.extend(r.node_id for r in readers)
-            if readers:
-                changes.append(MarkStale([r.id for r in readers]))
+            ended = [r for r in readers if r.status != NodeStatus.PENDING]
+            result.stale.extend(r.node_id for r in ended)
+            if ended:
+                changes.append(MarkStale([r.id for r in ended]))
+            changes.extend(self._reread(run, [r.node_id for r in readers if r not in ended], result))
             self._writer.apply(run_id, owner, changes)
         return self._reach_parent(result, DownstreamPolicy.INVALIDATE)
 
@@ -355,11 +358,27 @@ class Corrections:
             return []
         direct = run.direct(node_id)
         if policy == DownstreamPolicy.INVALIDATE:
-            return self._stale(run, direct, result)
+            return [*self._stale(run, direct, result), *self._reread(run, direct, result)]
         if policy == DownstreamPolicy.RERUN:
             beyond = [n for n in run.compiled.downstream([node_id]) if n not in direct]
-            return [*self._queue(run, direct, result), *self._stale(run, beyond, result), Reopen()]
-        return [*self._queue(run, run.compiled.downstream([node_id]), result), Reopen()]
+            return [
+                *self._queue(run, direct, result), *self._reread(run, direct, result),
+                *self._stale(run, beyond, result), Reopen(),
+            ]  # fmt: skip
+        everything = run.compiled.downstream([node_id])
+        return [*self._queue(run, everything, result), *self._reread(run, everything, result), Reopen()]
+
+    def _reread(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:
+        """Reviews (and escalated nodes) among `node_ids` waiting for a person: each is opened
+        again on the current values, so that nobody approves a value corrected away."""
+        changes: list[Change] = []
+        for node_id in node_ids:
+            rec = run.newest.get(node_id)
+            if rec is None or rec.status != NodeStatus.PENDING or rec.input_snapshot is None:
+                continue
+            changes.append(Reread(rec.id, Queue(node_id, rec.activation + 1)))
+            result.queued.append(node_id)
+        return [*changes, Reopen()] if changes else []
 
     def _stale(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:
         done = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN)

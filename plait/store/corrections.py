@@ -63,6 +63,15 @@ class Queue:
 
 
 @dataclass(frozen=True, slots=True)
+class Reread:
+    """A node waiting for a person (a review) whose input changed: its parked activation becomes
+    `stale` history and a new one is queued, which reads the current values and waits again."""
+
+    node_run_id: str
+    queued: Queue
+
+
+@dataclass(frozen=True, slots=True)
 class Reopen:
     """Put a finished run back to `pending` so that `Engine.run` executes what was queued."""
 
@@ -74,7 +83,7 @@ class RunOutput:
     output: Any
 
 
-Change = SetOverride | MarkStale | Queue | Reopen | RunOutput | Version
+Change = SetOverride | MarkStale | Queue | Reread | Reopen | RunOutput | Version
 
 _CORRECTABLE = (NodeStatus.COMPLETED.value, NodeStatus.OVERRIDDEN.value, NodeStatus.STALE.value)
 
@@ -104,6 +113,13 @@ class CorrectionWriter:
                 if owner is None and row.status != RunStatus.RUNNING.value:
                     raise CorrectionConflict(f"run {run_id} stopped running while being corrected")
                 for change in changes:
+                    if isinstance(change, Reread):  # the parked activation becomes history, then as Queue
+                        conn.execute(
+                            update(NODE_RUN)
+                            .where(NODE_RUN.c.id == change.node_run_id, NODE_RUN.c.status == NodeStatus.PENDING.value)
+                            .values(status=NodeStatus.STALE.value)
+                        )
+                        change = change.queued
                     conn.execute(*_statement(run_id, change, now))
                 conn.execute(
                     update(GRAPH_RUN)
@@ -114,7 +130,9 @@ class CorrectionWriter:
             raise CorrectionConflict(f"run {run_id} was corrected concurrently; try again") from exc
 
 
-def _statement(run_id: str, change: Change, now: float) -> tuple[Any, ...]:
+def _statement(
+    run_id: str, change: SetOverride | MarkStale | Queue | Reopen | RunOutput | Version, now: float
+) -> tuple[Any, ...]:
     if isinstance(change, SetOverride):
         return (
             update(NODE_RUN)

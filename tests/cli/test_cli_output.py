@@ -109,10 +109,11 @@ def test_override_prints_the_new_value_and_what_happened_downstream(tmp_path: Pa
     chapters = tmp_path / "chapters.json"
     chapters.write_text(json.dumps({"chapters": [{"title": "Intro", "start_sec": 0, "end_sec": 15}]}))
     kept = plait("override", run_id, "chapter_split", "--file", str(chapters), cwd=tmp_path)
-    assert kept.returncode == 0, kept.stderr
+    assert kept.returncode == 3, kept.stderr  # the waiting review is opened again, on the new value
     assert json.loads(kept.stdout) == {"chapters": [{"title": "Intro", "start_sec": 0, "end_sec": 15}]}
     assert f"overrode chapter_split of run {run_id} (ledger version 2, policy INVALIDATE)" in kept.stderr
     assert "stale now: clip_points (they read the old value)" in kept.stderr
+    assert "rerunning: review\n" in kept.stderr
 
     rerun = plait(
         "override", run_id, "chapter_split", "--value", '{"chapters": [{"title": "A", "start_sec": 0, "end_sec": 9}]}',
@@ -120,20 +121,22 @@ def test_override_prints_the_new_value_and_what_happened_downstream(tmp_path: Pa
     )  # fmt: skip
     assert rerun.returncode == 3, rerun.stderr  # the rerun review waits for a person again
     assert json.loads(rerun.stdout) == {"chapters": [{"title": "A", "start_sec": 0, "end_sec": 9}]}
-    assert "rerunning: clip_points\n" in rerun.stderr  # the review waits already: it reads the new value
+    assert "rerunning: clip_points, review\n" in rerun.stderr  # the waiting review reads the new value
     assert "downstream: clip_points completed" in rerun.stderr
 
 
 def test_rollback_prints_the_restored_version_and_the_nodes_marked_stale(tmp_path: Path) -> None:
     run_id = paused_video_run(tmp_path)
     value = '{"chapters": [{"title": "Intro", "start_sec": 0, "end_sec": 15}]}'
-    assert plait("override", run_id, "chapter_split", "--value", value, cwd=tmp_path).returncode == 0
+    assert plait("override", run_id, "chapter_split", "--value", value, cwd=tmp_path).returncode == 3  # review again
     assert plait("rerun", run_id, "clip_points", "--llm", VIDEO_SCRIPT, cwd=tmp_path).returncode == 3  # reads v2
     back = plait("rollback", run_id, "chapter_split", "--to-version", "1", cwd=tmp_path)
-    assert back.returncode == 0, back.stderr
+    assert back.returncode == 3, back.stderr  # the waiting review is opened again on it
     assert json.loads(back.stdout)["chapters"][0]["title"] == "Introduction"
     assert f"rolled back chapter_split of run {run_id} to version 1 (recorded as version 3)" in back.stderr
     assert "stale now: clip_points (they read the old value)" in back.stderr
+    approved = plait("review", run_id, "review", "--approve", "--llm", VIDEO_SCRIPT, cwd=tmp_path)
+    assert approved.returncode == 0, approved.stderr  # once the run has ended, a rollback leaves nothing to run
     facts = json.loads(plait("rollback", run_id, "chapter_split", "--to-version", "2", "--json", cwd=tmp_path).stdout)
     assert (facts["restored_version"], facts["version"]) == (2, 4)
     assert facts["value"]["chapters"][0]["title"] == "Intro"

@@ -167,3 +167,26 @@ def test_a_person_supplies_the_output_a_model_could_not_and_the_run_goes_on(tmp_
     assert nodes["shout"]["status"] == "completed"
     table = plait("runs", "show", run_id, cwd=tmp_path).stdout
     assert '{"label": "bug"}' in table  # the value a person gave, not the old error
+
+
+def test_a_correction_made_while_a_review_waits_reaches_the_review(tmp_path: Path) -> None:
+    script = f"scripted:{EXAMPLES / 'scripted' / 'video_chapters.yaml'}"
+    assert plait("run", *example_args("video_chapters"), cwd=tmp_path).returncode == 3  # paused for the review
+    run_id = only_run(tmp_path)
+    (tmp_path / "chapters.json").write_text('{"chapters": [{"title": "Only", "start_sec": 0, "end_sec": 15}]}')
+    corrected = plait("override", run_id, "chapter_split", "--file", "chapters.json", "--llm", script, cwd=tmp_path)
+    assert corrected.returncode == 3, corrected.stderr  # the review is opened again, on the corrected value
+    assert '"title": "Only"' in corrected.stderr  # what the person is now asked to approve
+    reviews = [n for n in shown(run_id, tmp_path)["nodes"] if n["node_id"] == "review"]
+    assert [(n["activation"], n["status"]) for n in reviews] == [(1, "stale"), (2, "pending")]
+
+    back = plait("rollback", run_id, "chapter_split", "--to-version", "1", cwd=tmp_path)  # on the run's own model
+    assert back.returncode == 3, back.stderr  # again: the review shows the value rolled back to
+    approved = plait("review", run_id, "review", "--approve", "--llm", script, cwd=tmp_path)
+    assert approved.returncode == 0, approved.stderr
+    detail = shown(run_id, tmp_path)
+    nodes = newest(detail)
+    assert detail["status"] == "completed"
+    assert nodes["review"]["activation"] == 3
+    assert nodes["review"]["effective_output"]["chapters"][0]["title"] == "Introduction"  # version 1's
+    assert nodes["review"]["effective_output"]["chapters"] == nodes["chapter_split"]["effective_output"]["chapters"]

@@ -169,8 +169,9 @@ def test_the_seed_story_from_graph_list_to_rerun(seed: SeedClient) -> None:
         )
     )
     assert corrected["stale"] == ["clip_points"]
-    assert corrected["queued"] == []
+    assert corrected["queued"] == ["review"]  # the waiting review is opened again on the new value
     assert corrected["node_run"]["status"] == "overridden"
+    seed.wait(run_id, "paused")
     nodes = seed.nodes(run_id)
     split = nodes["chapter_split"]
     assert split["output_json"]["chapters"][0]["title"] == "Introduction"  # the original is kept
@@ -182,13 +183,16 @@ def test_the_seed_story_from_graph_list_to_rerun(seed: SeedClient) -> None:
     assert isinstance(split["override_at"], int)
     assert nodes["clip_points"]["status"] == "stale"
     assert seed.run(run_id)["run"]["stale"] == ["clip_points"]
+    assert nodes["review"]["activation"] == 2
+    assert nodes["review"]["input_snapshot_json"]["value"]["chapters"][0]["title"] == "Intro"  # what it shows
 
     # the run waits at its HUMAN_REVIEW: an override of that node is the person's answer
     answered = seed.ok(seed.override(run_id, "review", FIXED, override_note="checked by Ana"))
     assert answered["review_answered"] is True
     done = seed.wait(run_id, "completed")
     nodes = {n["node_def_id"]: n for n in done["node_runs"]}
-    assert (nodes["review"]["status"], nodes["review"]["override_note"]) == ("overridden", "checked by Ana")
+    # the review showed the corrected chapters already: answering with that same value approves it
+    assert (nodes["review"]["status"], nodes["review"]["override_note"]) == ("completed", "checked by Ana")
     assert nodes["subtitles"]["status"] == "completed"
     assert "Intro" in nodes["subtitles"]["input_snapshot_json"]["rendered_user_prompt"]
     assert done["run"]["output"]["subtitles"]["lines"]

@@ -3,17 +3,18 @@
 The suite runs the `plait` command several hundred times. Each fresh interpreter spends about a
 second of CPU loading Plait and its libraries before the command does anything, and on a 2-core
 CI machine that was a large share of the suite's time. So each test process keeps one warm
-*start server*: an interpreter that has loaded Plait's command-line modules once and, for every
-command, forks a child that becomes `python -m plait ARGS` — its own process, with the test's
-arguments, working directory, environment, stdin, stdout and stderr, its own exit code, killed
-at the timeout. What the command does is unchanged; only the imports are shared.
+*start server*: an interpreter that has loaded Plait's packages once and, for every command,
+forks a child that becomes `python -m plait ARGS`: its own process, with the test's arguments,
+working directory, environment, stdin, stdout and stderr, its own exit code, killed at the
+timeout. What the command does is unchanged; only the imports are shared. `run_plait` stands
+for `subprocess.run`, `start_plait` for `subprocess.Popen` (servers, workers).
 
-A fresh interpreter is still used, and the start server never, when:
-- the environment sets something read while modules load (failpoints, Python's and Typer's own
+A command starts in a fresh interpreter instead when:
+- its environment sets something read while modules load (failpoints, Python's and Typer's own
   variables): a warm interpreter has already read it;
-- `PLAIT_TEST_COLD_START=1` (to check the suite does not depend on the server), or the server
-  could not start.
-The tests of start-up itself, signals and long-running servers use `subprocess` directly.
+- `PLAIT_TEST_COLD_START=1` is set (to check the suite does not depend on the server), or the
+  server could not start (a warning says why).
+The tests of start-up itself, of Ctrl-C and of crashes use `subprocess` directly.
 """
 
 from __future__ import annotations

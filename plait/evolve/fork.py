@@ -194,6 +194,14 @@ def merge_from_parent(store: Store, ref: str, keys: list[str]) -> StoredGraph:
     `migration:ID`) as a new version of the fork; refused with the conflicting fields."""
     diff = diff_fork(store, ref)
     by_key = {item.key: item for item in diff.items}
+    unchanged = [k for k in keys if k not in by_key and k in _keys(diff.fork.graph, diff.parent)]
+    if unchanged:
+        raise ForkError(
+            f"the parent did not change {', '.join(unchanged)} between version {diff.base_version} (forked) and "
+            f"version {diff.parent_version} (now): there is nothing to merge",
+            "`plait graphs diff` lists what the parent changed",
+            kind=Refusal.CONFLICT,
+        )
     unknown = [k for k in keys if k not in by_key]
     if unknown:
         raise ForkError(
@@ -271,6 +279,16 @@ def _items(base: GraphDef, parent: GraphDef, fork: GraphDef) -> list[ItemDiff]:
             if item.parent != "same" or item.fork != "same":
                 items.append(item)
     return items
+
+
+def _keys(*graphs: GraphDef) -> set[str]:
+    """The merge keys of every item of `graphs` (`NODE_ID`, `schema:ID`, `edge:ID`, `migration:ID`)."""
+    return {
+        item_id if kind == "node" else f"{kind}:{item_id}"
+        for graph in graphs
+        for kind, items in _index(graph_to_data(graph)).items()
+        for item_id in items
+    }
 
 
 def _index(data: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:

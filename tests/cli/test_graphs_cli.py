@@ -86,6 +86,13 @@ def test_fork_a_system_graph_diff_and_merge(tmp_path: Path) -> None:
     assert "parent unchanged" in text.stdout
     assert "at most four chapters" in text.stdout
 
+    untouched = plait("graphs", "merge", "my_video", "--from-parent", "transcribe", cwd=tmp_path)
+    assert untouched.returncode == 2
+    assert "the parent did not change transcribe between version 1 (forked) and version 1 (now)" in untouched.stderr
+    assert "nothing named" not in untouched.stderr
+    ghost = plait("graphs", "merge", "my_video", "--from-parent", "ghost", cwd=tmp_path)
+    assert "nothing named ghost in the fork or its parent" in ghost.stderr
+
     not_fork = plait("graphs", "diff", "plait.video_chapters", cwd=tmp_path)
     assert not_fork.returncode == 2
     assert "is not a fork" in not_fork.stderr

@@ -186,8 +186,28 @@ class ProviderPool(Provider):
             targets = self._targets[role] = [(p, m) for p, m in self.config.targets(role) if p.id in self._usable]
         return targets
 
+    def _named(self, model: str | None) -> tuple[ProviderConfig, str] | None:
+        """A node's model override written `PROVIDER/MODEL` with a configured provider's id: that
+        provider alone, asked for that model. Any other name (`gpt-4o`, `meta-llama/x` where no
+        provider is called `meta-llama`) is a model name for the role's own providers."""
+        provider_id, slash, name = (model or "").partition("/")
+        provider = self.config.provider(provider_id) if slash and name else None
+        if provider is None:
+            return None
+        if provider.id not in self._usable:
+            raise ProviderError(
+                f"the node asks for {model}, but provider '{provider.id}' cannot be used here: "
+                + "; ".join(next(s.problems for s in self._report.providers if s.provider.id == provider.id)),
+                kind="config",
+                retryable=False,
+            )
+        return provider, name
+
     def _first_usable(self, role: str | None, model: str | None) -> tuple[ProviderConfig, str] | None:
         """The (provider, model) a request for `role` would try first, capacity aside."""
+        named = self._named(model)
+        if named is not None:
+            return named
         targets = self._usable_targets(role or DEFAULT_ROLE)
         if not targets:
             return None
@@ -200,6 +220,9 @@ class ProviderPool(Provider):
         if not targets:
             reason = self.refusal(role) or f"no provider for the role '{role}'"
             raise ProviderError(reason, kind="config", retryable=False)
+        named = self._named(request.model)
+        if named is not None:  # sent to the provider it names, never to the role's others
+            targets, request = [named], replace(request, model=named[1])
         decisions: list[dict[str, Any]] = []
         if request.degraded:
             degraded = self._degrade_target([])

@@ -242,3 +242,26 @@ def test_degrade_to_must_name_a_configured_model(tmp_path: Path) -> None:
     (tmp_path / "plait.toml").write_text((tmp_path / "plait.toml").read_text() + '\n[pool]\ndegrade_to = "nope/x"\n')
     with pytest.raises(ConfigError, match=r"pool.degrade_to.*no provider 'nope'"):
         load_config(str(tmp_path / "plait.toml"))
+
+
+def test_a_model_override_naming_a_provider_goes_to_that_provider_alone(tmp_path: Path) -> None:
+    sent = ChatRequest(node_id="n", messages=[{"role": "user", "content": "go"}], model_role="chat", max_tokens=10,
+                       model="two/m2")  # fmt: skip
+    response = complete_once(pool(tmp_path, "{error: 500}"), sent)  # "one" would fail: it is never asked
+    assert (response.content, response.provider, response.model) == ('{"text": "second"}', "two", "m2")
+    assert events(response.decisions) == ["sent"]
+
+
+def test_a_model_override_naming_a_failing_provider_does_not_reach_the_others(tmp_path: Path) -> None:
+    sent = ChatRequest(node_id="n", messages=[{"role": "user", "content": "go"}], model_role="chat", max_tokens=10,
+                       model="one/m1")  # fmt: skip
+    with pytest.raises(ProviderError) as failed:
+        complete_once(pool(tmp_path, "{error: 500}", time=FakeTime()), sent)
+    assert "two" not in {d.get("to", "").split("/")[0] for d in failed.value.decisions}
+
+
+def test_a_model_name_that_names_no_provider_is_a_model_for_the_roles_providers(tmp_path: Path) -> None:
+    sent = ChatRequest(node_id="n", messages=[{"role": "user", "content": "go"}], model_role="chat", max_tokens=10,
+                       model="vendor/model-x")  # fmt: skip
+    response = complete_once(pool(tmp_path, '{output: {text: "first"}}'), sent)
+    assert (response.provider, response.model) == ("one", "vendor/model-x")

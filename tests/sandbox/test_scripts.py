@@ -11,7 +11,9 @@ import pytest
 
 from plait.sandbox.scripts import HostError, ScriptEvent, ScriptLimits, run_script
 
-FAST = ScriptLimits(soft_s=0.3, hard_s=0.8)
+FAST = ScriptLimits(soft_s=0.3, hard_s=0.8)  # for the tests of the time limits themselves
+ROOMY = ScriptLimits(soft_s=10.0, hard_s=20.0)
+"""For the tests whose point is not time: a loaded host never reaches these limits."""
 
 
 class Host:
@@ -44,7 +46,7 @@ async function main() {
   console.warn("careful");
   return `Write about ${topic}. ${await getSchemaHint("summary")}`;
 }"""
-    outcome = run_script(code, Host(), FAST)
+    outcome = run_script(code, Host(), ROOMY)
     assert outcome.error is None
     assert outcome.prompt == "Write about birds. summary: an object with a title"
     assert [(e.type, e.level, e.args) for e in outcome.events] == [
@@ -60,7 +62,7 @@ async function main() {
 
 def test_a_host_refusal_rejects_the_promise_and_the_script_may_catch_it() -> None:
     code = 'async function main() { try { await readRoute("/admin") } catch (e) { return "no: " + e.message } }'
-    outcome = run_script(code, Host(), FAST)
+    outcome = run_script(code, Host(), ROOMY)
     assert outcome.prompt == "no: readRoute: route /admin is not on the allow-list"
     assert outcome.host_calls == [
         {"api": "readRoute", "args": ["/admin", {}], "error": "route /admin is not on the allow-list"}
@@ -80,7 +82,7 @@ def test_a_host_refusal_rejects_the_promise_and_the_script_may_catch_it() -> Non
     ],
 )
 def test_each_way_a_script_fails_is_its_own_error_with_its_position(code: str, kind: str, line: int | None) -> None:
-    outcome = run_script(code, Host(), FAST)
+    outcome = run_script(code, Host(), ROOMY)
     assert outcome.prompt is None
     assert outcome.error is not None
     assert outcome.error.kind == kind, outcome.error
@@ -117,18 +119,20 @@ def test_memory_is_bounded_array_buffers_included() -> None:
 def test_host_calls_are_bounded_and_the_flood_fails_the_script() -> None:
     host = Host()
     code = "async function main() { for (let i = 0; i < 100; i++) await getVar('input.topic'); return 'x' }"
-    outcome = run_script(code, host, FAST)
+    outcome = run_script(code, host, ROOMY)
     assert outcome.error is not None
     assert outcome.error.kind == "host_calls"
-    assert len(host.calls) == FAST.max_host_calls  # the 21st never reached the host
+    assert len(host.calls) == ROOMY.max_host_calls  # the 21st never reached the host
 
 
 def test_console_entries_and_bytes_are_bounded_and_the_excess_counted() -> None:
-    many = run_script("async function main() { for (let i = 0; i < 80; i++) console.log(i); return 'x' }", Host(), FAST)
+    many = run_script(
+        "async function main() { for (let i = 0; i < 80; i++) console.log(i); return 'x' }", Host(), ROOMY
+    )
     assert len([e for e in many.events if e.type == "log"]) == 50
     assert many.dropped_console == 30
     big = run_script(
-        "async function main() { for (let i = 0; i < 5; i++) console.log('y'.repeat(4000)); return 'x' }", Host(), FAST
+        "async function main() { for (let i = 0; i < 5; i++) console.log('y'.repeat(4000)); return 'x' }", Host(), ROOMY
     )
     assert len([e for e in big.events if e.type == "log"]) == 2  # 10 KB in all
     assert big.dropped_console == 3
@@ -136,7 +140,7 @@ def test_console_entries_and_bytes_are_bounded_and_the_excess_counted() -> None:
 
 def test_a_host_value_over_the_limit_is_cut_with_a_marker() -> None:
     host = Host({"input.text": "z" * 50_000})
-    outcome = run_script("async function main() { return await getVar('input.text') }", host, FAST)
+    outcome = run_script("async function main() { return await getVar('input.text') }", host, ROOMY)
     assert outcome.prompt is not None
     assert len(outcome.prompt) < 17_000
     assert "…[truncated: " in outcome.prompt
@@ -144,8 +148,8 @@ def test_a_host_value_over_the_limit_is_cut_with_a_marker() -> None:
 
 
 def test_runs_share_nothing_and_reach_no_network_or_host_objects() -> None:
-    first = run_script("var leaked = 1; async function main() { return String(typeof fetch) }", Host(), FAST)
-    second = run_script("async function main() { return String(typeof leaked) + ' ' + typeof process }", Host(), FAST)
+    first = run_script("var leaked = 1; async function main() { return String(typeof fetch) }", Host(), ROOMY)
+    second = run_script("async function main() { return String(typeof leaked) + ' ' + typeof process }", Host(), ROOMY)
     assert first.prompt == "undefined"
     assert second.prompt == "undefined undefined"
 
@@ -180,7 +184,7 @@ async function main() {
   const hint = getSchemaHint("summary");
   return `${await topic} / ${await hint}`;
 }"""
-    outcome = run_script(code, Host(), FAST)
+    outcome = run_script(code, Host(), ROOMY)
     assert outcome.error is None, outcome.error
     assert outcome.prompt == "birds / summary: an object with a title"
     assert [call["api"] for call in outcome.host_calls] == ["getVar", "getSchemaHint"]

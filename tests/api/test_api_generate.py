@@ -158,16 +158,28 @@ def test_closing_the_stream_stops_the_model_call(pooled: tuple[Api, Any]) -> Non
 
 def test_generations_beyond_two_are_refused_and_the_server_keeps_answering(gen: Api) -> None:
     results: list[str] = []
+    streaming = threading.Semaphore(0)
 
     def slow() -> None:
-        with httpx.Client(base_url=gen.url, timeout=30) as client:
-            status, events = generate(client, {"script_code": ASK, "input": {"topic": "SLOW"}, "max_tokens": 5})
-            results.append(events[-1][0] if status == 200 else str(status))
+        body = {"script_code": ASK, "input": {"topic": "SLOW"}, "max_tokens": 5}
+        with (
+            httpx.Client(base_url=gen.url, timeout=30) as client,
+            client.stream("POST", "/api/templates/generate", json=body) as response,
+        ):
+            event, said = "", False
+            for line in response.iter_lines():
+                if line.startswith("event: "):
+                    event = line.removeprefix("event: ")
+                    if event == "delta" and not said:  # its answer is arriving: it holds its place
+                        streaming.release()
+                        said = True
+            results.append(event if response.status_code == 200 else str(response.status_code))
 
     threads = [threading.Thread(target=slow) for _ in range(2)]
     for thread in threads:
         thread.start()
-    time.sleep(1.0)  # both are streaming (each for 6 s)
+    for _ in threads:  # both stream (each for 6 s)
+        assert streaming.acquire(timeout=20)
     status, refused = generate(gen.client, {"script_code": ASK, "input": {"topic": "x"}})
     health = gen.client.get("/api/health")
     for thread in threads:

@@ -78,7 +78,8 @@ def _up(client: httpx.Client) -> bool:
 
 
 def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: Cluster) -> None:
-    (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "slow", "delay_ms": 3000}]}))
+    # the model call outlasts what a loaded host may take between the worker's claim and the request
+    (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "slow", "delay_ms": 8000}]}))
     cluster.worker()
     with served(cluster) as client:
 
@@ -92,12 +93,12 @@ def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: 
         paused = client.post(f"/api/runs/{paused_id}/pause")
         assert paused.status_code == 200, paused.text
         assert paused.json()["status"] == "paused"
-        time.sleep(4)  # past the model call: a run given back would have been continued by now
+        time.sleep(9)  # past the model call: a run given back would have been continued by now
         assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
         assert client.post(f"/api/runs/{paused_id}/resume").status_code == 202  # accepted: a worker continues it
         wait_until(lambda: client.get(f"/api/runs/{paused_id}").json()["status"] == "completed", 30, "resumed")
         cancelled_id = started()
         cancelled = client.post(f"/api/runs/{cancelled_id}/cancel")
         assert cancelled.status_code == 200, cancelled.text
-        time.sleep(4)
+        time.sleep(9)
         assert client.get(f"/api/runs/{cancelled_id}").json()["status"] == "cancelled"

@@ -19,8 +19,6 @@ import pytest
 import yaml
 from worker_helpers import Cluster, need, wait_until
 
-from tests.plait_cli import start_plait
-
 GRAPH = {
     "id": "clean_on_workers",
     "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
@@ -39,24 +37,9 @@ def setup(cluster: Cluster, records: int, delay_ms: int) -> None:
 
 
 def batch(cluster: Cluster, *extra: str) -> subprocess.Popen[str]:
-    return start_plait(
-        "batch",
-        "graph.yaml",
-        "--input-file",
-        "in.jsonl",
-        "--output",
-        "out.jsonl",
-        "-c",
-        "16",
-        "--quiet",
-        "--json",
-        *extra,
-        cwd=cluster.folder,
-        env=cluster.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return cluster.start("batch", "graph.yaml", "--input-file", "in.jsonl", "--output", "out.jsonl", "-c", "16",
+                         "--quiet", "--json", *extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)  # fmt: skip
 
 
 def check_once(cluster: Cluster, records: int) -> None:
@@ -83,15 +66,13 @@ def test_a_batch_on_workers_finishes_every_record_once(cluster: Cluster) -> None
 
 def test_a_batch_no_worker_takes_says_so_and_resumes_once_a_worker_runs(cluster: Cluster) -> None:
     setup(cluster, 3, delay_ms=0)
-    waiting = start_plait(
+    waiting = cluster.start(
         "batch",
         "graph.yaml",
         "--input-file",
         "in.jsonl",
         "--output",
         "out.jsonl",
-        cwd=cluster.folder,
-        env=cluster.env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -19,7 +19,6 @@ from worker_helpers import Cluster, wait_until
 from plait.model.enums import RunStatus
 from plait.worker.app import WorkerSettings
 from plait.worker.main import ready_line
-from tests.plait_cli import start_plait
 
 GRAPH = {
     "id": "slow_then_shape",
@@ -40,17 +39,8 @@ def setup(cluster: Cluster, delay_ms: int) -> None:
 
 
 def start_queued(cluster: Cluster) -> subprocess.Popen[str]:
-    return start_plait(
-        "run",
-        "graph.yaml",
-        "-i",
-        "text=birds",
-        "--json",
-        cwd=cluster.folder,
-        env=cluster.env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    return cluster.start(
+        "run", "graph.yaml", "-i", "text=birds", "--json", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 

@@ -40,11 +40,13 @@ class Cluster:
     def env(self) -> dict[str, str]:
         return {**os.environ, "PLAIT_DB": self.db, "PLAIT_CONFIG": str(self.config)}
 
+    def start(self, *args: str, **streams: Any) -> Any:
+        """`plait ARGS` started in this cluster's folder and environment (`start_plait`)."""
+        return start_plait(*args, cwd=self.folder, env=self.env(), **streams)
+
     def worker(self, *extra: str) -> subprocess.Popen[bytes]:
         log = (self.folder / f"worker{len(self.workers)}.log").open("w")
-        process = start_plait(
-            "worker", "-c", "4", *extra, cwd=self.folder, env=self.env(), stdout=log, stderr=subprocess.STDOUT
-        )
+        process = self.start("worker", "-c", "4", *extra, stdout=log, stderr=subprocess.STDOUT)
         self.workers.append(process)
         return process
 

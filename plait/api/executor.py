@@ -6,7 +6,7 @@ work, a paused run on resume, and at start-up every run a stopped or crashed pro
 `running` or `pending` without a live lease (the engine's lease/claim design makes taking
 those over safe: completed nodes are never executed again). A run executes on its own model
 (the one it was started or last continued on, `plait.runs.model_choice`), which need not be
-this server's.
+this server's: one engine per model (`plait.runs.engines`, shared with the workers).
 
 A run whose engine stopped because the database failed (`plait.store.faults`: it retried its
 writes for minutes, or could not even begin) is driven again a little later, until it ends: a
@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import socket
-import threading
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from plait.api.events import EventLog
 from plait.api.handoff import HandOff
@@ -35,14 +32,14 @@ from plait.config import McpServerConfig
 from plait.engine.events import EventBus
 from plait.engine.outcome import EngineError
 from plait.engine.run_input import StartError
-from plait.engine.runner import Engine
 from plait.engine.script_host import RouteReader
 from plait.errors import Refusal
 from plait.llm.provider import Provider
 from plait.llm.select import LlmConfigError
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.runs.children import settle
-from plait.runs.model_choice import Selection, label, provider_for
+from plait.runs.engines import RunEngines, refuse
+from plait.runs.model_choice import Selection
 from plait.store import RunRecord, Store, StoredGraph
 from plait.store.faults import StoreUnavailable, transient
 
@@ -87,19 +84,21 @@ class RunExecutor:
         self.bus = bus
         self.events = events
         self.llm = llm
-        self._engine_options: dict[str, Any] = {
-            "events": bus,
-            "cache": cache,
-            "mcp_servers": mcp_servers,
-            "lease_ttl_s": lease_ttl_s,
-            "child_settled": settle(store),
-            "routes": routes,
+        self.engines = RunEngines(
+            store,
+            provider,
+            llm=llm,
+            here="this server",
+            events=bus,
+            cache=cache,
+            mcp_servers=mcp_servers,
+            lease_ttl_s=lease_ttl_s,
+            child_settled=settle(store),
+            routes=routes,
             # no `graphs`: sub-runs name stored graphs only, a graph sent here must not make the server read its files
-        }
-        self.engine = Engine(store, provider, llm=llm, **self._engine_options)
-        self._engines: dict[str, Engine] = {}
-        """Engines for runs recorded on another model than this server's, by selection."""
-        self._engines_lock = threading.Lock()
+        )
+        """This server's engine, and one per other model the runs driven here record."""
+        self.engine = self.engines.default
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._relaunched: dict[str, int] = {}
         """Runs the database stopped, and how many times in a row (their next pause doubles)."""
@@ -213,8 +212,7 @@ class RunExecutor:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
-        for engine in [self.engine, *self._engines.values()]:
-            await engine.aclose()  # closes its provider too
+        await self.engines.aclose()  # closes their providers too
 
     # -- driving ---------------------------------------------------------------------------------
 
@@ -229,7 +227,7 @@ class RunExecutor:
         try:
             if not self.events.has(run_id):
                 self.events.open(run_id, await asyncio.to_thread(history, self.store, run_id))
-            engine = await asyncio.to_thread(self._engine_for, run_id)
+            engine = await asyncio.to_thread(self.engines.for_run, run_id)
             await engine.run(run_id)
         except (EngineError, LlmConfigError) as exc:
             await self._refused(run_id, str(exc))
@@ -254,36 +252,12 @@ class RunExecutor:
         with contextlib.suppress(ServiceStopping):
             self.launch(run_id)
 
-    def _engine_for(self, run_id: str) -> Engine:
-        """The engine for the model the run executes on: a run started (or last continued) on
-        another model than this server's goes on with that model, never silently with ours."""
-        selection = self.store.runs.get(run_id).llm
-        if selection is None or selection == self.llm:
-            return self.engine
-        key = json.dumps(selection, sort_keys=True)
-        with self._engines_lock:
-            if key not in self._engines:
-                try:
-                    provider = provider_for(selection)
-                except LlmConfigError as exc:
-                    raise LlmConfigError(
-                        f"run {run_id} executes on {label(selection)}, which this server cannot use: {exc}"
-                    ) from None
-                self._engines[key] = Engine(self.store, provider, llm=selection, **self._engine_options)
-            return self._engines[key]
-
     async def _refused(self, run_id: str, message: str) -> None:
         """The engine would not drive the run: a run that never started fails with the reason
         (else it would wait forever), one a correction reopened is paused with it (resumable on
         another model); one held by another process is left to it."""
-        error = {"kind": "engine", "message": message}
-        record = await asyncio.to_thread(self.store.runs.get, run_id)
-        status = RunStatus.FAILED if record.started_at is None else RunStatus.PAUSED
-        failed = await asyncio.to_thread(
-            self.store.runs.set_status, run_id, status, expected=[RunStatus.PENDING], error=error
-        )
-        if failed:
-            self.events.emit("workflow:error", run_id, None, error=error)
+        if await asyncio.to_thread(refuse, self.store, run_id, message) is not None:
+            self.events.emit("workflow:error", run_id, None, error={"kind": "engine", "message": message})
         log.warning("run %s not driven: %s", run_id, message)
 
     def _done(self, run_id: str, task: asyncio.Task[None]) -> None:

@@ -40,5 +40,5 @@ def preview_out(preview: SavePreview) -> SavePreviewOut:
         schema_version=preview.schema_version,
         level=max(levels, key=_ORDER.index) if levels else None,
         schema_changes=changes,
-        warnings=list(preview.change.warnings),
+        warnings=list(preview.warnings),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait.api.outdated import outdated_out
 from plait.api.schemas import (
     CorrectionOut,
     GraphOut,
@@ -103,11 +104,17 @@ def run_fields(r: RunRecord, executing: bool) -> dict[str, Any]:
     return {**r.summary(), "executing_here": executing}
 
 
-def node_fields(n: NodeRunRecord, *, current: bool, effective: Any, migrated: str | None = None) -> dict[str, Any]:
-    """The fields of `NodeRunOut`, with the effective output as the reader migrated it."""
-    return {**n.summary(), "current": current, "effective_output": effective, "migrated": migrated}
+def node_fields(
+    n: NodeRunRecord, *, current: bool, effective: Any, migrated: str | None = None, outdated: Any = None
+) -> dict[str, Any]:
+    """The fields of `NodeRunOut`, with the effective output as the reader migrated it (or as
+    stored, with the `outdated` notice saying why)."""
+    fields = {**n.summary(), "current": current, "effective_output": effective, "migrated": migrated}
+    return fields | {"outdated": outdated_out(outdated)}
 
 
 def correction_out(result: Correction, executing: bool) -> CorrectionOut:
     """The answer to a correction."""
-    return CorrectionOut(run_id=result.run_id, stale=result.stale, queued=result.queued, executing=executing)
+    return CorrectionOut(
+        run_id=result.run_id, stale=result.stale, queued=result.queued, kept=result.kept, executing=executing
+    )

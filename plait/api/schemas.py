@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
+from plait.api.outdated import OutdatedOut
 from plait.model.enums import DownstreamPolicy
 from plait.model.graph import GraphSlug
 from plait.model.limits import value_problem
@@ -362,6 +363,9 @@ class NodeRunOut(BaseModel):
     consumed: dict[str, int] | None
     error: dict[str, Any] | None
     migrated: str | None = Field(default=None, description="The migration steps applied to effective_output.")
+    outdated: OutdatedOut | None = Field(
+        default=None, description="Set when effective_output is as stored because no migration brings it forward."
+    )
 
 
 class RunDetailOut(RunOut):
@@ -445,6 +449,11 @@ class RollbackIn(_In):
 
     target: str = Field(description="NODE_ID, NODE_ID.FIELD, input or input.FIELD.", min_length=1)
     to_version: int = Field(ge=1, le=MAX_INT, description="The ledger version to restore.")
+    cascade: bool = Field(
+        False,
+        description="Run again what was built from the replaced value, and everything after it, instead of "
+        "marking it stale.",
+    )
 
 
 class CorrectionOut(BaseModel):
@@ -453,6 +462,9 @@ class CorrectionOut(BaseModel):
     run_id: str
     stale: list[str]
     queued: list[str]
+    kept: list[str] = Field(
+        default_factory=list, description="Under KEEP: the nodes that read the old value and keep what they made."
+    )
     executing: bool = Field(description="The run is being driven to execute what the correction queued.")
 
 
@@ -466,6 +478,40 @@ class RunDiffOut(BaseModel):
     outputs_equal: bool
     counts: dict[str, int]
     nodes: list[dict[str, Any]]
+
+
+CheckProblemKind = Literal[
+    "stale_read_not_marked",
+    "input_mismatch",
+    "ledger_mismatch",
+    "output_mismatch",
+    "inactive_branch_output",
+    "active_branch_skipped",
+    "child_output_not_gathered",
+    "not_settled",
+]
+"""The kinds of `plait.runs.check.ProblemKind` (docs/corrections.md, "Checking a run")."""
+
+
+class CheckProblemOut(BaseModel):
+    """One inconsistency in a run, and what to do about it."""
+
+    kind: CheckProblemKind
+    run_id: str = Field(description="The run it is in: the run checked, or one of its child runs.")
+    node_id: str | None = Field(description="The node; null for a problem of the run as a whole.")
+    node_run_id: str | None = Field(description="The node's newest activation it concerns.")
+    activation: int | None
+    message: str = Field(description="What is wrong.")
+    hint: str = Field(description="What to do about it.")
+
+
+class RunCheckOut(BaseModel):
+    """Whether a run and its child runs are consistent after their corrections (`plait runs check --json`)."""
+
+    run_id: str
+    consistent: bool
+    checked: int = Field(description="Node runs checked: each node's newest activation, in the run and its children.")
+    problems: list[CheckProblemOut]
 
 
 # -- system ------------------------------------------------------------------------------------------

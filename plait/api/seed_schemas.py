@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from plait.api.outdated import OutdatedOut, outdated_out
 from plait.api.schemas import CheckedIn
 from plait.compile.dump import graph_to_data
 from plait.model.enums import DownstreamPolicy
@@ -225,6 +226,10 @@ class PromptNodeRun(BaseModel):
     started_at: int | None = Field(description=PLAIT)
     attempts: list[dict[str, Any]] = Field(description=PLAIT + "Each model call: tokens, errors, retries.")
     error: dict[str, Any] | None = Field(description=PLAIT)
+    outdated: OutdatedOut | None = Field(
+        default=None,
+        description=PLAIT + "Set when effective_output is as stored because no migration brings it forward.",
+    )
 
 
 class PromptGraphRun(BaseModel):
@@ -376,8 +381,9 @@ def def_out(g: StoredGraph, parent_updated: bool) -> PromptGraphDef:
     )
 
 
-def node_run_out(n: NodeRunRecord, effective: Any) -> PromptNodeRun:
-    """A node run as the original API returns it, with `effective` as its effective output."""
+def node_run_out(n: NodeRunRecord, effective: Any, outdated: Any = None) -> PromptNodeRun:
+    """A node run as the original API returns it, with `effective` as its effective output (and the
+    notice of `plait.evolve.read` when that is as stored because no migration brings it forward)."""
     return PromptNodeRun(
         id=n.id,
         prompt_graph_run_id=n.run_id,
@@ -400,6 +406,7 @@ def node_run_out(n: NodeRunRecord, effective: Any) -> PromptNodeRun:
         started_at=_seconds(n.started_at),
         attempts=n.attempts,
         error=n.error,
+        outdated=outdated_out(outdated),
     )
 
 
@@ -428,7 +435,8 @@ def run_detail_out(view: RunView, executing: bool) -> PromptGraphRunDetail:
         tokens_output=r.tokens_output,
         cost_usd=r.cost_usd,
     )
-    return PromptGraphRunDetail(run=run, node_runs=[node_run_out(n, values[n.id]) for n in current])
+    notices = view.outputs.outdated
+    return PromptGraphRunDetail(run=run, node_runs=[node_run_out(n, values[n.id], notices.get(n.id)) for n in current])
 
 
 def corrected_out(

@@ -80,7 +80,8 @@ def validate(
         str | None,
         typer.Option(
             "--db",
-            help="Where the prompt-script templates it names are looked up (default: $PLAIT_DB, ./.plait/plait.db).",
+            help="Where the prompt-script templates it names are looked up, and the stored schema versions its "
+            "migrations may target (default: $PLAIT_DB, ./.plait/plait.db).",
         ),
     ] = None,
 ) -> None:

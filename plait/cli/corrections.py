@@ -18,7 +18,6 @@ from plait.cli.common import fail, read_file_option, refuse, resolve_run, store_
 from plait.cli.options import (
     DbOption,
     Driving,
-    JsonOption,
     drives_a_run,
 )
 from plait.cli.told import downstream_report, overridden, rolled_back, tell
@@ -42,8 +41,10 @@ def override_command(
     *,
     how: Driving,
 ) -> None:
-    """Correct a node's output: the model's original is kept, the correction is what everything reads."""
+    """Correct a node's output: the model's original is kept, the correction is what everything reads.
+    On a node its repair hook escalated to a person, the value is the node's output (as `plait review`)."""
     from plait.model.enums import DownstreamPolicy
+    from plait.runs.escalations import override
 
     chosen = policy.upper()
     if chosen not in DownstreamPolicy.__members__:
@@ -53,7 +54,7 @@ def override_command(
     _correct(
         db,
         run_id,
-        lambda c, run: c.override(run, node_id, corrected, policy=DownstreamPolicy(chosen), note=note),
+        lambda c, run: override(c, run, node_id, corrected, policy=DownstreamPolicy(chosen), note=note),
         how,
         by="override",
         said=said,
@@ -100,18 +101,33 @@ def review_command(
     _correct(db, run_id, lambda c, run: c.review(run, node_id, corrected, approve=approve, note=note), how, by="review")
 
 
+@drives_a_run
 def rollback_command(
     run_id: RunArg,
     target: Annotated[str, typer.Argument(help="NODE_ID, NODE_ID.FIELD, input or input.FIELD.")],
     to_version: Annotated[int, typer.Option("--to-version", help="The ledger version to restore.")],
+    cascade: Annotated[
+        bool,
+        typer.Option(
+            "--cascade",
+            help="Run again what was built from the replaced value, and everything after it, instead of "
+            "marking it stale (the response cache answers a node whose input is back to an earlier one).",
+        ),
+    ] = False,
     db: DbOption = None,
-    json_output: JsonOption = False,
+    *,
+    how: Driving,
 ) -> None:
-    """Restore a value (or one field) and its frozen state to an earlier version; its newer readers become stale."""
+    """Restore a value (or one field) and its frozen state to an earlier version; its newer readers become
+    stale (with --cascade: they run again)."""
     owner, _, field_name = target.partition(".")
-    how = Driving(None, None, json_output, quiet=False)
     said = partial(rolled_back, target=target, to_version=to_version)
-    _correct(db, run_id, lambda c, run: c.rollback(run, owner, field_name or None, to_version), how, said=said)
+    rollback = partial(_rollback, owner=owner, field_name=field_name or None, to_version=to_version, cascade=cascade)
+    _correct(db, run_id, rollback, how, said=said)
+
+
+def _rollback(c: Any, run: str, *, owner: str, field_name: str | None, to_version: int, cascade: bool) -> Any:
+    return c.rollback(run, owner, field_name, to_version, cascade=cascade)
 
 
 def _value(file: Path | None, value: str | None) -> Any:
@@ -148,7 +164,8 @@ def _correct(
         except CorrectionError as exc:
             refuse(exc)
         facts = said(store, result) if said is not None else {}
-        tell(facts, result, how.json_output and not result.needs_run, how.quiet)
+        driven_json = how.json_output and result.needs_run  # the run's summary is the one document printed
+        tell(facts, result, how.json_output and not result.needs_run, how.quiet, show_value=not driven_json)
         if result.needs_run:
             provider = run_provider(store, result.run_id, how.llm, how.config, by=by)
             with downstream_report(store, result, how.quiet):

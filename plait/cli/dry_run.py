@@ -1,4 +1,5 @@
-"""`plait run GRAPH --dry-run`: what each node would send, with estimates; nothing is stored."""
+"""`plait run GRAPH --dry-run`: what each node would send, with estimates, and what a run would
+fail on before calling a model (exit 2); nothing is stored."""
 
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ def dry_run_command(
     config: str | None = None,
 ) -> None:
     """`plait run GRAPH --dry-run`: print what each node would send, with its estimates, and store
-    nothing. Exits 2 when the input does not match `input_schema` or something would keep the run
-    from running (a problem the dry run found, an MCP server not configured); else 0."""
+    nothing. Exits 2 (EXIT_INVALID, as for a run refused before it starts) when the input does not
+    match `input_schema` or something would keep the run from running (a problem the dry run
+    found, such as a node's pre-check that fails: the run would fail the node with
+    `precheck_failed`; an MCP server not configured); else 0."""
     from plait.engine.run_input import input_violations
     from plait.engine.runtime import Runtime
     from plait.runs.dry_run import dry_run

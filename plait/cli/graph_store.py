@@ -59,14 +59,34 @@ def import_command(
     if saved.stored.created:
         for line in saved.change.report():
             sys.stderr.write(line + "\n")
-    for warning in saved.change.warnings:
+        for line in raised_versions(saved.change, file):
+            sys.stderr.write(f"note: {line}\n")
+    for warning in saved.warnings:
         sys.stderr.write(f"warning: {warning}\n")
-    report_saved(saved.stored, json_output, saved.change)
+    if saved.saved.left_behind:
+        sys.stderr.write(
+            f"  add the migration to {file} and run `plait graphs import {file}` again: reading those runs "
+            "then migrates their outputs\n"
+        )
+    report_saved(saved.stored, json_output, saved.change, saved.saved)
 
 
-def report_saved(stored: Any, json_output: bool, change: Any = None) -> None:
+def raised_versions(change: Any, file: Path) -> list[str]:
+    """Where the store gave a schema a higher version than the file wrote: the store's is the
+    schema's version from now on (a migration may target it), and the file may be brought in line."""
+    return [
+        f"schema '{e.schema_id}' is stored as {e.new_version} while {file} says {e.declared_version}: "
+        f"{e.new_version} is its version from now on, and a migration may target it "
+        f"(write `version: {e.new_version}` in the file to keep both alike)"
+        for e in change.changed
+        if e.declared_version is not None and e.new_version is not None and e.declared_version != e.new_version
+    ]
+
+
+def report_saved(stored: Any, json_output: bool, change: Any = None, saved: Any = None) -> None:
     """What a command that stores a graph version says: its id, slug and versions (with --json,
-    the schema changes and warnings of an import too), or on stderr that nothing changed."""
+    the schema changes and warnings of an import too, and the stored outputs it left without a
+    migration), or on stderr that nothing changed."""
     facts: dict[str, Any] = {
         "id": stored.graph_id,
         "slug": stored.slug,
@@ -83,11 +103,13 @@ def report_saved(stored: Any, json_output: bool, change: Any = None) -> None:
                 "level": str(e.level),
                 "from": e.old_version,
                 "to": e.new_version,
+                "declared": e.declared_version,
                 "findings": [str(f) for f in e.findings],
             }
             for e in change.changed
         ]
-        facts["warnings"] = change.warnings
+        facts["warnings"] = saved.warnings if saved is not None else change.warnings
+        facts["left_behind"] = [lb.as_json() for lb in saved.left_behind] if saved is not None else []
     if json_output:
         print_json(facts)
     elif stored.created:

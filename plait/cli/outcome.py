@@ -63,7 +63,7 @@ def with_cause(run_id: str, error: dict[str, Any] | None, nodes: list[Any]) -> d
 
 
 def waiting_reviews(run_id: str, nodes: list[Any]) -> list[dict[str, Any]]:
-    """The nodes waiting for a person (HUMAN_REVIEWs, LLM_CALLs a repair hook escalated, and
+    """The nodes waiting for a person (HUMAN_REVIEWs, nodes a repair hook escalated, and
     nodes waiting for child runs that wait for one): prompt, value under review, the commands
     that answer."""
     from plait.model.output_meta import strip_meta_deep
@@ -83,19 +83,19 @@ def waiting_reviews(run_id: str, nodes: list[Any]) -> list[dict[str, Any]]:
                 }
             )
             continue
-        escalated = "escalated" in snapshot  # an LLM_CALL its repair hook handed to a person
+        escalated = "escalated" in snapshot  # a node its repair hook handed to a person
         if n.status != "pending" or (snapshot.get("node_type") != "HUMAN_REVIEW" and not escalated):
             continue
+        commands = [f"plait review {run_id} {n.node_id} --approve", f"plait review {run_id} {n.node_id} --file F"]
+        if escalated and snapshot.get("value") is None:  # a program's or a provider's failure: no value to approve
+            commands = commands[1:]
         out.append(
             {
                 "node_id": n.node_id,
                 "node_run_id": n.id,
                 "review_prompt": snapshot.get("review_prompt"),
                 "value": strip_meta_deep(snapshot.get("value")),
-                "commands": [
-                    f"plait review {run_id} {n.node_id} --approve",
-                    f"plait review {run_id} {n.node_id} --file F",
-                ],
+                "commands": commands,
             }
         )
     return out
@@ -121,6 +121,9 @@ def review_lines(review: dict[str, Any]) -> list[str]:
     lines = [f"review '{review['node_id']}' is waiting for a person"]
     if review["review_prompt"]:
         lines.append(f"  prompt: {review['review_prompt']}")
+    if len(review["commands"]) == 1:  # an escalated failure: nothing to approve, the output to give
+        lines.append(f"  give its output:      {review['commands'][0]}   (F: a JSON or YAML file with the output)")
+        return lines
     lines.append("  value under review:")
     lines += [f"    {line}" for line in value.splitlines()]
     approve, correct = review["commands"]

@@ -25,7 +25,11 @@ from plait.cli.options import (
 
 DryRunOption = Annotated[
     bool,
-    typer.Option("--dry-run", help="Render every prompt with placeholder upstream data, check budgets; call no model."),
+    typer.Option(
+        "--dry-run",
+        help="Render every prompt with placeholder upstream data and make the checks a run makes before calling a "
+        "model (pre-check, budget, roles); call no model. Exit 2 when one fails.",
+    ),
 ]
 UpstreamOption = Annotated[
     Path | None,

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import console, fail, print_json, print_table, resolve_run, store_for, when
+from plait.cli.common import console, print_json, print_table, resolve_run, store_for, when
 from plait.cli.options import DbOption, JsonOption
 from plait.cli.outcome import failure_lines, newest, node_failure, review_lines, waiting_reviews, with_cause
 
@@ -30,7 +30,8 @@ def show_command(
     raw: RawOption = False,
 ) -> None:
     """One run: status, input, output, and per node status, attempts, tokens, cost, timings, effective output
-    (read at the graph's current schema versions, migrating older outputs; --raw: as stored)."""
+    (read at the graph's current schema versions, migrating older outputs; one no migration brings forward
+    is shown as stored, marked outdated; --raw: as stored)."""
     with store_for(db) as store:
         run_id = resolve_run(store, run_ref)
         view = _read(store, run_id, raw)
@@ -40,7 +41,8 @@ def show_command(
     outputs = view.outputs.values
     migrated = {rid: {"migrated": steps} for rid, steps in view.outputs.migrated.items()}
     if json_output:
-        shown = _as_json(run, nodes, outputs, migrated, latest, versions if ledger else None)
+        read_as = migrated | {rid: {"outdated": notice.as_json()} for rid, notice in view.outputs.outdated.items()}
+        shown = _as_json(run, nodes, outputs, read_as, latest, versions if ledger else None)
         print_json({**shown, "decisions": [d.as_json() for d in decisions]})
         return
     out = console()
@@ -52,6 +54,7 @@ def show_command(
     for n in nodes:
         if n.id in migrated:
             out.print(f"[dim]{n.node_id}: read migrated, {migrated[n.id]['migrated']} (--raw: as stored)[/]")
+    _outdated_lines(out, run.id, nodes, view.outputs.outdated)
     if ledger:
         _render_ledger(out, versions, nodes)
 
@@ -84,14 +87,34 @@ def _as_json(
 
 
 def _read(store: Any, run_id: str, raw: bool) -> Any:
-    """The run with its outputs migrated to today's schemas unless `raw` (exit 2 when one cannot be)."""
-    from plait.evolve.migration_errors import MigrationError
+    """The run with its outputs migrated to today's schemas unless `raw`; an output no migration
+    brings forward comes as stored, with a notice (`_outdated_lines`)."""
     from plait.runs.read import read_run
 
-    try:
-        return read_run(store, run_id, raw=raw)
-    except MigrationError as exc:
-        fail(exc.message, exc.hint or "`plait runs show RUN_ID --raw` shows the stored originals")
+    return read_run(store, run_id, raw=raw)
+
+
+def _outdated_lines(out: Any, run_id: str, nodes: list[Any], notices: dict[str, Any]) -> None:
+    """Per output shown as stored because its schema moved on: which schema and versions, why,
+    and the migration that would bring it forward."""
+    from rich.markup import escape
+
+    for n in nodes:
+        notice = notices.get(n.id)
+        if notice is None:
+            continue
+        label = n.node_id if n.activation == 1 else f"{n.node_id} #{n.activation}"
+        out.print(f"[yellow]outdated:[/] {escape(label)}: {escape(notice.summary())}", soft_wrap=True, highlight=False)
+        if notice.reason != "no_migration":
+            out.print(f"  why: {escape(notice.problem)}", soft_wrap=True, highlight=False)
+        out.print(f"  to bring it forward: {escape(notice.fix)}", soft_wrap=True, highlight=False)
+    if notices:
+        out.print(
+            "  after editing the graph file, `plait graphs import FILE` stores it; "
+            f"`plait runs show {run_id} --raw` shows every output as stored",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def served(attempts: list[dict[str, Any]]) -> str:

@@ -1,4 +1,5 @@
-"""`plait runs list|show|diff`: what ran, how it went, every node's record, and how two runs differ."""
+"""`plait runs list|show|diff|check`: what ran, how it went, every node's record, how two runs differ, and
+whether a run is consistent after its corrections."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from plait.cli.common import print_json, print_table, store_for, when
 from plait.cli.help import PlaitTyper
 from plait.cli.options import DbOption, JsonOption
 from plait.cli.run_admin import cancel_command, delete_command
+from plait.cli.run_check import check_command
 from plait.cli.run_diff import diff_command
 from plait.cli.run_show import show_command
 
@@ -56,6 +58,7 @@ app.add_commands(
     {
         "show": show_command,
         "diff": diff_command,
+        "check": check_command,
         "cancel": cancel_command,
         "delete": delete_command,
     }

@@ -49,7 +49,7 @@ def rolled_back(store: Any, result: Any, target: str, to_version: int) -> dict[s
     return {"said": line, "target": target, "restored_version": to_version, "version": version, "value": value}
 
 
-def tell(facts: dict[str, Any], result: Any, json_output: bool, quiet: bool) -> None:
+def tell(facts: dict[str, Any], result: Any, json_output: bool, quiet: bool, *, show_value: bool = True) -> None:
     """Print what the correction did. With --json (and no run to drive after it) one object on stdout."""
     shown = {k: v for k, v in facts.items() if k != "said"}
     if json_output:
@@ -59,12 +59,13 @@ def tell(facts: dict[str, Any], result: Any, json_output: bool, quiet: bool) -> 
                 **shown,
                 "stale": result.stale,
                 "queued": result.queued,
+                "kept": getattr(result, "kept", []),
                 "parents": [{"run_id": p.run_id, "stale": p.stale, "queued": p.queued} for p in _parents(result)],
             }
         )
         return
     value = shown.get("effective_output", shown.get("value"))
-    if facts:
+    if facts and show_value:  # (not when the run it drives prints its own JSON document)
         print_json(value)
     if quiet:
         return
@@ -77,6 +78,11 @@ def tell(facts: dict[str, Any], result: Any, json_output: bool, quiet: bool) -> 
         )
     elif facts and result.resume:  # a failed node given its output
         sys.stderr.write("the run continues from the new value\n")
+    elif facts and (kept := getattr(result, "kept", [])):
+        sys.stderr.write(
+            f"downstream: kept as they are: {', '.join(kept)} (they read the old value)\n"
+            f"  hint: `plait rerun {result.run_id} {kept[0]}` brings one up to date; --downstream what follows it too\n"
+        )
     elif facts and not result.queued:
         sys.stderr.write("downstream: nothing read the old value; nothing changed\n")
     if result.queued:
@@ -99,14 +105,17 @@ def _parents(result: Any) -> list[Any]:
 
 @contextmanager
 def downstream_report(store: Any, result: Any, quiet: bool) -> Iterator[None]:
-    """After the run a correction drove has ended, how each queued node ended."""
+    """After the run a correction drove has ended, how each node it ran ended: those queued, and
+    those the run's new values reached (the branch a rerun CONDITION now takes, the one it left)."""
+    from plait.cli.outcome import newest
+
+    before = {n: rec.id for n, rec in newest(store.runs.node_runs(result.run_id)).items()} if result.queued else {}
     try:
         yield
     except typer.Exit:
         if result.queued and not quiet:
-            from plait.cli.outcome import newest
-
             current = newest(store.runs.node_runs(result.run_id))
-            ended = [f"{n} {current[n].status}" for n in result.queued if n in current]
+            moved = [n for n, rec in current.items() if before.get(n) != rec.id]
+            ended = [f"{n} {current[n].status}" for n in dict.fromkeys([*result.queued, *moved]) if n in current]
             sys.stderr.write(f"downstream: {', '.join(ended)}\n")
         raise

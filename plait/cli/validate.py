@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from plait.compile import CompileResult, compile_file
+from plait.compile.context import VersionsFor
 from plait.compile.diagnostics import Category, Diagnostic, Severity
+from plait.model.graph import GraphDef
 
 GRAPH_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -37,7 +39,8 @@ def run_validate(target: Path, json_output: bool, db: str | None = None) -> int:
         if not files:
             sys.stderr.write(f"plait: no graph files (.yaml, .yml, .json) in {target}\n")
             return 2
-        results = [compile_file(path) for path in files]
+        versions = _stored_versions(db)
+        results = [compile_file(path, versions=versions) for path in files]
         for result in results:
             result.warnings.extend(unknown_templates(result, db))
     if json_output:
@@ -76,6 +79,31 @@ def unknown_templates(result: CompileResult, db: str | None) -> list[Diagnostic]
         for node_id, template_id in named
         if template_id not in known
     ]
+
+
+def _stored_versions(db: str | None) -> VersionsFor:
+    """The schema versions a graph would be stored at in `db`, for its migrations to be checked
+    against, as `plait graphs import` checks them: the store gives a schema its version, and a
+    file's `version` is a floor. Asked only when a migration targets a major above its entry's
+    written one; a database that does not exist or cannot be read stores nothing: the file's
+    versions hold."""
+
+    def versions(graph: GraphDef) -> dict[str, str]:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from plait.evolve.save import versions_on_save
+        from plait.store import Store, StoreError, database_url
+
+        url = database_url(db)
+        if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+            return {}
+        try:
+            with Store(url, migrate=False) as store:
+                return versions_on_save(store)(graph)
+        except (StoreError, SQLAlchemyError):
+            return {}
+
+    return versions
 
 
 def _known_templates(db: str | None) -> set[str]:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from plait.compile.bodies import embed_bodies
+from plait.compile.checks import expressions, structure, templates
 from plait.compile.checks import nodes as node_checks
 from plait.compile.checks import schemas as schema_checks
-from plait.compile.checks import structure, templates
-from plait.compile.context import CheckContext
+from plait.compile.context import CheckContext, VersionsFor
 from plait.compile.diagnostics import Category, Diagnostic, GraphLoadError
 from plait.compile.load import LoadedGraph, load_graph
 from plait.compile.result import CompileResult
@@ -43,19 +43,24 @@ PASSES = (
     node_checks.check_expressions,
     node_checks.check_tools,
     node_checks.check_program_env,
+    node_checks.check_repair,
     node_checks.check_context_include,
     templates.check_templates,
+    expressions.check_expression_paths,
 )
 
 
-def compile_file(path: str | os.PathLike[str], *, _chain: tuple[str, ...] = ()) -> CompileResult:
+def compile_file(
+    path: str | os.PathLike[str], *, versions: VersionsFor | None = None, _chain: tuple[str, ...] = ()
+) -> CompileResult:
     """Compile the graph file at `path` (YAML, or JSON for a `.json` name) with every pass, and
     inline its SKILLs.
 
     Never raises for a bad graph or a file it cannot read: every problem comes back as a
     diagnostic in the result. The SKILL files it names are compiled the same way, relative to
-    this file. `_chain` is internal: the files being compiled above this one, so that a SKILL
-    that includes itself is reported instead of followed.
+    this file. `versions`: the schema versions the graph would be stored at (see
+    `CheckContext.versions`). `_chain` is internal: the files being compiled above this one, so
+    that a SKILL that includes itself is reported instead of followed.
     """
     file = str(path)
     with _javascript_preloaded(path):
@@ -64,7 +69,7 @@ def compile_file(path: str | os.PathLike[str], *, _chain: tuple[str, ...] = ()) 
         except GraphLoadError as exc:
             return CompileResult(file=file, errors=exc.diagnostics)
         chain = _chain or (str(Path(path).resolve()),)
-        return compile_doc(doc, chain=chain)
+        return compile_doc(doc, chain=chain, versions=versions)
 
 
 _JAVASCRIPT_KEYS = (b"_expr", b"code")
@@ -98,7 +103,7 @@ def compile_data(data: Any, *, file: str | None = None) -> CompileResult:
     return compile_doc(SourceDoc(data=data, file=file))
 
 
-def compile_doc(doc: SourceDoc, *, chain: tuple[str, ...] = ()) -> CompileResult:
+def compile_doc(doc: SourceDoc, *, chain: tuple[str, ...] = (), versions: VersionsFor | None = None) -> CompileResult:
     """Compile already-parsed source: load it into a GraphDef, run every pass over what validated,
     and, only when no pass found an error, inline its SKILLs (relative to `doc.file`, else to the
     working directory). `chain`: the files being compiled above this one (see `compile_file`).
@@ -107,7 +112,7 @@ def compile_doc(doc: SourceDoc, *, chain: tuple[str, ...] = ()) -> CompileResult
     result = CompileResult(file=doc.file, graph=loaded.graph, errors=list(loaded.diagnostics))
     if not isinstance(doc.data, dict):
         return result
-    ctx = CheckContext.build(loaded)
+    ctx = CheckContext.build(loaded, versions=versions)
     for check in PASSES:
         check(ctx)
     base_dir = Path(doc.file).parent if doc.file else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -14,6 +15,10 @@ from plait.compile.source import Path_
 from plait.compile.topology import Topology
 from plait.model.graph import END, EdgeDef, GraphDef, SchemaEntry
 from plait.model.nodes import NodeBase
+
+VersionsFor = Callable[[GraphDef], Mapping[str, str]]
+"""The version each schema entry of a graph would be stored at, by schema id (see
+`CheckContext.versions`)."""
 
 
 @dataclass
@@ -38,13 +43,23 @@ class CheckContext:
     schemas: dict[str, SchemaEntry] = field(default_factory=dict)
     errors: list[Diagnostic] = field(default_factory=list)
     warnings: list[Diagnostic] = field(default_factory=list)
+    versions: VersionsFor | None = None
+    """When the graph is compiled to be stored: the version the store gives each schema entry. The
+    store derives it from what changed since the stored version, and a file's `version` is only a
+    floor, so a migration may target the version an import reported while the file still says
+    less. Asked only when a migration goes past its entry's written version."""
 
     @property
     def graph(self) -> GraphDef:
         return self.loaded.graph
 
+    @cached_property
+    def stored_versions(self) -> Mapping[str, str]:
+        """`versions` of this graph, worked out once (empty when nothing is being stored)."""
+        return self.versions(self.graph) if self.versions is not None else {}
+
     @classmethod
-    def build(cls, loaded: LoadedGraph) -> CheckContext:
+    def build(cls, loaded: LoadedGraph, *, versions: VersionsFor | None = None) -> CheckContext:
         graph = loaded.graph
         nodes: dict[str, NodeBase] = {}
         for node in graph.nodes:
@@ -55,7 +70,7 @@ class CheckContext:
         known = set(all_ids)
         edges = [e for e in graph.edges if e.source_node_id in known and e.target_node_id in known]
         topo = Topology.build(all_ids, [(e.source_node_id, e.target_node_id) for e in edges])
-        ctx = cls(loaded=loaded, topo=topo, nodes=nodes)
+        ctx = cls(loaded=loaded, topo=topo, nodes=nodes, versions=versions)
         ctx.out_edges = {n: [] for n in all_ids}
         ctx.in_edges = {n: [] for n in all_ids}
         for edge in edges:

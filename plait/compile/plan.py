@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from plait.compile.bodies import runs_graph
+from plait.compile.refs import STATE_ALIASES
 from plait.compile.template_types import Template, TemplateError
 from plait.compile.templates import parse_template
 from plait.compile.topology import Topology
 from plait.model.graph import GraphDef
 from plait.model.nodes import NodeBase, NodeType, node_field
+from plait.sandbox.names import code_reads, named_members
 
 RUN_INPUT = "input"
 """The name the run input goes by: as a template root, and as the owner of its ledger versions."""
@@ -35,6 +37,10 @@ class NodePlan:
     reads: tuple[str, ...]
     """The values its definition names, beside its predecessors: `input` and node ids (what the
     field ledger records as consumed and `on_consume` freezes)."""
+    js_names: tuple[str, ...] = ()
+    """The outputs its JavaScript (or Python) sees in `nodes`: those it names, or every upstream
+    output when it uses `nodes` in a way a text scan cannot follow. What it is given is what the
+    ledger records it read, so a correction of any of them reaches it."""
 
     def template(self, text: str) -> Template:
         """The parsed form of one of the node's template texts. A text outside its definition
@@ -60,11 +66,58 @@ def plan_graph(graph: GraphDef, topology: Topology | None = None) -> ExecutionPl
     if topology is None:
         topology = Topology.build(ids, [(e.source_node_id, e.target_node_id) for e in graph.edges])
     known = set(ids)
+    aliases = skill_aliases(graph, topology)
     nodes = {}
     for node in graph.nodes:
         templates = _parsed(_template_texts(node))
-        nodes[node.id] = NodePlan(templates, tuple(dict.fromkeys(_reads(node, templates, known))))
-    return ExecutionPlan(topology, skill_aliases(graph, topology), nodes)
+        js_names = _js_names(node, topology, known, aliases)
+        owners = (o for name in js_names for o in aliases.get(name, [name]))
+        reads = tuple(dict.fromkeys([*_reads(node, templates, known), *owners]))
+        nodes[node.id] = NodePlan(templates, reads, js_names)
+    return ExecutionPlan(topology, aliases, nodes)
+
+
+EXPRESSION_FIELDS = ("condition_expr", "transform_expr", "until_expr", "while_expr", "code")
+
+
+def expression_of(node: NodeBase) -> tuple[str, str] | None:
+    """(field, text) of the node's JavaScript (or Python) that sees `input`, `nodes` and
+    `current`: a CONDITION's, TRANSFORM's, WAIT's or LOOP's expression, or a CODE node's code
+    (a node has at most one)."""
+    for name in EXPRESSION_FIELDS:
+        text = node_field(node, name, None)
+        if isinstance(text, str):
+            return name, text
+    return None
+
+
+def _uses(expression: str, binding: str) -> bool:
+    names = named_members(expression, binding)
+    return names is None or bool(names)
+
+
+def _js_names(node: NodeBase, topology: Topology, known: set[str], aliases: dict[str, list[str]]) -> tuple[str, ...]:
+    found_expression = expression_of(node)
+    if found_expression is None:
+        return ()
+    expression = found_expression[1]
+    if node.type == NodeType.CODE:
+        named = code_reads(expression, str(node_field(node, "language", "js")))
+    else:
+        named = named_members(expression)
+    if named is None:
+        upstream = topology.ancestors(node.id)
+        above = set(upstream)
+        return (*upstream, *(a for a, exits in aliases.items() if above.intersection(exits)))
+    scope = node.skill_scope
+    found = []
+    for name in sorted(named):
+        inner = scope.prefix + name if scope is not None else name
+        for candidate in (inner, name):
+            if candidate != node.id and (candidate in known or candidate in aliases):
+                found.append(candidate)
+                break
+    return tuple(found)
 
 
 def _template_texts(node: NodeBase) -> Iterator[str]:
@@ -120,9 +173,11 @@ def _parsed(texts: Iterator[str]) -> dict[str, Template]:
 
 
 def _reads(node: NodeBase, templates: dict[str, Template], known: set[str]) -> Iterator[str]:
-    """What the node's definition names: JavaScript nodes may read the input, `context_include`,
-    and the roots of its prompts (`nodes.X` or `X`), never the node itself."""
-    if node.type in (NodeType.TRANSFORM, NodeType.CONDITION):
+    """What the node's definition names: the input, when its JavaScript uses it (a CODE node's
+    code is given it always), `context_include`, and the roots of its prompts (`nodes.X`,
+    `nodeOutputs.X` or `X`), never the node itself. The outputs its JavaScript reads are `_js_names`."""
+    expression = expression_of(node)
+    if expression is not None and (node.type == NodeType.CODE or _uses(expression[1], RUN_INPUT)):
         yield RUN_INPUT
     yield from (n for n in node.context_include or () if n == RUN_INPUT or n in known)
     texts = [node_field(node, name, None) for name in PROMPT_FIELDS]
@@ -136,7 +191,7 @@ def _reads(node: NodeBase, templates: dict[str, Template], known: set[str]) -> I
         template = templates.get(text) if isinstance(text, str) else None
         for ref in template.refs if template is not None else ():
             root = ref.root
-            if root == "nodes" and len(ref.path) > 1:
+            if (root == "nodes" or STATE_ALIASES.get(root) == "nodes") and len(ref.path) > 1:
                 root = str(ref.path[1])
             if root == RUN_INPUT or (root in known and root != node.id):
                 yield root

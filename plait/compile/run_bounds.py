@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from plait.compile.schemas import schema_at
 from plait.compile.templates import split_path
 from plait.model.graph import GraphDef
 from plait.model.nodes import NodeBase, NodeType, node_field
@@ -92,14 +93,7 @@ def _schemas_of(graph: GraphDef, head: Any) -> Iterator[Any]:
 
 def _max_items(schema: Any, path: tuple[Any, ...]) -> int | None:
     """`maxItems` of the part of `schema` at `path` (None when the schema does not say)."""
-    for step in path:
-        if not isinstance(schema, dict):
-            return None
-        if isinstance(step, int):
-            schema = schema.get("items")
-        else:
-            properties = schema.get("properties")
-            schema = properties.get(step) if isinstance(properties, dict) else None
+    schema = schema_at(schema, path)
     if not isinstance(schema, dict):
         return None
     bound = schema.get("maxItems")

@@ -211,3 +211,17 @@ def declared_fields(schema: Any) -> list[str]:
     if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
         return list(schema["properties"])
     return []
+
+
+def schema_at(schema: Any, path: Sequence[Segment]) -> Any:
+    """The part of `schema` that describes the value at `path`, following `properties` and
+    `items` only (None: the schema does not say)."""
+    for step in path:
+        if not isinstance(schema, dict):
+            return None
+        if isinstance(step, int):
+            schema = schema.get("items")
+        else:
+            properties = schema.get("properties")
+            schema = properties.get(step) if isinstance(properties, dict) else None
+    return schema

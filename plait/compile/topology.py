@@ -88,6 +88,11 @@ class Topology:
         index = self._index.get(candidate)
         return index is not None and bool(self._ancestors.get(node, 0) >> index & 1)
 
+    def ancestors(self, node: str) -> list[str]:
+        """Every (transitive) predecessor of `node`, in file order (none for a node in `cyclic`)."""
+        mask = self._ancestors.get(node, 0)
+        return [n for n in self.order if mask >> self._index[n] & 1] if mask else []
+
     def descendants(self, node: str) -> set[str]:
         seen: set[str] = set()
         stack = [node]

@@ -2,7 +2,8 @@
 
 - **Pre-check**, before the call (`checks.pre`): the inputs the node reads arrive typed as their
   edges' schemas say, and every path its prompts print unconditionally (outside `if`/`for`,
-  without `default`) holds a value. A failure blocks the call (`precheck_failed`, with the
+  without `default`) holds a value, unless its schema leaves that field optional (then it
+  prints as nothing: `optional_paths`). A failure blocks the call (`precheck_failed`, with the
   reasons); the run's budget is checked before every call too (`budget`).
 - **Post-check**, after an answer, beyond the out-edge schemas: JSON written inside a string
   where the schema wants an object or a list is read as that value (`checks.coerce_json`), and
@@ -22,9 +23,11 @@ from typing import Any
 from plait.caches import bounded, text_weight
 from plait.compile.template_types import Segment
 from plait.engine.contracts import OutputContract, schema_violations
-from plait.engine.render import NodeView, build_view, to_text, value_at
+from plait.engine.optional_paths import optional
+from plait.engine.render import NodeView, PromptBudget, build_view, json_text, value_at
 from plait.engine.state import RunState
 from plait.llm.types import ChatRequest, ChatResponse
+from plait.model.graph import EdgeDef
 from plait.model.nodes import LlmCallNode
 from plait.model.output_meta import strip_meta
 
@@ -36,32 +39,40 @@ PROMPTS = ("system_prompt", "user_prompt_tpl")
 
 def precheck(node: LlmCallNode, state: RunState, view: NodeView) -> list[str]:
     """Why the node's model call would be wasted now, `view` being what its prompts see; empty:
-    it may go out."""
-    return [*_inputs_typed(node, state), *_printed_paths_resolve(node, view)]
+    it may go out. Its parts, `input_problems` (each in-edge) and `unprinted` (each printed
+    path), are what `plait run --dry-run` applies too, to the values it has for real
+    (`plait.runs.dry_run`): a check added here belongs there as well."""
+    typed = (problem for edge in state.compiled.in_edges[node.id] for problem in input_problems(edge, state))
+    return [*typed, *(reason for _, reason in unprinted(node, state, view))]
 
 
-def _inputs_typed(node: LlmCallNode, state: RunState) -> Iterator[str]:
+def input_problems(edge: EdgeDef, state: RunState) -> list[str]:
+    """Why the data `edge` carries now breaks the edge's schema (none for an edge without a
+    schema, or not active)."""
     graph = state.compiled.graph
-    for edge in state.compiled.in_edges[node.id]:
-        entry = graph.schema_entry(edge.schema_id) if edge.schema_id else None
-        if entry is None or not state.edge_active(edge):
-            continue
-        source = state.nodes[edge.source_node_id]
-        data = source.routed.get(edge.id, source.data) if edge.id in source.routed else source.data
-        for problem in schema_violations(entry.schema_, strip_meta(data), graph.schemas)[:5]:
-            yield f"the input from '{edge.source_node_id}' breaks schema '{entry.id}': {problem}"
+    entry = graph.schema_entry(edge.schema_id) if edge.schema_id else None
+    if entry is None or not state.edge_active(edge):
+        return []
+    source = state.nodes[edge.source_node_id]
+    data = source.routed.get(edge.id, source.data) if edge.id in source.routed else source.data
+    return [
+        f"the input from '{edge.source_node_id}' breaks schema '{entry.id}': {problem}"
+        for problem in schema_violations(entry.schema_, strip_meta(data), graph.schemas)[:5]
+    ]
 
 
-def _printed_paths_resolve(node: LlmCallNode, view: NodeView) -> Iterator[str]:
+def unprinted(node: LlmCallNode, state: RunState, view: NodeView) -> Iterator[tuple[tuple[Segment, ...], str]]:
+    """Each path the node's prompts print unconditionally that holds nothing in `view` (no
+    value, or "") where its schema does not leave the field optional, with the pre-check's reason."""
     for field in PROMPTS:
         text = getattr(node, field)
         if not text or ("{" not in text and "%" not in text):
             continue
         for path in printed(view.plan.template(text).source):
             value = value_at(view.names, path)
-            if value is None or value == "":
+            if (value is None or value == "") and not optional(state, node, view.names, path):
                 dotted = ".".join(str(p) for p in path)
-                yield f"{field} prints '{dotted}', which is {'empty' if value == '' else 'missing'} in this run"
+                yield path, f"{field} prints '{dotted}', which is {'empty' if value == '' else 'missing'} in this run"
 
 
 @bounded("paths templates print", max_bytes=4 << 20, weigh=text_weight)
@@ -170,7 +181,7 @@ def judge_request(node: LlmCallNode, instruction: str, answer: Any) -> ChatReque
         node_id=node.id,
         messages=[
             {"role": "system", "content": JUDGE_SYSTEM},
-            {"role": "user", "content": f"Instruction: {instruction}\n\nThe answer:\n{to_text(strip_meta(answer))}"},
+            {"role": "user", "content": f"Instruction: {instruction}\n\nThe answer:\n{json_text(strip_meta(answer))}"},
         ],
         model_role=node.model_role,
         model=node.model_id_override,
@@ -186,7 +197,7 @@ async def judged(
     """The judge's reason when it fails the answer, None when it passes it (an answer it gives
     that is not a verdict counts as a fail, saying so)."""
     assert node.spj_prompt is not None
-    instruction = await build_view(state, node).arender(node.spj_prompt)
+    instruction = await build_view(state, node).arender(node.spj_prompt, PromptBudget(remaining=None))
     response = await send(judge_request(node, instruction, answer))
     try:
         verdict = json.loads(response.content or "")

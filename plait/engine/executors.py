@@ -19,6 +19,7 @@ from plait.engine.llm_call import run_llm_call
 from plait.engine.llm_condition import run_llm_condition
 from plait.engine.program_nodes import run_code, run_tool
 from plait.engine.render import build_view, for_the_record, js_scope, prompt_budget
+from plait.engine.repair import repairable
 from plait.engine.results import Timer, checked_output, node_snapshot
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
@@ -48,7 +49,7 @@ def branch_key(value: Any) -> str:
 
 async def _evaluate(node: NodeBase, state: RunState, rt: Runtime, expression: str) -> tuple[Any, NodeResult]:
     """Run a node's JS expression over its view: its value and a completed result, or a failed result."""
-    scope = js_scope(state, node, expression)
+    scope = js_scope(state, node)
     timer = Timer()
     snapshot = node_snapshot(node, state, scope, expression=expression)
     try:
@@ -192,8 +193,8 @@ EXECUTORS: dict[NodeType, Executor] = {
     NodeType.TRANSFORM: run_transform,
     NodeType.HUMAN_REVIEW: run_human_review,
     NodeType.WAIT: run_wait,
-    NodeType.TOOL: run_tool,
-    NodeType.CODE: run_code,
+    NodeType.TOOL: repairable(run_tool),  # a failure goes to the node's repair hook, when it has one
+    NodeType.CODE: repairable(run_code),
     NodeType.SUBGRAPH: run_subgraph,
     NodeType.MAP: run_map,
     NodeType.LOOP: run_loop,

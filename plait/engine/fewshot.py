@@ -6,6 +6,12 @@ With `use_overrides_as_fewshot`, up to `fewshot_max_count` pairs are chosen by
 this call's prompt: all-MiniLM-L6-v2 sentence embeddings when `plait[similar]` is installed,
 see `plait.llm.embedding`, else a cosine over word counts). The pairs are
 appended to the system prompt, and recorded in the input snapshot (`fewshot`).
+
+A correction written under another major version of the node's out-edge schema (or under a
+schema its out-edges no longer name) has a shape the model must no longer produce: shown, it
+would teach the old shape. Migrating it is the evolve layer's work, above the engine, so it is
+left out, and the snapshot says which and why (`fewshot_left_out`). Minor and patch changes
+keep the examples: their shape still holds.
 """
 
 from __future__ import annotations
@@ -15,20 +21,22 @@ import math
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from plait.model.nodes import FewshotSelection, LlmCallNode
-from plait.model.output_meta import strip_meta
+from plait.model.output_meta import SCHEMA_ID, SCHEMA_VERSION, is_current, strip_meta
 from plait.store import NodeRunRecord, Store
 
 CANDIDATES = 200
 """Corrections considered per call (the newest ones)."""
+LEFT_OUT_LISTED = 20
+"""Left-out corrections named in a snapshot (the newest); `fewshot_left_out_count` counts them all."""
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
-FewshotLookup = Callable[[LlmCallNode, str], list["Example"]]
-"""(node, rendered user prompt) -> the examples for this call."""
+FewshotLookup = Callable[[LlmCallNode, str], "Fewshot"]
+"""(node, rendered user prompt) -> the examples for this call, and the corrections left out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,41 @@ class Example:
         return {"input": self.input, "output": self.output, "node_run_id": self.node_run_id}
 
 
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A correction not shown as an example: the schema and version it was written under, and why."""
+
+    node_run_id: str
+    schema_id: str
+    version: str
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "node_run_id": self.node_run_id,
+            "schema_id": self.schema_id,
+            "version": self.version,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Fewshot:
+    """The examples chosen for one call, and the corrections left out of the choice."""
+
+    examples: list[Example] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        """The input snapshot's keys: `fewshot`, and when any was left out `fewshot_left_out`
+        (the newest `LEFT_OUT_LISTED`) with `fewshot_left_out_count`."""
+        shown: dict[str, Any] = {"fewshot": [e.as_json() for e in self.examples]}
+        if self.left_out:
+            shown["fewshot_left_out"] = [e.as_json() for e in self.left_out[:LEFT_OUT_LISTED]]
+            shown["fewshot_left_out_count"] = len(self.left_out)
+        return shown
+
+
 class FewshotSource:
     """Reads corrections from the store for the engine's runs."""
 
@@ -51,13 +94,47 @@ class FewshotSource:
         self.store = store
         self._embed = embed
 
-    def examples(self, node: LlmCallNode, graph_id: str, run_id: str, prompt: str) -> list[Example]:
+    def examples(
+        self, node: LlmCallNode, graph_id: str, run_id: str, prompt: str, schemas: Mapping[str, str]
+    ) -> Fewshot:
+        """The examples for one call of `node`, chosen among the corrections written under the
+        major versions of `schemas` (the node's out-edge schemas now: {schema id: version})."""
         if not node.use_overrides_as_fewshot or node.fewshot_max_count == 0:
-            return []
+            return Fewshot()
         records = self.store.runs.corrections_of(graph_id, node.id, exclude_run=run_id, limit=CANDIDATES)
-        pool = [_example(r) for r in records]
+        pool: list[Example] = []
+        left_out: list[LeftOut] = []
+        for record in records:
+            outdated = left_out_of(record, schemas)
+            if outdated is None:
+                pool.append(_example(record))
+            else:
+                left_out.append(outdated)
         embed = (self._embed or embedder()) if node.fewshot_selection == FewshotSelection.SIMILAR else None
-        return select(pool, node.fewshot_selection, node.fewshot_max_count, prompt, embed)
+        return Fewshot(select(pool, node.fewshot_selection, node.fewshot_max_count, prompt, embed), left_out)
+
+
+def left_out_of(record: NodeRunRecord, schemas: Mapping[str, str]) -> LeftOut | None:
+    """Why `record`'s correction may not be shown to a node whose out-edge schemas are `schemas`
+    ({schema id: version}), or None: it was written under another major version of its schema,
+    or under a schema the node's out-edges no longer name. A correction without a schema (the
+    node's answer was text) is shown."""
+    value = record.override
+    if not isinstance(value, dict) or not isinstance(value.get(SCHEMA_ID), str):
+        return None
+    schema_id, version = value[SCHEMA_ID], str(value.get(SCHEMA_VERSION, "?"))
+    current = schemas.get(schema_id)
+    if current is None:
+        named = ", ".join(f"'{s}'" for s in schemas) or "none"
+        reason = f"written under schema '{schema_id}', which the node's out-edges no longer name (they name {named})"
+        return LeftOut(record.id, schema_id, version, reason)
+    if is_current(value, schema_id, current):
+        return None
+    reason = (
+        f"written under schema '{schema_id}' {version}; the node's out-edge schema is {current} now, another "
+        "major version, so the correction no longer has the shape the model must produce"
+    )
+    return LeftOut(record.id, schema_id, version, reason)
 
 
 def _example(record: NodeRunRecord) -> Example:

@@ -29,7 +29,7 @@ from typing import Any
 from plait.compile.templates import split_path
 from plait.engine.child_runs import ChildGraph, ChildGraphError, ChildRuns
 from plait.engine.outcome import RunOutcome
-from plait.engine.render import NodeView, arender_value, build_view, lookup
+from plait.engine.render import NodeView, arender_value, build_view, js_scope, lookup
 from plait.engine.render_limits import RenderLimitError
 from plait.engine.results import Timer, checked_output, node_snapshot
 from plait.engine.run_budget import BudgetExceeded, budget_of
@@ -266,7 +266,7 @@ async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
         return NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind=exc.kind, message=str(exc))
     snapshot["graph"] = target.describe()
     known = children.outcomes(state, node)
-    scope = {**view.js_scope}
+    scope = js_scope(state, node)
     last: Any = None
     last_run: str | None = None
     iteration = 0

@@ -8,28 +8,25 @@ errors recorded.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import time
 from dataclasses import replace
 from typing import Any
 
 from plait.engine.checks import judged, postcheck, precheck
 from plait.engine.contracts import OutputContract
-from plait.engine.fewshot import FewshotLookup, render_examples
+from plait.engine.fewshot import Fewshot, FewshotLookup, render_examples
 from plait.engine.inline_tools import ToolContext
 from plait.engine.llm_cache import CacheSlot
 from plait.engine.mcp_inputs import McpInputs, uses_mcp_inputs
 from plait.engine.mcp_inputs import gather as gather_mcp_inputs
+from plait.engine.model_calls import model_call, new_attempt, new_usage
 from plait.engine.prompt_script import run_prompt_script
 from plait.engine.render import NodeView, PromptBudget, build_view, for_the_record, prompt_budget
-from plait.engine.repair import REPAIRABLE, repaired
+from plait.engine.repair import diagnosed
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
 from plait.engine.tool_loop import RoutedResultInvalid, offers_tools, tool_rounds
 from plait.engine.toolbox import ToolSetError, toolbox
-from plait.llm.provider import Provider
-from plait.llm.slots import hand_over
 from plait.llm.tokens import ESTIMATE, TokenCounter
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.model.nodes import LlmCallNode
@@ -41,20 +38,11 @@ from plait.tools.mcp import McpFailure
 async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
     """Execute an LLM_CALL node: take its MCP inputs, render its request, pre-check it, run its
     tool rounds if it offers tools, then ask until an answer meets the out-edge schemas and the
-    post-checks, `max_retries` more times at most; a check that fails for good goes to the
-    repair hook when the node has one. Provider faults, timeouts, MCP failures and invalid
-    answers end in a failed result; they are not raised."""
+    post-checks, `max_retries` more times at most; a check that fails for good, or a provider's
+    fault once the retries are spent, goes to the repair hook when the node has one. Provider
+    faults, timeouts, MCP failures and invalid answers end in a failed result; they are not raised."""
     result = await _run_once(node, state, rt)
-    kind = (result.error or {}).get("kind")
-    if node.repair is None or result.phase != Phase.FAILED or kind not in REPAIRABLE or rt.provider is None:
-        return result
-
-    async def send(request: ChatRequest, attempts: list[dict[str, Any]], usage: dict[str, Any]) -> ChatResponse:
-        return await _send(rt, state, request, 0.0, usage, _new_attempt(attempts, repair=True))
-
-    if rt.emit is not None:
-        rt.emit("node.repair_diagnosing", state.run_id, node.id, error_kind=kind)
-    return await repaired(node, result, send, lambda fixed: _run_once(fixed, state, rt))
+    return await diagnosed(node, result, state, rt, lambda fixed: _run_once(fixed, state, rt))
 
 
 async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
@@ -163,15 +151,16 @@ def build_request(
         if mcp is not None:
             with_mcp_fields(view, mcp)
     budget = budget if budget is not None else prompt_budget(node, counter)
-    examples: list[Any] = []
+    chosen = Fewshot()
     if mcp is not None and mcp.messages is not None:  # mcp_prompt replaces the node's own prompts
         messages = mcp.messages
     else:
         system = view.render(node.system_prompt, budget) if node.system_prompt else None
         user = prompt if prompt is not None else view.render(node.user_prompt_tpl or "", budget)
-        examples = fewshot(node, user) if fewshot is not None else []
-        if examples:
-            system = f"{system}\n\n{render_examples(examples)}" if system else render_examples(examples)
+        chosen = fewshot(node, user) if fewshot is not None else chosen
+        if chosen.examples:
+            examples = render_examples(chosen.examples)
+            system = f"{system}\n\n{examples}" if system else examples
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": user})
     if mcp is not None:  # resources appended; the snapshot shows the prompts as sent
@@ -215,7 +204,7 @@ def build_request(
         if mcp.messages is not None:
             snapshot["messages"] = messages
     if node.use_overrides_as_fewshot:
-        snapshot["fewshot"] = [e.as_json() for e in examples]
+        snapshot.update(chosen.record())  # with the corrections left out for their schema's major
     return request, snapshot
 
 
@@ -248,9 +237,9 @@ async def _attempts(
         over = _over_budget(state, estimate, usage["cost_usd"])
         if over is not None:
             return NodeResult.failed(snapshot, attempts, kind="budget", message=over, **usage)
-        record = _new_attempt(attempts)
+        record = new_attempt(attempts)
         try:
-            response = await _send(rt, state, request, estimate, usage, record)
+            response = await model_call(rt, state, request, estimate, usage, record)
         except (ProviderError, TimeoutError) as exc:
             last = {
                 "kind": record["kind"],
@@ -307,18 +296,13 @@ async def _judge(
     reason when it fails the answer. A judge that cannot be reached fails the answer, saying so."""
 
     async def send(request: ChatRequest) -> ChatResponse:
-        record = _new_attempt(attempts, judge=True)
-        return await _send(rt, state, request, 0.0, usage, record)
+        record = new_attempt(attempts, judge=True)
+        return await model_call(rt, state, request, 0.0, usage, record)
 
     try:
         return await judged(node, state, answer, send)
     except (ProviderError, TimeoutError) as exc:
         return f"the judge could not be asked: {exc or 'timed out'}"
-
-
-def new_usage() -> dict[str, Any]:
-    """Zero tokens and cost, as the keyword arguments `NodeResult.completed` and `failed` take."""
-    return {"tokens_input": 0, "tokens_output": 0, "cost_usd": 0.0}
 
 
 def _over_budget(state: RunState, estimate: float, spent_here: float) -> str | None:
@@ -335,83 +319,13 @@ def _over_budget(state: RunState, estimate: float, spent_here: float) -> str | N
     )
 
 
-async def _call(rt: Runtime, request: ChatRequest) -> ChatResponse:
-    assert rt.provider is not None
-    if rt.llm_slots is None:
-        return await _complete(rt.provider, request)
-    async with rt.llm_slots:
-        response = await _complete(rt.provider, request)
-    await hand_over()
-    return response
-
-
-async def _complete(provider: Provider, request: ChatRequest) -> ChatResponse:
-    if request.timeout_s:
-        return await asyncio.wait_for(provider.complete(request), request.timeout_s)
-    return await provider.complete(request)
-
-
 def _feedback(problems: list[str]) -> str:
     listed = "\n".join(f"- {p}" for p in problems[:20])
     return f"Your answer was not valid:\n{listed}\nReply again with only the corrected JSON that matches the schema."
 
 
-def _ms(started: float) -> float:
-    return round((time.time() - started) * 1000, 3)
-
-
 class _OverBudget(Exception):
     pass
-
-
-def _new_attempt(attempts: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {"attempt": len(attempts) + 1, "started_at": time.time(), **extra}
-    attempts.append(record)
-    return record
-
-
-async def _send(
-    rt: Runtime,
-    state: RunState,
-    request: ChatRequest,
-    estimate: float,
-    usage: dict[str, Any],
-    record: dict[str, Any],
-) -> ChatResponse:
-    """One model call of a node: its estimated cost is reserved against `max_cost_usd` while it
-    runs; the call (answer or error) is recorded on `record` and its usage added to `usage`."""
-    if state.stopping:  # the run is being stopped: a call not made yet is not made
-        raise asyncio.CancelledError
-    task = asyncio.current_task()
-    if task is not None:
-        state.answered.discard(task)
-    started = record["started_at"]
-    state.reserved_usd += estimate
-    try:
-        response = await _call(rt, request)
-    except (ProviderError, TimeoutError) as exc:
-        kind = exc.kind if isinstance(exc, ProviderError) else "timeout"
-        record.update(error=str(exc) or kind, kind=kind, duration_ms=_ms(started))
-        if isinstance(exc, ProviderError) and exc.decisions:
-            record["decisions"] = exc.decisions
-        raise
-    finally:
-        state.reserved_usd -= estimate
-    if task is not None:  # a paid answer in hand: a stopping run lets this node record it
-        state.answered.add(task)
-    usage["tokens_input"] += response.usage.input_tokens
-    usage["tokens_output"] += response.usage.output_tokens
-    usage["cost_usd"] += response.cost_usd
-    record.update(
-        content=response.content,
-        model=response.model,
-        provider=response.provider,
-        usage={"input": response.usage.input_tokens, "output": response.usage.output_tokens},
-        duration_ms=_ms(started),
-    )
-    if response.decisions:
-        record["decisions"] = response.decisions
-    return response
 
 
 async def run_with_tools(
@@ -437,8 +351,8 @@ async def run_with_tools(
         over = _over_budget(state, estimate, usage["cost_usd"])
         if over is not None:
             raise _OverBudget(over)
-        record = _new_attempt(attempts, tool_round=True)
-        response = await _send(rt, state, ask, estimate, usage, record)
+        record = new_attempt(attempts, tool_round=True)
+        response = await model_call(rt, state, ask, estimate, usage, record)
         record["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls]
         return response
 

@@ -253,7 +253,7 @@ async def run_code(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
     """CODE: the code's output (what its body returns, or its `main`), checked against the schemas."""
     assert isinstance(node, CodeNode)
     timer = Timer()
-    scope = js_scope(state, node, node.code)
+    scope = js_scope(state, node)
     snapshot = node_snapshot(node, state, scope, language=node.language)
     try:
         if node.language == "python":

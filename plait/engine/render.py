@@ -1,9 +1,12 @@
 """Rendering: what names a node sees, and prompts rendered from the normalised templates.
 
-Data is inserted as data (Jinja never re-parses a value), objects render as
-JSON, and `context_max_chars` (characters) and `token_budget_input` (tokens of
-the node's model, see `prompt_budget`) are budgets shared by every insertion of
-one node's prompts: once spent, further values are cut with a visible marker.
+Data is inserted as data (Jinja never re-parses a value). In a prompt (a text rendered against
+a `PromptBudget`) a value reads as a person would write it (`to_text`): a list one item per
+line, an object one `key: value` line per field, `| tojson` for JSON; anywhere else (a
+program's arguments, an MCP URI, a child run's inputs) a value that is not a text is JSON, which
+is what a program parses. `context_max_chars` (characters) and `token_budget_input` (tokens of
+the node's model, see `prompt_budget`) are budgets shared by every insertion of one node's
+prompts: once spent, further values are cut with a visible marker.
 
 Every render is bounded by the render budget (`render_limits.py`). Executors render with
 `arender`, which renders on the event loop while the render stays small and starts it again on a
@@ -24,7 +27,15 @@ from typing import Any
 
 from plait.caches import bounded
 from plait.compile.plan import NodePlan
-from plait.compile.refs import RefError, RefKind, resolve_ref
+from plait.compile.refs import (
+    NODE_ID_NAME,
+    OUTPUT_STEP,
+    STATE_ALIASES,
+    RefError,
+    RefKind,
+    ResolvedRef,
+    resolve_ref,
+)
 from plait.compile.template_types import Template
 from plait.compile.templates import split_path
 from plait.engine.render_limits import (
@@ -39,7 +50,6 @@ from plait.engine.render_limits import (
 from plait.engine.state import RunState
 from plait.llm.tokens import CHARS_PER_TOKEN, ESTIMATE, TokenCounter
 from plait.model.nodes import NodeBase, ParamType, node_field
-from plait.sandbox.names import named_members
 
 COMPILED_WEIGHT = 24
 """Bytes a compiled template holds per character of its source (measured with tracemalloc:
@@ -53,6 +63,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029
 
 @dataclass
 class PromptBudget:
+    """What the values inserted in one node's prompts may still take. A text rendered against
+    one is a prompt, so its values read as text (`to_text`)."""
+
     remaining: int | None
     """Characters inserted values may still take (None: no limit)."""
     sanitize: bool = False
@@ -83,7 +96,20 @@ _budget: ContextVar[PromptBudget | None] = ContextVar("plait_render_budget", def
 
 
 def to_text(value: Any) -> str:
-    """How a value reads in a prompt: strings as is, everything else as JSON."""
+    """How a value reads in a prompt: a model reads lines better than JSON. A text as it is; a
+    list one item per line; an object one `key: value` line per field; a list or object inside
+    a line as one line of JSON; a number or boolean as JSON (`true`); nothing (None) as nothing."""
+    if isinstance(value, list | tuple):
+        return "\n".join(json_text(item) for item in value)
+    if isinstance(value, dict):
+        return "\n".join(f"{key}: {json_text(item)}" for key, item in value.items())
+    return json_text(value)
+
+
+def json_text(value: Any) -> str:
+    """How a value reads outside a prompt (a program's argument, a URI, an answer shown as it
+    was given) and inside one line of a prompt: a text as it is, nothing as nothing, anything
+    else as JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -94,10 +120,10 @@ def to_text(value: Any) -> str:
 def _finalize(value: Any) -> str:
     from jinja2 import Undefined
 
-    text = "" if isinstance(value, Undefined) else to_text(value)
     budget = _budget.get()
     if budget is None:
-        return text
+        return "" if isinstance(value, Undefined) else json_text(value)
+    text = "" if isinstance(value, Undefined) else to_text(value)
     if budget.sanitize:
         text = _CONTROL.sub("", text)
     return budget.take(text)
@@ -130,12 +156,18 @@ def _environment() -> Any:
 
     class DataFirst(BudgetedEnvironment):
         """`{{ make.items }}` is the output field `items`, not `dict.items`: in Plait's templates
-        data keys win over Python attributes (Jinja tries the attribute first)."""
+        data keys win over Python attributes (Jinja tries the attribute first). `<node_id>.output`
+        is read as `plait.compile.refs` resolves it (`_output_of`)."""
 
         def getattr(self, obj: Any, attribute: str) -> Any:
             if isinstance(obj, dict) and attribute in obj:
                 return obj[attribute]
             return super().getattr(obj, attribute)
+
+        def _parse(self, source: str, name: str | None, filename: str | None) -> Any:
+            from plait.engine.render_aliases import with_output_of
+
+            return with_output_of(super()._parse(source, name, filename))
 
     environment = DataFirst(
         autoescape=False, keep_trailing_newline=True, undefined=ChainableUndefined, finalize=_finalize
@@ -154,7 +186,8 @@ class NodeView:
     """The names a node's templates and expressions see, and its templates as the compiler parsed them."""
 
     names: dict[str, Any]
-    """Template names: input, nodes, current, params, context and every available node id."""
+    """Template names: input, nodes, current, params, context, every available node id, and the
+    other names for some of them (`currentInput`, `nodeOutputs`, `currentNodeId`)."""
     context_slice: dict[str, Any]
     plan: NodePlan
     _prepared: dict[tuple[str, int], str] = field(default_factory=dict, repr=False)
@@ -204,6 +237,8 @@ def build_view(state: RunState, node: NodeBase) -> NodeView:
     names: dict[str, Any] = {**outputs, "input": run_input, "nodes": outputs, "current": state.current_for(node.id)}
     if scope is not None and not state.compiled.in_edges[node.id]:
         names["current"] = run_input
+    names.update({alias: names[plait_name] for alias, plait_name in STATE_ALIASES.items()})
+    names[NODE_ID_NAME] = node.id
     names["params"] = _params(node, names)
     names.update(names["params"])
     context = _context_slice(state, node, outputs, run_input)
@@ -211,14 +246,14 @@ def build_view(state: RunState, node: NodeBase) -> NodeView:
     return NodeView(names, context, state.compiled.plan.nodes[node.id])
 
 
-def js_scope(state: RunState, node: NodeBase, expression: str) -> dict[str, Any]:
-    """What a node's JavaScript `expression` sees: `input`, `current`, and of `nodes` only the
-    outputs it names (all of them when it uses `nodes` otherwise), so that a long run does not
-    hand every evaluation every earlier output (see `plait.sandbox.names`)."""
+def js_scope(state: RunState, node: NodeBase) -> dict[str, Any]:
+    """What a node's JavaScript (or Python CODE) sees: `input`, `current`, and of `nodes` the
+    outputs the plan says it reads (those it names, else every upstream one), so that a long run
+    does not hand every evaluation every earlier output, and what it is given is what the ledger
+    records it read."""
     if state.compiled.scopes.get(node.id) is not None:  # inside a SKILL: ids are remapped
         return build_view(state, node).js_scope
-    wanted = named_members(expression)
-    nodes = state.outputs() if wanted is None else state.outputs_named(wanted)
+    nodes = state.outputs_named(state.compiled.plan.nodes[node.id].js_names)
     return {"input": state.input, "nodes": nodes, "current": state.current_for(node.id)}
 
 
@@ -239,19 +274,37 @@ def _context_slice(state: RunState, node: NodeBase, outputs: dict[str, Any], run
     return {name: (run_input if name == "input" else outputs.get(name)) for name in include}
 
 
-def lookup(names: dict[str, Any], path: tuple[str | int, ...]) -> Any:
-    """Value at `path` (`node.field[0]`), or None when any step is missing."""
+def resolved(names: dict[str, Any], path: tuple[str | int, ...]) -> ResolvedRef | None:
+    """What `path` names among `names` (None: nothing), as `lookup` reads it."""
     try:
-        ref = resolve_ref(path, [k for k in names if k not in ("params", "context")], names.get("params", {}))
+        return resolve_ref(path, [k for k in names if k not in ("params", "context")], names.get("params", {}))
     except RefError:
         return None
+
+
+def named_value(names: dict[str, Any], ref: ResolvedRef) -> Any:
+    """The value `ref`'s root names in `names` (the run input, a node's output, a param...)."""
     if ref.kind is RefKind.PARAM:
-        current: Any = names["params"].get(str(ref.target))
-    elif ref.kind is RefKind.NODE:
-        current = names["nodes"].get(str(ref.target), names.get(str(ref.target)))
-    else:
-        current = names["input" if ref.kind is RefKind.INPUT else "current"]
-    for step in ref.path:
+        return names["params"].get(str(ref.target))
+    if ref.kind is RefKind.NODE:
+        return names["nodes"].get(str(ref.target), names.get(str(ref.target)))
+    if ref.kind is RefKind.NODE_ID:
+        return names.get(NODE_ID_NAME)
+    return names["input" if ref.kind is RefKind.INPUT else "current"]
+
+
+def has_output_field(value: Any) -> bool:
+    """Whether `value` has a field `output` (then `<node_id>.output` reads it, not the whole value)."""
+    return isinstance(value, dict) and OUTPUT_STEP in value
+
+
+def lookup(names: dict[str, Any], path: tuple[str | int, ...]) -> Any:
+    """Value at `path` (`node.field[0]`), or None when any step is missing."""
+    ref = resolved(names, path)
+    if ref is None:
+        return None
+    current = named_value(names, ref)
+    for step in ref.inside(has_output_field(current)):
         if isinstance(current, dict):
             current = current.get(str(step)) if str(step) in current else current.get(step)
         elif isinstance(current, list) and isinstance(step, int) and -len(current) <= step < len(current):

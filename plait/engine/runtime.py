@@ -144,12 +144,15 @@ class Runtime:
         return self.provider.lacks(role, needs) if self.provider is not None else None
 
     def fewshot_lookup(self, state: RunState) -> FewshotLookup | None:
-        """Where a node of this run finds its corrected examples (other runs of the same graph)."""
+        """Where a node of this run finds its corrected examples (other runs of the same graph),
+        among those written under the major versions of the node's out-edge schemas in this run."""
         source = self.fewshot
         if source is None or state.graph_id is None:
             return None
-        graph_id, run_id = state.graph_id, state.run_id
-        return lambda node, prompt: source.examples(node, graph_id, run_id, prompt)
+        graph_id, run_id, contracts = state.graph_id, state.run_id, state.compiled.contracts
+        return lambda node, prompt: source.examples(
+            node, graph_id, run_id, prompt, {s.id: s.version for s in contracts[node.id].schemas}
+        )
 
     def counter(self, role: str, model: str | None = None) -> TokenCounter:
         """The tokenizer of the model a call for `role` (or `model`) would go to first, as the

@@ -143,6 +143,8 @@ class Scheduler:
         self.began = time.monotonic()
         """When this execution began: the run's execution time adds up its executions only."""
         self._busy = 1  # the node tasks in flight, plus `execute` until its first claims are made
+        self._switched: set[str] = set()
+        """Nodes a rerun's new value ran or skipped against an earlier decision (`_redecided`)."""
         self._idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     async def execute(self, on_started: Callable[[], None], on_begun: Callable[[], None] = lambda: None) -> RunOutcome:
@@ -150,6 +152,7 @@ class Scheduler:
         `on_started()` once the first nodes are claimed (or nothing is left to claim)."""
         try:
             try:
+                self._settle_branches()
                 first = self._plan(self.state.compiled.topology.order)
                 if INPUT not in self.state.versions:  # a fresh run: the input is version 1 of the ledger
                     first.insert(0, input_version(self.run_id, self.state))
@@ -203,7 +206,7 @@ class Scheduler:
                 if decision == Phase.SKIPPED:
                     self.state.set_phase(current, Phase.SKIPPED)
                     writes.append(Skip(self.run_id, current, node_state.activation))
-                    stack.extend(self.state.successors(current))
+                    stack.extend(self._redecided(current))
                 elif decision == Phase.RUNNING and self.failed is None and not self.state.stopping:
                     node_state.phase = Phase.RUNNING
                     writes.append(Claim(self.run_id, current, node_state.activation, self.kernel.owner))
@@ -401,7 +404,7 @@ class Scheduler:
                 node_state.activation += 1
                 self.state.set_phase(node_id, Phase.PENDING)
                 return self._plan([node_id])
-            return self._plan(self.state.successors(node_id))
+            return self._plan(self._redecided(node_id))
         if result.phase == Phase.WAITING:
             self.state.set_phase(node_id, Phase.WAITING)
         else:
@@ -410,6 +413,39 @@ class Scheduler:
             if result.error and result.error.get("kind") == "budget":
                 self.budget_stop = self.budget_stop or result.error
         return []
+
+    def _settle_branches(self) -> None:
+        """Before anything runs: nodes an earlier decision settled that the CONDITIONs' values in
+        effect now turn the other way (a person overrode a CONDITION's branch) are made pending
+        again, in topological order, as `_redecided` does when a CONDITION runs again."""
+        for level in self.state.compiled.topology.levels:
+            for node_id in level:
+                self._turn(node_id)
+
+    def _turn(self, node_id: str, source: str | None = None) -> None:
+        """Make `node_id` pending again (a new activation) when its settled phase is not what its
+        in-edges decide now, or when `source`, a node a new decision ran, reaches it."""
+        node_state = self.state.nodes[node_id]
+        if node_state.phase not in (Phase.COMPLETED, Phase.SKIPPED):
+            return
+        decision = self.state.decide(node_id)
+        flips = decision is not None and (decision == Phase.SKIPPED) != (node_state.phase == Phase.SKIPPED)
+        if flips or (decision == Phase.RUNNING and source in self._switched):
+            node_state.activation += 1
+            self.state.set_phase(node_id, Phase.PENDING)
+            self._switched.add(node_id)
+
+    def _redecided(self, source: str) -> list[str]:
+        """The successors of `source`, which just completed or was skipped; those an earlier
+        activation of it settled are made pending again (a new activation) where its new value
+        turns them the other way: a rerun CONDITION that now takes another branch runs the nodes
+        it skipped before and skips those on the branch it left, so that their outputs leave the
+        run's; and a node the newly taken branch reaches (a join) runs again on it. All of them
+        are turned before any is planned: a join sees both branches as they now are."""
+        successors = list(self.state.successors(source))
+        for node_id in successors:
+            self._turn(node_id, source)
+        return successors
 
     def _announce(self, node_id: str, node_run_id: str, result: NodeResult) -> None:
         events = self.kernel.events

@@ -43,13 +43,32 @@ class RunScriptHost:
         dotted = path.strip().replace("/", ".")
         if not dotted:
             raise HostError("getVar needs a path, such as 'input.topic' or 'nodes.classify.label'")
-        value = value_at(self.view.names, split_path(dotted))
+        steps = split_path(dotted)
+        value = value_at(self.view.names, steps)
+        self._record_read(steps)
         if value is None:
             raise HostError(
                 f"no value at '{path}' in this run; paths start with input, current, context, nodes or a node "
                 f"id upstream of '{self.node.id}'"
             )
         return value
+
+    def _record_read(self, path: tuple[str | int, ...]) -> None:
+        """Add the value `path` reads to what the node run read (the field ledger's `consumed`),
+        at the version it has now: a script's reads are known only as it runs, and a correction
+        of what it read must reach the node as one of what its prompt names does."""
+        read = self.state.nodes[self.node.id].read
+        head = str(path[0])
+        name = str(path[1]) if head in ("nodes", "nodeOutputs", "context") and len(path) > 1 else head
+        scope = self.state.compiled.scopes.get(self.node.id)
+        if scope is not None and scope.prefix + name in self.state.versions:
+            name = scope.prefix + name
+        owners = self.state.compiled.aliases.get(name, [name])
+        if read is None or name == self.node.id:
+            return
+        for owner in owners:
+            if owner in self.state.versions:
+                read.setdefault(owner, self.state.versions[owner])
 
     def schema_hint(self, target: str) -> str:
         graph = self.state.compiled.graph

@@ -106,6 +106,9 @@ class EntryChange:
     new_version: str | None
     """Version to store: derived, or the author's when higher; None for a removed entry."""
     warnings: tuple[str, ...] = ()
+    declared_version: str | None = None
+    """The version the author wrote for a kept entry (None for an added or removed one): below
+    `new_version` when the store raised it, and from then on `new_version` is the schema's version."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +156,8 @@ def classify_registry(old_entries: Iterable[SchemaEntry], new_entries: Iterable[
         previous = old_by_id.get(schema_id)
         if previous is None:
             finding = Finding(Level.MINOR, "$", Kind.SCHEMA_ADDED, f"schema '{schema_id}' added to the registry")
-            changes.append(EntryChange(schema_id, EntryStatus.ADDED, Level.MINOR, (finding,), None, entry.version))
+            added = EntryChange(schema_id, EntryStatus.ADDED, Level.MINOR, (finding,), None, entry.version)
+            changes.append(added)
         else:
             changes.append(_compare_entry(previous, entry))
     for schema_id, entry in old_by_id.items():
@@ -186,7 +190,7 @@ def _compare_entry(old: SchemaEntry, new: SchemaEntry) -> EntryChange:
     if flag_contradicted:
         warnings.append(_flag_warning(new, level, findings))
     status = EntryStatus.UNCHANGED if level is Level.NONE else EntryStatus.CHANGED
-    return EntryChange(new.id, status, level, tuple(findings), old.version, version, tuple(warnings))
+    return EntryChange(new.id, status, level, tuple(findings), old.version, version, tuple(warnings), new.version)
 
 
 def _flag_warning(entry: SchemaEntry, level: Level, findings: Sequence[Finding]) -> str:

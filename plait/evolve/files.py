@@ -9,7 +9,7 @@ from pathlib import Path
 from plait.caches import ByteBoundCache
 from plait.compile import GraphInvalid, compile_file
 from plait.evolve.classify import RegistryChange
-from plait.evolve.save import save_graph
+from plait.evolve.save import Saved, save_graph, versions_on_save
 from plait.model.nodes import NodeType
 from plait.store import NotFoundError, Store, StoredGraph
 
@@ -58,12 +58,20 @@ class SavedFile:
     change: RegistryChange
     skills: bool
     """The file inlines SKILL graphs (read from other files)."""
+    saved: Saved
+    """The save itself: its warnings, and the stored outputs it left without a migration."""
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.saved.warnings
 
 
 def save_file(store: Store, path: str | os.PathLike[str]) -> SavedFile:
-    """Validate and store a graph file; with how its schema registry changed (`plait graphs import`)."""
-    result = compile_file(path)
+    """Validate and store a graph file; with how its schema registry changed (`plait graphs import`).
+    Its migrations are checked against the schema versions the store gives it (`versions_on_save`)."""
+    result = compile_file(path, versions=versions_on_save(store))
     if not result.valid or result.expanded is None or result.graph is None:
         raise GraphInvalid(result.errors)
     saved = save_graph(store, result.expanded)
-    return SavedFile(saved.stored, saved.change, any(n.type == NodeType.SKILL for n in result.graph.nodes))
+    skills = any(n.type == NodeType.SKILL for n in result.graph.nodes)
+    return SavedFile(saved.stored, saved.change, skills, saved)

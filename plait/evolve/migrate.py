@@ -139,6 +139,7 @@ def _plan(
                 f"{', '.join(_arrow(m) for m in own) or 'none'}",
                 hint=f"add a migration with schema_id '{schema_id}' from {current[0]}.x.x to a "
                 f"{target[0]}.x.x version (or an intermediate major) in the graph's `migrations`",
+                needed=(f"{current[0]}.x.x", to_version),
                 **context,
             )
         best = max(usable, key=_specificity)  # max keeps the first of equals: declaration order

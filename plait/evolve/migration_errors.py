@@ -40,6 +40,13 @@ class MigrationError(PlaitError):
 class MigrationMissing(MigrationError):
     """No chain of migrations leads from the stored major to the registry's."""
 
+    def __init__(self, message: str, *, needed: tuple[str, str] | None = None, **context: Any) -> None:
+        super().__init__(message, **context)
+        self.needed = needed
+        """The migration that would bring the output forward, `(from_version, to_version)` as a
+        graph's `migrations` spells them (`("1.x.x", "2.0.0")`); None when none can (the stored
+        output is newer than the registry, or its version is not a semantic version)."""
+
 
 class MigrationFailed(MigrationError):
     """A `migrate_expr` threw, timed out, ran out of memory, returned a non-object, or the chain's

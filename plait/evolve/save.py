@@ -4,19 +4,31 @@ Every path that stores a graph (a run of a file, `plait graphs import`, a fork's
 system-graph sync) goes through `save_graph`: the new schema registry is compared with the
 latest stored version's, each changed entry gets the version its change calls for (unless
 the author wrote a higher one), the graph's `schema_version` is bumped by the highest level,
-and the classification comes back with the stored graph so the caller can report it.
+and the classification comes back with the stored graph so the caller can report it, with the
+stored outputs a raised major leaves without a migration (`plait.evolve.left_behind`).
+
+The store is the one source of a schema's version: what a file or an upload writes as an
+entry's `version` is a floor, which the store raises by what changed, and the save reports the
+result. So a migration is checked against the version the store gives its schema
+(`versions_on_save`, which compiling for a save uses), and one written against the version a
+save reported is accepted although the file still says less.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from plait.evolve.classify import RegistryChange, classify_registry, derive_schema_version, with_derived_versions
+from plait.evolve.classify import Level, RegistryChange, classify_registry, derive_schema_version, with_derived_versions
 from plait.model import GraphDef
 from plait.model.enums import SourceType
 from plait.store import Store, StoredGraph, StoreError
 from plait.store.graph_admin import ReadOnlyGraph
 from plait.store.graphs import content_hash, graph_content
+
+if TYPE_CHECKING:
+    from plait.evolve.left_behind import LeftBehind
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +39,12 @@ class Saved:
     stored: StoredGraph
     change: RegistryChange
     """How the schema registry changed against the previous version (all `added` on a first save)."""
+    left_behind: tuple[LeftBehind, ...] = ()
+    """Stored outputs of the graph's runs that a raised major leaves without a migration."""
 
     @property
     def warnings(self) -> list[str]:
-        return self.change.warnings
+        return [*self.change.warnings, *(lb.warning() for lb in self.left_behind)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +58,12 @@ class SavePreview:
     """The version stored now (None: the graph is new)."""
     unchanged: bool
     """The content equals the latest version's: saving stores nothing new."""
+    left_behind: tuple[LeftBehind, ...] = ()
+    """Stored outputs the save would leave without a migration (see `Saved.left_behind`)."""
+
+    @property
+    def warnings(self) -> list[str]:
+        return [*self.change.warnings, *(lb.warning() for lb in self.left_behind)]
 
 
 def save_graph(
@@ -51,8 +71,12 @@ def save_graph(
 ) -> Saved:
     """Store `graph` (a new version only when something changed) with derived schema versions;
     with `base_version`, only if that is still the latest version (else `StaleVersion`)."""
-    _, change, derived = _derive(store, graph)
-    return Saved(store.graphs.save(derived, source_type=source_type, base_version=base_version), change)
+    previous, change, derived = _derive(store, graph)
+    stored = store.graphs.save(derived, source_type=source_type, base_version=base_version)
+    behind = (
+        _left_behind(store, stored.graph_id, stored.graph, change) if stored.created and previous is not None else ()
+    )
+    return Saved(stored, change, behind)
 
 
 def preview_save(store: Store, graph: GraphDef) -> SavePreview:
@@ -65,7 +89,28 @@ def preview_save(store: Store, graph: GraphDef) -> SavePreview:
         graph_content(previous.graph)
     )
     latest = previous.version if previous is not None else None
-    return SavePreview(change, derived.schema_version or "", latest, unchanged)
+    behind = _left_behind(store, previous.graph_id, derived, change) if previous is not None and not unchanged else ()
+    return SavePreview(change, derived.schema_version or "", latest, unchanged, behind)
+
+
+def versions_on_save(store: Store) -> Callable[[GraphDef], dict[str, str]]:
+    """For compiling a graph that is to be stored in `store` (`compile_file(versions=...)`): the
+    version each of its schema entries would be stored at, which its migrations are checked against."""
+
+    def versions(graph: GraphDef) -> dict[str, str]:
+        return {entry.id: entry.version for entry in _derive(store, graph)[2].schemas}
+
+    return versions
+
+
+def _left_behind(store: Store, graph_id: str, graph: GraphDef, change: RegistryChange) -> tuple[LeftBehind, ...]:
+    """Only a raised major can leave stored outputs behind; the check (and its schema validation
+    and migration planning) is loaded only then."""
+    if change.level is not Level.MAJOR:
+        return ()
+    from plait.evolve.left_behind import left_behind
+
+    return left_behind(store, graph_id, graph, change)
 
 
 def _derive(store: Store, graph: GraphDef) -> tuple[StoredGraph | None, RegistryChange, GraphDef]:

@@ -13,9 +13,10 @@ from enum import StrEnum
 from typing import Any
 
 from plait.compile import Category, CompileResult, Diagnostic, GraphInvalid, GraphLoadError, compile_doc
+from plait.compile.context import VersionsFor
 from plait.compile.source import SourceDoc, check_values, parse_source
 from plait.errors import PlaitError, Refusal
-from plait.evolve.save import Saved, save_graph
+from plait.evolve.save import Saved, save_graph, versions_on_save
 from plait.model import GraphDef
 from plait.store import NotFoundError, Store
 
@@ -35,9 +36,12 @@ class UploadError(PlaitError):
     """The upload is refused; nothing was stored."""
 
 
-def check_upload(source: str | dict[str, Any], *, as_json: bool = False) -> CompileResult:
+def check_upload(
+    source: str | dict[str, Any], *, as_json: bool = False, versions: VersionsFor | None = None
+) -> CompileResult:
     """Every check of `plait validate` on `source` (YAML or JSON text, or already-parsed data):
-    the errors (each with its line when `source` is text) and warnings; nothing is stored."""
+    the errors (each with its line when `source` is text) and warnings; nothing is stored.
+    `versions`: the schema versions a save would store (`versions_on_save`)."""
     try:
         doc = (
             parse_source(source, as_json=as_json)  # no file: nothing is looked up beside it
@@ -49,12 +53,14 @@ def check_upload(source: str | dict[str, Any], *, as_json: bool = False) -> Comp
     skills = _skill_nodes(doc)
     if skills:
         return CompileResult(file=None, errors=skills)
-    return compile_doc(doc)
+    return compile_doc(doc, versions=versions)
 
 
-def compile_upload(source: str | dict[str, Any], *, as_json: bool = False) -> GraphDef:
+def compile_upload(
+    source: str | dict[str, Any], *, as_json: bool = False, versions: VersionsFor | None = None
+) -> GraphDef:
     """The validated graph in `source`; raises GraphInvalid with every problem."""
-    result = check_upload(source, as_json=as_json)
+    result = check_upload(source, as_json=as_json, versions=versions)
     if not result.valid or result.expanded is None:
         raise GraphInvalid(result.errors)
     return result.expanded
@@ -78,7 +84,7 @@ def save_upload(
         if ref is None:
             raise ValueError("an update names the graph it updates")
         return save_graph(store, update_of(store, ref, source, as_json=as_json), base_version=base_version)
-    graph = compile_upload(source, as_json=as_json)
+    graph = compile_upload(source, as_json=as_json, versions=versions_on_save(store))
     if mode == UploadMode.CREATE and _exists(store, graph.id):
         raise UploadError(
             f"a graph with id '{graph.id}' exists already",
@@ -92,7 +98,7 @@ def update_of(store: Store, ref: str, source: str | dict[str, Any], *, as_json: 
     current = store.graphs.get(ref)  # NotFoundError: nothing to update
     if isinstance(source, dict) and "id" not in source:
         source = {**source, "id": current.slug}
-    graph = compile_upload(source, as_json=as_json)
+    graph = compile_upload(source, as_json=as_json, versions=versions_on_save(store))
     if graph.id != current.slug:
         raise UploadError(
             f"the graph's id is '{graph.id}' but this updates '{current.slug}'",

@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, BeforeValidator, Field, model_validator
 
 from plait.model.common import (
     Identifier,
@@ -126,12 +126,24 @@ class NodeChecks(PlaitModel):
 
 
 class RepairHook(PlaitModel):
-    """When a check fails for good, a model is asked for a diagnosis: `fix` (config overrides
-    applied for one more try, when its confidence is at least `min_confidence`), `escalate` (the
-    run pauses for a person) or `giveup` (the node fails)."""
+    """When a node fails for good, a model is asked for a diagnosis: `fix` (config overrides
+    applied for one more try, when its confidence is at least `min_confidence`; only for an
+    LLM_CALL's check failures, the one failure a change of prompts or settings can help),
+    `escalate` (the run pauses for a person) or `giveup` (the node fails, with its explanation)."""
 
     model_role: NonEmptyStr = "chat"
     min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.5
+
+
+def _repair_switch(value: Any) -> Any:
+    """`repair: true` is the hook with its defaults, `repair: false` none."""
+    if value is True:
+        return {}
+    return None if value is False else value
+
+
+Repair = Annotated[RepairHook | None, BeforeValidator(_repair_switch)]
+"""The `repair` field of the node types whose failures a model may diagnose (LLM_CALL, TOOL, CODE)."""
 
 
 class LlmCallNode(NodeBase):
@@ -168,15 +180,9 @@ class LlmCallNode(NodeBase):
     """A judge's instruction (a template): after a valid answer, a model reads it with the answer
     and says pass or fail with a reason; a fail is fed back like a schema error."""
     checks: NodeChecks = Field(default_factory=NodeChecks)
-    repair: RepairHook | None = None
-    """Ask a model to diagnose a check that failed for good (`repair: true` for the defaults)."""
-
-    @field_validator("repair", mode="before")
-    @classmethod
-    def _repair_switch(cls, value: Any) -> Any:
-        if value is True:
-            return {}
-        return None if value is False else value
+    repair: Repair = None
+    """Ask a model to diagnose a check that failed for good, or a provider's fault (`repair: true`
+    for the defaults)."""
 
     @model_validator(mode="after")
     def _one_prompt_source(self) -> LlmCallNode:
@@ -267,6 +273,8 @@ class ToolNode(NodeBase):
     parse: Literal["text", "json"] = "text"
     cleanup: list[str] | None = None
     """argv run when the node fails, to undo side effects."""
+    repair: Repair = None
+    """Ask a model to diagnose a failure: it escalates to a person or gives up, with its explanation."""
 
 
 class CodeNode(NodeBase):
@@ -278,6 +286,8 @@ class CodeNode(NodeBase):
     language: Literal["js", "python"] = "js"
     code: str
     cleanup: str | None = None
+    repair: Repair = None
+    """Ask a model to diagnose a failure: it escalates to a person or gives up, with its explanation."""
 
 
 GRAPH_FILE_SUFFIXES = (".yaml", ".yml", ".json")

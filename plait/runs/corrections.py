@@ -24,7 +24,7 @@ from plait.engine.state import CompiledRun
 from plait.errors import PlaitError, Refusal
 from plait.model.enums import DownstreamPolicy, FreezePolicy, NodeStatus, RunStatus
 from plait.model.nodes import NodeType
-from plait.model.output_meta import strip_meta
+from plait.model.output_meta import strip_meta, strip_meta_deep
 from plait.store import NodeRunRecord, RunRecord, Store, StoreError, current_activations
 from plait.store.corrections import (
     Change,
@@ -53,6 +53,8 @@ class Correction:
     run_id: str
     stale: list[str] = field(default_factory=list)
     queued: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    """Under KEEP: the nodes that read the old value and keep what they made from it."""
     resume: bool = False
     """A review was answered, or a failed node was given its output: the run continues."""
     parent: Correction | None = None
@@ -86,18 +88,35 @@ class _Run:
             )
         return rec
 
-    def direct(self, node_id: str) -> list[str]:
-        return list(
-            dict.fromkeys(
-                e.target_node_id for e in self.compiled.out_edges[node_id] if e.target_node_id in self.compiled.nodes
-            )
-        )
+    def readers(self, node_id: str) -> list[str]:
+        """What reads `node_id`'s value: its out-edges' targets, and every node whose newest
+        activation recorded reading it (an expression, a template or a prompt script naming it
+        from further down)."""
+        targets = [
+            e.target_node_id for e in self.compiled.out_edges[node_id] if e.target_node_id in self.compiled.nodes
+        ]
+        named = [n for n, rec in self.newest.items() if n != node_id and node_id in (rec.consumed or {})]
+        return list(dict.fromkeys([*targets, *named]))
 
     def version(self, owner: str) -> int:
         return self.heads[owner].version if owner in self.heads else 0
 
     def frozen(self, owner: str) -> dict[str, Any]:
         return self.heads[owner].frozen if owner in self.heads else {}
+
+
+def _turns_branch(run: _Run, node_id: str, value: Any) -> bool:
+    """Whether `value` makes a CONDITION take another branch than its current output does."""
+    if run.compiled.nodes[node_id].type != NodeType.CONDITION:
+        return False
+    before = run.newest[node_id].effective_output
+    return isinstance(value, dict) and isinstance(before, dict) and value.get("branch") != before.get("branch")
+
+
+def _read_other(rec: NodeRunRecord, owner_id: str, held: dict[int, Any], value: Any) -> bool:
+    """Whether `rec` read `owner_id` at a version whose value (`held`, by version) is not `value`."""
+    read = (rec.consumed or {}).get(owner_id)
+    return rec.node_id != owner_id and read is not None and held.get(read) != value
 
 
 def _owner() -> str:
@@ -180,12 +199,14 @@ class Corrections:
             if owner is None:  # the engine executing the run picks the queued nodes up itself
                 changes = [c for c in changes if not isinstance(c, Reopen | Reread)]
                 result.queued.clear()
-            elif failed:  # a person supplied what the node could not produce: the run goes on from it
+            elif failed or _turns_branch(run, node_id, stored):
+                # a person supplied what the node could not produce, or chose the other branch: the
+                # run goes on from it (the engine settles the branches by the new value)
                 changes.append(Reopen())
                 result.resume = True
             else:
                 changes.append(RunOutput(_run_output(run, {node_id: stored})))
-            self._writer.apply(run_id, owner, changes)
+            self._apply(run_id, owner, changes, result)
             return result
 
     def _reach_parent(self, result: Correction, policy: DownstreamPolicy | None) -> Correction:
@@ -228,7 +249,7 @@ class Corrections:
                 self._version(run, node_id, "review", stored, rec.id, note),
                 Reopen(),
             ]
-            self._writer.apply(run_id, owner, changes)
+            self._apply(run_id, owner, changes, result)
             return result
 
     def rerun(self, run_id: str, node_id: str, *, downstream: bool = False, fresh: bool = True) -> Correction:
@@ -245,12 +266,17 @@ class Corrections:
             policy = DownstreamPolicy.RERUN_ALL if downstream else DownstreamPolicy.INVALIDATE
             changes.extend(self._apply_policy(run, node_id, policy, result))
             changes.append(Reopen())
-            self._writer.apply(run_id, owner, changes)
+            self._apply(run_id, owner, changes, result)
             return result
 
-    def rollback(self, run_id: str, owner_id: str, field_name: str | None, to_version: int) -> Correction:
+    def rollback(
+        self, run_id: str, owner_id: str, field_name: str | None, to_version: int, *, cascade: bool = False
+    ) -> Correction:
         """Restore a value (or one field of it) **and** its frozen state as of `to_version`; every
-        node run that read a newer version is marked stale. Logged as a `rollback` version."""
+        node run that read a newer version is marked stale, or with `cascade` runs again, and
+        everything after it (a rerun, not a rollback of each: a dependent may never have run on
+        the restored value; where it did, the response cache gives its earlier answer back
+        without a model call). Logged as a `rollback` version."""
         with self._held(run_id) as (owner, run):
             if owner_id != INPUT:
                 self._known(run, owner_id)
@@ -286,14 +312,31 @@ class Corrections:
                 rec = run.node(owner_id)
                 changes.insert(0, SetOverride(rec.id, value, self.by, reason, str(DownstreamPolicy.INVALIDATE)))
                 changes.append(RunOutput(_run_output(run, {owner_id: value})))
-            readers = [r for r in run.newest.values() if r.consumed and r.consumed.get(owner_id, 0) > to_version]
+            held = {v.version: strip_meta_deep(v.value) for v in history}
+            restored = strip_meta_deep(value)
+            # whoever read a value other than the one restored (a reader kept on an older one too)
+            readers = [
+                r for r in run.newest.values() if r.node_id != owner_id and _read_other(r, owner_id, held, restored)
+            ]
             ended = [r for r in readers if r.status != NodeStatus.PENDING]
-            result.stale.extend(r.node_id for r in ended)
-            if ended:
+            if cascade and ended:
+                built = [r.node_id for r in ended]
+                again = list(dict.fromkeys([*built, *run.compiled.downstream(built)]))
+                changes.extend([*self._queue(run, again, result), Reopen()])
+            elif ended:
+                result.stale.extend(r.node_id for r in ended)
                 changes.append(MarkStale([r.id for r in ended]))
             changes.extend(self._reread(run, [r.node_id for r in readers if r not in ended], result))
-            self._writer.apply(run_id, owner, changes)
+            self._apply(run_id, owner, changes, result)
         return self._reach_parent(result, DownstreamPolicy.INVALIDATE)
+
+    def _apply(self, run_id: str, owner: str | None, changes: list[Change], result: Correction) -> None:
+        """Write `changes`; the run is put back to `pending` only when the correction left it
+        something to execute: a run reopened with nothing queued would wait for a drive that
+        nobody starts (`needs_run` is what the surfaces drive by)."""
+        if not result.needs_run:
+            changes = [c for c in changes if not isinstance(c, Reopen)]
+        self._writer.apply(run_id, owner, changes)
 
     # -- checks ------------------------------------------------------------------------------------
 
@@ -354,9 +397,11 @@ class Corrections:
         )
 
     def _apply_policy(self, run: _Run, node_id: str, policy: DownstreamPolicy, result: Correction) -> list[Change]:
+        direct = run.readers(node_id)
         if policy == DownstreamPolicy.KEEP:
+            done = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN)
+            result.kept.extend(n for n in direct if n in run.newest and run.newest[n].status in done)
             return []
-        direct = run.direct(node_id)
         if policy == DownstreamPolicy.INVALIDATE:
             return [*self._stale(run, direct, result), *self._reread(run, direct, result)]
         if policy == DownstreamPolicy.RERUN:
@@ -365,7 +410,7 @@ class Corrections:
                 *self._queue(run, direct, result), *self._reread(run, direct, result),
                 *self._stale(run, beyond, result), Reopen(),
             ]  # fmt: skip
-        everything = run.compiled.downstream([node_id])
+        everything = list(dict.fromkeys([*direct, *run.compiled.downstream([node_id])]))
         return [*self._queue(run, everything, result), *self._reread(run, everything, result), Reopen()]
 
     def _reread(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:

@@ -33,8 +33,8 @@ class RunView:
 
 
 def read_run(store: Store, run_id: str, *, raw: bool = False) -> RunView:
-    """The run `run_id` (NotFoundError) with its node runs; MigrationError when an output cannot
-    be migrated (read it `raw` instead)."""
+    """The run `run_id` (NotFoundError) with its node runs. Always readable: an output no
+    migration brings to today's schema is given as stored, with its notice (`outputs.outdated`)."""
     run = store.runs.get(run_id)
     nodes = store.runs.node_runs(run_id)
     outputs = read_outputs(store, run, nodes, raw=raw)

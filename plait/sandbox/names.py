@@ -40,3 +40,122 @@ def named_members(source: str, binding: str = "nodes") -> frozenset[str] | None:
             return None
         names.add(member.group("dot") or member.group("single") or member.group("double") or "")
     return frozenset(names)
+
+
+_MAIN = re.compile(r"\b(?:async\s+)?(?:function|def)\s+main\s*\((?P<params>[^)]*)\)")
+_PY_MEMBER = re.compile(r"\s*\[\s*(?:'(?P<single>[^'\\\n]*)'|\"(?P<double>[^\"\\\n]*)\")\s*\]")
+
+
+def code_reads(code: str, language: str = "js") -> frozenset[str] | None:
+    """The outputs a CODE node's `code` reads by a literal name, or None when it may read any.
+
+    Its `main` receives the outputs as its second parameter: a `main` that names it otherwise
+    reads them under that name, which a text scan does not follow (None). Python reads a dict,
+    so only `nodes["id"]` is a read by name there (`nodes.get(...)` may read any)."""
+    main = _MAIN.search(code)
+    if main is not None:
+        params = [p.strip().split("=")[0].split(":")[0].strip() for p in main.group("params").split(",")]
+        if len(params) > 1 and params[1] != "nodes":
+            return None
+        code = code[: main.start("params")] + " " * len(main.group("params")) + code[main.end("params") :]
+    if language != "python":
+        return named_members(code)
+    names: set[str] = set()
+    for use in re.finditer(r"(?<![\w.])nodes(?!\w)", code):
+        member = _PY_MEMBER.match(code, use.end())
+        if member is None:
+            return None
+        names.add(member.group("single") or member.group("double") or "")
+    return frozenset(names)
+
+
+Segment = str | int
+_CHAIN_STEP = re.compile(
+    rf"\s*(?:\?\.|\.)\s*(?P<dot>{_IDENTIFIER})"
+    r"|\s*(?:\?\.)?\s*\[\s*(?:'(?P<single>[^'\\\n]*)'|\"(?P<double>[^\"\\\n]*)\"|(?P<index>\d+))\s*\]"
+)
+
+
+def member_paths(source: str, bindings: tuple[str, ...] = ("input", "nodes", "current")) -> list[tuple[Segment, ...]]:
+    """Every literal path an expression reads from one of `bindings` (`nodes.extract.items[0]`
+    gives ('nodes', 'extract', 'items', 0)), outside strings and comments, so that a validator
+    can check them against the schemas as it checks template paths. A path stops at a computed
+    step, and loses its last step when that is a method called (`text.trim()`)."""
+    code = code_only(source)
+    paths: list[tuple[Segment, ...]] = []
+    names = "|".join(re.escape(b) for b in bindings)
+    for use in re.finditer(rf"(?<![\w$.])({names})(?![\w$])", code):
+        path: list[Segment] = [use.group(1)]
+        end = use.end()
+        while (step := _CHAIN_STEP.match(source, end)) is not None:  # subscripts keep their strings
+            index = step.group("index")
+            name = step.group("dot") or step.group("single") or step.group("double") or ""
+            path.append(int(index) if index is not None else name)
+            end = step.end()
+        if len(path) > 1 and code[end:].lstrip().startswith("("):
+            path.pop()
+        if len(path) > 1:
+            paths.append(tuple(path))
+    return paths
+
+
+def code_only(source: str) -> str:
+    """`source` with its comments and the text of its string literals blanked (the same length,
+    so positions hold): what is left is code. Template literals keep their `${...}` parts."""
+    out = list(source)
+    i, n = 0, len(source)
+    depth: list[int] = []  # brace depth at which each open `${` returns to its template literal
+    braces = 0
+    while i < n:
+        c = source[i]
+        if c == "/" and source.startswith("//", i):
+            end = source.find("\n", i)
+            end = n if end < 0 else end
+        elif c == "/" and source.startswith("/*", i):
+            end = source.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+        elif c in "'\"":
+            end = _string_end(source, i + 1, c)
+        elif c == "`" or (c == "}" and depth and depth[-1] == braces):
+            if c == "}":
+                depth.pop()
+            end, opened = _template_end(source, i + 1)
+            if opened:
+                depth.append(braces)
+            _blank(out, i + 1, end - (2 if opened else 1))
+            i = end
+            continue
+        else:
+            braces += {"{": 1, "}": -1}.get(c, 0)
+            i += 1
+            continue
+        _blank(out, i + (1 if c in "'\"" else 0), end - (1 if c in "'\"" else 0))
+        i = end
+    return "".join(out)
+
+
+def _string_end(source: str, i: int, quote: str) -> int:
+    while i < len(source) and source[i] not in (quote, "\n"):
+        i += 2 if source[i] == "\\" else 1
+    return min(i + 1, len(source))
+
+
+def _template_end(source: str, i: int) -> tuple[int, bool]:
+    """Where a template literal's text that starts at `i` ends: after its closing backtick
+    (False), or after a `${` that opens an expression (True)."""
+    while i < len(source):
+        if source[i] == "\\":
+            i += 2
+        elif source[i] == "`":
+            return i + 1, False
+        elif source.startswith("${", i):
+            return i + 2, True
+        else:
+            i += 1
+    return len(source), False
+
+
+def _blank(out: list[str], start: int, end: int) -> None:
+    for k in range(start, min(end, len(out))):
+        if out[k] != "\n":
+            out[k] = " "

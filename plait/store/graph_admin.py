@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, func, or_, select, update
 
 from plait.errors import Refusal
 from plait.model.enums import SourceType
 from plait.store.db import writer
 from plait.store.errors import StoreError
-from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION, GRAPH_RUN
+from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION, GRAPH_RUN, NODE_RUN
 
 
 class ReadOnlyGraph(StoreError):
@@ -85,6 +86,26 @@ class GraphAdmin:
                 select(func.count()).select_from(GRAPH_RUN).where(GRAPH_RUN.c.prompt_graph_def_id == graph_id)
             ).scalar_one()
         return int(count)
+
+    def stored_outputs(self, graph_id: str, limit: int) -> list[tuple[str, Any]]:
+        """`(run id, effective output)` of the newest `limit` node runs, of any run of the graph,
+        that have an output: what a save checks against the schemas it changes. Bounded, so that
+        saving a graph with a long history reads a known number of rows."""
+        query = (
+            select(NODE_RUN.c.prompt_graph_run_id, NODE_RUN.c.output_json, NODE_RUN.c.override_json)
+            .join(GRAPH_RUN, GRAPH_RUN.c.id == NODE_RUN.c.prompt_graph_run_id)
+            .where(
+                GRAPH_RUN.c.prompt_graph_def_id == graph_id,
+                or_(NODE_RUN.c.output_json.is_not(None), NODE_RUN.c.override_json.is_not(None)),
+            )
+            .order_by(NODE_RUN.c.created_at.desc())
+            .limit(limit)
+        )
+        with self._engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [
+            (r.prompt_graph_run_id, r.override_json if r.override_json is not None else r.output_json) for r in rows
+        ]
 
     def delete(self, graph_id: str, slug: str, source_type: str, *, force: bool = False) -> int:
         """Mark a graph deleted; refused for a system graph, and without `force` for a graph with

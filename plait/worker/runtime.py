@@ -1,6 +1,12 @@
-"""One worker process's engine: an event loop on a thread of its own, where every run this
-process executes shares one `Engine` (one provider pool, one store); Celery's threads hand it
-runs and wait for them.
+"""One worker process's engines: an event loop on a thread of its own, where every run this
+process executes on the same model shares one `Engine` (one provider pool, one store); Celery's
+threads hand it runs and wait for them.
+
+A run executes on the model it records (`llm` of its record, the one it was started or last
+continued on: `plait.runs.model_choice`), as on the server: a run on the worker's own model
+(`--llm`/`--config`, else plait.toml, else the embedded model) or on none recorded goes to the
+worker's engine, a run on another model to an engine built for it (`plait.runs.engines`). A
+model this worker cannot build is a refusal that names it and why.
 
 A run given to `execute` ends in one of four ways, which the task turns into what the broker
 is told: it `ended` (completed, failed or paused: acknowledged), it is `busy` (another live
@@ -26,9 +32,10 @@ from typing import Literal
 
 from plait.engine.events import EventBus
 from plait.engine.outcome import EngineError
-from plait.engine.runner import Engine
 from plait.engine.spread import Spread
-from plait.model.enums import RunStatus
+from plait.llm.select import LlmConfigError
+from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
+from plait.runs.engines import RunEngines, refuse
 from plait.store import Store
 from plait.worker.app import WorkerSettings
 from plait.worker.events import CONTROL, EventFollower, EventPublisher, signing_key
@@ -38,12 +45,13 @@ log = logging.getLogger("plait.worker")
 
 
 class WorkerRuntime:
-    """The store, the engine and its loop of one worker process."""
+    """The store, the engines and their loop of one worker process."""
 
     def __init__(self, settings: WorkerSettings, concurrency: int = 8):
         from plait.config import configured_servers
         from plait.llm.select import provider_from_spec
         from plait.runs.children import settle
+        from plait.runs.model_choice import describe
 
         self.settings = settings
         self.store = Store(settings.db)
@@ -55,20 +63,23 @@ class WorkerRuntime:
         self._thread.start()
         key = signing_key(self.store)
         self.publisher = EventPublisher(settings.broker, settings.queue, key)
-        bus = EventBus()
+        self.bus = bus = EventBus()
         bus.subscribe(self.publisher)
         provider = provider_from_spec(settings.llm, settings.config)
+        own = describe(settings.llm, settings.config)  # the runs recorded on it go to the worker's engine
         servers = configured_servers(settings.config)
 
         self.nudge: Callable[[], None] = lambda: None
         """Called when the engine announced MAP items: the process's relay sends them at once."""
         spread = Spread(lambda: self.nudge(), settings.spread_grace_s) if settings.spread_map else None
 
-        async def build() -> Engine:
-            return Engine(self.store, provider, events=bus, lease_ttl_s=settings.lease_ttl_s, mcp_servers=servers,
-                          child_settled=settle(self.store), spread=spread)  # fmt: skip
+        async def build() -> RunEngines:
+            return RunEngines(self.store, provider, llm=own, here="this worker", events=bus,
+                              lease_ttl_s=settings.lease_ttl_s, mcp_servers=servers,
+                              child_settled=settle(self.store), spread=spread)  # fmt: skip
 
-        self.engine = asyncio.run_coroutine_threadsafe(build(), self.loop).result()
+        self.engines = asyncio.run_coroutine_threadsafe(build(), self.loop).result()
+        """The worker's engine, and one per other model the runs executed here record."""
         self._running: dict[str, concurrent.futures.Future[Ending]] = {}
         self._lock = threading.Lock()
         self.stopping = False
@@ -111,18 +122,20 @@ class WorkerRuntime:
 
     async def _drive(self, run_id: str) -> Ending:
         try:
+            engine = await asyncio.to_thread(self.engines.for_run, run_id)  # the run's own model
             # a worker executes at most its concurrency of runs and the rest wait in the broker's
             # queue: a run finding the providers busy waits for its slot in the pool's queue,
             # not at the resource gate, holding a place (see plait/engine/resources.py)
-            await self.engine.run(run_id, bounded=True)
-        except EngineError as exc:
+            await engine.run(run_id, bounded=True)
+        except (EngineError, LlmConfigError) as exc:
             record = await asyncio.to_thread(self.store.runs.get, run_id)
             live = record.lease_owner is not None and (record.lease_expires_at or 0.0) >= time.time()
             if live and record.status == RunStatus.RUNNING:
                 return "busy"
-            if record.status == RunStatus.PENDING:
-                error = {"kind": "engine", "message": str(exc)}
-                await asyncio.to_thread(self.store.runs.set_status, run_id, RunStatus.FAILED, error=error)
+            if record.status in TERMINAL_RUN_STATUSES:
+                return "ended"  # a late message for a run that ended: nothing to execute, nothing to refuse
+            if await asyncio.to_thread(refuse, self.store, run_id, str(exc)) is not None:
+                self.bus.emit("workflow:error", run_id, None, error={"kind": "engine", "message": str(exc)})
             log.warning("run %s refused: %s", run_id, exc)
             return "refused"
         return "ended"
@@ -139,7 +152,7 @@ class WorkerRuntime:
 
     def close(self) -> None:
         self.control.close()
-        asyncio.run_coroutine_threadsafe(self.engine.aclose(), self.loop).result(timeout=30)
+        asyncio.run_coroutine_threadsafe(self.engines.aclose(), self.loop).result(timeout=30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         self.publisher.close()

@@ -43,7 +43,8 @@ def test_each_operation_lists_only_the_errors_it_can_return(api: Api) -> None:
     assert set(paths["/api/health"]["get"]["responses"]) == {"200"}
     responses = {(m.upper(), p): set(op["responses"]) for p, ops in paths.items() for m, op in ops.items()}
     assert responses[("GET", "/api/graphs")] == {"200", "422", "503"}  # no path names a thing: no 404
-    assert responses[("GET", "/api/runs/{run_id}")] >= {"404", "409"}
+    assert "404" in responses[("GET", "/api/runs/{run_id}")]
+    assert "409" not in responses[("GET", "/api/runs/{run_id}")]  # an output no migration reads comes as stored
     assert "413" not in responses[("GET", "/api/runs/{run_id}")]  # no body
     assert {"403", "409", "413"} <= responses[("PUT", "/api/graphs/{ref}")]
     assert "403" not in responses[("POST", "/api/runs/{run_id}/nodes/{node_id}/override")]

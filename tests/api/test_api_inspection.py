@@ -28,6 +28,16 @@ def test_dry_run_renders_every_prompt_and_calls_no_model(api: Api) -> None:
     assert api.client.post("/api/graphs/nope/dry-run", json={"input": {}}).status_code == 404
 
 
+def test_dry_run_reports_what_the_runs_pre_check_would_fail(api: Api) -> None:
+    body = {"input": {"text": "tea"}, "upstream": {"draft": {"text": ""}}}
+    dry = api.client.post("/api/graphs/echo/dry-run", json=body)
+    assert dry.status_code == 200, dry.text
+    (problem,) = dry.json()["problems"]
+    assert problem.startswith("node 'polish': pre-check failed: user_prompt_tpl prints 'draft.text', which is empty")
+    polish = next(n for n in dry.json()["nodes"] if n["node_id"] == "polish")
+    assert polish["problems"] == [problem.removeprefix("node 'polish': ")]
+
+
 def test_replay_resends_a_recorded_call_and_diffs_the_answers(api: Api) -> None:
     run_id = api.start("echo", {"text": "tea"})
     api.wait_status(run_id, "completed")

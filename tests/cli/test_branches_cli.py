@@ -77,3 +77,61 @@ def test_validate_refuses_two_default_branches(tmp_path: Path) -> None:
     assert checked.returncode != 0
     codes = [d["code"] for d in json.loads(checked.stdout)["errors"]]
     assert "several_default_branches" in codes
+
+
+def newest_statuses(run_id: str, cwd: Path) -> dict[str, tuple[int, str]]:
+    shown = json.loads(run_plait("runs", "show", run_id, "--json", cwd=cwd).stdout)
+    out: dict[str, tuple[int, str]] = {}
+    for n in shown["nodes"]:
+        if n["node_id"] not in out or n["activation"] > out[n["node_id"]][0]:
+            out[n["node_id"]] = (n["activation"], n["status"])
+    return out
+
+
+def test_a_rerun_condition_that_takes_the_other_branch_runs_it_and_drops_the_old_one(tmp_path: Path) -> None:
+    path = write(tmp_path, graph("nodes.extract.priority"))
+    done = run_plait("run", path, "-i", "priority=high", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads(done.stdout)["run_id"]
+    (tmp_path / "low.json").write_text(json.dumps({"priority": "low"}))
+
+    corrected = run_plait("override", run_id, "extract", "--file", "low.json", "--policy", "RERUN", cwd=tmp_path)
+    assert corrected.returncode == 0, corrected.stderr
+    assert "downstream: branch completed" in corrected.stderr
+    assert "later completed" in corrected.stderr
+    assert "urgent skipped" in corrected.stderr
+    statuses = newest_statuses(run_id, tmp_path)
+    assert statuses["later"] == (2, "completed")  # skipped by the first decision, run by the new one
+    assert statuses["urgent"] == (2, "skipped")  # off the branch: its output left the run's
+    assert statuses["join"] == (2, "completed")  # the new branch reached it: it read `later`, not `urgent`
+    run = json.loads(run_plait("runs", "show", run_id, "--json", cwd=tmp_path).stdout)
+    assert run["status"] == "completed"
+    assert run["output"] == {"later": {"says": "later"}}
+
+    (tmp_path / "high.json").write_text(json.dumps({"priority": "high"}))
+    run_plait("override", run_id, "extract", "--file", "high.json", "--policy", "INVALIDATE", cwd=tmp_path)
+    assert newest_statuses(run_id, tmp_path)["branch"][1] == "stale"
+    again = run_plait("rerun", run_id, "branch", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    statuses = newest_statuses(run_id, tmp_path)
+    assert (statuses["urgent"], statuses["later"]) == ((3, "completed"), (3, "skipped"))
+    run = json.loads(run_plait("runs", "show", run_id, "--json", cwd=tmp_path).stdout)
+    assert run["output"] == {"urgent": {"says": "URGENT"}}
+
+
+def test_overriding_a_conditions_branch_takes_the_new_branch(tmp_path: Path) -> None:
+    path = write(tmp_path, graph("nodes.extract.priority"))
+    done = run_plait("run", path, "-i", "priority=high", "--json", cwd=tmp_path)
+    run_id = json.loads(done.stdout)["run_id"]
+    corrected = run_plait("override", run_id, "branch", "--value", '{"branch": "low"}', cwd=tmp_path)
+    assert corrected.returncode == 0, corrected.stderr
+    statuses = newest_statuses(run_id, tmp_path)
+    assert (statuses["later"], statuses["urgent"], statuses["join"]) == (
+        (2, "completed"),
+        (2, "skipped"),
+        (2, "completed"),
+    )
+    run = json.loads(run_plait("runs", "show", run_id, "--json", cwd=tmp_path).stdout)
+    assert run["output"] == {"later": {"says": "later"}}
+    check = run_plait("runs", "check", run_id, cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -109,11 +109,10 @@ def test_import_classifies_schema_changes_and_bumps_versions(tmp_path: Path) -> 
     data = yaml.safe_load((EXAMPLES / "feedback_triage.yaml").read_text())
     source.write_text(yaml.safe_dump(data, sort_keys=False))
     first = as_json(plait("graphs", "import", str(source), "--json", cwd=tmp_path))
-    entry = data["schemas"][0]
+    entry = next(e for e in data["schemas"] if e["id"] == "bug_report")
     old_version = entry.get("version", "1.0.0")
-    props = entry["schema"]["properties"]
-    removed = next(iter(props))
-    del props[removed]
+    removed = "severity"  # no node reads it (removing a field a node reads makes the graph invalid)
+    del entry["schema"]["properties"][removed]
     entry["schema"]["required"] = [r for r in entry["schema"].get("required", []) if r != removed]
     entry["breaking_change"] = False
     source.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -20,7 +20,8 @@ LISTING = {
     "properties": {"items": {"type": "array", "items": {"type": "integer"}}, "title": {"type": "string"}},
     "required": ["items", "title"],
 }
-TOPIC = {"type": "object", "properties": {"topic": {"type": "string"}}}
+TOPIC = {"type": "object"}
+"""Says nothing of `topic`: a prompt printing it without a value is blocked (no schema lets it be missing)."""
 
 
 def titled(tmp_path: Path, node: dict[str, Any], schema: dict[str, Any] = TITLE) -> str:

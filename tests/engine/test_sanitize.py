@@ -53,13 +53,14 @@ def test_off_by_default_values_are_inserted_as_they_are() -> None:
     assert render(parse_template("{{ input.text }}"), names(text), prompt_budget(node())) == text
 
 
-def test_only_inserted_values_are_cleaned_in_every_spelling_and_in_json() -> None:
+def test_only_inserted_values_are_cleaned_in_every_spelling_as_lines_and_in_json() -> None:
     budget = prompt_budget(node(sanitize_input=True))
     data = {"input": {"text": "a\u200bb", "list": ["c\u200bd", "e\x00f"]}, "nodes": {}, "current": {}}
-    rendered = render(parse_template("T\u200b: {{ input.text }} %input.text% {{ input.list }}"), data, budget)
+    template = "T\u200b: {{ input.text }} %input.text% {{ input.list }} {{ input.list | tojson }}"
+    rendered = render(parse_template(template), data, budget)
     # the graph author's own text is theirs; in a value inserted as JSON, JSON has already written
     # an ASCII control character as an escape (`\u0000`, six visible characters), so none reaches the prompt
-    assert rendered == 'T\u200b: ab ab ["cd", "e\\u0000f"]'
+    assert rendered == 'T\u200b: ab ab cd\nef ["cd", "e\\u0000f"]'
 
 
 def test_the_budget_counts_what_is_left_after_cleaning() -> None:

@@ -132,7 +132,7 @@ def test_rerun_all_reruns_the_whole_downstream_and_updates_the_run_output(store:
     assert store.runs.get(run_id).output == {"text": "y+b|y+c"}
     nodes = newest(store, run_id)
     assert all(nodes[n].activation == 2 for n in "bcd")
-    assert nodes["d"].consumed == {"input": 1, "b": 2, "c": 2}
+    assert nodes["d"].consumed == {"b": 2, "c": 2}  # its expression never reads the input
 
 
 def test_override_of_the_exit_node_changes_the_run_output(store: Store, tmp_path: Path) -> None:
@@ -314,7 +314,7 @@ def test_a_failing_consumer_freezes_nothing(store: Store, tmp_path: Path) -> Non
         tmp_path,
         [
             tr("extract", "({text: input.t})", freeze="on_consume"),
-            tr("boom", "({text: current.missing.deep})"),
+            tr("boom", "({text: current.text.missing.deep})"),  # valid, but a string has no `missing`
         ],
         [edge("extract", "boom")],
     )
@@ -346,8 +346,8 @@ def condition_graph(tmp_path: Path) -> str:
     [
         (DownstreamPolicy.KEEP, {"route": (1, "completed"), "big": (1, "completed"), "small": (1, "skipped")}),
         (DownstreamPolicy.INVALIDATE, {"route": (1, "stale"), "big": (1, "completed"), "small": (1, "skipped")}),
-        # the condition reruns and now picks "false"; what follows it is marked, not rerun
-        (DownstreamPolicy.RERUN, {"route": (2, "completed"), "big": (1, "stale"), "small": (1, "skipped")}),
+        # the condition reruns and now picks "false": the branch it takes runs, the one it left is skipped
+        (DownstreamPolicy.RERUN, {"route": (2, "completed"), "big": (2, "skipped"), "small": (2, "completed")}),
         (DownstreamPolicy.RERUN_ALL, {"route": (2, "completed"), "big": (2, "skipped"), "small": (2, "completed")}),
     ],
 )

@@ -17,6 +17,7 @@ from plait.api.schemas import CorrectionOut, OverrideIn, RerunIn, ReviewApprove,
 from plait.api.services import Announcement, apply_correction
 from plait.api.state import ServerState, get_state
 from plait.runs.corrections import Correction, Corrections
+from plait.runs.escalations import override as override_or_answer
 
 router = APIRouter(prefix="/runs/{run_id}", tags=["corrections"])
 State = Annotated[ServerState, Depends(get_state)]
@@ -39,7 +40,7 @@ async def override(state: State, caller: CallerDep, run_id: str, node_id: str, b
     return await _apply(
         state,
         caller.by,
-        lambda c: c.override(run_id, node_id, body.value, policy=body.policy, note=body.note),
+        lambda c: override_or_answer(c, run_id, node_id, body.value, policy=body.policy, note=body.note),
         announce,
     )
 
@@ -71,10 +72,15 @@ async def review(state: State, caller: CallerDep, run_id: str, node_id: str, bod
 @router.post("/rollback", response_model=CorrectionOut)
 async def rollback(state: State, caller: CallerDep, run_id: str, body: RollbackIn) -> CorrectionOut:
     """Restore a value (or one field) and its frozen state to an earlier ledger version; the
-    nodes that read a newer version become stale."""
+    nodes that read a newer version become stale (with `cascade`: they run again, and what
+    follows them)."""
     owner, _, field_name = body.target.partition(".")
     node_id = None if owner == "input" else owner
-    announce = Announcement("run:rolled_back", node_id, {"target": body.target, "to_version": body.to_version})
+    said = {"target": body.target, "to_version": body.to_version, "cascade": body.cascade}
+    announce = Announcement("run:rolled_back", node_id, said)
     return await _apply(
-        state, caller.by, lambda c: c.rollback(run_id, owner, field_name or None, body.to_version), announce
+        state,
+        caller.by,
+        lambda c: c.rollback(run_id, owner, field_name or None, body.to_version, cascade=body.cascade),
+        announce,
     )

@@ -1,6 +1,6 @@
 """What the CLI does without changing a run, over HTTP: `plait validate` (a graph sent as
-content), `plait run --dry-run`, `plait replay` and `plait runs show --ledger`. Each calls the
-function the CLI calls."""
+content), `plait run --dry-run`, `plait replay`, `plait runs show --ledger` and `plait runs check`.
+Each calls the function the CLI calls."""
 
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
 from plait.api.errors import ApiError
-from plait.api.schemas import GraphSource
+from plait.api.schemas import CheckProblemOut, GraphSource, RunCheckOut
 from plait.api.state import ServerState, get_state
+from plait.api.wording import for_http
 from plait.engine.ledger import ledger_json
 from plait.engine.run_input import check_input
 from plait.engine.runtime import Runtime
 from plait.evolve.upload import check_upload
 from plait.llm.pool import roles_of
 from plait.llm.types import ProviderError
+from plait.runs.check import check_run
 from plait.runs.dry_run import dry_run
 from plait.runs.replay import ReplayError, replay
 from plait.runs.start import resolve_graph
@@ -101,3 +103,18 @@ def ledger(state: State, run_id: str) -> list[dict[str, Any]]:
     of every node output, who wrote it and why, whether it is frozen, and who read it."""
     state.store.runs.get(run_id)  # 404 for an unknown run
     return ledger_json(state.store.ledger.history(run_id), state.store.runs.node_runs(run_id))
+
+
+@router.get("/runs/{run_id}/check", response_model=RunCheckOut)
+def check(state: State, run_id: str) -> RunCheckOut:
+    """`plait runs check`: whether the run and its child runs are consistent after their
+    corrections: every node read the values in effect (or is stale, was kept by a KEEP
+    correction, or waits for a person), its input snapshot agrees with its predecessors, the
+    ledger holds every output, branches are as the CONDITIONs now decide, the run's output is its
+    exit nodes'. Each problem says what to do; 404 for an unknown run."""
+    result = check_run(state.store, run_id)
+    problems = [
+        CheckProblemOut.model_validate({**p.as_json(), "message": for_http(p.message), "hint": for_http(p.hint)})
+        for p in result.problems
+    ]
+    return RunCheckOut(run_id=result.run_id, consistent=result.consistent, checked=result.checked, problems=problems)

@@ -67,7 +67,8 @@ def get_run(
     raw: Annotated[bool, Query(description="Outputs as stored, without migrating older schema versions.")] = False,
 ) -> RunDetailOut:
     """A run with every node activation: status, attempts, tokens, cost, timings, and the
-    effective output read at the graph's current schema versions (`raw`: as stored)."""
+    effective output read at the graph's current schema versions (`raw`: as stored). An output
+    no migration brings forward is given as stored, with an `outdated` notice."""
     view = read_run(state.store, run_id, raw=raw)
     run, outputs = view.run, view.outputs
     return RunDetailOut(
@@ -81,7 +82,11 @@ def get_run(
         nodes=[
             NodeRunOut(
                 **node_fields(
-                    n, current=view.is_current(n), effective=outputs.values[n.id], migrated=outputs.migrated.get(n.id)
+                    n,
+                    current=view.is_current(n),
+                    effective=outputs.values[n.id],
+                    migrated=outputs.migrated.get(n.id),
+                    outdated=outputs.outdated.get(n.id),
                 )
             )
             for n in view.nodes

@@ -220,12 +220,13 @@ async def node_rerun(state: State, caller: CallerDep, body: PromptGraphNodeRerun
 
 
 def _under_review(store: Store, run_id: str, node_id: str) -> tuple[bool, Any]:
-    """Is the run waiting at HUMAN_REVIEW `node_id`, and on what value (404 for an unknown run)."""
+    """Is the run waiting at HUMAN_REVIEW `node_id` (or at a node its repair hook escalated to a
+    person), and on what value (404 for an unknown run)."""
     current = current_activations(store.runs.node_runs(run_id)).get(node_id)
     snapshot = current.input_snapshot if current is not None else None
     if current is None or current.status != NodeStatus.PENDING or snapshot is None:
         return False, None
-    return snapshot.get("node_type") == NodeType.HUMAN_REVIEW, snapshot.get("value")
+    return snapshot.get("node_type") == NodeType.HUMAN_REVIEW or "escalated" in snapshot, snapshot.get("value")
 
 
 async def _corrected(

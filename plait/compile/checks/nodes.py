@@ -1,4 +1,5 @@
-"""Per-node passes: expressions, tools and their routing, context_include, sub-graph references."""
+"""Per-node passes: expressions, tools and their routing, context_include, sub-graph references,
+the repair hook."""
 
 from __future__ import annotations
 
@@ -250,6 +251,26 @@ def check_program_env(ctx: CheckContext) -> None:
                     path=ctx.node_path(node_id, "env", name),
                     hint=f"remove {name} from env; pass the value as an argument or on stdin instead",
                 )
+
+
+def check_repair(ctx: CheckContext) -> None:
+    """LLM_CALL, TOOL and CODE nodes may declare `repair`. A TOOL or CODE node's repair model may
+    only escalate or give up (there is no prompt or setting to fix), so `min_confidence`, which
+    gates fixes, does nothing there: a warning, so that the author does not count on it."""
+    for node_id, node in ctx.nodes.items():
+        repair = node_field(node, "repair", None)
+        if isinstance(node, LlmCallNode) or repair is None or "min_confidence" not in repair.model_fields_set:
+            continue
+        ctx.report(
+            CONFIG,
+            "repair_confidence_ignored",
+            f"repair.min_confidence does nothing on a {node.type} node: its repair model may only escalate "
+            "to a person or give up, never apply a fix",
+            node_id=node_id,
+            path=ctx.node_path(node_id, "repair", "min_confidence"),
+            hint="remove min_confidence from the node's repair (keep model_role, or write `repair: true`)",
+            warning=True,
+        )
 
 
 def _check_out_edge(

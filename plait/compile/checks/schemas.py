@@ -110,7 +110,7 @@ def check_migrations(ctx: CheckContext) -> None:
                 hint="migrations upgrade entries of `schemas:`; fix the id",
             )
             continue
-        current = ctx.schemas[migration.schema_id].version
+        written = ctx.schemas[migration.schema_id].version
         if _semver(migration.from_version) >= _semver(migration.to_version):
             ctx.report(
                 CONFIG,
@@ -120,14 +120,8 @@ def check_migrations(ctx: CheckContext) -> None:
                 path=(*path, "from_version"),
                 hint="migrations upgrade old outputs: from_version must be older than to_version",
             )
-        elif _major(migration.to_version) > _major(current):
-            ctx.report(
-                CONFIG,
-                "migration_beyond_current",
-                f"migration targets {migration.schema_id} {migration.to_version}, newer than the registry's {current}",
-                path=(*path, "to_version"),
-                hint="to_version must not be newer than the schema entry's version",
-            )
+        elif _major(migration.to_version) > _major(written):
+            _beyond_current(ctx, migration.schema_id, migration.to_version, written, (*path, "to_version"))
     for entry in ctx.graph.schemas:
         if (
             entry.breaking_change
@@ -143,6 +137,27 @@ def check_migrations(ctx: CheckContext) -> None:
                 hint="add a `migrations:` entry with from_version/to_version and migrate_expr",
                 warning=True,
             )
+
+
+def _beyond_current(ctx: CheckContext, schema_id: str, target: str, written: str, path: Path_) -> None:
+    """A migration past the version its schema entry is written at: fine when the store gives the
+    entry that version or a newer one (the version an import reported), else an error."""
+    stored = ctx.stored_versions.get(schema_id, written)
+    if _major(target) <= _major(stored):
+        return
+    if stored == written:
+        message = f"migration targets {schema_id} {target}, newer than the registry's {written}"
+        hint = (
+            "to_version must not be newer than the schema's version: the entry's, or the higher one the store "
+            "gave it (the version an import of the graph reported)"
+        )
+    else:
+        message = (
+            f"migration targets {schema_id} {target}, newer than {stored}, the version the schema is stored at "
+            f"(the entry says {written})"
+        )
+        hint = f"to_version may be at most {stored}; for a new major on purpose, write it as the entry's `version`"
+    ctx.report(CONFIG, "migration_beyond_current", message, path=path, hint=hint)
 
 
 def _entry_path(ctx: CheckContext, schema_id: str) -> Path_ | None:

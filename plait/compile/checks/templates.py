@@ -9,7 +9,7 @@ from typing import Any
 
 from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
-from plait.compile.refs import RefError, RefKind, ResolvedRef, resolve_ref
+from plait.compile.refs import NODE_ID_NAME, OUTPUT_STEP, STATE_ALIASES, RefError, RefKind, ResolvedRef, resolve_ref
 from plait.compile.schemas import PathStatus, declared_fields, lookup_path
 from plait.compile.template_types import Segment, TemplateError
 from plait.compile.templates import parse_template, split_path
@@ -113,7 +113,7 @@ def check_templates(ctx: CheckContext) -> None:
             for ref in template.refs:
                 if str(ref.path[0]) in local:
                     continue  # the item or the loop, given when the child run starts
-                resolved = _check_ref(ctx, node, ref.path, tf.path, params)
+                resolved = check_ref(ctx, node, ref.path, tf.path, params)
                 if tf.system and not allow_system_data and resolved is not None and _is_data(resolved, params):
                     ctx.report(
                         PLANNING,
@@ -125,9 +125,9 @@ def check_templates(ctx: CheckContext) -> None:
                     )
         for index, param in enumerate(params.values()):
             if param.type is ParamType.REFERENCE and param.reference_node:
-                _check_ref(ctx, node, _param_path(param.reference_node), ("params", index, "reference_node"), {})
+                check_ref(ctx, node, _param_path(param.reference_node), ("params", index, "reference_node"), {})
         if isinstance(node, MapNode):
-            _check_ref(ctx, node, split_path(node.items), ("items",), params)
+            check_ref(ctx, node, split_path(node.items), ("items",), params)
 
 
 def child_input_names(node: NodeBase) -> frozenset[str]:
@@ -157,16 +157,22 @@ def _param_path(reference: str) -> tuple[Segment, ...]:
 def _is_data(ref: ResolvedRef, params: dict[str, Any]) -> bool:
     if ref.kind is RefKind.PARAM:
         return params[str(ref.target)].type is ParamType.REFERENCE
-    return True
+    return ref.kind is not RefKind.NODE_ID
 
 
 def _name(path: FieldPath) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
-def _check_ref(
-    ctx: CheckContext, node: NodeBase, path: tuple[Segment, ...], field: FieldPath, params: dict[str, Any]
+def check_ref(
+    ctx: CheckContext,
+    node: NodeBase,
+    path: tuple[Segment, ...],
+    field: FieldPath,
+    params: dict[str, Any],
+    code: str = "bad_template_path",
 ) -> ResolvedRef | None:
+    """Check one path a node reads (in a template, or in an expression: `code` names which)."""
     where = ctx.node_path(node.id, *field)
     dotted = ".".join(str(p) for p in path)
     if _mcp_context_field(node, path):
@@ -174,36 +180,46 @@ def _check_ref(
     try:
         ref = resolve_ref(path, ctx.topo.order, params.keys())
     except RefError as exc:
-        # for `params.x` / `nodes.x` the unknown name is `x`, not the root
-        qualified = str(path[0]) in ("params", "nodes") and len(path) > 1
-        close = difflib.get_close_matches(str(path[1] if qualified else path[0]), exc.suggestions, n=1)
-        if close:
-            hint = f"did you mean '{close[0]}'?"
-        elif qualified and path[0] == "params":
-            hint = f"params of this node: {', '.join(params) or '(none)'}"
-        else:
-            hint = "paths start with input, current, params, nodes or an upstream node id"
         message = f"{_name(field)}: '{dotted}': {exc}"
-        ctx.report(CONFIG, "bad_template_path", message, node_id=node.id, path=where, hint=hint)
+        ctx.report(CONFIG, code, message, node_id=node.id, path=where, hint=_hint(ctx, node, path, params, exc))
         return None
     if ref.kind is RefKind.NODE:
-        _check_node_ref(ctx, node, ref, dotted, field)
+        _check_node_ref(ctx, node, ref, dotted, field, code)
     elif ref.kind is RefKind.INPUT:
-        _check_fields(
-            ctx,
-            node,
-            [ctx.graph.input_schema] if ctx.graph.input_schema else [],
-            ref.path,
-            "the run input (input_schema)",
-            field,
-            dotted,
-        )
+        schemas = [ctx.graph.input_schema] if ctx.graph.input_schema else []
+        _check_fields(ctx, node, schemas, ref.path, "the run input (input_schema)", field, dotted, code)
     elif ref.kind is RefKind.CURRENT:
-        _check_current(ctx, node, ref, field, dotted)
+        _check_current(ctx, node, ref, field, dotted, code)
     return ref
 
 
-def _check_node_ref(ctx: CheckContext, node: NodeBase, ref: ResolvedRef, dotted: str, field: FieldPath) -> None:
+def _hint(ctx: CheckContext, node: NodeBase, path: tuple[Segment, ...], params: dict[str, Any], exc: RefError) -> str:
+    """What to write instead of a path that names nothing, in Plait's spelling."""
+    root = str(path[0])
+    # for `params.x` / `nodes.x` the unknown name is `x`, not the root
+    qualified = (root in ("params", "nodes") or STATE_ALIASES.get(root) == "nodes") and len(path) > 1
+    if not qualified and len(path) > 1 and path[1] == OUTPUT_STEP:  # `node.output.x`: not `nodes.output.x`
+        upstream = ", ".join(ctx.topo.ancestors(node.id)) or "(none: this node has no upstream node)"
+        return (
+            f"in <node_id>.{OUTPUT_STEP}.<field>, '{root}' must be the id of an upstream node ({upstream}); "
+            "Plait writes it <node_id>.<field>, and current.<field> reads the direct predecessor's output"
+        )
+    if root == NODE_ID_NAME:
+        return f"{NODE_ID_NAME} prints the id '{node.id}'; a field of what the node receives is current.<field>"
+    close = difflib.get_close_matches(str(path[1] if qualified else path[0]), exc.suggestions, n=1)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    if qualified and root == "params":
+        return f"params of this node: {', '.join(params) or '(none)'}"
+    if root in STATE_ALIASES:
+        plait_name = STATE_ALIASES[root]
+        return f"{root} is Plait's {plait_name}: write {plait_name}.<node_id>.<field> (or {root}.<node_id>.<field>)"
+    return "paths start with input, current, params, nodes or an upstream node id"
+
+
+def _check_node_ref(
+    ctx: CheckContext, node: NodeBase, ref: ResolvedRef, dotted: str, field: FieldPath, code: str
+) -> None:
     target = str(ref.target)
     topo = ctx.topo
     if target == node.id:
@@ -230,11 +246,23 @@ def _check_node_ref(ctx: CheckContext, node: NodeBase, ref: ResolvedRef, dotted:
             hint=f"add an edge path from '{target}' to '{node.id}', or reference an upstream node",
         )
         return
-    _check_output_fields(ctx, node, target, ref.path, field, dotted)
+    path = ref.inside(_declares(ctx.out_schemas(target), OUTPUT_STEP)) if ref.output_alias else ref.path
+    _check_output_fields(ctx, node, target, path, field, dotted, code)
+
+
+def _declares(schemas: list[Any], name: str) -> bool:
+    """Whether one of `schemas` declares a top-level field `name`."""
+    return any(lookup_path(schema, (name,))[0] is PathStatus.OK for schema in schemas)
 
 
 def _check_output_fields(
-    ctx: CheckContext, node: NodeBase, target: str, path: tuple[Segment, ...], field: FieldPath, dotted: str
+    ctx: CheckContext,
+    node: NodeBase,
+    target: str,
+    path: tuple[Segment, ...],
+    field: FieldPath,
+    dotted: str,
+    code: str,
 ) -> None:
     if not path or path[0] in META_FIELDS:
         return
@@ -244,33 +272,35 @@ def _check_output_fields(
         if str(path[0]) not in preds:
             ctx.report(
                 CONFIG,
-                "bad_template_path",
+                code,
                 f"{_name(field)}: '{dotted}': MERGE '{target}' outputs one key per input: " + ", ".join(preds),
                 node_id=node.id,
                 path=ctx.node_path(node.id, *field),
                 hint=f"write {target}.<input node id>.<field>",
             )
             return
-        _check_output_fields(ctx, node, str(path[0]), path[1:], field, dotted)
+        _check_output_fields(ctx, node, str(path[0]), path[1:], field, dotted, code)
         return
     if target_node is not None and target_node.type == NodeType.CONDITION:
         return
-    _check_fields(ctx, node, ctx.out_schemas(target), path, f"the output of '{target}'", field, dotted)
+    _check_fields(ctx, node, ctx.out_schemas(target), path, f"the output of '{target}'", field, dotted, code)
 
 
-def _check_current(ctx: CheckContext, node: NodeBase, ref: ResolvedRef, field: FieldPath, dotted: str) -> None:
+def _check_current(
+    ctx: CheckContext, node: NodeBase, ref: ResolvedRef, field: FieldPath, dotted: str, code: str
+) -> None:
     preds = ctx.topo.preds[node.id]
     if not preds:
         schemas = [ctx.graph.input_schema] if ctx.graph.input_schema else []
-        _check_fields(ctx, node, schemas, ref.path, "the run input (current of an entry node)", field, dotted)
+        _check_fields(ctx, node, schemas, ref.path, "the run input (current of an entry node)", field, dotted, code)
     elif len(preds) == 1:
-        _check_output_fields(ctx, node, preds[0], ref.path, field, dotted)
+        _check_output_fields(ctx, node, preds[0], ref.path, field, dotted, code)
     elif ref.path:
         head = str(ref.path[0])
         if head not in preds:
             ctx.report(
                 CONFIG,
-                "bad_template_path",
+                code,
                 f"{_name(field)}: '{dotted}': with several inputs, current is a map by predecessor id: "
                 + ", ".join(preds),
                 node_id=node.id,
@@ -278,7 +308,7 @@ def _check_current(ctx: CheckContext, node: NodeBase, ref: ResolvedRef, field: F
                 hint=f"write current.{preds[0]}.<field>",
             )
             return
-        _check_output_fields(ctx, node, head, ref.path[1:], field, dotted)
+        _check_output_fields(ctx, node, head, ref.path[1:], field, dotted, code)
 
 
 def _check_fields(
@@ -289,6 +319,7 @@ def _check_fields(
     what: str,
     field: FieldPath,
     dotted: str,
+    code: str,
 ) -> None:
     if not schemas or not path:
         return
@@ -299,7 +330,7 @@ def _check_fields(
         close = difflib.get_close_matches(missing.rsplit(".", 1)[-1], known, n=1)
         ctx.report(
             CONFIG,
-            "bad_template_path",
+            code,
             f"{_name(field)}: '{dotted}': '{missing}' is not a field of {what}",
             node_id=node.id,
             path=ctx.node_path(node.id, *field),

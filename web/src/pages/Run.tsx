@@ -113,6 +113,7 @@ export function RunPage({ runId }: { runId: string }) {
       {detail.error ? (
         <ErrorView error={new Error(String((detail.error as { message?: string }).message ?? JSON.stringify(detail.error)))} />
       ) : null}
+      <OutdatedBanner detail={detail} />
       {detail.stale.length ? (
         <p className="warning" role="status">
           Stale: {detail.stale.join(", ")}. They read a value that was corrected since; rerun them to bring them up to date.
@@ -166,6 +167,56 @@ export function RunPage({ runId }: { runId: string }) {
       </div>
     </section>
   );
+}
+
+/** Outputs shown as they were stored because the graph's schema moved on since the run: which
+ * schema and versions, and the migration that would bring each forward, in words a person can act
+ * on in the graph's YAML tab. */
+function OutdatedBanner({ detail }: { detail: Detail }) {
+  const outdated = detail.nodes.filter((n) => n.outdated);
+  if (!outdated.length) return null;
+  return (
+    <div className="warning" role="status" data-testid="outdated-banner">
+      <strong>
+        {outdated.length === 1 ? "One output predates" : `${outdated.length} outputs predate`} the graph's current schema
+        and {outdated.length === 1 ? "is" : "are"} shown as stored.
+      </strong>
+      <ul>
+        {outdated.map((n) => {
+          const notice = n.outdated!;
+          const label = n.activation > 1 ? `${n.node_id} #${n.activation}` : n.node_id;
+          return (
+            <li key={n.id}>
+              <code>{label}</code>: stored with schema <code>{notice.schema_id}</code> {notice.stored_version}; the graph
+              now has {notice.current_version}.{" "}
+              {notice.migration ? (
+                <>
+                  To show it in today's shape, add this migration to the graph (in the{" "}
+                  <a href={href("graphs", detail.graph_id)}>graph's YAML tab</a>), with a migrate_expr that turns the old
+                  value into the new one, and save:
+                  <pre>{migrationYaml(notice.migration)}</pre>
+                </>
+              ) : (
+                <>
+                  {notice.message}. {notice.fix}.
+                </>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+    </div>
+  );
+}
+
+function migrationYaml(m: { schema_id: string; from_version: string; to_version: string }): string {
+  return [
+    "migrations:",
+    `  - schema_id: ${m.schema_id}`,
+    `    from_version: ${m.from_version}`,
+    `    to_version: ${m.to_version}`,
+    "    migrate_expr: \"old => ({ ...old })\"",
+  ].join("\n");
 }
 
 function RunSummary({ detail }: { detail: Detail }) {

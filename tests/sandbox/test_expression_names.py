@@ -1,0 +1,53 @@
+"""What an expression's text says it reads: the outputs it names (lineage and what it is
+given), and the literal paths a validator checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from plait.sandbox.names import code_only, code_reads, member_paths, named_members
+
+
+def test_paths_outside_strings_and_comments_are_found_with_their_steps() -> None:
+    source = (
+        "`a ${nodes.x.y} b` + 'nodes.z' // nodes.q\n"
+        " + nodes['w'].f.trim() + current?.k[0] /* input.p */ + input.text.length + x.input.y"
+    )
+    assert member_paths(source) == [
+        ("nodes", "x", "y"),
+        ("nodes", "w", "f"),  # `.trim()` is a method called, not a field
+        ("current", "k", 0),
+        ("input", "text", "length"),
+    ]
+
+
+def test_blanking_keeps_positions_and_lines() -> None:
+    source = "a /* x\ny */ + 'q\\'s' + `t${b}u`"
+    blank = code_only(source)
+    assert len(blank) == len(source)
+    assert blank.count("\n") == 1
+    assert "x" not in blank
+    assert "q" not in blank
+    assert "t" not in blank.replace("`", "")
+    assert "${b}" in blank
+
+
+@pytest.mark.parametrize(
+    ("code", "language", "reads"),
+    [
+        ("return {n: nodes.a.n}", "js", frozenset({"a"})),
+        ("function main(input, nodes, current) { return nodes.a.n }", "js", frozenset({"a"})),
+        ("function main(i, ns, c) { return ns.a.n }", "js", None),  # named otherwise: any
+        ("return Object.keys(nodes)", "js", None),
+        ("def main(input, nodes):\n    return nodes['a']['x']", "python", frozenset({"a"})),
+        ("def main(input, nodes):\n    return nodes.get('a')", "python", None),
+        ("def main(inp, outs):\n    return outs['a']", "python", None),
+    ],
+)
+def test_what_a_code_node_reads(code: str, language: str, reads: frozenset[str] | None) -> None:
+    assert code_reads(code, language) == reads
+
+
+def test_an_expression_that_never_names_the_binding_reads_none_of_it() -> None:
+    assert named_members("input.text.length", "nodes") == frozenset()
+    assert named_members("Object.keys(nodes).length") is None

@@ -37,6 +37,7 @@ class Phase(StrEnum):
 
 
 DONE = (Phase.COMPLETED, Phase.SKIPPED)
+_UNSETTLED = (Phase.PENDING, Phase.RUNNING, Phase.WAITING)
 
 
 @dataclass
@@ -259,7 +260,20 @@ class RunState:
         states = [self.edge_active(e) for e in edges]
         if any(s is None for s in states):
             return None
-        return Phase.RUNNING if any(states) else Phase.SKIPPED
+        if not any(states):
+            return Phase.SKIPPED
+        return None if self._named_unsettled(node_id) else Phase.RUNNING
+
+    def _named_unsettled(self, node_id: str) -> bool:
+        """Whether a node upstream that the node's definition names (an expression, a template)
+        has yet to give its value: it may be reached by no active edge (the path runs through a
+        skipped branch), and the node must not read the value it is about to replace."""
+        topology = self.compiled.plan.topology
+        for owner in self.compiled.plan.nodes[node_id].reads:
+            state = self.nodes.get(owner)
+            if state is not None and state.phase in _UNSETTLED and topology.is_upstream(owner, node_id):
+                return True
+        return False
 
     def successors(self, node_id: str) -> Iterable[str]:
         seen: set[str] = set()

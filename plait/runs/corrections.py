@@ -113,6 +113,12 @@ def _turns_branch(run: _Run, node_id: str, value: Any) -> bool:
     return isinstance(value, dict) and isinstance(before, dict) and value.get("branch") != before.get("branch")
 
 
+def _part(value: Any, field_name: str | None) -> Any:
+    """`value` as a rollback compares it: whole, or the one field it restores."""
+    value = strip_meta_deep(value)
+    return value.get(field_name) if field_name is not None and isinstance(value, dict) else value
+
+
 def _read_other(rec: NodeRunRecord, owner_id: str, held: dict[int, Any], value: Any) -> bool:
     """Whether `rec` read `owner_id` at a version whose value (`held`, by version) is not `value`."""
     read = (rec.consumed or {}).get(owner_id)
@@ -312,8 +318,8 @@ class Corrections:
                 rec = run.node(owner_id)
                 changes.insert(0, SetOverride(rec.id, value, self.by, reason, str(DownstreamPolicy.INVALIDATE)))
                 changes.append(RunOutput(_run_output(run, {owner_id: value})))
-            held = {v.version: strip_meta_deep(v.value) for v in history}
-            restored = strip_meta_deep(value)
+            held = {v.version: _part(v.value, field_name) for v in history}  # (one field: what it changes)
+            restored = _part(value, field_name)
             # whoever read a value other than the one restored (a reader kept on an older one too)
             readers = [
                 r for r in run.newest.values() if r.node_id != owner_id and _read_other(r, owner_id, held, restored)

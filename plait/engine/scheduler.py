@@ -2,7 +2,8 @@
 
 `Engine` (runner.py) begins a run and hands it to a `Scheduler`, which claims ready nodes,
 runs them, commits each result together with the claims and skips it decides (one unit of
-the group commit, `commits.py`), and records the run's outcome.
+the group commit, `commits.py`), and records the run's outcome. The writes and events that
+record a node's result, and the run's verdict, are built in `recording.py`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from plait.engine.failpoints import failpoint
 from plait.engine.guard import committable, internal_failure, lost_failure, lost_too_often
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.recording import Verdict, announce, cache_put, finish_write, run_verdict
 from plait.engine.render_limits import RenderLimitError
 from plait.engine.restore import restore
 from plait.engine.run_budget import BudgetExceeded, Records, encode_records
@@ -31,7 +33,7 @@ from plait.store import NodeRunRecord
 from plait.store.faults import StoreUnavailable, transient
 from plait.store.ledger import INPUT
 from plait.store.new_runs import CreateRun
-from plait.store.node_writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Watch, Write
+from plait.store.node_writes import Claim, EndRun, Skip, Stale, Watch, Write
 
 if TYPE_CHECKING:
     from plait.engine.commits import GroupCommit
@@ -55,39 +57,6 @@ class Kernel:
     `plait resume` by a person); otherwise such a node fails (`plait.engine.guard.lost_too_often`)."""
 
 
-def _cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
-    entry = result.cache_entry
-    if entry is None or result.phase != Phase.COMPLETED:
-        return []
-    return [CachePut(run_id, entry.key, entry.provider, entry.model, entry.response, node_run_id)]
-
-
-def _finish(
-    run_id: str,
-    node_run_id: str,
-    owner: str,
-    status: NodeStatus,
-    result: NodeResult,
-    read: dict[str, int],
-    records: Records | None = None,
-) -> Finish:
-    """The write of `result`, with its `records` as encoded already when given."""
-    stored: tuple[Any, Any, Any, Any] = (result.output, result.snapshot, result.attempts, result.error)
-    if records is not None:
-        stored = (records.output, records.snapshot, records.attempts, records.error)
-    return Finish(
-        run_id,
-        node_run_id,
-        owner,
-        status,
-        *stored,
-        result.tokens_input,
-        result.tokens_output,
-        result.cost_usd,
-        read,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class _Committed:
     """What committing a node's result decided: its status, the successors' claims and skips
@@ -97,17 +66,6 @@ class _Committed:
     follow: list[Write]
     follow_results: list[Any]
     corrections: Any
-
-
-@dataclass(frozen=True, slots=True)
-class _Verdict:
-    """How the run ends: its status, and its output, error (with the failed node) or wake time."""
-
-    status: RunStatus
-    output: Any = None
-    error: dict[str, Any] | None = None
-    failed: str | None = None
-    wake_at: float | None = None
 
 
 _NODE_STATUS = {
@@ -138,7 +96,7 @@ class Scheduler:
         error's `budget` names its key): the run fails for that reason."""
         self.ended = False
         """The run's outcome is committed and its lease given up."""
-        self._ended_with: _Verdict | None = None
+        self._ended_with: Verdict | None = None
         """The outcome committed with the last node's result, for `_conclude` to report."""
         self.began = time.monotonic()
         """When this execution began: the run's execution time adds up its executions only."""
@@ -312,7 +270,7 @@ class Scheduler:
         self.state.answered.discard(asyncio.current_task())  # recorded: nothing held any more
         failpoint("after_commit", node_id)
         await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
-        self._announce(node_id, claimed.id, result)
+        announce(self.kernel.events, self.run_id, node_id, claimed.id, result)
         if committed.status == NodeStatus.STALE:
             self.kernel.events.emit("node:stale", self.run_id, node_id)
         later = self._take_up(committed.corrections)
@@ -345,11 +303,11 @@ class Scheduler:
         status = _NODE_STATUS[result.phase]
         if status == NodeStatus.COMPLETED and self.state.nodes[node_id].after == STALE_AFTER:
             status = NodeStatus.STALE  # it read a value corrected while it ran (INVALIDATE)
-        finish = _finish(self.run_id, claimed.id, self.kernel.owner, status, result, read, records)
+        finish = finish_write(self.run_id, claimed.id, self.kernel.owner, status, result, read, records)
         completed = result.phase == Phase.COMPLETED
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
-        remember = _cache_put(self.run_id, claimed.id, result)
+        remember = cache_put(self.run_id, claimed.id, result)
         last = self._last(follow)
         end = [] if last is None else [self._end_run(last)]
         try:
@@ -368,20 +326,20 @@ class Scheduler:
             results = results[:-1]
         return _Committed(status, follow, list(results[1 + len(versions) + len(remember) : -1]), results[-1])
 
-    def _last(self, follow: Sequence[Write]) -> _Verdict | None:
+    def _last(self, follow: Sequence[Write]) -> Verdict | None:
         """The run's outcome when this node's commit is its last (no other node in flight, no
         successor claimed): written in the same transaction, which saves the run one commit. A
         correction committed meanwhile makes that write change nothing, and the run goes on."""
         if self._busy != 1 or self.state.stopping or any(isinstance(write, Claim) for write in follow):
             return None
-        return self._verdict()
+        return run_verdict(self.state, self.failed, self.budget_stop)
 
     async def _commit_failure(self, claimed: NodeRunRecord, result: NodeResult) -> _Committed:
         """Commit a node's failure alone (no versions, no cache, no successors): what is left when
         its real result could not be stored. Raises what the store raises: then it is the store
         itself that fails, and the engine stops."""
         self._record(claimed.node_id, result)
-        finish = _finish(self.run_id, claimed.id, self.kernel.owner, NodeStatus.FAILED, result, {})
+        finish = finish_write(self.run_id, claimed.id, self.kernel.owner, NodeStatus.FAILED, result, {})
         results = await self.kernel.commits.submit([finish, Watch(self.run_id)])
         self._check_lease(claimed.node_id, results[0])
         return _Committed(NodeStatus.FAILED, [], [], results[-1])
@@ -447,31 +405,6 @@ class Scheduler:
             self._turn(node_id, source)
         return successors
 
-    def _announce(self, node_id: str, node_run_id: str, result: NodeResult) -> None:
-        events = self.kernel.events
-        if result.phase == Phase.COMPLETED:
-            events.emit(
-                "node:complete",
-                self.run_id,
-                node_id,
-                node_run_id=node_run_id,
-                output=result.output,
-                tokens_input=result.tokens_input,
-                tokens_output=result.tokens_output,
-                cost_usd=result.cost_usd,
-            )
-        elif result.phase == Phase.WAITING:
-            snapshot = result.snapshot
-            events.emit(
-                "run:paused",
-                self.run_id,
-                node_id,
-                review_prompt=snapshot.get("review_prompt"),
-                due_at=snapshot.get("due_at"),
-            )
-        else:
-            events.emit("node:error", self.run_id, node_id, error=result.error)
-
     def _adopt(self, node_id: str) -> list[Write]:
         """The node was finished elsewhere: take its committed state; the writes for its successors."""
         for rec in self.store.runs.node_runs(self.run_id):
@@ -486,25 +419,7 @@ class Scheduler:
 
     # -- the run's outcome -------------------------------------------------------------------------------------
 
-    def _verdict(self) -> _Verdict:
-        """The run's outcome as its state stands, once nothing is left to execute."""
-        phases = self.state.phases()
-        if self.failed is not None or Phase.FAILED in phases.values():
-            failed = self.failed or next(n for n, p in phases.items() if p == Phase.FAILED)
-            error = {"kind": "node_failed", "node_id": failed, "message": f"node '{failed}' failed"}
-            if self.budget_stop is not None:
-                stop = self.budget_stop
-                error = {"kind": "budget", "node_id": failed, "message": str(stop.get("message"))}
-                if stop.get("budget"):
-                    error["budget"] = stop["budget"]
-            return _Verdict(RunStatus.FAILED, error=error, failed=failed)
-        if Phase.WAITING in phases.values():
-            # parked WAITs: the run continues at the first one's time (a review waits for a person)
-            due = [self.state.wait_due[n] for n, p in phases.items() if p == Phase.WAITING and n in self.state.wait_due]
-            return _Verdict(RunStatus.PAUSED, wake_at=min(due, default=None))
-        return _Verdict(RunStatus.COMPLETED, output=self.state.run_output())
-
-    def _end_run(self, verdict: _Verdict) -> EndRun:
+    def _end_run(self, verdict: Verdict) -> EndRun:
         active = time.monotonic() - self.began
         return EndRun(
             self.run_id,
@@ -520,7 +435,7 @@ class Scheduler:
     async def _conclude(self) -> RunOutcome | None:
         """Record the run's outcome (unless the last node's commit already did); None when a
         correction arrived meanwhile and left work to do."""
-        verdict = self._ended_with or self._verdict()
+        verdict = self._ended_with or run_verdict(self.state, self.failed, self.budget_stop)
         if self._ended_with is None and not await self._end(verdict):
             return None
         events = self.kernel.events
@@ -532,7 +447,7 @@ class Scheduler:
             return RunOutcome(self.run_id, RunStatus.COMPLETED, verdict.output)
         return RunOutcome(self.run_id, verdict.status)
 
-    async def _end(self, verdict: _Verdict) -> bool:
+    async def _end(self, verdict: Verdict) -> bool:
         """Commit the outcome unless a correction arrived since the last commit: then take it up
         (False: the run goes on if it left work to do; `_conclude` is asked again when idle)."""
         end = self._end_run(verdict)

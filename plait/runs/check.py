@@ -26,34 +26,32 @@ run (`plait.engine.restore`), and every check reuses what the engine decides wit
 
 A run still pending, or marked running, has not settled: that is a problem of its own, and the
 values of a run an engine is executing right now are not judged (they are moving).
+
+How values are compared (a read against the field ledger, a snapshot's `current`, a value quoted
+in a message) is `_check_values.py`.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from plait.engine.compiled import load_compiled
 from plait.engine.restore import restore
-from plait.engine.state import CompiledRun, Phase, RunState
-from plait.model.enums import DownstreamPolicy, NodeStatus, RunStatus
-from plait.model.limits import storable
+from plait.engine.state import Phase, RunState
+from plait.model.enums import NodeStatus, RunStatus
 from plait.model.nodes import NodeType
 from plait.model.output_meta import strip_meta_deep
-from plait.redact import redact_secrets
+from plait.runs._check_values import Ledger, as_recorded, differing_predecessors, names, shown, topological
 from plait.runs.children import regathered
 from plait.store import NodeRunRecord, RunRecord, Store, current_activations
-from plait.store.ledger import INPUT, FieldVersion
+from plait.store.ledger import INPUT
 
 _CHILD_RUN_NODES = frozenset({NodeType.SUBGRAPH, NodeType.MAP, NodeType.LOOP})
 _DONE = frozenset({NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN})
 """The activations whose reads are judged (a `stale` one is known to be out of date)."""
-_SHOWN_CHARS = 120
-"""A value quoted in a message is cut after this many characters."""
 
 
 class ProblemKind(StrEnum):
@@ -169,8 +167,7 @@ class _RunChecker:
         self.records = store.runs.node_runs(record.id)
         self.newest = current_activations(self.records)
         """Per node, its newest activation: what the checks judge (older ones are history)."""
-        self.by_id = {r.id: r for r in self.records}
-        self.versions = _by_owner(store.ledger.history(record.id))
+        self.ledger = Ledger(store.ledger.history(record.id), {r.id: r for r in self.records})
         self.expected = RunState(self.compiled, record.input or {}, run_id=record.id)
         """The run state the CONDITIONs' effective branches give (see `_place`)."""
         self.inactive: dict[str, str] = {}
@@ -197,7 +194,7 @@ class _RunChecker:
                 n for n, r in self.newest.items() if r.status == NodeStatus.PENDING and not r.input_snapshot
             )
             verb = "is" if len(queued) == 1 else "are"
-            what = f"{_names(queued)} {verb} queued to run" if queued else "it has not started"
+            what = f"{names(queued)} {verb} queued to run" if queued else "it has not started"
             self._run_problem(
                 ProblemKind.NOT_SETTLED,
                 f"run {record.id} is pending: {what}",
@@ -234,14 +231,14 @@ class _RunChecker:
                 node_id,
                 rec,
                 f"the output of run {run} is not what its exit node {node_id} gives now: the run recorded "
-                f"{_shown(theirs)}, {node_id}'s effective output is {_shown(mine)}",
+                f"{shown(theirs)}, {node_id}'s effective output is {shown(mine)}",
                 f"run the exit node again, which records the run's output anew: `plait rerun {run} {node_id}`",
             )
         if not differing:
             self._run_problem(
                 ProblemKind.OUTPUT_MISMATCH,
                 f"the output of run {run} is not what its exit nodes ({', '.join(exits)}) give now: the run "
-                f"recorded {_shown(recorded)}, they give {_shown(now)}",
+                f"recorded {shown(recorded)}, they give {shown(now)}",
                 f"run an exit node again, which records the run's output anew: `plait rerun {run} NODE`",
             )
 
@@ -249,7 +246,7 @@ class _RunChecker:
 
     def _nodes(self) -> None:
         """Every node in topological order: its branch, its ledger version, what it read, its snapshot."""
-        for node_id in _topological(self.compiled):
+        for node_id in topological(self.compiled):
             rec = self.newest.get(node_id)
             verdict = self._place(node_id, rec)
             if rec is None:
@@ -311,15 +308,18 @@ class _RunChecker:
 
     def _reads_current(self, node_id: str, rec: NodeRunRecord) -> bool:
         """Whether every value the node read is the value in effect. A value changed since is a
-        problem, unless each change was excused (see `_unexcused`); either way the node's reads
-        are not current."""
+        problem, unless each change was excused (see `Ledger.unexcused`); either way the node's
+        reads are not current."""
         moved = [
-            (owner, version) for owner, version in sorted((rec.consumed or {}).items()) if self._moved(owner, version)
+            (owner, version)
+            for owner, version in sorted((rec.consumed or {}).items())
+            if self.ledger.moved(owner, version)
         ]
-        changes = [(o, v, c) for o, v in moved if (c := self._unexcused(o, v, rec.override_at)) is not None]
+        corrected_at = self.ledger.corrected_at(node_id)
+        changes = [(o, v, c) for o, v in moved if (c := self.ledger.unexcused(o, v, corrected_at)) is not None]
         if changes:
             read = ", ".join(f"{owner} at version {version}" for owner, version, _ in changes)
-            since = "; ".join(self._describe(owner, change) for owner, _, change in changes)
+            since = "; ".join(self.ledger.describe(owner, change) for owner, _, change in changes)
             self._problem(
                 ProblemKind.STALE_READ_NOT_MARKED,
                 node_id,
@@ -329,49 +329,6 @@ class _RunChecker:
                 f"run it again on the values in effect: `plait rerun {self.record.id} {node_id}`",
             )
         return not moved
-
-    def _moved(self, owner: str, version: int) -> bool:
-        """Whether the value of `owner` in effect is not the one its version `version` held (only
-        freezes since, or a change and a rollback back to it, leave it as it was)."""
-        history = self.versions.get(owner)
-        if not history or history[-1].version <= version:
-            return False
-        read = next((v for v in history if v.version == version), None)
-        return read is None or strip_meta_deep(history[-1].value) != strip_meta_deep(read.value)
-
-    def _unexcused(self, owner: str, version: int, corrected_at: float | None) -> FieldVersion | None:
-        """The first version of `owner` after `version` that changed its value and left the
-        reader out of step: not an override with policy KEEP (which keeps the readers as they
-        are), nor a change made before the reader itself was corrected at `corrected_at` (its
-        value is then a person's, given with that change in effect). The newest version when the
-        one read is not in the ledger."""
-        history = self.versions[owner]
-        read = next((v for v in history if v.version == version), None)
-        if read is None:
-            return history[-1]
-        before = strip_meta_deep(read.value)
-        for later in (v for v in history if v.version > version):
-            value = strip_meta_deep(later.value)
-            excused = self._kept(later) or (corrected_at is not None and later.at <= corrected_at)
-            if value != before and not excused:
-                return later
-            before = value
-        return None
-
-    def _kept(self, change: FieldVersion) -> bool:
-        """Whether `change` is an override made with policy KEEP: a person's choice to leave the
-        nodes that read the value before it as they are. The ledger does not record a version's
-        policy; the corrected node run records the one of its newest override, taken here for
-        each of its overrides."""
-        if change.kind != "override" or change.node_run_id is None:
-            return False
-        corrected = self.by_id.get(change.node_run_id)
-        return corrected is not None and corrected.downstream_policy == DownstreamPolicy.KEEP
-
-    def _describe(self, owner: str, change: FieldVersion) -> str:
-        head = self.versions[owner][-1]
-        text = f"{owner} version {change.version}: {change.kind} by {change.by}"
-        return text if head.version == change.version else f"{text}; it is at version {head.version} now"
 
     def _snapshot(self, node_id: str, rec: NodeRunRecord) -> None:
         """Its input snapshot agrees with its predecessors' effective outputs: the active
@@ -384,15 +341,15 @@ class _RunChecker:
         differences: list[str] = []
         if "predecessors" in seen and seen["predecessors"] != predecessors:
             differences.append(
-                f"its active predecessors were {_names(seen['predecessors']) or 'none'} and are "
-                f"{_names(predecessors) or 'none'} now"
+                f"its active predecessors were {names(seen['predecessors']) or 'none'} and are "
+                f"{names(predecessors) or 'none'} now"
             )
         elif "current" in seen and self._records_current(node_id):
-            now = _as_recorded(self._current(node_id, predecessors))
+            now = as_recorded(self._current(node_id, predecessors))
             if seen["current"] != now:
-                differing = _differing(seen["current"], now, predecessors) or [INPUT]
+                differing = differing_predecessors(seen["current"], now, predecessors) or [INPUT]
                 differences.append(
-                    f"the value it was handed (`current` in its input snapshot) is not what {_names(differing)} "
+                    f"the value it was handed (`current` in its input snapshot) is not what {names(differing)} "
                     f"give{'s' if len(differing) == 1 else ''} now"
                 )
         if not differences:
@@ -423,7 +380,7 @@ class _RunChecker:
 
     def _ledger(self, node_id: str, rec: NodeRunRecord) -> None:
         """The ledger's newest version of the node holds its effective output."""
-        history = self.versions.get(node_id)
+        history = self.ledger.versions.get(node_id)
         if not history:
             return  # recorded before the ledger existed
         head = history[-1]
@@ -435,7 +392,7 @@ class _RunChecker:
             node_id,
             rec,
             f"the field ledger's newest version of {node_id} (version {head.version}, {head.kind} by {head.by}) "
-            f"holds {_shown(head.value)}, not its effective output {_shown(rec.effective_output)}",
+            f"holds {shown(head.value)}, not its effective output {shown(rec.effective_output)}",
             f"record the value it should have with `plait override {run} {node_id} --file F`, or run it again: "
             f"`plait rerun {run} {node_id}`",
         )
@@ -447,7 +404,7 @@ class _RunChecker:
         node that completed holds its completed children's current outputs; one corrected holds
         those of the children that changed after its correction (a child's correction is gathered
         into the node's value, as `plait.runs.children.reach_parent` does)."""
-        for node_id in _topological(self.compiled):
+        for node_id in topological(self.compiled):
             rec = self.newest.get(node_id)
             if rec is None or self.compiled.nodes[node_id].type not in _CHILD_RUN_NODES:
                 continue
@@ -494,40 +451,3 @@ class _RunChecker:
 
     def _run_problem(self, kind: ProblemKind, message: str, hint: str) -> None:
         self.problems.append(Problem(kind, self.record.id, message, hint))
-
-
-def _by_owner(versions: Iterable[FieldVersion]) -> dict[str, list[FieldVersion]]:
-    """The ledger's versions per owner, oldest first (as `LedgerRepository.history` orders them)."""
-    owners: dict[str, list[FieldVersion]] = {}
-    for version in versions:
-        owners.setdefault(version.owner_id, []).append(version)
-    return owners
-
-
-def _topological(compiled: CompiledRun) -> list[str]:
-    """The nodes level by level (Kahn's levels: every predecessor comes first)."""
-    return [node_id for level in compiled.topology.levels for node_id in level]
-
-
-def _as_recorded(current: Any) -> Any:
-    """`current` as an input snapshot keeps it: made storable at the depth it has there (under
-    `state`), then with every registered secret masked (`plait.engine.guard` does both)."""
-    return redact_secrets(storable({"state": {"current": current}}))["state"]["current"]
-
-
-def _differing(recorded: Any, now: Any, predecessors: list[str]) -> list[str]:
-    """Which predecessors' values differ between two `current` values (a map by predecessor
-    when there are several)."""
-    if len(predecessors) > 1 and isinstance(recorded, dict) and isinstance(now, dict):
-        return [p for p in predecessors if recorded.get(p) != now.get(p)]
-    return predecessors
-
-
-def _names(ids: Iterable[str]) -> str:
-    return ", ".join(ids)
-
-
-def _shown(value: Any) -> str:
-    """A value as a message quotes it: compact JSON, cut when long."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "…"

@@ -21,7 +21,7 @@ from plait.engine.compiled import load_compiled
 from plait.engine.graph_nodes import with_child_run
 from plait.model.enums import DownstreamPolicy
 from plait.model.nodes import ItemErrors, MapNode, NodeType
-from plait.model.output_meta import strip_meta
+from plait.model.output_meta import strip_meta, strip_meta_deep
 from plait.store import NodeRunRecord, RunRecord, Store, current_activations
 
 if TYPE_CHECKING:
@@ -40,8 +40,8 @@ def regathered(store: Store, child: RunRecord) -> tuple[str, str, Any] | None:
     parent = store.runs.get(child.parent_run_id)
     node = load_compiled(store, parent.graph_id, parent.graph_version, parent.body).nodes[node_run.node_id]
     value = _gathered(node, node_run, child, store)
-    if value is None or value == strip_meta(node_run.effective_output):
-        return None
+    if value is None or strip_meta_deep(value) == strip_meta_deep(node_run.effective_output):
+        return None  # unchanged (the gathered value names its child run; the stored one's meta may differ)
     return parent.id, node_run.node_id, value
 
 

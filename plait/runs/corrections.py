@@ -7,25 +7,25 @@ it commits in one transaction under the run's lease (`plait.store.corrections`).
 execute afterwards (a RERUN policy, a review answer, a rerun) is queued in the database as
 new activations, and `Correction.needs_run` tells the caller to drive the run with
 `Engine.run`, exactly as `plait resume` would after a crash.
+
+How a correction reads the run and holds its lease is `_correction_run.py`; this module decides
+what each correction changes.
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from plait.engine.compiled import load_compiled
 from plait.engine.ledger import frozen_by_policy
-from plait.engine.state import CompiledRun
-from plait.errors import PlaitError, Refusal
-from plait.model.enums import DownstreamPolicy, FreezePolicy, NodeStatus, RunStatus
+from plait.errors import Refusal
+from plait.model.enums import DownstreamPolicy, FreezePolicy, NodeStatus
 from plait.model.nodes import NodeType
 from plait.model.output_meta import strip_meta, strip_meta_deep
-from plait.store import NodeRunRecord, RunRecord, Store, StoreError, current_activations
+from plait.runs._correction_run import CorrectionError as CorrectionError  # re-exported: the refusal of a correction
+from plait.runs._correction_run import HeldRun, Lease, run_output, turns_branch
+from plait.store import NodeRunRecord, Store
 from plait.store.corrections import (
     Change,
     CorrectionConflict,
@@ -37,12 +37,8 @@ from plait.store.corrections import (
     RunOutput,
     SetOverride,
 )
-from plait.store.ledger import INPUT, WHOLE, Head
+from plait.store.ledger import INPUT, WHOLE
 from plait.store.node_writes import Version
-
-
-class CorrectionError(PlaitError):
-    """The correction is refused; nothing was written. `details` lists e.g. schema errors."""
 
 
 @dataclass
@@ -65,54 +61,6 @@ class Correction:
         return bool(self.queued) or self.resume
 
 
-@dataclass
-class _Run:
-    """A run as a correction sees it, read under its lease."""
-
-    record: RunRecord
-    compiled: CompiledRun
-    newest: dict[str, NodeRunRecord]
-    heads: dict[str, Head]
-
-    def node(self, node_id: str) -> NodeRunRecord:
-        if node_id not in self.compiled.nodes:
-            known = ", ".join(sorted(self.compiled.nodes))
-            raise CorrectionError(
-                f"run {self.record.id} has no node '{node_id}'", f"its nodes: {known}", kind=Refusal.NOT_FOUND
-            )
-        rec = self.newest.get(node_id)
-        if rec is None:
-            raise CorrectionError(
-                f"node '{node_id}' of run {self.record.id} has not run yet",
-                "correct a node that completed; `plait runs show RUN_ID` shows the node states",
-            )
-        return rec
-
-    def readers(self, node_id: str) -> list[str]:
-        """What reads `node_id`'s value: its out-edges' targets, and every node whose newest
-        activation recorded reading it (an expression, a template or a prompt script naming it
-        from further down)."""
-        targets = [
-            e.target_node_id for e in self.compiled.out_edges[node_id] if e.target_node_id in self.compiled.nodes
-        ]
-        named = [n for n, rec in self.newest.items() if n != node_id and node_id in (rec.consumed or {})]
-        return list(dict.fromkeys([*targets, *named]))
-
-    def version(self, owner: str) -> int:
-        return self.heads[owner].version if owner in self.heads else 0
-
-    def frozen(self, owner: str) -> dict[str, Any]:
-        return self.heads[owner].frozen if owner in self.heads else {}
-
-
-def _turns_branch(run: _Run, node_id: str, value: Any) -> bool:
-    """Whether `value` makes a CONDITION take another branch than its current output does."""
-    if run.compiled.nodes[node_id].type != NodeType.CONDITION:
-        return False
-    before = run.newest[node_id].effective_output
-    return isinstance(value, dict) and isinstance(before, dict) and value.get("branch") != before.get("branch")
-
-
 def _part(value: Any, field_name: str | None) -> Any:
     """`value` as a rollback compares it: whole, or the one field it restores."""
     value = strip_meta_deep(value)
@@ -123,10 +71,6 @@ def _read_other(rec: NodeRunRecord, owner_id: str, held: dict[int, Any], value: 
     """Whether `rec` read `owner_id` at a version whose value (`held`, by version) is not `value`."""
     read = (rec.consumed or {}).get(owner_id)
     return rec.node_id != owner_id and read is not None and held.get(read) != value
-
-
-def _owner() -> str:
-    return f"correction:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class Corrections:
@@ -205,13 +149,13 @@ class Corrections:
             if owner is None:  # the engine executing the run picks the queued nodes up itself
                 changes = [c for c in changes if not isinstance(c, Reopen | Reread)]
                 result.queued.clear()
-            elif failed or _turns_branch(run, node_id, stored):
+            elif failed or turns_branch(run, node_id, stored):
                 # a person supplied what the node could not produce, or chose the other branch: the
                 # run goes on from it (the engine settles the branches by the new value)
                 changes.append(Reopen())
                 result.resume = True
             else:
-                changes.append(RunOutput(_run_output(run, {node_id: stored})))
+                changes.append(RunOutput(run_output(run, {node_id: stored})))
             self._apply(run_id, owner, changes, result)
             return result
 
@@ -317,7 +261,7 @@ class Corrections:
             if owner_id != INPUT:
                 rec = run.node(owner_id)
                 changes.insert(0, SetOverride(rec.id, value, self.by, reason, str(DownstreamPolicy.INVALIDATE)))
-                changes.append(RunOutput(_run_output(run, {owner_id: value})))
+                changes.append(RunOutput(run_output(run, {owner_id: value})))
             held = {v.version: _part(v.value, field_name) for v in history}  # (one field: what it changes)
             restored = _part(value, field_name)
             # whoever read a value other than the one restored (a reader kept on an older one too)
@@ -346,11 +290,11 @@ class Corrections:
 
     # -- checks ------------------------------------------------------------------------------------
 
-    def _known(self, run: _Run, node_id: str) -> None:
+    def _known(self, run: HeldRun, node_id: str) -> None:
         if node_id not in run.compiled.nodes:
             run.node(node_id)  # raises with the list of nodes
 
-    def _checked_value(self, run: _Run, node_id: str, value: Any, current: Any) -> Any:
+    def _checked_value(self, run: HeldRun, node_id: str, value: Any, current: Any) -> Any:
         contract = run.compiled.contracts[node_id]
         problems = contract.violations(value)
         if problems:
@@ -364,7 +308,7 @@ class Corrections:
             self._refuse_frozen(run, node_id, strip_meta(value), "override")
         return contract.annotate(value)
 
-    def _refuse_frozen(self, run: _Run, node_id: str, new: Any, action: str) -> None:
+    def _refuse_frozen(self, run: HeldRun, node_id: str, new: Any, action: str) -> None:
         """A frozen field may not change (`new` None: every frozen field would)."""
         frozen = run.frozen(node_id)
         if not frozen:
@@ -388,7 +332,7 @@ class Corrections:
     # -- building the changes ----------------------------------------------------------------------
 
     def _version(
-        self, run: _Run, owner_id: str, kind: str, value: Any, node_run_id: str, reason: str | None
+        self, run: HeldRun, owner_id: str, kind: str, value: Any, node_run_id: str, reason: str | None
     ) -> Version:
         return Version(
             run.record.id,
@@ -402,7 +346,7 @@ class Corrections:
             reason,
         )
 
-    def _apply_policy(self, run: _Run, node_id: str, policy: DownstreamPolicy, result: Correction) -> list[Change]:
+    def _apply_policy(self, run: HeldRun, node_id: str, policy: DownstreamPolicy, result: Correction) -> list[Change]:
         direct = run.readers(node_id)
         if policy == DownstreamPolicy.KEEP:
             done = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN)
@@ -419,7 +363,7 @@ class Corrections:
         everything = list(dict.fromkeys([*direct, *run.compiled.downstream([node_id])]))
         return [*self._queue(run, everything, result), *self._reread(run, everything, result), Reopen()]
 
-    def _reread(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:
+    def _reread(self, run: HeldRun, node_ids: list[str], result: Correction) -> list[Change]:
         """Reviews (and escalated nodes) among `node_ids` waiting for a person: each is opened
         again on the current values, so that nobody approves a value corrected away."""
         changes: list[Change] = []
@@ -431,13 +375,13 @@ class Corrections:
             result.queued.append(node_id)
         return [*changes, Reopen()] if changes else []
 
-    def _stale(self, run: _Run, node_ids: list[str], result: Correction) -> list[Change]:
+    def _stale(self, run: HeldRun, node_ids: list[str], result: Correction) -> list[Change]:
         done = (NodeStatus.COMPLETED, NodeStatus.OVERRIDDEN)
         recs = [run.newest[n] for n in node_ids if n in run.newest and run.newest[n].status in done]
         result.stale.extend(r.node_id for r in recs)
         return [MarkStale([r.id for r in recs])] if recs else []
 
-    def _queue(self, run: _Run, node_ids: list[str], result: Correction, *, no_cache: bool = False) -> list[Change]:
+    def _queue(self, run: HeldRun, node_ids: list[str], result: Correction, *, no_cache: bool = False) -> list[Change]:
         """A new activation of every node that has run (one that never ran simply runs; one
         running or waiting is left to the engine executing the run); `no_cache`: not answered
         from the response cache."""
@@ -452,77 +396,5 @@ class Corrections:
 
     # -- the run's lease ---------------------------------------------------------------------------
 
-    def _held(self, run_id: str, *, live_ok: bool = False) -> _Held:
-        return _Held(self, run_id, live_ok)
-
-    def _load(self, run_id: str) -> _Run:
-        record = self.store.runs.get(run_id)
-        compiled = load_compiled(self.store, record.graph_id, record.graph_version, record.body)
-        newest = current_activations(self.store.runs.node_runs(run_id))
-        return _Run(record, compiled, newest, self.store.ledger.heads(run_id))
-
-
-class _Held:
-    """`with corrections._held(run_id) as (owner, run)`: the run's lease for one correction,
-    waited for up to `wait_s` while another correction holds it. A run an engine is executing
-    is refused, or with `live_ok` read without the lease (`owner` None: the correction is
-    written beside the engine, see `CorrectionWriter.apply`)."""
-
-    def __init__(self, corrections: Corrections, run_id: str, live_ok: bool):
-        self.c = corrections
-        self.run_id = run_id
-        self.live_ok = live_ok
-        self.owner: str | None = _owner()
-
-    def __enter__(self) -> tuple[str | None, _Run]:
-        runs = self.c.store.runs
-        try:
-            record = runs.get(self.run_id)
-        except StoreError as exc:
-            raise CorrectionError(str(exc), "`plait runs list` shows the run ids", kind=Refusal.NOT_FOUND) from None
-        if self.live_ok and _engine_driving(record):
-            self.owner = None
-            return None, self.c._load(self.run_id)
-        deadline = time.monotonic() + self.c.wait_s
-        owner = self.owner
-        assert owner is not None
-        while not runs.acquire_lease(self.run_id, owner, self.c.lease_ttl_s):
-            record = runs.get(self.run_id)
-            if time.monotonic() > deadline:
-                raise CorrectionError(
-                    f"run {self.run_id} is busy: {record.lease_owner} holds it",
-                    "wait for the run to end or pause, then correct it",
-                )
-            time.sleep(0.05)
-        record = runs.get(self.run_id)
-        if record.status == RunStatus.RUNNING:
-            runs.release_lease(self.run_id, owner)
-            raise CorrectionError(
-                f"run {self.run_id} is marked running but no engine is executing it (it was killed)",
-                f"finish it with `plait resume {self.run_id}`, then correct it",
-            )
-        return owner, self.c._load(self.run_id)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.owner is not None:
-            self.c.store.runs.release_lease(self.run_id, self.owner)
-
-
-def _engine_driving(record: RunRecord) -> bool:
-    """An engine holds the run's live lease (a correction's lease is not an engine's)."""
-    owner = record.lease_owner
-    live = owner is not None and (record.lease_expires_at or 0.0) >= time.time()
-    return record.status == RunStatus.RUNNING and live and not str(owner).startswith("correction:")
-
-
-def _run_output(run: _Run, changed: dict[str, Any]) -> Any:
-    """The run's output with the newest effective outputs (an exit node's override included)."""
-    exits = run.compiled.output_nodes
-    values = {
-        e: strip_meta(changed[e] if e in changed else run.newest[e].effective_output)
-        for e in exits
-        if e in changed or (e in run.newest and run.newest[e].status.has_output)
-    }
-    if len(exits) == 1:
-        return values.get(exits[0])
-    return values
+    def _held(self, run_id: str, *, live_ok: bool = False) -> Lease:
+        return Lease(self.store, run_id, live_ok=live_ok, wait_s=self.wait_s, lease_ttl_s=self.lease_ttl_s)

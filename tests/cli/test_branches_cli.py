@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.cli.test_corrections_cli import newest, shown
 from tests.plait_cli import run_plait
 
 
@@ -80,12 +81,8 @@ def test_validate_refuses_two_default_branches(tmp_path: Path) -> None:
 
 
 def newest_statuses(run_id: str, cwd: Path) -> dict[str, tuple[int, str]]:
-    shown = json.loads(run_plait("runs", "show", run_id, "--json", cwd=cwd).stdout)
-    out: dict[str, tuple[int, str]] = {}
-    for n in shown["nodes"]:
-        if n["node_id"] not in out or n["activation"] > out[n["node_id"]][0]:
-            out[n["node_id"]] = (n["activation"], n["status"])
-    return out
+    """Each node's newest activation and its status."""
+    return {node_id: (n["activation"], n["status"]) for node_id, n in newest(shown(run_id, cwd)).items()}
 
 
 def test_a_rerun_condition_that_takes_the_other_branch_runs_it_and_drops_the_old_one(tmp_path: Path) -> None:

@@ -300,6 +300,22 @@ def test_an_override_inside_a_subgraph_child_reaches_the_parent_node(store: Stor
     assert nodes_of(store, outcome.run_id)["after"].status == NodeStatus.STALE
 
 
+def test_a_child_correction_that_leaves_its_output_as_it_was_leaves_the_parent_alone(
+    store: Store, tmp_path: Path
+) -> None:
+    """The child's output is what the parent node gathered: nothing changes upstream, so the
+    parent node is not corrected and what read it is not marked stale."""
+    from plait.runs.corrections import Corrections
+
+    outcome = execute(store, sub_then_after(tmp_path), None, {"n": 1})
+    (child,) = children_of(store, outcome.run_id)
+    result = Corrections(store).override(child.id, "inc", {"n": 2})  # what `inc` computed
+    assert result.parent is None
+    parent_nodes = nodes_of(store, outcome.run_id)
+    assert parent_nodes["sub"].status == NodeStatus.COMPLETED
+    assert parent_nodes["after"].status == NodeStatus.COMPLETED
+
+
 def test_a_rerun_policy_inside_a_child_reruns_the_parents_downstream(store: Store, tmp_path: Path) -> None:
     from plait.model.enums import DownstreamPolicy
     from plait.runs.corrections import Corrections

@@ -8,6 +8,11 @@ mid-run, its lease left behind), driving the run after each as the CLI does. Aft
 step the run check (`plait runs check`) must find nothing: each node's recorded reads are the
 values in effect, or it is marked stale, or it waits for a person; branches are settled by the
 CONDITIONs' effective values; and the run's output is what its exit nodes' outputs give.
+
+The check judges what the engine recorded a node read. So that a read the engine failed to
+record cannot hide, every TRANSFORM and CONDITION that completed is also evaluated again, in
+the sandbox, on the outputs in effect: its recorded output must be what that gives, unless it
+is marked stale or a person kept it as it was (an override with policy KEEP upstream).
 """
 
 from __future__ import annotations
@@ -30,12 +35,18 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from plait.engine.compiled import load_compiled
+from plait.engine.executors import branch_key
+from plait.engine.restore import restore
 from plait.engine.runner import Engine
+from plait.engine.state import RunState
 from plait.llm.scripted import ScriptedProvider
 from plait.model.enums import DownstreamPolicy, NodeStatus, RunStatus
+from plait.model.output_meta import strip_meta_deep
 from plait.runs.check import check_run
 from plait.runs.corrections import CorrectionError, Corrections
 from plait.runs.start import start_run
+from plait.sandbox import JsRuntimeError, JsSandbox
 from plait.store import NodeRunRecord, Store, current_activations
 
 VAL = {
@@ -47,7 +58,15 @@ VAL = {
         "required": ["v"],
     },
 }
-KINDS = ("TRANSFORM", "TRANSFORM", "FRAGILE", "CONDITION", "LLM_CALL", "HUMAN_REVIEW", "SUBGRAPH", "MAP")
+MIXES = {
+    "every kind": ("TRANSFORM", "TRANSFORM", "FRAGILE", "CONDITION", "LLM_CALL", "HUMAN_REVIEW", "SUBGRAPH", "MAP"),
+    "reviews": ("TRANSFORM", "FRAGILE", "HUMAN_REVIEW", "HUMAN_REVIEW", "LLM_CALL"),
+    "branches": ("TRANSFORM", "FRAGILE", "CONDITION", "CONDITION", "TRANSFORM"),
+}
+"""The node kinds a graph draws from, and how often. Besides graphs of every kind, graphs rich
+in reviews and in branches: a run of Hypothesis stops looking soon after the last bug it found,
+so a bug that shows only where several reviews or branches meet needs a run of its own."""
+EXAMPLES = {"every kind": 60, "reviews": 30, "branches": 30}
 CHILD = {
     "input_schema": {"type": "object", "properties": {"v": {"type": "string"}}, "required": ["v"]},
     "schemas": [VAL],
@@ -57,8 +76,20 @@ CHILD = {
 _graphs = itertools.count()
 
 
+class Inconsistent(AssertionError):
+    """A step left the run inconsistent. Each kind of problem raises a class of its own, so
+    Hypothesis reports (and shrinks) every kind it finds, and one bug cannot hide another."""
+
+
+_KINDS: dict[str, type[Inconsistent]] = {}
+
+
+def inconsistent(kind: str) -> type[Inconsistent]:
+    return _KINDS.setdefault(kind, type(f"Inconsistent_{kind}", (Inconsistent,), {}))
+
+
 @st.composite
-def graphs(draw: st.DrawFn) -> dict[str, Any]:
+def graphs(draw: st.DrawFn, mix: tuple[str, ...]) -> dict[str, Any]:
     """A random valid graph: `a` (the one entry) then 2-6 nodes, each after 1-2 earlier ones."""
     nodes: list[dict[str, Any]] = [
         {"id": "a", "type": "TRANSFORM", "transform_expr": "({v: input.t, items: [input.t, input.t + '!']})"}
@@ -69,7 +100,7 @@ def graphs(draw: st.DrawFn) -> dict[str, Any]:
     condition_outs: dict[str, int] = {}
     for index in range(draw(st.integers(2, 6))):
         node_id = f"n{index}"
-        kind = draw(st.sampled_from(KINDS))
+        kind = draw(st.sampled_from(mix))
         earlier = list(kinds)
         preds = draw(st.lists(st.sampled_from(earlier), min_size=1, max_size=2, unique=True))
         if kind in ("HUMAN_REVIEW", "SUBGRAPH", "LLM_CALL", "CONDITION"):
@@ -133,6 +164,16 @@ def _node(node_id: str, kind: str, readable: list[str], draw: st.DrawFn) -> dict
     return {"id": node_id, "type": "MAP", "items": "a.items", "inputs": {"v": "{{ item }}"}, "body": CHILD}
 
 
+def _ancestors(graph: dict[str, Any]) -> dict[str, set[str]]:
+    """Each node's ancestors (the nodes come in topological order)."""
+    found: dict[str, set[str]] = {n["id"]: set() for n in graph["nodes"]}
+    for node in graph["nodes"]:
+        for edge in graph["edges"]:
+            if edge["target"] == node["id"]:
+                found[node["id"]] |= {edge["source"]} | found[edge["source"]]
+    return found
+
+
 def scripted(tmp_path: Path, graph: dict[str, Any]) -> ScriptedProvider:
     rules = [{"node": n["id"], "output": {"v": f"llm-{n['id']}"}} for n in graph["nodes"] if n["type"] == "LLM_CALL"]
     path = tmp_path / f"{graph['id']}.answers.yaml"
@@ -145,6 +186,8 @@ class Lineage(RuleBasedStateMachine):
 
     store: Store
     folder: Path
+    sandbox: JsSandbox
+    mix: tuple[str, ...]
 
     def __init__(self) -> None:
         super().__init__()
@@ -152,13 +195,22 @@ class Lineage(RuleBasedStateMachine):
         self.provider: ScriptedProvider | None = None
         self.node_ids: list[str] = []
         self.kinds: dict[str, str] = {}
+        self.expressions: dict[str, str] = {}
+        """TRANSFORM and CONDITION node -> its expression: evaluated again by `reproducible`."""
+        self.ancestors: dict[str, set[str]] = {}
+        self.kept: set[str] = set()
+        """Nodes overridden with policy KEEP: what read them keeps the value it was built from."""
 
-    @initialize(graph=graphs(), text=st.text("abcxy", min_size=1, max_size=5))
-    def start(self, graph: dict[str, Any], text: str) -> None:
+    @initialize(data=st.data(), text=st.text("abcxy", min_size=1, max_size=5))
+    def start(self, data: st.DataObject, text: str) -> None:
+        graph = data.draw(graphs(self.mix))
         path = self.folder / f"{graph['id']}.yaml"
         path.write_text(yaml.safe_dump(graph, sort_keys=False))
         self.node_ids = [n["id"] for n in graph["nodes"]]
         self.kinds = {n["id"]: n["type"] for n in graph["nodes"]}
+        self.expressions = {n["id"]: n.get("transform_expr") or n.get("condition_expr") for n in graph["nodes"]}
+        self.expressions = {node_id: expr for node_id, expr in self.expressions.items() if expr}
+        self.ancestors = _ancestors(graph)
         self.provider = scripted(self.folder, graph)
         self.run_id = start_run(self.store, str(path), {"t": text})
         self.drive()
@@ -174,7 +226,26 @@ class Lineage(RuleBasedStateMachine):
             value = [{"v": data.draw(st.text("pqr", min_size=1, max_size=4))}]
         else:
             value = {"v": data.draw(st.text("pqr", min_size=1, max_size=4))}
-        self.correct(lambda c: c.override(self.run_id, node_id, value, policy=policy))
+        newest = self.newest().get(node_id)
+        done = self.correct(lambda c: c.override(self.run_id, node_id, value, policy=policy))
+        if not done and newest is not None and newest.status == NodeStatus.FAILED:
+            raise inconsistent("failed_node_refused")(f"the override of failed node {node_id} was refused")
+        if done and policy == DownstreamPolicy.KEEP:
+            self.kept.add(node_id)
+
+    @rule(data=st.data(), policy=st.sampled_from(list(DownstreamPolicy)))
+    def override_child(self, data: st.DataObject, policy: DownstreamPolicy) -> None:
+        """A correction inside a SUBGRAPH's or a MAP item's child run, which reaches the parent node."""
+        pick = data.draw(st.integers(0, 7))  # drawn whatever the store holds: replays draw the same
+        value = {"v": data.draw(st.text("pqr", min_size=1, max_size=4))}
+        parents = [rec for rec in self.newest().values() if self.kinds[rec.node_id] in ("SUBGRAPH", "MAP")]
+        children = [(rec.node_id, child) for rec in parents for child in self.store.runs.children(rec.id)]
+        if not children:
+            return
+        node_id, child = children[pick % len(children)]
+        done = self.correct(lambda c: c.override(child.id, "inner", value, policy=policy))
+        if done and policy == DownstreamPolicy.KEEP:
+            self.kept.add(node_id)  # the node is corrected with its child, and what read it is kept
 
     @rule(data=st.data(), downstream=st.booleans())
     def rerun(self, data: st.DataObject, downstream: bool) -> None:
@@ -224,16 +295,47 @@ class Lineage(RuleBasedStateMachine):
         if not self.run_id:
             return
         check = check_run(self.store, self.run_id)
-        problems = [f"{p.kind} {p.node_id}: {p.message}" for p in check.problems]
-        assert check.consistent, "\n".join(problems)
+        if check.problems:
+            first = min(check.problems, key=lambda p: (p.kind, p.node_id or ""))
+            kind = f"{first.kind}_{self.kinds.get(first.node_id or '', 'run')}"  # a review's stale read is its own bug
+            raise inconsistent(kind)("\n".join(f"{p.kind} {p.node_id}: {p.message}" for p in check.problems))
+
+    @invariant()
+    def reproducible(self) -> None:
+        """Each TRANSFORM and CONDITION that completed gives, evaluated again on the outputs in
+        effect, the output it recorded: whatever it read was tracked, so a change reached it."""
+        if not self.run_id:
+            return
+        record = self.store.runs.get(self.run_id)
+        state = RunState(load_compiled(self.store, record.graph_id, record.graph_version, record.body), record.input)
+        records = self.store.runs.node_runs(self.run_id)
+        restore(state, records)
+        wrong = []
+        for node_id, rec in current_activations(records).items():
+            expr = self.expressions.get(node_id)
+            if expr is None or rec.status != NodeStatus.COMPLETED or self.ancestors[node_id] & self.kept:
+                continue
+            scope = {"input": record.input, "nodes": state.outputs(), "current": state.current_for(node_id)}
+            try:
+                value = self.sandbox.evaluate(expr, scope)
+            except JsRuntimeError as exc:
+                wrong.append(f"{node_id} recorded {rec.output}, its expression fails now: {exc}")
+                continue
+            if self.kinds[node_id] == "CONDITION":
+                value = {"branch": branch_key(value)}
+            if strip_meta_deep(rec.output) != value:
+                wrong.append(f"{node_id} recorded {rec.output}, its expression gives {value} now")
+        if wrong:
+            raise inconsistent("unrecorded_read")("\n".join(wrong))
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def correct(self, change: Any) -> None:
+    def correct(self, change: Any) -> bool:
+        """Apply a correction and drive what it reopens, as the CLI does; False when it was refused."""
         try:
             result = change(Corrections(self.store))
         except CorrectionError:
-            return  # refused: nothing changed
+            return False  # refused: nothing changed
         if result.needs_run:
             self.drive()
         parent = result.parent
@@ -241,6 +343,7 @@ class Lineage(RuleBasedStateMachine):
             if parent.needs_run:
                 self.drive(parent.run_id)
             parent = parent.parent
+        return True
 
     def drive(self, run_id: str | None = None) -> None:
         async def go() -> None:
@@ -271,20 +374,21 @@ class Lineage(RuleBasedStateMachine):
         return sorted(n for n, rec in self.newest().items() if rec.status == NodeStatus.PENDING and rec.input_snapshot)
 
 
-@pytest.mark.parametrize("steps", [10])
-def test_corrections_leave_every_run_consistent(store: Store, tmp_path: Path, steps: int) -> None:
+@pytest.mark.parametrize("mix", list(MIXES))
+def test_corrections_leave_every_run_consistent(store: Store, tmp_path: Path, mix: str) -> None:
     class Machine(Lineage):
         pass
 
-    Machine.store, Machine.folder = store, tmp_path
-    run_state_machine_as_test(
-        Machine,
-        settings=settings(
-            max_examples=60,
-            derandomize=True,  # the same examples on every run: CI is repeatable, a failure reproducible
-            stateful_step_count=steps,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-            database=None,
-        ),
-    )
+    Machine.store, Machine.folder, Machine.mix = store, tmp_path, MIXES[mix]
+    with JsSandbox(timeout_s=5.0) as Machine.sandbox:
+        run_state_machine_as_test(
+            Machine,
+            settings=settings(
+                max_examples=EXAMPLES[mix],
+                derandomize=True,  # the same examples on every run: CI is repeatable, a failure reproducible
+                stateful_step_count=10,
+                deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+                database=None,
+            ),
+        )

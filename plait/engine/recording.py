@@ -1,0 +1,109 @@
+"""What the scheduler writes and announces once it has decided: a node's result as its `Finish`
+write, its response-cache entry and its event, and how the run ends (`Verdict`).
+
+Kept apart from scheduler.py, which decides when these are written (claims, the group commit,
+corrections taken up): these only turn a result or the run state into writes and events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from plait.engine.run_budget import Records
+from plait.engine.runtime import NodeResult
+from plait.engine.state import Phase, RunState
+from plait.model.enums import NodeStatus, RunStatus
+from plait.store.node_writes import CachePut, Finish, Write
+
+if TYPE_CHECKING:
+    from plait.engine.events import EventBus
+
+
+def cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
+    entry = result.cache_entry
+    if entry is None or result.phase != Phase.COMPLETED:
+        return []
+    return [CachePut(run_id, entry.key, entry.provider, entry.model, entry.response, node_run_id)]
+
+
+def finish_write(
+    run_id: str,
+    node_run_id: str,
+    owner: str,
+    status: NodeStatus,
+    result: NodeResult,
+    read: dict[str, int],
+    records: Records | None = None,
+) -> Finish:
+    """The write of `result`, with its `records` as encoded already when given."""
+    stored: tuple[Any, Any, Any, Any] = (result.output, result.snapshot, result.attempts, result.error)
+    if records is not None:
+        stored = (records.output, records.snapshot, records.attempts, records.error)
+    return Finish(
+        run_id,
+        node_run_id,
+        owner,
+        status,
+        *stored,
+        result.tokens_input,
+        result.tokens_output,
+        result.cost_usd,
+        read,
+    )
+
+
+def announce(events: EventBus, run_id: str, node_id: str, node_run_id: str, result: NodeResult) -> None:
+    if result.phase == Phase.COMPLETED:
+        events.emit(
+            "node:complete",
+            run_id,
+            node_id,
+            node_run_id=node_run_id,
+            output=result.output,
+            tokens_input=result.tokens_input,
+            tokens_output=result.tokens_output,
+            cost_usd=result.cost_usd,
+        )
+    elif result.phase == Phase.WAITING:
+        snapshot = result.snapshot
+        events.emit(
+            "run:paused",
+            run_id,
+            node_id,
+            review_prompt=snapshot.get("review_prompt"),
+            due_at=snapshot.get("due_at"),
+        )
+    else:
+        events.emit("node:error", run_id, node_id, error=result.error)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """How the run ends: its status, and its output, error (with the failed node) or wake time."""
+
+    status: RunStatus
+    output: Any = None
+    error: dict[str, Any] | None = None
+    failed: str | None = None
+    wake_at: float | None = None
+
+
+def run_verdict(state: RunState, failed: str | None, budget_stop: dict[str, Any] | None) -> Verdict:
+    """The run's outcome as its state stands, once nothing is left to execute: `failed`, the
+    first node that failed in this execution; `budget_stop`, the error of a node a budget stopped."""
+    phases = state.phases()
+    if failed is not None or Phase.FAILED in phases.values():
+        failed = failed or next(n for n, p in phases.items() if p == Phase.FAILED)
+        error = {"kind": "node_failed", "node_id": failed, "message": f"node '{failed}' failed"}
+        if budget_stop is not None:
+            stop = budget_stop
+            error = {"kind": "budget", "node_id": failed, "message": str(stop.get("message"))}
+            if stop.get("budget"):
+                error["budget"] = stop["budget"]
+        return Verdict(RunStatus.FAILED, error=error, failed=failed)
+    if Phase.WAITING in phases.values():
+        # parked WAITs: the run continues at the first one's time (a review waits for a person)
+        due = [state.wait_due[n] for n, p in phases.items() if p == Phase.WAITING and n in state.wait_due]
+        return Verdict(RunStatus.PAUSED, wake_at=min(due, default=None))
+    return Verdict(RunStatus.COMPLETED, output=state.run_output())

@@ -211,8 +211,11 @@ class Lineage(RuleBasedStateMachine):
         path.write_text(yaml.safe_dump(graph, sort_keys=False))
         self.node_ids = [n["id"] for n in graph["nodes"]]
         self.kinds = {n["id"]: n["type"] for n in graph["nodes"]}
-        self.expressions = {n["id"]: n.get("transform_expr") or n.get("condition_expr") for n in graph["nodes"]}
-        self.expressions = {node_id: expr for node_id, expr in self.expressions.items() if expr}
+        self.expressions = {
+            n["id"]: n.get("transform_expr") or n["condition_expr"]
+            for n in graph["nodes"]
+            if n["type"] in ("TRANSFORM", "CONDITION")
+        }
         self.ancestors = _ancestors(graph)
         self.provider = scripted(self.folder, graph)
         self.run_id = start_run(self.store, str(path), {"t": text})

@@ -32,8 +32,8 @@ def named_members(source: str, binding: str = "nodes") -> frozenset[str] | None:
     any (it uses the binding other than as `binding.name` / `binding["name"]`)."""
     names: set[str] = set()
     for use in re.finditer(rf"(?<![\w$]){re.escape(binding)}(?![\w$])", source):
-        before = source[: use.start()].rstrip(" \t")
-        if before.endswith(".") and not before.endswith("..."):
+        before = _last_non_blank(source, use.start())
+        if before >= 0 and source[before] == "." and source[max(before - 2, 0) : before + 1] != "...":
             continue  # `x.nodes`, `x?.nodes`: a property of something else (`...nodes` spreads the binding)
         member = _MEMBER.match(source, use.end())
         if member is None:
@@ -42,6 +42,16 @@ def named_members(source: str, binding: str = "nodes") -> frozenset[str] | None:
     return frozenset(names)
 
 
+def _last_non_blank(source: str, end: int) -> int:
+    """The position of the last character before `end` that is not a space or a tab (-1: none),
+    found without copying the text before it (that would be quadratic in the number of uses)."""
+    at = end - 1
+    while at >= 0 and source[at] in " \t":
+        at -= 1
+    return at
+
+
+_CALLED = re.compile(r"\s*\(")
 _MAIN = re.compile(r"\b(?:async\s+)?(?:function|def)\s+main\s*\((?P<params>[^)]*)\)")
 _PY_MEMBER = re.compile(r"\s*\[\s*(?:'(?P<single>[^'\\\n]*)'|\"(?P<double>[^\"\\\n]*)\")\s*\]")
 
@@ -92,7 +102,7 @@ def member_paths(source: str, bindings: tuple[str, ...] = ("input", "nodes", "cu
             name = step.group("dot") or step.group("single") or step.group("double") or ""
             path.append(int(index) if index is not None else name)
             end = step.end()
-        if len(path) > 1 and code[end:].lstrip().startswith("("):
+        if len(path) > 1 and _CALLED.match(code, end):
             path.pop()
         if len(path) > 1:
             paths.append(tuple(path))
@@ -101,61 +111,69 @@ def member_paths(source: str, bindings: tuple[str, ...] = ("input", "nodes", "cu
 
 def code_only(source: str) -> str:
     """`source` with its comments and the text of its string literals blanked (the same length,
-    so positions hold): what is left is code. Template literals keep their `${...}` parts."""
-    out = list(source)
+    so positions hold): what is left is code. Template literals keep their `${...}` parts.
+
+    Every step is one compiled pattern, so the scan is linear and runs in C: a megabyte string
+    literal costs milliseconds, not seconds of the server's time."""
+    parts: list[str] = []
     i, n = 0, len(source)
     depth: list[int] = []  # brace depth at which each open `${` returns to its template literal
     braces = 0
     while i < n:
-        c = source[i]
-        if c == "/" and source.startswith("//", i):
-            end = source.find("\n", i)
-            end = n if end < 0 else end
-        elif c == "/" and source.startswith("/*", i):
-            end = source.find("*/", i + 2)
-            end = n if end < 0 else end + 2
+        found = _INTERESTING.search(source, i)
+        if found is None:
+            parts.append(source[i:])
+            break
+        at = found.start()
+        parts.append(source[i:at])
+        c = source[at]
+        if c in "{}" and not (c == "}" and depth and depth[-1] == braces):
+            braces += 1 if c == "{" else -1
+            parts.append(c)
+            i = at + 1
+            continue
+        if c == "/":
+            if source.startswith("//", at):
+                end = source.find("\n", at)
+                end = n if end < 0 else end
+            elif source.startswith("/*", at):
+                end = source.find("*/", at + 2)
+                end = n if end < 0 else end + 2
+            else:
+                parts.append(c)
+                i = at + 1
+                continue
+            parts.append(_blanked(source[at:end]))
         elif c in "'\"":
-            end = _string_end(source, i + 1, c)
-        elif c == "`" or (c == "}" and depth and depth[-1] == braces):
+            end = _STRING_BODY[c].match(source, at + 1).end()  # type: ignore[union-attr]
+            closed = end < n and source[end] == c
+            parts.append(c + _blanked(source[at + 1 : end]) + (c if closed else ""))
+            end += 1 if closed else 0
+        else:  # a template literal's text: after its opening backtick, or after the `}` of a `${`
             if c == "}":
                 depth.pop()
-            end, opened = _template_end(source, i + 1)
+            text_end, end, opened = _template_end(source, at + 1)
             if opened:
                 depth.append(braces)
-            _blank(out, i + 1, end - (2 if opened else 1))
-            i = end
-            continue
-        else:
-            braces += {"{": 1, "}": -1}.get(c, 0)
-            i += 1
-            continue
-        _blank(out, i + (1 if c in "'\"" else 0), end - (1 if c in "'\"" else 0))
+            parts.append(c + _blanked(source[at + 1 : text_end]) + source[text_end:end])
         i = end
-    return "".join(out)
+    return "".join(parts)
 
 
-def _string_end(source: str, i: int, quote: str) -> int:
-    while i < len(source) and source[i] not in (quote, "\n"):
-        i += 2 if source[i] == "\\" else 1
-    return min(i + 1, len(source))
+_INTERESTING = re.compile(r"[/'\"`{}]")
+_STRING_BODY = {q: re.compile(rf"[^{q}\\\n]*(?:\\[\s\S][^{q}\\\n]*)*") for q in "'\""}
+_TEMPLATE_TEXT = re.compile(r"[^`\\$]*(?:(?:\\[\s\S]|\$(?!\{))[^`\\$]*)*")
+_NOT_NEWLINE = re.compile(r"[^\n]+")
 
 
-def _template_end(source: str, i: int) -> tuple[int, bool]:
-    """Where a template literal's text that starts at `i` ends: after its closing backtick
-    (False), or after a `${` that opens an expression (True)."""
-    while i < len(source):
-        if source[i] == "\\":
-            i += 2
-        elif source[i] == "`":
-            return i + 1, False
-        elif source.startswith("${", i):
-            return i + 2, True
-        else:
-            i += 1
-    return len(source), False
+def _template_end(source: str, i: int) -> tuple[int, int, bool]:
+    """Where a template literal's text that starts at `i` ends, and where the code goes on: after
+    its closing backtick (False), or after a `${` that opens an expression (True)."""
+    end = _TEMPLATE_TEXT.match(source, i).end()  # type: ignore[union-attr]
+    if source.startswith("${", end):
+        return end, end + 2, True
+    return end, min(end + 1, len(source)), False
 
 
-def _blank(out: list[str], start: int, end: int) -> None:
-    for k in range(start, min(end, len(out))):
-        if out[k] != "\n":
-            out[k] = " "
+def _blanked(text: str) -> str:
+    return _NOT_NEWLINE.sub(lambda run: " " * len(run.group()), text)

@@ -4,6 +4,8 @@ given), and the literal paths a validator checks."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from plait.sandbox.names import code_only, code_reads, member_paths, named_members
 
@@ -30,6 +32,52 @@ def test_blanking_keeps_positions_and_lines() -> None:
     assert "q" not in blank
     assert "t" not in blank.replace("`", "")
     assert "${b}" in blank
+
+
+PIECES = [
+    "nodes",
+    "input",
+    ".a",
+    "?.",
+    "['x']",
+    "[0]",
+    "`",
+    "${",
+    "}",
+    "{",
+    "'",
+    '"',
+    "\\",
+    "//",
+    "/*",
+    "*/",
+    "\n",
+    " ",
+    "...",
+]
+
+
+@given(st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=5)), max_size=40).map("".join))
+def test_blanking_only_turns_characters_into_spaces_and_keeps_every_line_break(source: str) -> None:
+    blank = code_only(source)
+    assert len(blank) == len(source)
+    for kept, original in zip(blank, source, strict=True):
+        assert kept == original or (kept == " " and original != "\n")
+
+
+@given(
+    st.lists(
+        st.tuples(st.text(alphabet=st.characters(exclude_characters="'\\\n\r\u2028\u2029")), st.sampled_from("abc")),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_string_literals_of_any_text_hide_their_content_and_not_the_code_after_them(
+    parts: list[tuple[str, str]],
+) -> None:
+    source = " + ".join(f"'{text}' + nodes.{name}.v" for text, name in parts)
+    assert member_paths(source) == [("nodes", name, "v") for _, name in parts]
+    assert code_only(source).replace(" ", "") == "+".join(f"''+nodes.{name}.v" for _, name in parts)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from plait.engine.absorb import RERUN_AFTER, STALE_AFTER, absorb
+from plait.engine.ahead import start_ahead
 from plait.engine.executors import EXECUTORS
 from plait.engine.failpoints import failpoint
 from plait.engine.guard import committable, internal_failure, lost_failure, lost_too_often
@@ -307,6 +308,9 @@ class Scheduler:
         completed = result.phase == Phase.COMPLETED
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
+        for write in follow:  # their evaluations run while this commit is written
+            if isinstance(write, Claim):
+                start_ahead(self.state, self.state.nodes[write.node_id].node, self.kernel.runtime)
         remember = cache_put(self.run_id, claimed.id, result)
         last = self._last(follow)
         end = [] if last is None else [self._end_run(last)]

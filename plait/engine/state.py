@@ -22,6 +22,7 @@ from plait.model.nodes import NodeBase, NodeType, SkillScope, node_field
 from plait.model.output_meta import ROUTED, strip_meta
 
 if TYPE_CHECKING:
+    from plait.engine.ahead import Ahead
     from plait.engine.run_budget import RunBudget
 
 
@@ -209,6 +210,9 @@ class RunState:
         """Node id -> the activation an explicit rerun queued: its model call skips the response cache."""
         self.wait_due: dict[str, float] = {}
         """WAIT node id -> when it is due (Unix seconds), once computed: a parked WAIT keeps its time."""
+        self.ahead: dict[str, Ahead] = {}
+        """Node id -> its expression's evaluation started when the node was claimed
+        (`plait.engine.ahead`), taken by the node when it runs."""
         self.answered: set[asyncio.Task[Any]] = set()
         """Node tasks holding a model's answer that is not recorded yet: a stopping run lets them
         record it (see `Scheduler._stop`)."""

@@ -144,11 +144,19 @@ class JsSandbox:
         return self._request(wire.CALL, function_expression, "", _json(list(args), "arguments"), timeout_s, owner)
 
     async def aevaluate(
-        self, expression: str, scope: Mapping[str, Any], *, timeout_s: float | None = None, owner: str | None = None
+        self,
+        expression: str,
+        scope: Mapping[str, Any],
+        *,
+        timeout_s: float | None = None,
+        owner: str | None = None,
+        ahead: bool = False,
     ) -> Any:
-        """`evaluate` without blocking the event loop (the scope is copied before the first await)."""
+        """`evaluate` without blocking the event loop (the scope is copied before the first await).
+        `ahead`: the caller evaluates before it needs the value and has other work for the loop
+        meanwhile, so the loop is never held looking for a quick reply."""
         names, payload = _scope(scope)
-        return await self._arequest(wire.EVALUATE, expression, names, payload, timeout_s, owner)
+        return await self._arequest(wire.EVALUATE, expression, names, payload, timeout_s, owner, ahead=ahead)
 
     async def acall(
         self, function_expression: str, *args: Any, timeout_s: float | None = None, owner: str | None = None
@@ -223,7 +231,15 @@ class JsSandbox:
         return self._answer(reply, limit)
 
     async def _arequest(
-        self, op: int, source: str, names: str, payload: bytes, timeout_s: float | None, owner: str | None
+        self,
+        op: int,
+        source: str,
+        names: str,
+        payload: bytes,
+        timeout_s: float | None,
+        owner: str | None,
+        *,
+        ahead: bool = False,
     ) -> Any:
         limit = self._limit(op, source, timeout_s)
         ticket = self._pool.request(owner)
@@ -234,7 +250,7 @@ class JsSandbox:
         try:
             for attempt in range(1, ATTEMPTS + 1):
                 try:
-                    alone = self._in_flight == 1
+                    alone = self._in_flight == 1 and not ahead
                     reply = await evaluator.request_async(
                         op, limit, self.max_output_bytes, source, names, payload, alone=alone
                     )

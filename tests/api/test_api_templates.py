@@ -4,12 +4,12 @@ events, then the prompt or the layered error), bounded to 3 previews at once (50
 
 from __future__ import annotations
 
+import json
 import threading
-import time
 from typing import Any
 
 import httpx
-from api_helpers import Api, sse_post
+from api_helpers import Api, sse_messages, sse_post
 
 SLOW = "async function main() { for (;;) { await 0 } }"
 
@@ -62,43 +62,50 @@ def test_a_failing_preview_ends_with_its_layered_error(api: Api) -> None:
     assert (error["kind"], error["line"], error["column"]) == ("thrown", 3, 10)
 
 
+def running_preview(
+    url: str, body: dict[str, Any], holding: threading.Semaphore, ended: list[tuple[int, list[Any]]]
+) -> threading.Thread:
+    """A preview on a thread of its own: `holding` is released once the server has given it a
+    place (its stream has begun), and what it answered is appended to `ended`."""
+
+    def go() -> None:
+        with httpx.Client(base_url=url, timeout=30) as client:
+            with client.stream("POST", "/api/templates/preview", json=body) as response:
+                holding.release()
+                events = [(m.get("event", ""), json.loads(m["data"])) for m in sse_messages(response)]
+            ended.append((response.status_code, events))
+
+    thread = threading.Thread(target=go)
+    thread.start()
+    return thread
+
+
 def test_previews_beyond_three_are_refused_and_the_server_keeps_answering(api: Api) -> None:
-    results: list[int] = []
-
-    def slow() -> None:
-        with httpx.Client(base_url=api.url, timeout=30) as client:
-            results.append(preview(client, {"script_code": SLOW})[0])
-
-    threads = [threading.Thread(target=slow) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    time.sleep(0.8)  # the three are running (each for up to 5 s)
-    status, refused = preview(api.client, {"script_code": SLOW})
+    holding = threading.Semaphore(0)
+    ended: list[tuple[int, list[Any]]] = []
+    threads = [running_preview(api.url, {"script_code": SLOW}, holding, ended) for _ in range(3)]
+    for _ in threads:
+        assert holding.acquire(timeout=60), "a preview never began"
+    status, refused = preview(api.client, {"script_code": SLOW})  # the three spin (each up to 5 s)
     health = api.client.get("/api/health")
     for thread in threads:
         thread.join()
     assert status == 503
     assert refused[0][1]["error"]["code"] == "sandbox_busy"
     assert health.status_code == 200  # answered while three scripts spun
-    assert results == [200, 200, 200]
+    assert [code for code, _ in ended] == [200, 200, 200]
 
 
 def test_a_newer_preview_of_the_same_session_cancels_the_older(api: Api) -> None:
-    older: list[list[tuple[str, dict[str, Any]]]] = []
-
-    def first() -> None:
-        with httpx.Client(base_url=api.url, timeout=30) as client:
-            older.append(preview(client, {"script_code": SLOW, "session": "editor-1"})[1])
-
-    thread = threading.Thread(target=first)
-    thread.start()
-    time.sleep(0.5)
-    started = time.monotonic()
+    holding = threading.Semaphore(0)
+    ended: list[tuple[int, list[Any]]] = []
+    thread = running_preview(api.url, {"script_code": SLOW, "session": "editor-1"}, holding, ended)
+    assert holding.acquire(timeout=60), "the older preview never began"
     status, newer = preview(
         api.client, {"script_code": 'async function main() { return "new" }', "session": "editor-1"}
     )
     thread.join()
     assert status == 200
     assert newer[-1] == ("result", newer[-1][1])
-    assert "cancelled" in older[0][-1][1]["args"][0]
-    assert time.monotonic() - started < 4  # well before the older one's 5 s limit
+    older = ended[0][1]
+    assert "cancelled" in older[-1][1]["args"][0]  # stopped by the newer one, not by its 5 s limit

@@ -1,0 +1,85 @@
+"""Expressions evaluated ahead: a TRANSFORM's or CONDITION's expression starts evaluating when
+the node is claimed, while the transaction that claims it is written, and the node takes that
+value when it runs, if what the expression sees is still exactly what it was given.
+
+A node's evaluation is a round trip to an evaluator process, and the commit before it is a
+transaction on the loop; started together, the one hides the other, which in a chain of such
+nodes saves most of a round trip per node (docs/performance.md). An evaluation has no effect
+but its value, so one whose node never runs, or whose scope changed meanwhile (a correction
+taken up, an output replaced), is dropped, and the node evaluates again as it would have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from plait.engine.render import js_scope
+from plait.engine.runtime import Runtime
+from plait.engine.state import RunState
+from plait.model.nodes import ConditionNode, NodeBase, TransformNode
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """An evaluation started before its node ran: the expression, what it was given, the task."""
+
+    expression: str
+    scope: dict[str, Any]
+    task: asyncio.Task[Any]
+
+
+def expression_of(node: NodeBase) -> str | None:
+    """The expression a node's executor evaluates in the sandbox, when that is all it does first."""
+    if isinstance(node, TransformNode):
+        return node.transform_expr
+    if isinstance(node, ConditionNode):
+        return node.condition_expr
+    return None
+
+
+def start_ahead(state: RunState, node: NodeBase, rt: Runtime) -> None:
+    """Start evaluating `node`'s expression on what it sees now (its predecessors are done: it
+    was just claimed). Call it on the loop, before the claim's commit is awaited."""
+    expression = expression_of(node)
+    if expression is None:
+        return
+    scope = js_scope(state, node)
+    owner = state.root_run_id or None  # a run and its child runs share one fair share
+    evaluation = rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner, ahead=True)
+    task = asyncio.ensure_future(evaluation)
+    task.add_done_callback(_retrieved)
+    state.ahead[node.id] = Ahead(expression, scope, task)
+
+
+def taken_ahead(state: RunState, node: NodeBase, expression: str, scope: dict[str, Any]) -> asyncio.Task[Any] | None:
+    """The evaluation started ahead for `node`, when it evaluated `expression` on this very scope
+    (the same values, not merely equal ones: `1` and `true` compare equal in Python); else None,
+    and the node evaluates now."""
+    ahead = state.ahead.pop(node.id, None)
+    if ahead is None or ahead.expression != expression or not _same(ahead.scope, scope):
+        return None
+    return ahead.task
+
+
+def _same(given: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether two scopes hold the same values: each name's value is the same object, or both
+    are mappings (`nodes`, a join's `current`, rebuilt on each call) of the same objects."""
+    if given.keys() != now.keys():
+        return False
+    for name, value in given.items():
+        other = now[name]
+        if value is other:
+            continue
+        if not (type(value) is dict and type(other) is dict and value.keys() == other.keys()):
+            return False
+        if any(value[key] is not other[key] for key in value):
+            return False
+    return True
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """A dropped evaluation's error is nobody's: read it so that asyncio does not report it."""
+    if not task.cancelled():
+        task.exception()

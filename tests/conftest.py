@@ -39,17 +39,33 @@ def pytest_configure(config: pytest.Config) -> None:
     compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "plait"), quiet=1, workers=0)
 
 
-SLOW_FIRST = ("cli", "worker", "web", "bench", "api", "test_code_quality.py", "tools", "llm", "engine", "compile")
-"""Test folders (and files) whose tests start processes or run long (commands, servers, workers, a
-browser, mypy, the JSON Schema suite), in the order their tests are handed out: the long ones
-start early and the short ones fill the end, so no worker runs a minute-long test alone at the
-end of the suite."""
+SLOW_FIRST = (
+    "runs/test_lineage_property.py",
+    "api/test_openapi_fuzz.py",
+    "cli",
+    "worker",
+    "web",
+    "bench",
+    "api",
+    "test_code_quality.py",
+    "tools",
+    "llm",
+    "engine",
+    "compile",
+)
+"""Test files and folders whose tests start processes or run long (the property tests, commands,
+servers, workers, a browser, mypy, the JSON Schema suite), in the order their tests are handed
+out: the long ones start early and the short ones fill the end, so no worker runs a minute-long
+test alone at the end of the suite. The parallel runner hands out a file's tests together, so a
+file of several minutes comes first of all."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
-        parts = Path(str(item.path)).relative_to(Path(__file__).parent).parts
-        return SLOW_FIRST.index(parts[0]) if parts[0] in SLOW_FIRST else len(SLOW_FIRST)
+        path = Path(str(item.path)).relative_to(Path(__file__).parent).as_posix()
+        return next(
+            (i for i, slow in enumerate(SLOW_FIRST) if path == slow or path.startswith(slow + "/")), len(SLOW_FIRST)
+        )
 
     items.sort(key=rank)  # stable: within a folder, the usual order
 

@@ -191,7 +191,8 @@ class Scheduler:
             return []
         self.seen = corrections
         done = absorb(self.state, self.store, self.run_id)
-        return [*done.stale, *self._plan(done.ready)]
+        turned = self._settle_branches()  # an overridden CONDITION's new branch is taken now, not on a later drive
+        return [*done.stale, *self._plan([*done.ready, *turned])]
 
     async def _started(
         self, writes: Sequence[Write], results: Sequence[Any], *, keep_one: bool = False
@@ -376,26 +377,27 @@ class Scheduler:
                 self.budget_stop = self.budget_stop or result.error
         return []
 
-    def _settle_branches(self) -> None:
-        """Before anything runs: nodes an earlier decision settled that the CONDITIONs' values in
-        effect now turn the other way (a person overrode a CONDITION's branch) are made pending
-        again, in topological order, as `_redecided` does when a CONDITION runs again."""
-        for level in self.state.compiled.topology.levels:
-            for node_id in level:
-                self._turn(node_id)
+    def _settle_branches(self) -> list[str]:
+        """Before anything runs, and when corrections are taken up: nodes an earlier decision
+        settled that the CONDITIONs' values in effect now turn the other way (a person overrode a
+        CONDITION's branch) are made pending again, in topological order, as `_redecided` does
+        when a CONDITION runs again. The nodes made pending, to plan."""
+        return [node_id for level in self.state.compiled.topology.levels for node_id in level if self._turn(node_id)]
 
-    def _turn(self, node_id: str, source: str | None = None) -> None:
+    def _turn(self, node_id: str, source: str | None = None) -> bool:
         """Make `node_id` pending again (a new activation) when its settled phase is not what its
-        in-edges decide now, or when `source`, a node a new decision ran, reaches it."""
+        in-edges decide now, or when `source`, a node a new decision ran, reaches it; whether it did."""
         node_state = self.state.nodes[node_id]
         if node_state.phase not in (Phase.COMPLETED, Phase.SKIPPED):
-            return
+            return False
         decision = self.state.decide(node_id)
         flips = decision is not None and (decision == Phase.SKIPPED) != (node_state.phase == Phase.SKIPPED)
         if flips or (decision == Phase.RUNNING and source in self._switched):
             node_state.activation += 1
             self.state.set_phase(node_id, Phase.PENDING)
             self._switched.add(node_id)
+            return True
+        return False
 
     def _redecided(self, source: str) -> list[str]:
         """The successors of `source`, which just completed or was skipped; those an earlier

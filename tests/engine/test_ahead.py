@@ -74,14 +74,15 @@ class Held(Provider):
 
     name = "held"
 
-    def __init__(self) -> None:
+    def __init__(self, content: str = '{"v": "drafted"}') -> None:
+        self.content = content
         self.asked = asyncio.Event()
         self.answer = asyncio.Event()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         self.asked.set()
         await self.answer.wait()
-        return ChatResponse(content='{"v": "drafted"}', usage=Usage(5, 2), provider="held", model="m")
+        return ChatResponse(content=self.content, usage=Usage(5, 2), provider="held", model="m")
 
 
 def test_a_correction_taken_up_before_the_node_runs_makes_it_evaluate_again(

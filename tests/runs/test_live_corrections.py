@@ -11,9 +11,11 @@ from typing import Any
 
 from plait.engine.runner import Engine, RunOutcome
 from plait.model.enums import DownstreamPolicy, NodeStatus, RunStatus
+from plait.runs.check import check_run
 from plait.runs.corrections import Corrections
 from plait.runs.start import start_run
 from plait.store import Store
+from tests.engine.test_ahead import Held
 from tests.engine.test_engine import graph_file, llm, script
 from tests.runs.test_corrections import edge, newest, text, tr
 
@@ -162,3 +164,53 @@ def test_a_value_that_freezes_when_read_is_not_corrected_while_running(store: St
     (refused,) = results
     assert "freeze when read" in str(refused)
     assert text(newest(store, run_id)["a"]) == "old"
+
+
+def test_a_branch_overridden_while_the_run_executes_is_taken_before_the_run_ends(tmp_path: Path) -> None:
+    """a -> pick -> (yes | no), and a -> slow (a model call held open): while `slow` waits, a
+    person gives `pick` the other branch. The engine takes it up at `slow`'s commit and settles
+    the branches there, so `no` runs and `yes` leaves the run's output before the run ends."""
+    graph = graph_file(
+        tmp_path,
+        [
+            tr("a", "({text: input.t})"),
+            {"id": "pick", "type": "CONDITION", "condition_expr": "nodes.a.text == 'old'"},
+            tr("yes", "({text: 'yes'})"),
+            tr("no", "({text: 'no'})"),
+            llm("slow", "Value: {{ a.text }}"),
+        ],
+        [
+            edge("a", "slow"),
+            {"source": "a", "target": "pick"},
+            {"source": "pick", "target": "yes", "condition_key": "true"},
+            {"source": "pick", "target": "no", "condition_key": "false"},
+            *(edge(n, "END") for n in ("yes", "no", "slow")),
+        ],
+    )
+    with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        run_id = start_run(store, graph, {"t": "old"})
+        provider = Held('{"text": "drafted"}')
+        engine = Engine(store, provider)
+        yes_done = asyncio.Event()
+        engine.events.subscribe(
+            lambda event: yes_done.set() if (event.kind, event.node_id) == ("node:complete", "yes") else None
+        )
+
+        async def go() -> RunOutcome:
+            try:
+                running = asyncio.create_task(engine.run(run_id))
+                await asyncio.wait_for(asyncio.gather(provider.asked.wait(), yes_done.wait()), 60)
+                corrections = Corrections(store)
+                await asyncio.to_thread(corrections.override, run_id, "pick", {"branch": "false"})
+                provider.answer.set()
+                return await running
+            finally:
+                await engine.aclose()
+
+        outcome = asyncio.run(go())
+        statuses = {node_id: rec.status for node_id, rec in newest(store, run_id).items()}
+        problems = check_run(store, run_id).problems
+    assert outcome.status == RunStatus.COMPLETED, outcome
+    assert (statuses["yes"], statuses["no"]) == (NodeStatus.SKIPPED, NodeStatus.COMPLETED)
+    assert outcome.output == {"no": {"text": "no"}, "slow": {"text": "drafted"}}
+    assert problems == []

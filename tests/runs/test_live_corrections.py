@@ -214,3 +214,50 @@ def test_a_branch_overridden_while_the_run_executes_is_taken_before_the_run_ends
     assert (statuses["yes"], statuses["no"]) == (NodeStatus.SKIPPED, NodeStatus.COMPLETED)
     assert outcome.output == {"no": {"text": "no"}, "slow": {"text": "drafted"}}
     assert problems == []
+
+
+def test_a_node_running_on_a_branch_overridden_away_ends_skipped(tmp_path: Path) -> None:
+    """a -> pick -> (yes: a model call held open | no): while `yes` runs, a person gives `pick`
+    the other branch. `yes` finishes and its answer is recorded, stale (it ran on the branch
+    corrected away); then it is skipped (a new activation), so its output leaves the run's, and
+    `no` runs."""
+    graph = graph_file(
+        tmp_path,
+        [
+            tr("a", "({text: input.t})"),
+            {"id": "pick", "type": "CONDITION", "condition_expr": "nodes.a.text == 'old'"},
+            llm("yes", "Value: {{ a.text }}"),
+            tr("no", "({text: 'no'})"),
+        ],
+        [
+            {"source": "a", "target": "pick"},
+            {"source": "pick", "target": "yes", "condition_key": "true"},
+            {"source": "pick", "target": "no", "condition_key": "false"},
+            *(edge(n, "END") for n in ("yes", "no")),
+        ],
+    )
+    with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        run_id = start_run(store, graph, {"t": "old"})
+        provider = Held('{"text": "drafted"}')
+        engine = Engine(store, provider)
+
+        async def go() -> RunOutcome:
+            try:
+                running = asyncio.create_task(engine.run(run_id))
+                await asyncio.wait_for(provider.asked.wait(), 60)
+                corrections = Corrections(store)
+                await asyncio.to_thread(corrections.override, run_id, "pick", {"branch": "false"})
+                provider.answer.set()
+                return await running
+            finally:
+                await engine.aclose()
+
+        outcome = asyncio.run(go())
+        runs = store.runs.node_runs(run_id)
+        statuses = {node_id: rec.status for node_id, rec in newest(store, run_id).items()}
+        problems = check_run(store, run_id).problems
+    assert outcome.status == RunStatus.COMPLETED, outcome
+    assert [r.status for r in runs if r.node_id == "yes"] == [NodeStatus.STALE, NodeStatus.SKIPPED]
+    assert statuses["no"] == NodeStatus.COMPLETED
+    assert outcome.output == {"no": {"text": "no"}}
+    assert problems == []

@@ -37,7 +37,6 @@ from plait.errors import Refusal
 from plait.llm.provider import Provider
 from plait.llm.select import LlmConfigError
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
-from plait.runs.children import settle
 from plait.runs.engines import RunEngines, refuse
 from plait.runs.model_choice import Selection
 from plait.store import RunRecord, Store, StoredGraph
@@ -93,7 +92,6 @@ class RunExecutor:
             cache=cache,
             mcp_servers=mcp_servers,
             lease_ttl_s=lease_ttl_s,
-            child_settled=settle(store),
             routes=routes,
             # no `graphs`: sub-runs name stored graphs only, a graph sent here must not make the server read its files
         )

@@ -50,24 +50,20 @@ def batch_command(
     --queue). Exit 0 when every record completed, 1 when some failed (they are in the failed
     file), 130 when stopped (continue with --resume)."""
     from plait.cli import interrupt
-    from plait.cli.drive import mcp_servers, provider_from_options
+    from plait.cli.drive import provider_from_options, session_for
     from plait.cli.run import queued_settings
     from plait.engine.run_input import StartError
-    from plait.engine.runner import Engine
     from plait.runs.batch import BatchError, BatchFiles, open_batch
-    from plait.runs.children import settle
     from plait.runs.model_choice import describe
-    from plait.runs.start import local_graphs
 
     files = BatchFiles.of(input_file, output, failed)
     workers = queued_settings(queue, db=db, llm=how.llm, config=how.config)
     with store_for(db) as store:
         queued = _relay(store, workers) if workers is not None else None
         provider, llm = provider_from_options(how.llm, how.config), describe(how.llm, how.config)
-        engine = Engine(store, provider, cache=how.cache, mcp_servers=mcp_servers(how.config),
-                        graphs=local_graphs(store), child_settled=settle(store), llm=llm)  # fmt: skip
+        session = session_for(store, provider, how, llm=llm)
         try:
-            batch, progress = open_batch(store, engine, graph, files, resume=resume, llm=llm, queued=queued)
+            batch, progress = open_batch(store, session.engine, graph, files, resume=resume, llm=llm, queued=queued)
         except StartError as exc:
             refuse(exc)
         except BatchError as exc:
@@ -81,7 +77,7 @@ def batch_command(
                 work = batch.run(concurrency, progress, bar.update)
                 if workers is not None and not (how.quiet or how.json_output):
                     work = _telling_if_untaken(work, batch, store, workers)
-                interrupt.run(work, cleanup=engine.aclose)
+                interrupt.run(work, cleanup=session.aclose)
         except interrupt.Interrupted:
             sys.stderr.write(f"stopped: continue with plait batch {graph} --input-file {input_file} "
                              f"--output {output} --resume\n")  # fmt: skip

@@ -155,7 +155,7 @@ def _correct(
     """Make the correction; when it left work, execute the run on its own model (or the one
     --llm/--config names, recorded on the run as `by`), the response cache off with --no-cache.
     `said(store, result)`: the facts to print of a correction that changed a value."""
-    from plait.cli.drive import execute, run_provider
+    from plait.cli.drive import execute, run_provider, session_for
     from plait.runs.corrections import CorrectionError, Corrections
 
     with store_for(db) as store:
@@ -169,10 +169,10 @@ def _correct(
         if result.needs_run:
             provider = run_provider(store, result.run_id, how.llm, how.config, by=by)
             with downstream_report(store, result, how.quiet):
-                execute(store, provider, result.run_id, how, show_output=not facts)
+                execute(session_for(store, provider, how), result.run_id, how, show_output=not facts)
         parent = result.parent
         while parent is not None:  # the parent node took the child's new output with a RERUN policy
             if parent.needs_run:
                 provider = run_provider(store, parent.run_id, how.llm, how.config, by=by)
-                execute(store, provider, parent.run_id, how, show_output=False)
+                execute(session_for(store, provider, how), parent.run_id, how, show_output=False)
             parent = parent.parent

@@ -46,72 +46,59 @@ def mcp_servers(config: str | None) -> Any:
         fail(str(exc))
 
 
-async def _until_done(engine: Any, store: Any, run_id: str, *, quiet: bool) -> Any:
-    """Drive the run; when WAIT nodes park it, wait here until it is due and drive it again. The
-    run holds no lease meanwhile: stopped (Ctrl-C), it stays parked, and `plait resume` or
-    `plait serve` continues it. A run the database stopped (a read failed under a node) is
-    driven again, as long as the database keeps failing for less than `RETRY_S`."""
-    import asyncio
-    import time
-    from datetime import datetime
+def session_for(store: Any, provider: Any, how: Driving, *, retry_lost: bool = False, **options: Any) -> Any:
+    """The run session a command drives with: the response cache as --no-cache says, the MCP
+    servers of the configuration, graph files on this machine allowed as graph references;
+    `retry_lost`: a person asked to continue the run, so a node whose process went down
+    executes again (see `Engine`); `options`: the engine's others."""
+    from plait.runs.session import RunSession
+    from plait.runs.start import local_graphs
 
-    from plait.model.enums import RunStatus
-    from plait.store.faults import RETRY_S, StoreUnavailable, transient
-
-    failing: float | None = None
-    while True:
-        try:
-            outcome = await engine.run(run_id)
-        except Exception as exc:  # the database failed under the engine: drive the run again, for a while
-            failing = failing or time.monotonic()
-            if not transient(exc):
-                raise
-            if time.monotonic() - failing > RETRY_S:
-                raise StoreUnavailable(
-                    f"the database failed for {RETRY_S:.0f} s ({exc}); the run is left as it was"
-                ) from exc
-            await asyncio.sleep(1.0)
-            continue
-        failing = None
-        wake_at = store.runs.get(run_id).wake_at if outcome.status == RunStatus.PAUSED else None
-        if wake_at is None:
-            return outcome
-        if not quiet:
-            when = datetime.fromtimestamp(wake_at).astimezone().isoformat(timespec="seconds")
-            sys.stderr.write(
-                f"waiting until {when} (a WAIT node); Ctrl-C leaves the run parked: plait resume {run_id}\n"
-            )
-        await asyncio.sleep(max(0.0, wake_at - time.time()))
+    servers = mcp_servers(how.config)
+    return RunSession(
+        store,
+        provider,
+        cache=how.cache,
+        mcp_servers=servers,
+        graphs=local_graphs(store),
+        retry_lost=retry_lost,
+        **options,
+    )
 
 
-def execute(
-    store: Any, provider: Any, run_id: str, how: Driving, *, show_output: bool = True, retry_lost: bool = False
-) -> None:
-    """Drive the run and report how it ended; `show_output=False` keeps the run output off stdout
-    (a correction prints the corrected value there instead); `retry_lost`: a person asked to
-    continue the run, so a node whose process went down executes again (see `Engine`). Always
-    exits, with the run's code."""
+def _waiting(quiet: bool) -> Any:
+    """What to say when a WAIT node parks the run and the command waits for it."""
+
+    def say(run_id: str, wake_at: float) -> None:
+        if quiet:
+            return
+        from datetime import datetime
+
+        when = datetime.fromtimestamp(wake_at).astimezone().isoformat(timespec="seconds")
+        sys.stderr.write(f"waiting until {when} (a WAIT node); Ctrl-C leaves the run parked: plait resume {run_id}\n")
+
+    return say
+
+
+def execute(session: Any, run_id: str, how: Driving, *, show_output: bool = True) -> None:
+    """Drive the run with `session` (`session_for`) and report how it ended; `show_output=False`
+    keeps the run output off stdout (a correction prints the corrected value there instead).
+    Always exits, with the run's code."""
     from plait.cli import interrupt
     from plait.cli.live import LiveView
     from plait.cli.outcome import report_outcome
-    from plait.engine.runner import Engine, EngineError
+    from plait.engine.outcome import EngineError
     from plait.model.enums import RunStatus
-    from plait.runs.children import settle
-    from plait.runs.start import local_graphs
     from plait.store.faults import StoreUnavailable
 
-    servers = mcp_servers(how.config)
-    engine = Engine(
-        store, provider, cache=how.cache, mcp_servers=servers, graphs=local_graphs(store),
-        child_settled=settle(store), retry_lost=retry_lost,
-    )  # fmt: skip
+    store = session.store
     view = None if how.quiet else LiveView(store, run_id)
     if view is not None:
-        engine.events.subscribe(view.on_event)
+        session.events.subscribe(view.on_event)
 
     try:
         with view if view is not None else nullcontext():
-            outcome = interrupt.run(_until_done(engine, store, run_id, quiet=how.quiet), cleanup=engine.aclose)
+            outcome = interrupt.run(session.finish(run_id, _waiting(how.quiet)), cleanup=session.aclose)
     except EngineError as exc:
         fail(str(exc))
     except StoreUnavailable as exc:

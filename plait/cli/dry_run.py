@@ -37,8 +37,7 @@ def dry_run_command(
     found, such as a node's pre-check that fails: the run would fail the node with
     `precheck_failed`; an MCP server not configured); else 0."""
     from plait.engine.run_input import input_violations
-    from plait.engine.runtime import Runtime
-    from plait.runs.dry_run import dry_run
+    from plait.runs.dry_run import dry_run_on
 
     graph = _graph(ref, db)
     missing = _unconfigured_mcp(graph, config)
@@ -51,7 +50,7 @@ def dry_run_command(
 
     async def go() -> Any:
         try:
-            return await dry_run(graph, run_input, Runtime(provider), _upstream(upstream))
+            return await dry_run_on(graph, run_input, provider, _upstream(upstream))
         finally:
             if provider is not None:
                 await provider.aclose()

@@ -56,7 +56,7 @@ def run_command(
 ) -> None:
     """Run a graph: store it (a new version only if it changed), start a run, execute it (here,
     or on workers with --queue or a broker in the workers table of plait.toml)."""
-    from plait.cli.drive import execute, provider_from_options
+    from plait.cli.drive import execute, provider_from_options, session_for
     from plait.engine.run_input import StartError
     from plait.runs.start import start_run
 
@@ -73,20 +73,20 @@ def run_command(
     with store_for(db) as store:
         provider, selection = _chosen(llm, config)
         workers = queued_settings(queue, db=db, llm=llm, config=config)
+        how = Driving(llm, config, json_output, quiet, cache=not no_cache)
+        session = session_for(store, provider, how)  # checks the graph, then executes the run: one engine
         try:
-            check = _executable(store, provider, config)
-            run_id = start_run(store, graph, run_input, llm=selection, check=check,
+            run_id = start_run(store, graph, run_input, llm=selection, check=session.check_executable,
                                announce="start" if workers is not None else None)  # fmt: skip
         except StartError as exc:
             refuse(exc)
         except EngineError as exc:  # refused before the run exists: nothing is left behind
             fail(str(exc))
-        how = Driving(llm, config, json_output, quiet, cache=not no_cache)
         if workers is not None:
             from plait.cli.queued import follow
 
             follow(store, workers, run_id, how)
-        execute(store, provider, run_id, how)
+        execute(session, run_id, how)
 
 
 @drives_a_run
@@ -99,12 +99,12 @@ def resume_command(
     """Continue a run after a crash, a kill or a pause: completed nodes are never executed again.
     It executes on the run's own model unless --llm or --config names another (recorded on the run).
     A node whose process went down while executing it is executed again, however often that happened."""
-    from plait.cli.drive import execute, run_provider
+    from plait.cli.drive import execute, run_provider, session_for
 
     with store_for(db) as store:
         run_id = resolve_run(store, run_id)
         provider = run_provider(store, run_id, how.llm, how.config, by="resume")
-        execute(store, provider, run_id, how, retry_lost=True)
+        execute(session_for(store, provider, how, retry_lost=True), run_id, how)
 
 
 def queued_settings(queue: str | None, **given: str | None) -> Any:
@@ -127,11 +127,3 @@ def _chosen(spec: str | None, config: str | None) -> tuple[Any, Any]:
         return chosen(spec, config)
     except LlmConfigError as exc:
         fail(str(exc))
-
-
-def _executable(store: Any, provider: Any, config: str | None) -> Any:
-    """The engine's refusal check (node types, provider, MCP servers), run before the run row exists."""
-    from plait.cli.drive import mcp_servers
-    from plait.engine.runner import Engine
-
-    return Engine(store, provider, mcp_servers=mcp_servers(config)).check_executable

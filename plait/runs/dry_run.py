@@ -49,6 +49,7 @@ from plait.engine.render_limits import RenderLimitError
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import CompiledRun, Phase, RunState
 from plait.llm.pool import DEFAULT_ANSWER_TOKENS
+from plait.llm.provider import Provider
 from plait.llm.tokens import count_messages
 from plait.model.graph import GraphDef
 from plait.model.nodes import ConditionNode, LlmCallNode, NodeType
@@ -114,6 +115,18 @@ async def dry_run(
             f"the estimated cost ${dry.cost_usd:.6f} (every node run once) is over max_cost_usd = {graph.max_cost_usd}"
         )
     return dry
+
+
+async def dry_run_on(
+    graph: GraphDef, run_input: dict[str, Any], provider: Provider | None, upstream: dict[str, Any] | None = None
+) -> DryRun:
+    """`dry_run` with a runtime of its own over `provider` (asked what it serves, never called),
+    whose sandbox is closed when it is done; the provider is the caller's and stays open."""
+    runtime = Runtime(provider)
+    try:
+        return await dry_run(graph, run_input, runtime, upstream)
+    finally:
+        runtime.close_sandbox()
 
 
 async def _node(

@@ -22,13 +22,15 @@ from plait.llm.provider import Provider
 from plait.llm.select import LlmConfigError
 from plait.model.enums import RunStatus
 from plait.runs.model_choice import Selection, label, provider_for
+from plait.runs.session import open_engine
 from plait.store import Store
 
 
 class RunEngines:
     """One engine per model selection the runs executed here record: the process's own first
     (`default`), the others built on first need, all with the same options (the same events,
-    leases, MCP servers, child-run settling, MAP spreading)."""
+    leases, MCP servers, MAP spreading), opened as a run session opens its engine (`open_engine`:
+    child runs settled into their parents)."""
 
     def __init__(self, store: Store, provider: Provider | None, *, llm: Selection, here: str, **options: Any):
         """`provider`, `llm`: the process's own model and the selection it stands for;
@@ -37,7 +39,7 @@ class RunEngines:
         self.store = store
         self.here = here
         self._options = options
-        self.default = Engine(store, provider, llm=llm, **options)
+        self.default = open_engine(store, provider, llm=llm, **options)
         self._others: dict[str, Engine] = {}
         """Engines for runs recorded on another model than this process's, by selection."""
         self._lock = threading.Lock()
@@ -58,7 +60,7 @@ class RunEngines:
                     raise LlmConfigError(
                         f"run {run_id} executes on {label(selection)}, which {self.here} cannot use: {exc}"
                     ) from None
-                self._others[key] = Engine(self.store, provider, llm=selection, **self._options)
+                self._others[key] = open_engine(self.store, provider, llm=selection, **self._options)
             return self._others[key]
 
     @property

@@ -50,7 +50,6 @@ class WorkerRuntime:
     def __init__(self, settings: WorkerSettings, concurrency: int = 8):
         from plait.config import configured_servers
         from plait.llm.select import provider_from_spec
-        from plait.runs.children import settle
         from plait.runs.model_choice import describe
 
         self.settings = settings
@@ -76,7 +75,7 @@ class WorkerRuntime:
         async def build() -> RunEngines:
             return RunEngines(self.store, provider, llm=own, here="this worker", events=bus,
                               lease_ttl_s=settings.lease_ttl_s, mcp_servers=servers,
-                              child_settled=settle(self.store), spread=spread)  # fmt: skip
+                              spread=spread)  # fmt: skip
 
         self.engines = asyncio.run_coroutine_threadsafe(build(), self.loop).result()
         """The worker's engine, and one per other model the runs executed here record."""

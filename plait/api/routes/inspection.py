@@ -16,12 +16,11 @@ from plait.api.state import ServerState, get_state
 from plait.api.wording import for_http
 from plait.engine.ledger import ledger_json
 from plait.engine.run_input import check_input
-from plait.engine.runtime import Runtime
 from plait.evolve.upload import check_upload
 from plait.llm.pool import roles_of
 from plait.llm.types import ProviderError
 from plait.runs.check import check_run
-from plait.runs.dry_run import dry_run
+from plait.runs.dry_run import dry_run_on
 from plait.runs.replay import ReplayError, replay
 from plait.runs.start import resolve_graph
 
@@ -66,11 +65,7 @@ async def dry_run_graph(state: State, ref: str, body: DryRunIn) -> dict[str, Any
     is stored (`problems` lists what a run would refuse)."""
     stored = resolve_graph(state.store, ref, files=False)
     check_input(stored, body.input)
-    runtime = Runtime(state.provider)
-    try:
-        result = await dry_run(stored.graph, body.input, runtime, body.upstream)
-    finally:
-        runtime.close_sandbox()  # the provider is the server's: it stays open
+    result = await dry_run_on(stored.graph, body.input, state.provider, body.upstream)  # the server's provider
     return result.as_json()
 
 

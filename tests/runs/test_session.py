@@ -1,0 +1,43 @@
+"""A run session is what a command drives runs with: `plait run` checks the graph, starts the run
+and executes it with one engine, and every engine a surface opens settles child runs into their
+parents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from plait.cli.app import app
+from plait.engine.runner import Engine
+
+
+@pytest.fixture
+def engines(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The options of every engine built from now on."""
+    built: list[dict[str, Any]] = []
+    original = Engine.__init__
+
+    def counted(self: Engine, *args: Any, **options: Any) -> None:
+        built.append(options)
+        original(self, *args, **options)
+
+    monkeypatch.setattr(Engine, "__init__", counted)
+    return built
+
+
+def test_plait_run_checks_starts_and_executes_with_one_engine(tmp_path: Path, engines: list[dict[str, Any]]) -> None:
+    graph = tmp_path / "one.yaml"
+    graph.write_text(
+        yaml.safe_dump({"id": "one", "nodes": [{"id": "t", "type": "TRANSFORM", "transform_expr": "({n: 1})"}]})
+    )
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    done = CliRunner().invoke(app, ["run", str(graph), "--db", db, "--json", "--quiet"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["output"] == {"n": 1}
+    assert len(engines) == 1  # the check before the run exists and the execution share it
+    assert engines[0]["child_settled"] is not None  # a child run corrected later reaches its parent

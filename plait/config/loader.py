@@ -37,6 +37,7 @@ lines as in the example above.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections.abc import Iterator
@@ -174,18 +175,38 @@ def load_config(explicit: str | None = None) -> PlaitConfig:
     if path is None:
         return builtin_config()
     try:  # bounded like every file Plait reads: `--config /dev/zero` is refused, not read forever
-        data = tomli.loads(decode_text(read_limited(path, f"the config file {path}"), f"the config file {path}"))
+        raw = read_limited(path, f"the config file {path}")
+    except DocumentError as exc:
+        raise ConfigError(exc.message) from None
+    key = (os.fspath(path), hashlib.blake2b(raw, digest_size=16).digest())
+    config = _parsed.get(key)
+    if config is None:
+        config = _parse(path, raw)
+        _parsed.clear()  # one file in force per process: the newest read
+        _parsed[key] = config
+    config = register_secrets(config)  # the secrets' values are read now: the environment may have changed
+    global _in_force
+    _in_force = config  # what the sandbox enforces in this process (`sandbox_settings`)
+    return config
+
+
+_parsed: dict[tuple[str, bytes], PlaitConfig] = {}
+"""The configuration last parsed, by its file's path and the digest of its bytes: a command or a
+server asks for it from several places, and the file is parsed and validated once (again only
+when its text changed)."""
+
+
+def _parse(path: os.PathLike[str] | str, raw: bytes) -> PlaitConfig:
+    try:
+        data = tomli.loads(decode_text(raw, f"the config file {path}"))
     except DocumentError as exc:
         raise ConfigError(exc.message) from None
     except tomli.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     try:
-        config = register_secrets(PlaitConfig.model_validate({**data, "source": str(path)}))
+        return PlaitConfig.model_validate({**data, "source": str(path)})
     except ValidationError as exc:
         raise ConfigError(f"{path} is invalid:\n" + "\n".join(_problems(exc, data))) from None
-    global _in_force
-    _in_force = config  # what the sandbox enforces in this process (`sandbox_settings`)
-    return config
 
 
 def configured_servers(config: str | None = None) -> tuple[McpServerConfig, ...]:
@@ -258,6 +279,7 @@ def forget_loaded() -> None:
     """Read `[sandbox]` from the file again (tests that change plait.toml between loads)."""
     global _in_force
     _in_force = None
+    _parsed.clear()
 
 
 def register_secrets(config: PlaitConfig) -> PlaitConfig:

@@ -41,3 +41,29 @@ def test_plait_run_checks_starts_and_executes_with_one_engine(tmp_path: Path, en
     assert json.loads(done.stdout)["output"] == {"n": 1}
     assert len(engines) == 1  # the check before the run exists and the execution share it
     assert engines[0]["child_settled"] is not None  # a child run corrected later reaches its parent
+
+
+def test_plait_run_parses_plait_toml_once(
+    tmp_path: Path, engines: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from plait.config import forget_loaded, loader
+
+    parsed: list[str] = []
+    parse = loader._parse
+    monkeypatch.setattr(loader, "_parse", lambda path, raw: parsed.append(str(path)) or parse(path, raw))
+    forget_loaded()
+    config = tmp_path / "plait.toml"
+    config.write_text('[sandbox]\nmax_timeout_s = 5\n\n[tools]\nallow = ["echo"]\n')
+    graph = tmp_path / "one.yaml"
+    graph.write_text(
+        yaml.safe_dump({"id": "one", "nodes": [{"id": "t", "type": "TRANSFORM", "transform_expr": "({n: 2})"}]})
+    )
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    done = CliRunner().invoke(app, ["run", str(graph), "--db", db, "--config", str(config), "--json", "--quiet"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["output"] == {"n": 2}
+    assert parsed == [str(config)]  # asked for in several places, parsed once
+    config.write_text('[sandbox]\nmax_timeout_s = 6\n\n[tools]\nallow = ["echo"]\n')
+    assert loader.load_config(str(config)).sandbox.max_timeout_s == 6  # a changed file is read again
+    assert len(parsed) == 2
+    forget_loaded()

@@ -30,7 +30,20 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return built
 
 
-def test_plait_run_checks_starts_and_executes_with_one_engine(tmp_path: Path, engines: list[dict[str, Any]]) -> None:
+@pytest.fixture
+def plans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The graphs the engine plans (works out what each node reads, the topology) from now on."""
+    from plait.engine import state
+
+    planned: list[str] = []
+    plan = state.plan_graph
+    monkeypatch.setattr(state, "plan_graph", lambda graph: planned.append(graph.id) or plan(graph))
+    return planned
+
+
+def test_plait_run_checks_starts_and_executes_with_one_engine(
+    tmp_path: Path, engines: list[dict[str, Any]], plans: list[str]
+) -> None:
     graph = tmp_path / "one.yaml"
     graph.write_text(
         yaml.safe_dump({"id": "one", "nodes": [{"id": "t", "type": "TRANSFORM", "transform_expr": "({n: 1})"}]})
@@ -41,6 +54,7 @@ def test_plait_run_checks_starts_and_executes_with_one_engine(tmp_path: Path, en
     assert json.loads(done.stdout)["output"] == {"n": 1}
     assert len(engines) == 1  # the check before the run exists and the execution share it
     assert engines[0]["child_settled"] is not None  # a child run corrected later reaches its parent
+    assert plans == ["one"]  # planned once, for the check and the execution
 
 
 def test_plait_run_parses_plait_toml_once(

@@ -412,15 +412,13 @@ class _RunChecker:
             self.children.extend(children)
             if rec.status not in _DONE:
                 continue
-            value = strip_meta_deep(rec.effective_output)
             missed: list[str] = []
             for child in children:
                 if child.status != RunStatus.COMPLETED:
                     continue
                 if rec.override_at is not None and child.updated_at <= rec.override_at:
                     continue  # the node was corrected after the child last changed: the correction is in effect
-                found = regathered(self.store, child)
-                if found is not None and strip_meta_deep(found[2]) != value:
+                if regathered(self.store, child, newest=rec, parent=self.record) is not None:  # it would change
                     missed.append(child.id)
             if missed:
                 self._problem(

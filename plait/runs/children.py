@@ -28,30 +28,47 @@ if TYPE_CHECKING:
     from plait.runs.corrections import Correction, Corrections
 
 
-def regathered(store: Store, child: RunRecord) -> tuple[str, str, Any] | None:
+def regathered(
+    store: Store, child: RunRecord, *, newest: NodeRunRecord | None = None, parent: RunRecord | None = None
+) -> tuple[str, str, Any] | None:
     """(parent run id, node id, the node's output gathered again with `child`'s current output),
-    or None when `child` has no parent node with an output to change (or the value is unchanged)."""
+    or None when `child` has no parent node with an output to change (or the value is unchanged).
+    A caller that has read them passes the parent node's newest activation (`newest`, when it is
+    the child's parent node run) and the parent run, so that many children cost no more reads."""
     if child.parent_run_id is None or child.parent_node_run_id is None:
         return None
-    node_run = store.runs.node_run(child.parent_node_run_id)
-    newest = current_activations(store.runs.node_runs(child.parent_run_id)).get(node_run.node_id)
+    if newest is None or newest.id != child.parent_node_run_id:
+        node_run = store.runs.node_run(child.parent_node_run_id)
+        newest = current_activations(store.runs.node_runs(child.parent_run_id)).get(node_run.node_id)
+    else:
+        node_run = newest
     if not node_run.status.has_output or newest is None or newest.id != node_run.id:
         return None  # still gathering, or an older activation: history
-    parent = store.runs.get(child.parent_run_id)
+    parent = parent if parent is not None and parent.id == child.parent_run_id else store.runs.get(child.parent_run_id)
     node = load_compiled(store, parent.graph_id, parent.graph_version, parent.body).nodes[node_run.node_id]
-    value = _gathered(node, node_run, child, store)
-    if value is None or strip_meta_deep(value) == strip_meta_deep(node_run.effective_output):
+    gathered = _gathered(node, node_run, child)
+    if gathered is None:
+        return None
+    value, held, given = gathered
+    if strip_meta_deep(given) == strip_meta_deep(held):
         return None  # unchanged (the gathered value names its child run; the stored one's meta may differ)
     return parent.id, node_run.node_id, value
 
 
-def _gathered(node: Any, node_run: NodeRunRecord, child: RunRecord, store: Store) -> Any:
+def _gathered(node: Any, node_run: NodeRunRecord, child: RunRecord) -> tuple[Any, Any, Any] | None:
+    """The node's output gathered again with `child`'s output, the part of the stored output the
+    child's stands for, and what the child gives for it: a MAP compares one item, not all of its
+    items once per child."""
     current = strip_meta(node_run.effective_output)
     if node.type == NodeType.SUBGRAPH:
-        return with_child_run(child.output, child.id)
+        value = with_child_run(child.output, child.id)
+        return value, node_run.effective_output, value
     if node.type == NodeType.LOOP:
         ran = (node_run.input_snapshot or {}).get("children") or []
-        return with_child_run(child.output, child.id) if ran and ran[-1] == child.id else None
+        if not ran or ran[-1] != child.id:
+            return None
+        value = with_child_run(child.output, child.id)
+        return value, node_run.effective_output, value
     assert isinstance(node, MapNode)
     if not isinstance(current, list) or child.child_key is None:
         return None
@@ -60,7 +77,7 @@ def _gathered(node: Any, node_run: NodeRunRecord, child: RunRecord, store: Store
     position = key - sum(1 for i in failed if i < key) if node.on_item_error == ItemErrors.SKIP else key
     if not 0 <= position < len(current):
         return None
-    return [*current[:position], child.output, *current[position + 1 :]]
+    return [*current[:position], child.output, *current[position + 1 :]], current[position], child.output
 
 
 def child_policy(store: Store, child: RunRecord) -> DownstreamPolicy:

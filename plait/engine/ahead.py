@@ -45,9 +45,12 @@ def start_ahead(state: RunState, node: NodeBase, rt: Runtime) -> None:
     expression = expression_of(node)
     if expression is None:
         return
-    scope = js_scope(state, node)
-    owner = state.root_run_id or None  # a run and its child runs share one fair share
-    evaluation = rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner, ahead=True)
+    try:
+        scope = js_scope(state, node)
+        owner = state.root_run_id or None  # a run and its child runs share one fair share
+        evaluation = rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner, ahead=True)
+    except Exception:  # the node meets the same problem when it runs, and reports it as its own
+        return
     task = asyncio.ensure_future(evaluation)
     task.add_done_callback(_retrieved)
     state.ahead[node.id] = Ahead(expression, scope, task)

@@ -153,3 +153,24 @@ def test_only_the_very_same_values_count_as_what_the_evaluation_was_given(tmp_pa
         return found
 
     assert asyncio.run(check()) == [True, False, False, False]
+
+
+def test_a_scope_that_cannot_be_built_ahead_fails_only_the_node_itself(
+    tmp_path: Path, evaluations: Evaluations, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building what the next node sees can fail (a render budget, a bug): the node that just
+    finished is recorded as it was, and the next one evaluates when it runs."""
+    from plait.engine import ahead
+
+    def broken(state: Any, node: Any) -> Any:
+        raise RuntimeError("no scope here")
+
+    monkeypatch.setattr(ahead, "js_scope", broken)
+    nodes = [{"id": f"n{i}", "type": "TRANSFORM", "transform_expr": f"({{n: {i}}})"} for i in range(3)]
+    edges = [{"source": "n0", "target": "n1"}, {"source": "n1", "target": "n2"}]
+    path = write(tmp_path, {"id": "plain", "nodes": nodes, "edges": edges})
+    with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        outcome = drive_with(store, start_run(store, path, {}), None)
+    assert outcome.status == RunStatus.COMPLETED, outcome
+    assert outcome.output == {"n": 2}
+    assert [ahead for _, ahead in evaluations] == [False, False, False]

@@ -31,6 +31,17 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
+def compiled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The graph files compiled (parsed, checked) when a command stores them, from now on."""
+    from plait.evolve import files
+
+    done: list[str] = []
+    compile_file = files.compile_file
+    monkeypatch.setattr(files, "compile_file", lambda path, **k: done.append(str(path)) or compile_file(path, **k))
+    return done
+
+
+@pytest.fixture
 def plans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The graphs the engine plans (works out what each node reads, the topology) from now on."""
     from plait.engine import state
@@ -42,7 +53,7 @@ def plans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_plait_run_checks_starts_and_executes_with_one_engine(
-    tmp_path: Path, engines: list[dict[str, Any]], plans: list[str]
+    tmp_path: Path, engines: list[dict[str, Any]], plans: list[str], compiled: list[str]
 ) -> None:
     graph = tmp_path / "one.yaml"
     graph.write_text(
@@ -55,6 +66,7 @@ def test_plait_run_checks_starts_and_executes_with_one_engine(
     assert len(engines) == 1  # the check before the run exists and the execution share it
     assert engines[0]["child_settled"] is not None  # a child run corrected later reaches its parent
     assert plans == ["one"]  # planned once, for the check and the execution
+    assert compiled == [str(graph)]  # the file is compiled once, as it is stored
 
 
 def test_plait_run_parses_plait_toml_once(

@@ -66,18 +66,12 @@ def session_for(store: Any, provider: Any, how: Driving, *, retry_lost: bool = F
     )
 
 
-def _waiting(quiet: bool) -> Any:
-    """What to say when a WAIT node parks the run and the command waits for it."""
+def _say_waiting(run_id: str, wake_at: float) -> None:
+    """What a command says when a WAIT node parks the run and it waits for it."""
+    from datetime import datetime
 
-    def say(run_id: str, wake_at: float) -> None:
-        if quiet:
-            return
-        from datetime import datetime
-
-        when = datetime.fromtimestamp(wake_at).astimezone().isoformat(timespec="seconds")
-        sys.stderr.write(f"waiting until {when} (a WAIT node); Ctrl-C leaves the run parked: plait resume {run_id}\n")
-
-    return say
+    when = datetime.fromtimestamp(wake_at).astimezone().isoformat(timespec="seconds")
+    sys.stderr.write(f"waiting until {when} (a WAIT node); Ctrl-C leaves the run parked: plait resume {run_id}\n")
 
 
 def execute(session: Any, run_id: str, how: Driving, *, show_output: bool = True) -> None:
@@ -98,7 +92,7 @@ def execute(session: Any, run_id: str, how: Driving, *, show_output: bool = True
 
     try:
         with view if view is not None else nullcontext():
-            outcome = interrupt.run(session.finish(run_id, _waiting(how.quiet)), cleanup=session.aclose)
+            outcome = interrupt.run(session.finish(run_id, None if how.quiet else _say_waiting), cleanup=session.aclose)
     except EngineError as exc:
         fail(str(exc))
     except StoreUnavailable as exc:

@@ -15,10 +15,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from plait.compile.plan import expression_of
 from plait.engine.render import js_scope
 from plait.engine.runtime import Runtime
 from plait.engine.state import RunState
-from plait.model.nodes import ConditionNode, NodeBase, TransformNode
+from plait.model.nodes import NodeBase, NodeType
 
 
 @dataclass(frozen=True)
@@ -30,21 +31,17 @@ class Ahead:
     task: asyncio.Task[Any]
 
 
-def expression_of(node: NodeBase) -> str | None:
-    """The expression a node's executor evaluates in the sandbox, when that is all it does first."""
-    if isinstance(node, TransformNode):
-        return node.transform_expr
-    if isinstance(node, ConditionNode):
-        return node.condition_expr
-    return None
+EVALUATED_FIRST = frozenset({NodeType.TRANSFORM, NodeType.CONDITION})
+"""The node types whose executor starts by evaluating the node's expression in the sandbox."""
 
 
 def start_ahead(state: RunState, node: NodeBase, rt: Runtime) -> None:
     """Start evaluating `node`'s expression on what it sees now (its predecessors are done: it
     was just claimed). Call it on the loop, before the claim's commit is awaited."""
-    expression = expression_of(node)
-    if expression is None:
+    found = expression_of(node) if node.type in EVALUATED_FIRST else None
+    if found is None:  # a CONDITION that asks a model has no expression
         return
+    expression = found[1]
     try:
         scope = js_scope(state, node)
         owner = state.root_run_id or None  # a run and its child runs share one fair share

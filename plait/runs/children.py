@@ -59,16 +59,14 @@ def _gathered(node: Any, node_run: NodeRunRecord, child: RunRecord) -> tuple[Any
     """The node's output gathered again with `child`'s output, the part of the stored output the
     child's stands for, and what the child gives for it: a MAP compares one item, not all of its
     items once per child."""
-    current = strip_meta(node_run.effective_output)
-    if node.type == NodeType.SUBGRAPH:
-        value = with_child_run(child.output, child.id)
-        return value, node_run.effective_output, value
     if node.type == NodeType.LOOP:
         ran = (node_run.input_snapshot or {}).get("children") or []
         if not ran or ran[-1] != child.id:
-            return None
+            return None  # a LOOP's output is its last iteration's
+    if node.type in (NodeType.SUBGRAPH, NodeType.LOOP):
         value = with_child_run(child.output, child.id)
         return value, node_run.effective_output, value
+    current = strip_meta(node_run.effective_output)
     assert isinstance(node, MapNode)
     if not isinstance(current, list) or child.child_key is None:
         return None

@@ -61,9 +61,9 @@ class RunSession:
         """Execute the run until it ends, pauses or waits for a person or a WAIT node."""
         return await self.engine.run(run_id)
 
-    async def finish(self, run_id: str, on_wait: Callable[[str, float], None] = lambda run_id, at: None) -> RunOutcome:
+    async def finish(self, run_id: str, on_wait: Callable[[str, float], None] | None = None) -> RunOutcome:
         """Drive the run; when WAIT nodes park it, wait here until it is due (`on_wait(run_id,
-        wake_at)` first) and drive it again. The run holds no lease meanwhile: stopped, it stays
+        wake_at)` first, when given) and drive it again. The run holds no lease meanwhile: stopped, it stays
         parked and any engine continues it. A run the database stopped (a read failed under a
         node) is driven again, as long as the database keeps failing for less than `RETRY_S`."""
         failing: float | None = None
@@ -84,7 +84,8 @@ class RunSession:
             wake_at = self.store.runs.get(run_id).wake_at if outcome.status == RunStatus.PAUSED else None
             if wake_at is None:
                 return outcome
-            on_wait(run_id, wake_at)
+            if on_wait is not None:
+                on_wait(run_id, wake_at)
             await asyncio.sleep(max(0.0, wake_at - time.time()))
 
     async def aclose(self) -> None:

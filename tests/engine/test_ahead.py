@@ -13,7 +13,7 @@ import yaml
 
 from plait.engine.ahead import Ahead, taken_ahead
 from plait.engine.compiled import load_compiled
-from plait.engine.runner import Engine
+from plait.engine.runner import Engine, RunOutcome
 from plait.engine.state import RunState
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, Usage
@@ -74,7 +74,7 @@ class Held(Provider):
 
     name = "held"
 
-    def __init__(self, content: str = '{"v": "drafted"}') -> None:
+    def __init__(self, content: str) -> None:
         self.content = content
         self.asked = asyncio.Event()
         self.answer = asyncio.Event()
@@ -83,6 +83,40 @@ class Held(Provider):
         self.asked.set()
         await self.answer.wait()
         return ChatResponse(content=self.content, usage=Usage(5, 2), provider="held", model="m")
+
+
+def corrected_while_held(
+    store: Store,
+    run_id: str,
+    node_id: str,
+    value: Any,
+    *,
+    content: str,
+    policy: DownstreamPolicy = DownstreamPolicy.INVALIDATE,
+    after: tuple[str, str | None] | None = None,
+) -> RunOutcome:
+    """Execute the run on a `Held` model answering `content`. Once the model is asked (and, with
+    `after`, the engine emitted that (kind, node) event), a person overrides `node_id` with
+    `value` under `policy`; then the model answers and the run goes on to its end."""
+    provider = Held(content)
+    engine = Engine(store, provider)
+    seen = asyncio.Event()
+    if after is None:
+        seen.set()
+    else:
+        engine.events.subscribe(lambda event: seen.set() if (event.kind, event.node_id) == after else None)
+
+    async def go() -> RunOutcome:
+        try:
+            running = asyncio.create_task(engine.run(run_id))
+            await asyncio.wait_for(asyncio.gather(provider.asked.wait(), seen.wait()), 60)
+            await asyncio.to_thread(Corrections(store).override, run_id, node_id, value, policy=policy)
+            provider.answer.set()
+            return await running
+        finally:
+            await engine.aclose()
+
+    return asyncio.run(go())
 
 
 def test_a_correction_taken_up_before_the_node_runs_makes_it_evaluate_again(
@@ -105,23 +139,10 @@ def test_a_correction_taken_up_before_the_node_runs_makes_it_evaluate_again(
     }
     with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
         run_id = start_run(store, write(tmp_path, graph), {})
-        provider = Held()
-
-        async def go() -> Any:
-            engine = Engine(store, provider)
-            try:
-                running = asyncio.create_task(engine.run(run_id))
-                await provider.asked.wait()  # `draft` is in flight: a person corrects `source` now
-                corrections = Corrections(store)
-                await asyncio.to_thread(
-                    corrections.override, run_id, "source", {"v": "new"}, policy=DownstreamPolicy.KEEP
-                )
-                provider.answer.set()
-                return await running
-            finally:
-                await engine.aclose()
-
-        outcome = asyncio.run(go())
+        # while `draft` is in flight, a person corrects `source`
+        outcome = corrected_while_held(
+            store, run_id, "source", {"v": "new"}, content='{"v": "drafted"}', policy=DownstreamPolicy.KEEP
+        )
     assert outcome.status == RunStatus.COMPLETED, outcome
     assert outcome.output == {"v": "drafted on new"}  # `final` read the corrected `source`
     finals = [ahead for expression, ahead in evaluations if "current.v" in expression]

@@ -15,7 +15,7 @@ from plait.runs.check import check_run
 from plait.runs.corrections import Corrections
 from plait.runs.start import start_run
 from plait.store import Store
-from tests.engine.test_ahead import Held
+from tests.engine.test_ahead import corrected_while_held
 from tests.engine.test_engine import graph_file, llm, script
 from tests.runs.test_corrections import edge, newest, text, tr
 
@@ -189,25 +189,9 @@ def test_a_branch_overridden_while_the_run_executes_is_taken_before_the_run_ends
     )
     with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
         run_id = start_run(store, graph, {"t": "old"})
-        provider = Held('{"text": "drafted"}')
-        engine = Engine(store, provider)
-        yes_done = asyncio.Event()
-        engine.events.subscribe(
-            lambda event: yes_done.set() if (event.kind, event.node_id) == ("node:complete", "yes") else None
+        outcome = corrected_while_held(
+            store, run_id, "pick", {"branch": "false"}, content='{"text": "drafted"}', after=("node:complete", "yes")
         )
-
-        async def go() -> RunOutcome:
-            try:
-                running = asyncio.create_task(engine.run(run_id))
-                await asyncio.wait_for(asyncio.gather(provider.asked.wait(), yes_done.wait()), 60)
-                corrections = Corrections(store)
-                await asyncio.to_thread(corrections.override, run_id, "pick", {"branch": "false"})
-                provider.answer.set()
-                return await running
-            finally:
-                await engine.aclose()
-
-        outcome = asyncio.run(go())
         statuses = {node_id: rec.status for node_id, rec in newest(store, run_id).items()}
         problems = check_run(store, run_id).problems
     assert outcome.status == RunStatus.COMPLETED, outcome
@@ -238,21 +222,7 @@ def test_a_node_running_on_a_branch_overridden_away_ends_skipped(tmp_path: Path)
     )
     with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
         run_id = start_run(store, graph, {"t": "old"})
-        provider = Held('{"text": "drafted"}')
-        engine = Engine(store, provider)
-
-        async def go() -> RunOutcome:
-            try:
-                running = asyncio.create_task(engine.run(run_id))
-                await asyncio.wait_for(provider.asked.wait(), 60)
-                corrections = Corrections(store)
-                await asyncio.to_thread(corrections.override, run_id, "pick", {"branch": "false"})
-                provider.answer.set()
-                return await running
-            finally:
-                await engine.aclose()
-
-        outcome = asyncio.run(go())
+        outcome = corrected_while_held(store, run_id, "pick", {"branch": "false"}, content='{"text": "drafted"}')
         runs = store.runs.node_runs(run_id)
         statuses = {node_id: rec.status for node_id, rec in newest(store, run_id).items()}
         problems = check_run(store, run_id).problems

@@ -223,6 +223,31 @@ class PlaitChain:
         await self.engine.aclose()
 
 
+class PlaitClientChain:
+    """W1 through the Python client (`plait.AsyncClient.run`: start, drive, read the result) on
+    the LLM_CALL chain, to measure the client's overhead over the engine it drives."""
+
+    def __init__(self, db: Path, chain: PlaitChain):
+        from plait.client import AsyncClient
+
+        self.chain = chain
+        self.client = AsyncClient(db, llm=InstantProvider('{"n": 1}'))
+
+    async def warm_up(self) -> None:
+        await self.client.run(self.chain.ref or self.chain.path, {"n": 0})
+
+    async def once(self) -> tuple[float, float]:
+        t0 = time.perf_counter()
+        result = await self.client.run(self.chain.ref, {"n": 0})
+        elapsed = time.perf_counter() - t0
+        if not result.ok:
+            raise SystemExit(f"Plait W1 through the client: run {result.run_id} ended {result.status}")
+        return elapsed, elapsed
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
 class PlaitFanout:
     """W2/W3 for Plait: 500 x Engine.start (create the run + execute it) gathered on one engine."""
 
@@ -486,6 +511,7 @@ async def run_w1(tmp: Path, trials: int, with_lg: bool, calib: list[float]) -> d
     labels = {
         "plait_llm": "Plait LLM_CALL, SQLite",
         "plait_transform": "Plait TRANSFORM, SQLite",
+        "plait_client": "Plait LLM_CALL through AsyncClient.run",
         "lg_none": "LangGraph, no checkpointer",
         "lg_memory": "LangGraph, InMemorySaver",
         "lg_sqlite": "LangGraph, SqliteSaver",
@@ -499,6 +525,8 @@ async def run_w1(tmp: Path, trials: int, with_lg: bool, calib: list[float]) -> d
         for kind in ("llm", "transform"):
             subjects[f"plait_{kind}"] = chain = PlaitChain(store, tmp, kind)
             stack.push_async_callback(chain.aclose)
+        subjects["plait_client"] = client = PlaitClientChain(tmp / "w1_plait.db", subjects["plait_llm"])
+        stack.push_async_callback(client.aclose)
         if with_lg:
             from langgraph.checkpoint.memory import InMemorySaver
 
@@ -711,6 +739,7 @@ def print_report(
     for key in ("plait_llm", "plait_transform"):
         row(w1[key], ".0f", w1_pool)
         row(Series("  Engine.run alone (without start_run)", w1[key].alt), ".0f", w1_pool)
+    row(w1["plait_client"], ".0f", w1_pool)
     for key in ("lg_none", "lg_memory", "lg_sqlite", "lg_sqlite_normal", "lg_memory_async"):
         if key in w1:
             row(w1[key], ".0f")
@@ -740,6 +769,11 @@ def print_report(
             )
     else:
         print(f"  W1 Plait LLM_CALL: {w1['plait_llm'].median():.0f} µs/node (LangGraph skipped: no comparison)")
+    overhead = ratio(w1["plait_client"], w1["plait_llm"])
+    print(
+        f"  W1 the client's overhead over the engine <= 5 %: {w1['plait_client'].median():.0f} vs "
+        f"{w1['plait_llm'].median():.0f} µs/node, ratio {overhead:.3f} -> {verdict(overhead <= 1.05)}"
+    )
     for loop, series in w2.items():
         w2p = series["plait"]
         print(

@@ -3,6 +3,8 @@
     >>> import plait
     >>> graph = plait.load_graph("examples/video_chapters.yaml")   # GraphDef, or GraphInvalid
     >>> result = plait.validate("examples/video_chapters.yaml")    # CompileResult: errors, warnings
+    >>> done = plait.run("examples/feedback_triage.yaml", {"feedback": "..."}, llm="local")  # RunResult
+    >>> with plait.Client() as client: ...                         # runs, corrections, reads (docs/python.md)
 
 The package stays import-light (`plait validate` must start fast): the names
 below are imported on first use, and the store, HTTP stack and provider SDKs
@@ -16,10 +18,19 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from plait.client import AsyncClient, Client, RunResult, run
     from plait.compile import CompileResult, Diagnostic, GraphInvalid, load_graph, validate
+    from plait.compile.builder import GraphBuilder
+    from plait.errors import PlaitError
     from plait.model import GraphDef
 
 _LAZY = {
+    "AsyncClient": "plait.client",
+    "Client": "plait.client",
+    "RunResult": "plait.client",
+    "run": "plait.client",
+    "GraphBuilder": "plait.compile.builder",
+    "PlaitError": "plait.errors",
     "GraphDef": "plait.model",
     "CompileResult": "plait.compile",
     "Diagnostic": "plait.compile",
@@ -28,7 +39,21 @@ _LAZY = {
     "validate": "plait.compile",
 }
 
-__all__ = ["CompileResult", "Diagnostic", "GraphDef", "GraphInvalid", "__version__", "load_graph", "validate"]
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "CompileResult",
+    "Diagnostic",
+    "GraphBuilder",
+    "GraphDef",
+    "GraphInvalid",
+    "PlaitError",
+    "RunResult",
+    "__version__",
+    "load_graph",
+    "run",
+    "validate",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -3,16 +3,15 @@
 - SQLite: a file in the test's `tmp_path` (never skipped).
 - PostgreSQL: `PLAIT_TEST_PG_URL` (default `postgresql+psycopg://postgres@127.0.0.1:5432/test`),
   each test in a fresh schema named `plait_t_<random>` selected with `search_path` and dropped
-  afterwards, so tests never see each other's rows, even when two suites run at once. When the
-  server does not answer, the PostgreSQL variants skip with a reason naming the URL
-  (`scripts/services.sh` starts it).
+  afterwards (`plait.testing.postgres`), so tests never see each other's rows, even when two
+  suites run at once. When the server does not answer, the PostgreSQL variants skip with a
+  reason naming the URL (`scripts/services.sh` starts it), and fail in CI.
 """
 
 from __future__ import annotations
 
 import compileall
 import os
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,67 +81,33 @@ _pg_status: list[str | None] = []
 def pg_unavailable() -> str | None:
     """Why PostgreSQL cannot be used (None when it can); asked once per session."""
     if not _pg_status:
-        import psycopg
-        from sqlalchemy.engine import make_url
+        from plait.testing.postgres import unreachable
 
-        from plait.store import redact
-
-        url = make_url(pg_base_url())
-        try:
-            psycopg.connect(
-                host=url.host, port=url.port or 5432, user=url.username, password=url.password,
-                dbname=url.database, connect_timeout=3,
-            ).close()  # fmt: skip
-            _pg_status.append(None)
-        except psycopg.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            _pg_status.append(f"PostgreSQL at {redact(url)} is not reachable ({first}); set {PG_URL_ENV}")
+        reason = unreachable(pg_base_url())
+        _pg_status.append(f"{reason}; set {PG_URL_ENV}" if reason is not None else None)
     return _pg_status[0]
 
 
 def pg_schema_url(schema: str) -> str:
     """The test database URL with `search_path` set to `schema` on every connection, which also
     carry the schema as their `application_name` (so a test can find its own backends)."""
-    from sqlalchemy.engine import make_url
+    from plait.testing.postgres import schema_url
 
-    url = make_url(pg_base_url()).update_query_dict({"options": f"-csearch_path={schema}", "application_name": schema})
-    return url.render_as_string(hide_password=False)
+    return schema_url(pg_base_url(), schema)
 
 
 def terminate_backends(schema: str, timeout_s: float = 20.0) -> int:
     """`pg_terminate_backend` on every connection of the test using `schema` (and no other
     test's), once they have all exited (so each client finds its connection closed); how many."""
-    import time
+    from plait.testing.postgres import terminate_backends
 
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.pool import NullPool
-
-    engine = create_engine(pg_base_url(), poolclass=NullPool, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            mine = "SELECT pid FROM pg_stat_activity WHERE application_name = :name AND pid <> pg_backend_pid()"
-            pids = [int(p) for p in conn.execute(text(mine), {"name": schema}).scalars()]
-            for pid in pids:
-                conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-            alive = "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:pids)"
-            deadline = time.monotonic() + timeout_s
-            while conn.execute(text(alive), {"pids": pids}).scalar_one() and time.monotonic() < deadline:
-                time.sleep(0.01)
-        return len(pids)
-    finally:
-        engine.dispose()
+    return terminate_backends(pg_base_url(), schema, timeout_s)
 
 
-def _pg_admin(sql: str) -> None:
-    from sqlalchemy import create_engine
-    from sqlalchemy.pool import NullPool
+def _drop_schema(schema: str) -> None:
+    from plait.testing.postgres import drop_schema
 
-    engine = create_engine(pg_base_url(), poolclass=NullPool)
-    try:
-        with engine.begin() as conn:
-            conn.exec_driver_sql(sql)
-    finally:
-        engine.dispose()
+    drop_schema(pg_base_url(), schema)
 
 
 @pytest.fixture
@@ -156,18 +121,18 @@ def pg_schema() -> Iterator[str]:
 @contextmanager
 def pg_schema_made() -> Iterator[str]:
     """A new schema, dropped at the end unless it was kept (moved to `_migrated`)."""
+    from plait.testing import skip_or_fail
+    from plait.testing.postgres import create_schema
+
     reason = pg_unavailable()
     if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI must run the PostgreSQL tests: .ci/run starts the server)")
-        pytest.skip(reason)
-    schema = f"plait_t_{uuid.uuid4().hex[:12]}"
-    _pg_admin(f'CREATE SCHEMA "{schema}"')
+        skip_or_fail(reason, in_ci="CI must run the PostgreSQL tests: .ci/run starts the server")
+    schema = create_schema(pg_base_url())
     try:
         yield schema
     finally:
         if schema not in _migrated:
-            _pg_admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            _drop_schema(schema)
 
 
 _SHAPE = """
@@ -213,7 +178,7 @@ def migrated_pg_schema() -> Iterator[str]:
             _migrated.append(schema)
         else:
             terminate_backends(schema, timeout_s=5)
-            _pg_admin(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            _drop_schema(schema)
 
 
 def _emptied(schema: str) -> bool:
@@ -296,4 +261,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     close_server()
     while _migrated:
-        _pg_admin(f'DROP SCHEMA IF EXISTS "{_migrated.pop()}" CASCADE')
+        _drop_schema(_migrated.pop())

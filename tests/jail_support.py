@@ -10,11 +10,11 @@ import time
 from collections.abc import Iterator
 
 import psutil
-import pytest
 
 from plait.config import JailConfig
 from plait.sandbox import cgroups
 from plait.sandbox.jail import problem
+from plait.testing import skip_or_fail
 
 
 def require_jail(config: JailConfig | None = None) -> JailConfig:
@@ -22,9 +22,7 @@ def require_jail(config: JailConfig | None = None) -> JailConfig:
     config = config or JailConfig()
     why = problem(config)
     if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the jail tests: {why}")
-        pytest.skip(why)
+        skip_or_fail(why, in_ci="CI must run the jail tests: .ci/run installs bubblewrap")
     return config
 
 
@@ -32,10 +30,7 @@ def require_cgroups(config: JailConfig) -> None:
     """Fail (CI) or skip unless per-program cgroups can be made here."""
     support = cgroups.support(config.cgroup)
     if support.tree is None:
-        why = f"no writable cgroup here: {support.problem}"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the cgroup tests (as root): {why}")
-        pytest.skip(why)
+        skip_or_fail(f"no writable cgroup here: {support.problem}", in_ci="CI must run the cgroup tests, as root")
 
 
 def processes_naming(marker: str) -> list[psutil.Process]:

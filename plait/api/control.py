@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 
 from plait.api.executor import RunExecutor
+from plait.engine.events import RunCancelled, RunPaused, RunResumed
 from plait.errors import PlaitError, Refusal
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.store import RunRecord
@@ -40,7 +41,7 @@ async def pause(executor: RunExecutor, run_id: str) -> RunRecord:
     record = await _get(executor, run_id)
     if not changed:
         _refuse_ended(record, "pause")
-    executor.events.emit("run:paused", run_id, None, reason="requested")
+    executor.events.emit(RunPaused(run_id, reason="requested"))
     return record
 
 
@@ -52,7 +53,7 @@ async def resume(executor: RunExecutor, run_id: str) -> RunRecord:
         raise ControlError(f"run {run_id} is executing already", "watch it: GET /api/runs/{id}/events")
     _refuse_elsewhere(executor, record, "resume")
     executor.launch(run_id)
-    executor.events.emit("run:resumed", run_id, None, reason="requested")
+    executor.events.emit(RunResumed(run_id, reason="requested"))
     return record
 
 
@@ -73,7 +74,7 @@ async def cancel(executor: RunExecutor, run_id: str) -> RunRecord:
     record = await _get(executor, run_id)
     if not changed:
         _refuse_ended(record, "cancel")
-    executor.events.emit("run:cancelled", run_id, None, error=error)
+    executor.events.emit(RunCancelled(run_id, error=error))
     return record
 
 

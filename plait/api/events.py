@@ -4,7 +4,8 @@ The buffer is bounded in events per run, in runs, and in bytes over all runs (an
 weighed as JSON when it is kept): past `max_bytes`, the oldest events of the least recently
 active runs go first, and a client that missed them is told (`stream:gap`).
 
-Ids are per run, 1, 2, 3, ... in the order the engine emitted them. Everything here runs on
+Ids are per run, 1, 2, 3, ... in the order the engine emitted them. Events are kept as clients
+read them: each typed event under its wire name and payload (`plait.engine.event_wire`). Everything here runs on
 the server's event loop (the engine emits there, the SSE generators read there): no locks.
 A run this server has not watched yet is seeded from the store first (`history.py`), so its
 ids continue after the rebuilt history instead of starting again at 1.
@@ -21,10 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.api.history import Past
-from plait.engine.events import Event, EventBus
+from plait.engine.event_wire import WireEvent, to_wire, wire_name
+from plait.engine.events import Event, EventBus, RunCancelled, RunCompleted, RunFailed
 from plait.redact import redact
 
-ENDING_KINDS = frozenset({"workflow:complete", "workflow:error", "run:cancelled"})
+ENDING_KINDS = frozenset(wire_name(ended) for ended in (RunCompleted, RunFailed, RunCancelled))
 """After one of these the run has ended: an SSE stream closes (a correction may reopen the run;
 the client then reconnects with its Last-Event-ID)."""
 GAP = "stream:gap"
@@ -91,7 +93,7 @@ class EventLog:
         self.bytes = 0
         """What the kept events weigh, all runs together (at most `max_bytes` once an event is kept)."""
         self._runs: OrderedDict[str, _RunLog] = OrderedDict()
-        self.unsubscribe_bus = bus.subscribe(self._on_event)
+        self.unsubscribe_bus = bus.subscribe(self.emit)
 
     def has(self, run_id: str) -> bool:
         """Whether this server keeps events of the run."""
@@ -136,15 +138,14 @@ class EventLog:
     def last_id(self, run_id: str) -> int:
         return self._runs[run_id].next_id - 1
 
-    def deliver(self, event: Event) -> None:
-        """An event of a run executed elsewhere (a worker), as if this server's engine emitted it."""
-        self._on_event(event)
+    def emit(self, event: Event) -> None:
+        """An event of this server's engine, or one the service itself reports (a node marked
+        stale by a correction, a pause)."""
+        self.deliver(to_wire(event))
 
-    def emit(self, kind: str, run_id: str, node_id: str | None = None, **data: Any) -> None:
-        """An event the service itself reports (a node marked stale by a correction, a pause)."""
-        self._on_event(Event(kind, run_id, node_id, data))
-
-    def _on_event(self, event: Event) -> None:
+    def deliver(self, event: WireEvent) -> None:
+        """An event as it travels: one of a run executed elsewhere (a worker), as if this
+        server's engine emitted it."""
         if event.run_id not in self._runs:
             self.open(event.run_id)
         log = self._runs[event.run_id]

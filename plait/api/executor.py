@@ -29,10 +29,10 @@ from plait.api.events import EventLog
 from plait.api.handoff import HandOff
 from plait.api.history import history
 from plait.config import McpServerConfig
-from plait.engine.events import EventBus
+from plait.engine.events import EventBus, RunFailed, RunResumed
 from plait.engine.outcome import EngineError
+from plait.engine.ports import RouteReader
 from plait.engine.run_input import StartError
-from plait.engine.script_host import RouteReader
 from plait.errors import Refusal
 from plait.llm.provider import Provider
 from plait.llm.select import LlmConfigError
@@ -194,7 +194,7 @@ class RunExecutor:
                         continue
                     still[run_id] = (wake_at, now)
                     if self.launch(run_id):
-                        self.events.emit("run:resumed", run_id, None, reason="due")
+                        self.events.emit(RunResumed(run_id, reason="due"))
                 woken = still
             except ServiceStopping:
                 return
@@ -255,7 +255,7 @@ class RunExecutor:
         (else it would wait forever), one a correction reopened is paused with it (resumable on
         another model); one held by another process is left to it."""
         if await asyncio.to_thread(refuse, self.store, run_id, message) is not None:
-            self.events.emit("workflow:error", run_id, None, error={"kind": "engine", "message": message})
+            self.events.emit(RunFailed(run_id, error={"kind": "engine", "message": message}))
         log.warning("run %s not driven: %s", run_id, message)
 
     def _done(self, run_id: str, task: asyncio.Task[None]) -> None:

@@ -17,7 +17,7 @@ import logging
 import time
 
 from plait.api.events import EventLog
-from plait.engine.events import Event
+from plait.engine.event_wire import WireEvent
 from plait.store import Store
 from plait.worker.app import WorkerSettings, make_app
 from plait.worker.events import EventFollower, ask_to_stop, signing_key
@@ -58,7 +58,7 @@ class HandOff:
             await asyncio.sleep(0.1)
         return True  # its lease ran out meanwhile, or will: the status written next stands
 
-    def _arrived(self, event: Event) -> None:
+    def _arrived(self, event: WireEvent) -> None:
         self.loop.call_soon_threadsafe(self.events.deliver, event)
 
     def close(self) -> None:

@@ -9,13 +9,15 @@ only parse their request and shape the result.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
 from plait.api.state import ServerState
+from plait.engine.events import CorrectionEvent, NodeQueued, NodeStale, RunResumed
 from plait.evolve.catalog import parent_updated
 from plait.runs.corrections import Correction, Corrections
 from plait.runs.start import start_run
@@ -44,42 +46,33 @@ async def start_and_launch(state: ServerState, ref: str, run_input: dict[str, An
     return run_id
 
 
-@dataclass(frozen=True, slots=True)
-class Announcement:
-    """The event that tells a run's watchers what a person corrected (`node:overridden`,
-    `node:rerun`, `node:reviewed`, `run:rolled_back`): sent once the correction is written."""
-
-    kind: str
-    node_id: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
-
-
 async def apply_correction(
-    state: ServerState, by: str, change: Callable[[Corrections], Correction], announce: Announcement
+    state: ServerState, change: Callable[[Corrections], Correction], announce: CorrectionEvent
 ) -> Correction:
-    """Make one correction as `by` and tell the run's event stream what it did: the correction
-    itself, then the nodes it marked stale and queued, and that the run resumes when it does;
+    """Make one correction as the person `announce` names and tell the run's event stream what
+    it did, once it is written: `announce` (with the node's newest activation, where its value is
+    read), then the nodes it marked stale and queued, and that the run resumes when it does;
     drive the run when the correction left work to execute (a RERUN policy, a rerun, an
     answered review)."""
+    by = announce.by
     corrections = Corrections(state.store, by=by, wait_s=CORRECTION_WAIT_S)
     result = await run_in_threadpool(change, corrections)
-    data = {**announce.data, "by": by}
+    current = None
     if announce.node_id is not None:
         current = await run_in_threadpool(_current_id, state.store, result.run_id, announce.node_id)
-        data["node_run_id"] = current
-    state.events.emit(announce.kind, result.run_id, announce.node_id, **data)
+    state.events.emit(replace(announce, run_id=result.run_id, node_run_id=current, at=time.time()))
     for node_id in result.stale:
-        state.events.emit("node:stale", result.run_id, node_id)
+        state.events.emit(NodeStale(result.run_id, node_id))
     for node_id in result.queued:
-        state.events.emit("node:queued", result.run_id, node_id)
+        state.events.emit(NodeQueued(result.run_id, node_id))
     if result.resume:
-        state.events.emit("run:resumed", result.run_id, None, reason="review", by=by)
+        state.events.emit(RunResumed(result.run_id, reason="review", by=by))
     if result.needs_run:
         state.executor.launch(result.run_id)
     parent = result.parent
     while parent is not None:  # a child's new output, passed on to the node that started it
         for node_id in parent.stale:
-            state.events.emit("node:stale", parent.run_id, node_id)
+            state.events.emit(NodeStale(parent.run_id, node_id))
         if parent.needs_run:
             state.executor.launch(parent.run_id)
         parent = parent.parent

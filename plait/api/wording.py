@@ -76,6 +76,7 @@ COMMANDS = _rules(
         (r"`plait resume (?:RUN_ID|ID)`", "POST /api/runs/{id}/resume"),
         (r"`plait resume (\S+?)`", r"POST /api/runs/\1/resume"),
         (r"`plait replay[^`]*`", "POST /api/node-runs/{id}/replay"),
+        (r"`plait templates preview[^`]*`", "POST /api/templates/preview"),
     )
 )
 LEFT_OVER = re.compile(r"\s*\(?`plait [^`]*`\)?|\s*\(?`?(?<![\w-])--[a-z][\w-]*(?:[ =][^\s,;()`]+)?`?\)?")

@@ -10,7 +10,18 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from plait.engine.events import Event
+from plait.engine.event_wire import WireEvent, to_wire, wire_name
+from plait.engine.events import Event, NodeCompleted, NodeFailed, NodeSkipped, NodeStarted, NodeWaiting
+
+STARTED = wire_name(NodeStarted)
+NODE_STATUS = {
+    STARTED: "running",
+    wire_name(NodeCompleted): "completed",
+    wire_name(NodeFailed): "failed",
+    wire_name(NodeSkipped): "skipped",
+    wire_name(NodeWaiting): "waiting",
+}
+"""The status a node's row shows after an event of that name."""
 
 STYLES = {
     "pending": "dim",
@@ -24,8 +35,9 @@ STYLES = {
 
 class LiveView:
     """The node states of one run on stderr while it executes: a live table on a terminal, else
-    one line per node event. Use it as a context manager and subscribe `on_event` to the
-    engine's `EventBus`; `store` is not read."""
+    one line per node event, named as SSE names it. Use it as a context manager and subscribe
+    `on_event` to the engine's `EventBus` (or give it the workers' events, `on_wire`); `store` is
+    not read."""
 
     def __init__(self, store: Any, run_id: str):
         self.run_id = run_id
@@ -46,25 +58,22 @@ class LiveView:
             self.live.__exit__(None, None, None)
 
     def on_event(self, event: Event) -> None:
+        self.on_wire(to_wire(event))
+
+    def on_wire(self, event: WireEvent) -> None:
         if event.node_id is not None:
             row = self.rows.setdefault(event.node_id, {"status": "pending", "started": None, "took": None, "tokens": 0})
-            status = {
-                "node:start": "running",
-                "node:complete": "completed",
-                "node:error": "failed",
-                "node:skipped": "skipped",
-                "run:paused": "waiting",
-            }.get(event.kind)
+            status = NODE_STATUS.get(event.kind)
             if status:
                 row["status"] = status
-            if event.kind == "node:start":
+            if event.kind == STARTED:
                 row["started"] = event.at
             elif row["started"] is not None and status in ("completed", "failed", "waiting"):
                 row["took"] = event.at - row["started"]
             row["tokens"] += int(event.data.get("tokens_input", 0)) + int(event.data.get("tokens_output", 0))
         if self.live is not None:
             self.live.update(self._table())
-        elif event.node_id is not None and event.kind != "node:start":
+        elif event.node_id is not None and event.kind != STARTED:
             took = self.rows[event.node_id]["took"]
             suffix = f" ({took * 1000:.0f} ms)" if took is not None else ""
             sys.stderr.write(f"{event.kind:<14} {event.node_id}{suffix}\n")

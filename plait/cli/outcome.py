@@ -1,7 +1,7 @@
-"""What a stopped run needs from its user: why a node failed and what to do, or which review waits.
+"""What a stopped run needs from its user, on a terminal: why a node failed and what to do, or
+which review waits (the facts: `plait.runs.stopped`).
 
-`plait run` (and every command that drives a run) and `plait runs show` print the same facts:
-the run's own error only says "node 'x' failed", the node's record says why.
+`plait run` (and every command that drives a run) and `plait runs show` print the same facts.
 """
 
 from __future__ import annotations
@@ -10,95 +10,11 @@ import json
 import sys
 from typing import Any
 
+from plait.runs.stopped import node_failure, waiting_reviews, with_cause
+from plait.store import current_activations
+
 _VALUE_CHARS = 4000
 """A value under review longer than this is cut in the readable output (`--json` has it whole)."""
-
-_HINTS = {
-    "unmatched": "add a response for node '{node}' to the scripted responses file (responses: - node: {node} ...)",
-    "connection": "is the model server running? `plait config check` shows the base_url each role goes to",
-    "timeout": "raise the node's timeout_s, or check the provider with `plait config check`",
-    "rate_limit": "wait and `plait resume {run}`, or add a failover provider to the role in plait.toml",
-    "config": "`plait config check` shows what is missing in plait.toml",
-    "provider": "pass --llm local or --llm scripted:FILE, or configure a provider in plait.toml",
-    "schema": "the model's answer broke the out-edge schema (see above); "
-    "`plait rerun {run} {node}` asks again, `plait override {run} {node} --file F` corrects it",
-    "budget": "raise the graph's max_cost_usd, or run it with a cheaper model",
-    "expression": "fix the node's expression in the graph file (`plait validate` checks the rest)",
-    "mcp": "check the MCP server's entry in the config (--config FILE) and that its command runs",
-    "local": "the embedded model failed; `plait config check` shows how it is set up",
-}
-_DEFAULT_HINT = "`plait runs show {run}` shows every attempt; `plait rerun {run} {node}` tries the node again"
-
-
-def newest(nodes: list[Any]) -> dict[str, Any]:
-    """The current activation of each node (older ones are history)."""
-    out: dict[str, Any] = {}
-    for n in nodes:
-        if n.node_id not in out or n.activation > out[n.node_id].activation:
-            out[n.node_id] = n
-    return out
-
-
-def node_failure(run_id: str, error: dict[str, Any] | None, nodes: list[Any]) -> dict[str, Any] | None:
-    """The failing node's own error (kind, message, details) and a hint; None when no node failed."""
-    current = newest(nodes)
-    failed = current.get((error or {}).get("node_id") or "")
-    if failed is None or not failed.error:
-        failed = next((n for n in current.values() if n.status == "failed" and n.error), None)
-    if failed is None:
-        return None
-    cause = dict(failed.error)
-    kind = str(cause.get("kind", ""))
-    hint = cause.get("hint") or _HINTS.get(kind, _DEFAULT_HINT)
-    cause["hint"] = hint.format(node=failed.node_id, run=run_id)
-    return {"node_id": failed.node_id, "node_run_id": failed.id, **cause}
-
-
-def with_cause(run_id: str, error: dict[str, Any] | None, nodes: list[Any]) -> dict[str, Any] | None:
-    """The run's error with the failing node's error under `node_error` (for --json)."""
-    if error is None:
-        return None
-    cause = node_failure(run_id, error, nodes)
-    return {**error, "node_error": cause} if cause is not None else error
-
-
-def waiting_reviews(run_id: str, nodes: list[Any]) -> list[dict[str, Any]]:
-    """The nodes waiting for a person (HUMAN_REVIEWs, nodes a repair hook escalated, and
-    nodes waiting for child runs that wait for one): prompt, value under review, the commands
-    that answer."""
-    from plait.model.output_meta import strip_meta_deep
-
-    out = []
-    for n in newest(nodes).values():
-        snapshot = n.input_snapshot or {}
-        if n.status == "pending" and snapshot.get("waiting_for") and "due_at" not in snapshot:
-            children = snapshot["waiting_for"]
-            out.append(
-                {
-                    "node_id": n.node_id,
-                    "node_run_id": n.id,
-                    "review_prompt": f"waiting for its child runs: {', '.join(children)}",
-                    "value": None,
-                    "commands": [f"plait runs show {child}" for child in children[:3]],
-                }
-            )
-            continue
-        escalated = "escalated" in snapshot  # a node its repair hook handed to a person
-        if n.status != "pending" or (snapshot.get("node_type") != "HUMAN_REVIEW" and not escalated):
-            continue
-        commands = [f"plait review {run_id} {n.node_id} --approve", f"plait review {run_id} {n.node_id} --file F"]
-        if escalated and snapshot.get("value") is None:  # a program's or a provider's failure: no value to approve
-            commands = commands[1:]
-        out.append(
-            {
-                "node_id": n.node_id,
-                "node_run_id": n.id,
-                "review_prompt": snapshot.get("review_prompt"),
-                "value": strip_meta_deep(snapshot.get("value")),
-                "commands": commands,
-            }
-        )
-    return out
 
 
 def failure_lines(cause: dict[str, Any]) -> list[str]:
@@ -166,7 +82,7 @@ def report_outcome(store: Any, outcome: Any, json_output: bool, quiet: bool, *, 
 
 def _paused_lines(run_id: str, nodes: list[Any], reviews: list[dict[str, Any]]) -> list[str]:
     if not reviews:
-        waiting = [n.node_id for n in newest(nodes).values() if n.status == "pending"]
+        waiting = [n.node_id for n in current_activations(nodes).values() if n.status == "pending"]
         return [f"run {run_id} paused at {', '.join(waiting) or 'no node'}: `plait resume {run_id}` continues it"]
     lines = [f"run {run_id} paused: waiting for a person at {', '.join(r['node_id'] for r in reviews)}"]
     for review in reviews:

@@ -53,7 +53,7 @@ def follow(store: Any, settings: Any, run_id: str, how: Driving) -> None:
                     except queue.Empty:
                         break
                     if view is not None:
-                        view.on_event(event)
+                        view.on_wire(event)
                 record = store.runs.get(run_id)
                 if record.status in ended and not (record.status == RunStatus.PAUSED and record.wake_at):
                     break

@@ -11,7 +11,6 @@ import typer
 
 from plait.cli.common import console, print_json, print_table, resolve_run, store_for, when
 from plait.cli.options import DbOption, JsonOption
-from plait.cli.outcome import failure_lines, newest, node_failure, review_lines, waiting_reviews, with_cause
 
 _CELL_CHARS = 200
 """An effective output longer than this is cut in the table (`--json` has it whole)."""
@@ -62,6 +61,8 @@ def show_command(
 def _as_json(
     run: Any, nodes: list[Any], outputs: dict[str, Any], migrated: dict[str, Any], latest: int, versions: Any
 ) -> dict[str, Any]:
+    from plait.runs.stopped import waiting_reviews, with_cause
+
     shown = {
         **run.summary(),
         "graph_latest_version": latest,
@@ -154,6 +155,7 @@ def _node_table(nodes: list[Any], outputs: dict[str, Any]) -> Any:
     from rich.table import Table
 
     from plait.model.output_meta import strip_meta_deep
+    from plait.store import current_activations as newest
 
     table = Table()
     for column in ("node", "node run", "status", "attempts", "served by", "tokens", "cost $", "time"):
@@ -180,6 +182,10 @@ def _node_table(nodes: list[Any], outputs: dict[str, Any]) -> Any:
 def _below_table(out: Any, run: Any, nodes: list[Any]) -> None:
     """What the table cannot hold: stale nodes, the failure in full, the waiting review, the output."""
     from rich.markup import escape
+
+    from plait.cli.outcome import failure_lines, review_lines
+    from plait.runs.stopped import node_failure, waiting_reviews
+    from plait.store import current_activations as newest
 
     stale = [n.node_id for n in newest(nodes).values() if n.status == "stale"]
     if stale:

@@ -67,16 +67,17 @@ def list_command(db: DbOption = None, json_output: JsonOption = False) -> None:
 @app.command("show")
 def show_command(schedule_id: IdArg, db: DbOption = None, json_output: JsonOption = False) -> None:
     """One schedule and its newest firings with their runs."""
+    from plait.runs.schedules import show
+
     with store_for(db) as store:
-        found = store.schedules.get(schedule_id)
-        firings = store.schedules.firings(found.id)
+        shown = show(store, schedule_id)
     if json_output:
-        print_json({**found.as_json(), "firings": [{"fire_at": at, "run_id": run} for at, run in firings]})
+        print_json(shown.as_json())
         return
-    out = console()
+    found, out = shown.schedule, console()
     out.print(f"schedule {found.id}: {found.cron} ({found.timezone}), {found.status}, catch-up {found.catch_up}")
     out.print(f"next firing: {when(found.next_fire_at)}")
-    for at, run_id in firings:
+    for at, run_id in shown.firings:
         out.print(f"  {when(at)}  run {run_id}")
 
 

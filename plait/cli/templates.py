@@ -43,17 +43,6 @@ def _code(file: Path | None) -> str | None:
         fail(f"cannot read --file {file}: {exc}", "give a readable UTF-8 file holding the script")
 
 
-def _check(code: str, flag: str) -> None:
-    """A script that does not parse is refused before anything is stored."""
-    from plait.sandbox import JsSyntaxError, check_syntax
-
-    try:
-        check_syntax(code, kind="script")
-    except JsSyntaxError as exc:
-        where = f" at line {exc.line}, column {exc.column}" if exc.line is not None else ""
-        fail(f"the script in {flag} does not parse: {exc.message}{where}", "fix it; `plait templates preview` runs it")
-
-
 @app.command("list")
 def list_command(category: CategoryOption = None, db: DbOption = None, json_output: JsonOption = False) -> None:
     """The templates by category (system ones are read-only)."""
@@ -106,22 +95,15 @@ def create_command(
 ) -> None:
     """Store a new user template: the script in --file, or a copy of --from's (both: --file wins,
     --from is recorded as its base)."""
+    from plait.runs.template_edits import create_template
+
     code = _code(file)
+    if code is None and base is None:
+        fail("give the script with --file F, or start from a template with --from ID")
     with store_for(db) as store:
-        origin = store.templates.get(base) if base is not None else None
-        if code is None and origin is None:
-            fail("give the script with --file F, or start from a template with --from ID")
-        script = code if code is not None else origin.script_code  # type: ignore[union-attr]
-        _check(script, "--file" if code is not None else f"--from {base}")
-        created = store.templates.create(
-            template_id,
-            name=name or (origin.name if origin else template_id),
-            script_code=script,
-            category=category or (origin.category if origin else "general"),
-            description=description if description is not None else (origin.description if origin else None),
-            schema_target=schema_target if schema_target is not None else (origin.schema_target if origin else None),
-            based_on_template_id=base,
-        )
+        created = create_template(store, template_id, code, base=base, name=name, category=category,
+                                  description=description, schema_target=schema_target,
+                                  what="the script in --file")  # fmt: skip
     if json_output:
         print_json(created.as_json())
     else:
@@ -140,18 +122,13 @@ def update_command(
     json_output: JsonOption = False,
 ) -> None:
     """Change a user template (a system template is read-only: `create ID --from` it)."""
+    from plait.runs.template_edits import update_template
+
     code = _code(file)
-    if code is not None:
-        _check(code, "--file")
     with store_for(db) as store:
-        updated = store.templates.update(
-            template_id,
-            script_code=code,
-            name=name,
-            category=category,
-            description=description,
-            schema_target=schema_target,
-        )
+        updated = update_template(store, template_id, script=code, name=name, category=category,
+                                  description=description, schema_target=schema_target,
+                                  what="the script in --file")  # fmt: skip
     if json_output:
         print_json(updated.as_json())
     else:
@@ -182,14 +159,14 @@ def preview_command(
 ) -> None:
     """Run a script once with the preview's limits (3 s soft, 5 s hard): its console on stderr as
     it happens, the prompt on stdout (exit 1 when the script fails)."""
+    from plait.runs.templates import stored_script
+
     check_source(template_id, file, run, node)
     if watch and file is None:
         fail("--watch follows a --file as you edit it")
     with store_for(db) as store:
         if template_id is not None:
-            found = store.templates.get(template_id)
-            code = found.script_code
-            store.templates.used(found.id)
+            code = stored_script(store, template_id).code
         host = script_host(store, run, node, input_file)
         if file is None:
             raise typer.Exit(_preview_once(code, host, json_output))
@@ -208,14 +185,13 @@ def check_source(template_id: str | None, file: Path | None, run: str | None, no
 
 def script_host(store: Any, run: str | None, node: str | None, input_file: Path | None) -> Any:
     """The host a script run from the CLI gets: as --node of --run sees it, else --input-file."""
-    from plait.runs.templates import InputHost, node_host
+    from plait.runs.templates import script_host as host_of
 
     if run is not None and node is not None:
         from plait.cli.common import resolve_run
 
-        return node_host(store, resolve_run(store, run), node)
-    run_input = read_file_option(input_file, "--input-file", "input") if input_file else {}
-    return InputHost(run_input if isinstance(run_input, dict) else {"value": run_input})
+        return host_of(store, resolve_run(store, run), node, None)
+    return host_of(store, None, None, read_file_option(input_file, "--input-file", "input") if input_file else {})
 
 
 def _preview_once(code: str, host: Any, json_output: bool) -> int:
@@ -277,16 +253,12 @@ def run_command(
     stderr). Ctrl-C stops the model call; what arrived is kept. Exit 1 when a step fails, naming
     the step: script, preview, llm_request, http, stream or parse."""
     from plait.cli.templates_run import generate_once
+    from plait.runs.templates import Script, stored_script
 
     check_source(template_id, file, run, node)
     with store_for(db) as store:
-        target = schema_target
-        if template_id is not None:
-            found = store.templates.get(template_id)
-            code = found.script_code
-            target = target or found.schema_target
-            store.templates.used(found.id)
-        else:
-            code = _code(file) or ""
+        script = stored_script(store, template_id) if template_id is not None else Script(_code(file) or "")
         host = script_host(store, run, node, input_file)
-        raise typer.Exit(generate_once(code, host, role, model, target, llm, config, json_output))
+        raise typer.Exit(
+            generate_once(script.code, host, role, model, script.target(schema_target), llm, config, json_output)
+        )

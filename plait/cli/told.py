@@ -19,8 +19,8 @@ from plait.cli.common import print_json
 
 def overridden(store: Any, result: Any, node_id: str, policy: str) -> dict[str, Any]:
     """The facts of an override: the node's effective value and the ledger version recording it."""
-    from plait.cli.outcome import newest
     from plait.model.output_meta import strip_meta_deep
+    from plait.store import current_activations as newest
 
     record = newest(store.runs.node_runs(result.run_id))[node_id]
     value = record.override if record.override is not None else record.output
@@ -107,7 +107,7 @@ def _parents(result: Any) -> list[Any]:
 def downstream_report(store: Any, result: Any, quiet: bool) -> Iterator[None]:
     """After the run a correction drove has ended, how each node it ran ended: those queued, and
     those the run's new values reached (the branch a rerun CONDITION now takes, the one it left)."""
-    from plait.cli.outcome import newest
+    from plait.store import current_activations as newest
 
     before = {n: rec.id for n, rec in newest(store.runs.node_runs(result.run_id)).items()} if result.queued else {}
     try:

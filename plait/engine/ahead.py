@@ -12,24 +12,13 @@ taken up, an output replaced), is dropped, and the node evaluates again as it wo
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 from plait.compile.plan import expression_of
 from plait.engine.render import js_scope
 from plait.engine.runtime import Runtime
-from plait.engine.state import RunState
+from plait.engine.state import Ahead, RunState
 from plait.model.nodes import NodeBase, NodeType
-
-
-@dataclass(frozen=True)
-class Ahead:
-    """An evaluation started before its node ran: the expression, what it was given, the task."""
-
-    expression: str
-    scope: dict[str, Any]
-    task: asyncio.Task[Any]
-
 
 EVALUATED_FIRST = frozenset({NodeType.TRANSFORM, NodeType.CONDITION})
 """The node types whose executor starts by evaluating the node's expression in the sandbox."""

@@ -17,23 +17,19 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plait.engine.contracts import schema_violations
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.ports import ChildGraph, RunDriver
 from plait.engine.run_budget import shared
 from plait.engine.run_input import GraphResolver, StartError
-from plait.engine.runtime import NodeResult
 from plait.engine.spread import ANNOUNCE, Spread, await_child
-from plait.engine.state import CompiledRun, RunState
+from plait.engine.state import RunState
 from plait.model.enums import RunStatus
 from plait.model.limits import MAX_DEPTH, value_problem
 from plait.model.nodes import NodeBase, NodeType, node_field
 from plait.store import ChildExists, ChildOf, RunRecord, Store, StoreError
-
-if TYPE_CHECKING:
-    from plait.engine.runner import Engine
 
 MAX_CHILD_DEPTH = 5
 """How deeply child runs nest (a child of a child...): the compiler's limit for bodies too."""
@@ -49,23 +45,6 @@ class ChildGraphError(Exception):
     def __init__(self, message: str, kind: str = "child_graph"):
         super().__init__(message)
         self.kind = kind
-
-
-@dataclass(frozen=True, slots=True)
-class ChildGraph:
-    """What a node's children run (and what `Engine.start` runs): a graph version, or a body in
-    one, compiled for execution."""
-
-    graph_id: str
-    version: int
-    schema_version: str
-    slug: str
-    body: str | None
-    compiled: CompiledRun
-
-    def describe(self) -> dict[str, Any]:
-        """For the node's input snapshot."""
-        return {"graph_id": self.graph_id, "graph": self.slug, "version": self.version, "body": self.body}
 
 
 def driven_by_parent() -> bool:
@@ -91,12 +70,16 @@ def _as_child(root_run_id: str) -> Iterator[None]:
 
 
 class ChildRuns:
-    """An engine's child runs: which graph a node's children run, and driving one to its end."""
+    """An engine's child runs: which graph a node's children run, and driving one to its end (a
+    `ChildRunner`). `engine` drives them; `spread`: MAP items are announced to the workers;
+    `llm`: the model selection recorded on the child runs it writes itself."""
 
-    def __init__(self, engine: Engine, graphs: GraphResolver):
+    def __init__(self, engine: RunDriver, graphs: GraphResolver, *, spread: Spread | None, llm: dict[str, Any] | None):
         self.engine = engine
         self.store: Store = engine.store
         self.graphs = graphs
+        self.spread = spread
+        self.llm = llm
 
     # -- which graph -------------------------------------------------------------------------------------------
 
@@ -186,7 +169,7 @@ class ChildRuns:
         node_run_id = state.nodes[node.id].node_run_id
         if not node_run_id:
             raise EngineError(f"node '{node.id}' has no node run to attach its child runs to")
-        spread = self.engine.spread if node.type == NodeType.MAP else None
+        spread = self.spread if node.type == NodeType.MAP else None
         child = ChildOf(state.run_id, node_run_id, key)
         with _as_child(state.root_run_id), shared(state.budget):
             if existing is None:
@@ -215,21 +198,16 @@ class ChildRuns:
     def _announce(self, spread: Spread, target: ChildGraph, run_input: dict[str, Any], child: ChildOf) -> str:
         """Write the child run pending, its message to the workers in the same transaction."""
         run_id = self.store.runs.add(graph_id=target.graph_id, graph_version=target.version,
-                                     schema_version=target.schema_version, input=run_input, llm=self.engine.llm,
+                                     schema_version=target.schema_version, input=run_input, llm=self.llm,
                                      child=child, body=target.body, announce=ANNOUNCE)  # fmt: skip
         spread.nudge()
         return run_id
 
-    def spent(self, state: RunState, node: NodeBase, result: NodeResult) -> NodeResult:
-        """`result` with the tokens and cost of this activation's children added: a node's
-        totals (and its run's, and the run's budget after it) include what its children spent."""
+    def spent(self, state: RunState, node: NodeBase) -> tuple[int, int, float]:
+        """Input tokens, output tokens and cost this activation's children spent: a node's totals
+        (and its run's, and the run's budget after it) include them."""
         node_run_id = state.nodes[node.id].node_run_id
-        if node_run_id:
-            tokens_input, tokens_output, cost = self.store.runs.child_totals(node_run_id)
-            result.tokens_input += tokens_input
-            result.tokens_output += tokens_output
-            result.cost_usd += cost
-        return result
+        return self.store.runs.child_totals(node_run_id) if node_run_id else (0, 0, 0.0)
 
     def failure(self, outcome: RunOutcome) -> str:
         """Why a child failed, in the words of the node that failed in it."""

@@ -1,4 +1,9 @@
-"""The engine's in-process event bus; the HTTP SSE stream builds on it (docs/http.md lists the kinds)."""
+"""A run's events, as typed values, and the in-process bus that delivers them.
+
+The engine emits the node and run events; the surfaces emit those of what they do themselves
+(corrections, pause, resume, cancel) on their own streams. Outside the process an event has a
+name and a JSON payload (`plait.engine.event_wire`; docs/http.md lists them).
+"""
 
 from __future__ import annotations
 
@@ -10,37 +15,192 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One thing the engine reported, as every listener receives it.
+    """One thing that happened to a run, as every listener receives it.
 
-    Frozen, and the same object goes to every listener: `data` and the values in it (a node's
-    `output` among them) are shared with the engine and the other listeners, so read them and
-    never change them. `at` is the wall-clock time (`time.time()`) of the emission.
-    """
+    Frozen, and the same object goes to every listener: the values it holds (a node's `output`
+    among them) are shared with the engine and the other listeners, so read them and never
+    change them. `node_id` is the node it concerns (None: the run as a whole); `at` is the
+    wall-clock time (`time.time()`) it was made."""
 
-    kind: str
-    """What the engine emits: execution.started, node:start, node:complete (with `node_run_id` and
-    the full `output`: a listener decides how much of it to pass on), node:error, node:skipped,
-    node:stale, run:paused, workflow:complete, workflow:error. The server adds what it does
-    itself (corrections, pause, resume, cancel)."""
     run_id: str
     node_id: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
-    at: float = field(default_factory=time.time)
+    at: float = field(default_factory=time.time, kw_only=True)
 
+
+# -- what the engine emits -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStarted(Event):
+    """The engine began driving the run (each time: a start, a resume)."""
+
+    graph: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeStarted(Event):
+    """A claimed node is about to execute."""
+
+    node_type: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeCompleted(Event):
+    """A node's output was committed (the full value: a listener decides how much to pass on)."""
+
+    node_run_id: str
+    output: Any
+    tokens_input: int
+    tokens_output: int
+    cost_usd: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeFailed(Event):
+    """A node's failure was committed."""
+
+    error: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeWaiting(Event):
+    """A node parked the run: a HUMAN_REVIEW waits for a person, a WAIT for its time."""
+
+    review_prompt: Any
+    due_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSkipped(Event):
+    """A node was decided not to run (its branch was not taken)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStale(Event):
+    """A correction marked the node's output stale (taken up while the run executes, or made
+    by a person)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeItemEnded(Event):
+    """A MAP node's item (its child run) ended or paused."""
+
+    index: int
+    count: int
+    status: str
+    child_run_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepairDiagnosing(Event):
+    """A node with `repair` failed; its repair model is asked to diagnose the failure."""
+
+    error_kind: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCompleted(Event):
+    """The run's output was committed."""
+
+    output: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFailed(Event):
+    """The run failed (`node_id`: the node that failed it, if one did)."""
+
+    error: dict[str, Any] | None
+
+
+# -- what the surfaces emit ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeOverridden(Event):
+    """A person corrected a node's output; `node_run_id` is where the full value is read."""
+
+    output: Any
+    policy: str
+    note: str | None
+    by: str
+    node_run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeRerun(Event):
+    """A person asked for a node to run again."""
+
+    downstream: bool
+    by: str
+    node_run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeReviewed(Event):
+    """A person answered a HUMAN_REVIEW: approved it, or gave a corrected `output`."""
+
+    approved: bool
+    note: str | None
+    output: Any = None
+    by: str
+    node_run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRolledBack(Event):
+    """A person restored a value (`node_id`; None: the run input) to an earlier ledger version."""
+
+    target: str
+    to_version: int
+    cascade: bool
+    by: str
+    node_run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeQueued(Event):
+    """A correction queued the node to run again."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResumed(Event):
+    """The run goes on: `reason` is `review` (an answered review; `by`), `requested` or `due`."""
+
+    reason: str
+    by: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunPaused(Event):
+    """The run was paused on request (`reason`); a node parking it is `NodeWaiting`."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCancelled(Event):
+    """The run was cancelled."""
+
+    error: dict[str, Any] | None
+
+
+CorrectionEvent = NodeOverridden | NodeRerun | NodeReviewed | RunRolledBack
+"""The event that announces what a person corrected."""
 
 Listener = Callable[[Event], None]
 
 
 class EventBus:
-    """Delivers the engine's events to in-process listeners, synchronously.
+    """Delivers a run's events to in-process listeners, synchronously.
 
     What a caller can rely on:
     - `emit` calls each listener subscribed at that moment, in the order they subscribed, before
-      it returns; with no listener it builds no event. A listener sees only events emitted after
-      it subscribed: nothing is buffered or replayed.
-    - An event that reports a result (`node:complete`, `node:error`, `node:skipped`, `node:stale`,
-      `run:paused`, `workflow:complete`, `workflow:error`) is emitted only after the write it
-      reports has committed; `execution.started` and `node:start` announce work about to begin.
+      it returns. A listener sees only events emitted after it subscribed: nothing is buffered
+      or replayed.
+    - An event that reports a result (`NodeCompleted`, `NodeFailed`, `NodeSkipped`, `NodeStale`,
+      `NodeWaiting`, `RunCompleted`, `RunFailed`) is emitted only after the write it reports
+      has committed; `RunStarted` and `NodeStarted` announce work about to begin.
     - An exception a listener raises stops the delivery and propagates out of `emit` into the
       engine: listeners must not raise, and must return quickly (they run on the event loop).
     - `subscribe` returns the function that unsubscribes the listener; call it once (a second
@@ -56,9 +216,6 @@ class EventBus:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
-    def emit(self, kind: str, run_id: str, node_id: str | None = None, **data: Any) -> None:
-        if not self._listeners:
-            return
-        event = Event(kind, run_id, node_id, data)
+    def emit(self, event: Event) -> None:
         for listener in list(self._listeners):
             listener(event)

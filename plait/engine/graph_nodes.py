@@ -27,11 +27,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from plait.compile.templates import split_path
-from plait.engine.child_runs import ChildGraph, ChildGraphError, ChildRuns
+from plait.engine.child_runs import ChildGraphError
+from plait.engine.events import NodeItemEnded
 from plait.engine.outcome import RunOutcome
+from plait.engine.ports import ChildGraph, ChildRunner
 from plait.engine.render import NodeView, arender_value, build_view, js_scope, lookup
 from plait.engine.render_limits import RenderLimitError
-from plait.engine.results import Timer, checked_output, node_snapshot
+from plait.engine.results import Timer, budget_failure, checked_output, node_snapshot
 from plait.engine.run_budget import BudgetExceeded, budget_of
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
@@ -43,18 +45,12 @@ from plait.store import RunRecord
 Executor = Callable[[NodeBase, RunState, Runtime], Awaitable[NodeResult]]
 
 
-def _children(rt: Runtime) -> ChildRuns:
-    if rt.children is None:
-        raise RuntimeError("this runtime starts no child runs (it belongs to no engine)")
-    return rt.children
-
-
 def with_child_run(output: Any, run_id: str) -> Any:
     """A child's output as its parent node's: an object names the child run it came from."""
     return {**output, CHILD_RUN: run_id} if isinstance(output, dict) else output
 
 
-def child_failure(children: ChildRuns, outcome: RunOutcome, slug: str, where: str) -> str:
+def child_failure(children: ChildRunner, outcome: RunOutcome, slug: str, where: str) -> str:
     message = children.failure(outcome)
     return f"{where}: child run {outcome.run_id} of '{slug}' ended {outcome.status}{f': {message}' if message else ''}"
 
@@ -78,10 +74,9 @@ class _Waiting:
         return NodeResult(Phase.WAITING, snapshot=snapshot)
 
 
-def _start(node: NodeBase, state: RunState, rt: Runtime) -> tuple[NodeView, ChildRuns, ChildGraph]:
+def _start(node: NodeBase, state: RunState, rt: Runtime) -> tuple[NodeView, ChildRunner, ChildGraph]:
     state.wait_due.pop(node.id, None)  # decided again by the children as they are now
-    children = _children(rt)
-    return build_view(state, node), children, children.target(state, node)
+    return build_view(state, node), rt.children, rt.children.target(state, node)
 
 
 async def _subgraph(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
@@ -177,7 +172,7 @@ class _FanOut:
         state: RunState,
         rt: Runtime,
         view: NodeView,
-        children: ChildRuns,
+        children: ChildRunner,
         target: ChildGraph,
         items: list[Any],
     ):
@@ -225,7 +220,7 @@ class _FanOut:
             self.failed[index] = {"kind": "render", "message": f"{where}: {exc}"}
             return
         except BudgetExceeded:
-            self.stopped = self.state.budget.failure() if self.state.budget is not None else None
+            self.stopped = budget_failure(self.state.budget) if self.state.budget is not None else None
             return
         if (stopped := over_budget(self.state, outcome)) is not None:
             self.stopped = stopped
@@ -241,10 +236,8 @@ class _FanOut:
 
     def _announce(self, index: int, outcome: RunOutcome) -> None:
         """Per-item progress for whoever watches the parent run (`node:item`)."""
-        emit = self.rt.emit
-        if emit is not None:
-            emit(
-                "node:item",
+        self.rt.emit(
+            NodeItemEnded(
                 self.state.run_id,
                 self.node.id,
                 index=index,
@@ -252,6 +245,7 @@ class _FanOut:
                 status=str(outcome.status),
                 child_run_id=outcome.run_id,
             )
+        )
 
 
 async def _loop(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
@@ -337,7 +331,7 @@ def over_budget(state: RunState, outcome: RunOutcome) -> NodeResult | None:
     `outcome` is of, executed elsewhere); None when it did not."""
     budget = state.budget
     if budget is not None and budget.reached is not None:
-        return budget.failure()
+        return budget_failure(budget)
     reached = budget_of(outcome.error) if outcome.status == RunStatus.FAILED else None
     if reached is None:
         return None
@@ -352,7 +346,11 @@ def _counting(execute: Executor) -> Executor:
 
     async def counted(node: NodeBase, state: RunState, rt: Runtime) -> NodeResult:
         result = await execute(node, state, rt)
-        return rt.children.spent(state, node, result) if rt.children is not None else result
+        tokens_input, tokens_output, cost = rt.children.spent(state, node)
+        result.tokens_input += tokens_input
+        result.tokens_output += tokens_output
+        result.cost_usd += cost
+        return result
 
     counted.__doc__ = execute.__doc__
     return counted

@@ -18,15 +18,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from plait.engine.contracts import schema_violations
+from plait.engine.ports import SubRun
 from plait.model.tools import ToolDef, ToolHandler
 from plait.sandbox import SandboxError
-
-SubRun = Callable[[str, dict[str, Any]], Awaitable[Any]]
-"""(stored graph id or slug, input) -> the sub-run's output; raises when it did not complete."""
 
 
 class ToolFailed(Exception):
     """A call could not be carried out; the message goes back to the model."""
+
+
+async def no_sub_runs(ref: str, run_input: dict[str, Any]) -> Any:
+    """The sub-runs of a runtime that belongs to no engine: refused."""
+    raise ToolFailed("sub-runs are not available here")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +63,9 @@ async def run_tool(tool: ToolDef, arguments: dict[str, Any], context: ToolContex
             return await context.evaluate(tool.transform_expr or "null", scope)
         except SandboxError as exc:
             raise ToolFailed(f"the tool's expression failed: {exc}") from None
-    if context.sub_run is None:
-        raise ToolFailed("sub-runs are not available here")
     try:
-        return await context.sub_run(tool.graph or "", arguments)
+        return await (context.sub_run or no_sub_runs)(tool.graph or "", arguments)
+    except ToolFailed:
+        raise
     except Exception as exc:  # the sub-run's own error, reported to the model
         raise ToolFailed(f"the sub-run of '{tool.graph}' failed: {exc}") from None

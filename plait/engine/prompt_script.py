@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from plait.engine.ports import TemplatesUnavailable
 from plait.engine.render import NodeView, build_view
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.script_host import RunScriptHost
@@ -25,9 +26,8 @@ async def run_prompt_script(
     assert source is not None
     snapshot: dict[str, Any] = {"node_type": "LLM_CALL"}
     if isinstance(source, str):
-        code = rt.templates(source) if rt.templates is not None else None
+        code, where = _stored(rt, source)
         if code is None:
-            where = "it is not stored" if rt.templates is not None else "this engine reads no stored templates"
             message = (
                 f"prompt_script names the template '{source}', but {where}; `plait templates list` shows the "
                 "templates, or write the script inline: prompt_script: {language: js, code: ...}"
@@ -46,3 +46,11 @@ async def run_prompt_script(
     return NodeResult.failed(
         snapshot, [], kind="prompt_script", message=f"the prompt script failed ({error.kind}): {error}"
     )
+
+
+def _stored(rt: Runtime, template_id: str) -> tuple[str | None, str]:
+    """The stored template's code, and (for None) why there is none."""
+    try:
+        return rt.templates(template_id), "it is not stored"
+    except TemplatesUnavailable as exc:
+        return None, str(exc)

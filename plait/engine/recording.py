@@ -10,14 +10,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from plait.engine.run_budget import Records
+from plait.engine.events import NodeCompleted, NodeFailed, NodeWaiting
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.model.enums import NodeStatus, RunStatus
+from plait.redact import redact
+from plait.store.db import Encoded, encoded
 from plait.store.node_writes import CachePut, Finish, Write
 
 if TYPE_CHECKING:
     from plait.engine.events import EventBus
+
+
+@dataclass(frozen=True, slots=True)
+class Records:
+    """A node result's records encoded as the store writes them (attempts and error redacted),
+    and how many characters they take: measured once, and written as they are."""
+
+    output: Encoded | None
+    snapshot: Encoded | None
+    attempts: Encoded
+    error: Encoded | None
+    size: int
+
+
+def encode_records(result: NodeResult) -> Records:
+    """`result`'s records as `Records` (None stays None: SQL NULL, not JSON `null`)."""
+    output, snapshot, error = (
+        None if v is None else encoded(v) for v in (result.output, result.snapshot, redact(result.error))
+    )
+    attempts = encoded(redact(list(result.attempts)))
+    size = len(attempts) + sum(len(part) for part in (output, snapshot, error) if part is not None)
+    return Records(output, snapshot, attempts, error, size)
 
 
 def cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
@@ -54,28 +78,26 @@ def finish_write(
 
 
 def announce(events: EventBus, run_id: str, node_id: str, node_run_id: str, result: NodeResult) -> None:
+    """Tell the listeners how a node ended, once its result is committed."""
     if result.phase == Phase.COMPLETED:
         events.emit(
-            "node:complete",
-            run_id,
-            node_id,
-            node_run_id=node_run_id,
-            output=result.output,
-            tokens_input=result.tokens_input,
-            tokens_output=result.tokens_output,
-            cost_usd=result.cost_usd,
+            NodeCompleted(
+                run_id,
+                node_id,
+                node_run_id=node_run_id,
+                output=result.output,
+                tokens_input=result.tokens_input,
+                tokens_output=result.tokens_output,
+                cost_usd=result.cost_usd,
+            )
         )
     elif result.phase == Phase.WAITING:
         snapshot = result.snapshot
         events.emit(
-            "run:paused",
-            run_id,
-            node_id,
-            review_prompt=snapshot.get("review_prompt"),
-            due_at=snapshot.get("due_at"),
+            NodeWaiting(run_id, node_id, review_prompt=snapshot.get("review_prompt"), due_at=snapshot.get("due_at"))
         )
     else:
-        events.emit("node:error", run_id, node_id, error=result.error)
+        events.emit(NodeFailed(run_id, node_id, error=result.error))
 
 
 @dataclass(frozen=True, slots=True)

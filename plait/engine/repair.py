@@ -35,6 +35,7 @@ from typing import Any
 
 from plait.compile.template_types import TemplateError
 from plait.compile.templates import parse_template
+from plait.engine.events import RepairDiagnosing
 from plait.engine.model_calls import model_call, new_attempt
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
@@ -307,8 +308,7 @@ async def diagnosed(
             )
         return await model_call(rt, state, request, 0.0, usage, new_attempt(attempts, repair=True))
 
-    if rt.emit is not None:
-        rt.emit("node.repair_diagnosing", state.run_id, node.id, error_kind=(failed.error or {}).get("kind"))
+    rt.emit(RepairDiagnosing(state.run_id, node.id, error_kind=(failed.error or {}).get("kind")))
     return await repaired(node, failed, question, send, again)
 
 

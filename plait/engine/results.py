@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plait.engine.runtime import NodeResult
 from plait.engine.state import RunState
 from plait.model.nodes import NodeBase
+
+if TYPE_CHECKING:
+    from plait.engine.run_budget import RunBudget
 
 
 @dataclass
@@ -57,3 +60,10 @@ def node_snapshot(node: NodeBase, state: RunState, scope: dict[str, Any], **extr
         },
         **extra,
     }
+
+
+def budget_failure(budget: RunBudget) -> NodeResult:
+    """The failure of a node stopped by the budget its run's tree reached."""
+    result = NodeResult.failed({}, [], kind="budget", message=budget.reached or "the run reached its budget")
+    result.error = {**(result.error or {}), "budget": budget.reached_key}
+    return result

@@ -23,11 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from plait.config import RunsConfig
-from plait.redact import redact
-from plait.store.db import Encoded, encoded
 
 if TYPE_CHECKING:
-    from plait.engine.runtime import NodeResult
     from plait.store import RunRecord, Store
 
 
@@ -57,14 +54,6 @@ class RunBudget:
             )
         return self.reached
 
-    def failure(self) -> NodeResult:
-        """The failure of a node stopped by the budget the tree reached."""
-        from plait.engine.runtime import NodeResult
-
-        result = NodeResult.failed({}, [], kind="budget", message=self.reached or "the run reached its budget")
-        result.error = {**(result.error or {}), "budget": self.reached_key}
-        return result
-
     def start_child(self) -> None:
         """Count a child run about to start; BudgetExceeded when the tree may start no more."""
         if self.reached is None:
@@ -86,28 +75,6 @@ class RunBudget:
             self.stored_bytes += size
             self._over(self.stored_bytes, self.limits.max_stored_bytes, "stored bytes", "max_stored_bytes")
         return self.reached
-
-
-@dataclass(frozen=True, slots=True)
-class Records:
-    """A node result's records encoded as the store writes them (attempts and error redacted),
-    and how many characters they take: measured once, and written as they are."""
-
-    output: Encoded | None
-    snapshot: Encoded | None
-    attempts: Encoded
-    error: Encoded | None
-    size: int
-
-
-def encode_records(result: NodeResult) -> Records:
-    """`result`'s records as `Records` (None stays None: SQL NULL, not JSON `null`)."""
-    output, snapshot, error = (
-        None if v is None else encoded(v) for v in (result.output, result.snapshot, redact(result.error))
-    )
-    attempts = encoded(redact(list(result.attempts)))
-    size = len(attempts) + sum(len(part) for part in (output, snapshot, error) if part is not None)
-    return Records(output, snapshot, attempts, error, size)
 
 
 _shared: ContextVar[RunBudget | None] = ContextVar("plait_run_budget", default=None)

@@ -33,14 +33,15 @@ from plait.config import (
     resources_settings,
     runs_settings,
 )
-from plait.engine.child_runs import MAX_CHILD_DEPTH, ChildGraph, ChildRuns, driven_by_parent, driving_root
+from plait.engine.child_runs import MAX_CHILD_DEPTH, ChildRuns, driven_by_parent, driving_root
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
-from plait.engine.events import EventBus
+from plait.engine.events import EventBus, RunStarted
 from plait.engine.executors import SUPPORTED
 from plait.engine.fewshot import FewshotSource
 from plait.engine.llm_condition import asker
 from plait.engine.outcome import EngineError, RunOutcome
+from plait.engine.ports import ChildGraph, RouteReader
 from plait.engine.program_nodes import refusal
 from plait.engine.resources import ResourceGate
 from plait.engine.restore import restore, restore_ledger
@@ -48,7 +49,7 @@ from plait.engine.run_budget import budget_for
 from plait.engine.run_input import GraphResolver, check_input, stored_graph
 from plait.engine.runtime import Runtime
 from plait.engine.scheduler import Kernel, Scheduler
-from plait.engine.script_host import RouteReader
+from plait.engine.script_host import no_routes
 from plait.engine.spread import Spread
 from plait.engine.state import CompiledRun, RunState
 from plait.llm.provider import Provider
@@ -188,6 +189,7 @@ class Engine:
         _tune_collector()
         self.graphs = graphs or (lambda ref: stored_graph(store, ref))
         self.store = store
+        self.events = events or EventBus()
         self.runtime = Runtime(
             provider,
             llm_concurrency=llm_concurrency,
@@ -197,20 +199,19 @@ class Engine:
             tools=tools,
             code=code,
             jail=jail,
+            children=ChildRuns(self, self.graphs, spread=spread, llm=llm),
+            sub_run=self._sub_run,
+            emit=self.events.emit,
+            templates=self._template_code,
+            routes=routes or no_routes,
         )
         self.owner = new_owner()
         self.lease_ttl_s = lease_ttl_s
-        self.events = events or EventBus()
         self._compiled: ByteBoundCache[CompiledRun] = ByteBoundCache(
             "compiled graph versions", COMPILED_BYTES, weigh=lambda compiled, _: COMPILED_WEIGHT * _json_size(compiled)
         )
         """Graph versions compiled for execution, the most recently used within `COMPILED_BYTES`."""
         self.commits = GroupCommit(store.runs.nodes)
-        self.runtime.sub_run = self._sub_run
-        self.runtime.children = ChildRuns(self, self.graphs)
-        self.runtime.emit = self.events.emit
-        self.runtime.templates = self._template_code
-        self.runtime.routes = routes
         settings = resources if resources is not None else resources_settings()
         self._driving = 0
         self._driven: set[str] = set()
@@ -440,7 +441,7 @@ class Engine:
             scheduler = Scheduler(kernel, run_id, state, seen, create=create)
             return await scheduler.execute(
                 on_started=set_up,
-                on_begun=lambda: self.events.emit("execution.started", run_id, graph=graph[0], version=graph[1]),
+                on_begun=lambda: self.events.emit(RunStarted(run_id, graph=graph[0], version=graph[1])),
             )
         finally:
             renew.cancel()

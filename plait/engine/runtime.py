@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from plait.engine.inline_tools import no_sub_runs
+from plait.engine.ports import NO_CHILD_RUNS, dropped, no_templates
+from plait.engine.script_host import no_routes
 from plait.engine.state import Phase
 from plait.llm.tokens import ESTIMATE, TokenCounter
 
 if TYPE_CHECKING:
     from plait.config import CodeConfig, JailConfig, McpServerConfig, ToolsConfig
-    from plait.engine.child_runs import ChildRuns
     from plait.engine.fewshot import FewshotLookup, FewshotSource
-    from plait.engine.inline_tools import SubRun
-    from plait.engine.script_host import RouteReader
+    from plait.engine.ports import ChildRunner, EventSink, RouteReader, SubRun, TemplateLookup
     from plait.engine.state import RunState
     from plait.llm.provider import Provider
     from plait.llm.types import ChatRequest
@@ -86,7 +87,12 @@ class NodeResult:
 
 
 class Runtime:
-    """Shared by every node of every run an engine executes."""
+    """Shared by every node of every run an engine executes.
+
+    The engine gives it what executors need of the engine (`plait.engine.ports`): the child
+    runs, sub-runs, its event sink, stored templates and Plait's routes. A runtime built
+    without them (a dry run, a test) drops its events and refuses the rest when an executor
+    asks, saying what is missing."""
 
     def __init__(
         self,
@@ -99,6 +105,11 @@ class Runtime:
         tools: ToolsConfig | None = None,
         code: CodeConfig | None = None,
         jail: JailConfig | None = None,
+        children: ChildRunner = NO_CHILD_RUNS,
+        sub_run: SubRun = no_sub_runs,
+        emit: EventSink = dropped,
+        templates: TemplateLookup = no_templates,
+        routes: RouteReader = no_routes,
     ):
         self.provider = provider
         self.tools = tools
@@ -110,12 +121,12 @@ class Runtime:
         self.mcp_servers = {server.id: server for server in mcp_servers}
         """The `[[mcp_servers]]` of plait.toml, by id."""
         self._mcp: dict[str | None, McpSessions] = {}
-        self.emit: Callable[..., None] | None = None
+        self.emit = emit
         """The engine's `EventBus.emit`, for executors that report progress (a MAP's items)."""
-        self.children: ChildRuns | None = None
-        """Starts and continues the child runs of SUBGRAPH, MAP and LOOP nodes; set by the engine."""
-        self.sub_run: SubRun | None = None
-        """Starts a sub-run of a stored graph and returns its output (WORKFLOW_TASK tools); set by the engine."""
+        self.children = children
+        """Starts and continues the child runs of SUBGRAPH, MAP and LOOP nodes."""
+        self.sub_run = sub_run
+        """Starts a sub-run of a stored graph and returns its output (WORKFLOW_TASK tools)."""
         self.fewshot = fewshot
         """Corrections of earlier runs, for nodes with `use_overrides_as_fewshot` (None: no store)."""
         self.cache = cache
@@ -123,10 +134,10 @@ class Runtime:
         self.llm_slots = asyncio.Semaphore(llm_concurrency) if llm_concurrency else None
         self._sandbox: JsSandbox | None = None
         self._scripts: ScriptPool | None = None
-        self.templates: Callable[[str], str | None] | None = None
-        """A stored prompt-script template's code by its id (None: not stored); set by the engine."""
-        self.routes: RouteReader | None = None
-        """Reads Plait's own GET routes for prompt scripts' `readRoute` (set by `plait serve`)."""
+        self.templates = templates
+        """A stored prompt-script template's code by its id (None: not stored)."""
+        self.routes = routes
+        """Reads Plait's own GET routes for prompt scripts' `readRoute` (given by `plait serve`)."""
         self.degraded: set[str] = set()
         """Runs whose model calls go to `[pool] degrade_to` (a resource decision)."""
 

@@ -16,15 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from plait.engine.absorb import RERUN_AFTER, STALE_AFTER, absorb
 from plait.engine.ahead import start_ahead
+from plait.engine.events import NodeSkipped, NodeStale, NodeStarted, RunCompleted, RunFailed
 from plait.engine.executors import EXECUTORS
 from plait.engine.failpoints import failpoint
 from plait.engine.guard import committable, internal_failure, lost_failure, lost_too_often
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.outcome import EngineError, RunOutcome
-from plait.engine.recording import Verdict, announce, cache_put, finish_write, run_verdict
+from plait.engine.recording import Records, Verdict, announce, cache_put, encode_records, finish_write, run_verdict
 from plait.engine.render_limits import RenderLimitError
 from plait.engine.restore import restore
-from plait.engine.run_budget import BudgetExceeded, Records, encode_records
+from plait.engine.results import budget_failure
+from plait.engine.run_budget import BudgetExceeded
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.llm.slots import paced
@@ -203,9 +205,9 @@ class Scheduler:
         kept: NodeRunRecord | None = None
         for write, result in zip(writes, results, strict=True):
             if isinstance(write, Skip):
-                self.kernel.events.emit("node:skipped", self.run_id, write.node_id)
+                self.kernel.events.emit(NodeSkipped(self.run_id, write.node_id))
             elif isinstance(write, Stale):  # a correction taken up while the run executes
-                self.kernel.events.emit("node:stale", self.run_id, write.node_id)
+                self.kernel.events.emit(NodeStale(self.run_id, write.node_id))
             elif isinstance(write, Claim):
                 if result is None:
                     adopted.append(write.node_id)
@@ -246,7 +248,7 @@ class Scheduler:
         """Execute one claimed node and commit its unit; a successor it claimed, to continue with."""
         node_id = claimed.node_id
         node = self.state.nodes[node_id].node
-        self.kernel.events.emit("node:start", self.run_id, node_id, type=str(node.type))
+        self.kernel.events.emit(NodeStarted(self.run_id, node_id, node_type=str(node.type)))
         read = consumed(self.state, node)
         self.state.nodes[node_id].read = read
         self.state.nodes[node_id].node_run_id = claimed.id
@@ -254,12 +256,12 @@ class Scheduler:
         if lost_too_often(claimed, node.type) and not self.kernel.retry_lost:
             result = lost_failure(claimed)
         elif budget is not None and (budget.reached or (claimed.claims == 1 and budget.execute_node())):
-            result = budget.failure()  # a fresh activation counts against the run's node runs
+            result = budget_failure(budget)  # a fresh activation counts against the run's node runs
         else:
             result = await self._executed(node)
         records = encode_records(result)
         if budget is not None and budget.store(records.size) is not None and result.phase != Phase.FAILED:
-            result = budget.failure()  # storing it would pass the run's stored bytes
+            result = budget_failure(budget)  # storing it would pass the run's stored bytes
             records = encode_records(result)
         failpoint("before_commit", node_id)
         try:
@@ -274,7 +276,7 @@ class Scheduler:
         await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
         announce(self.kernel.events, self.run_id, node_id, claimed.id, result)
         if committed.status == NodeStatus.STALE:
-            self.kernel.events.emit("node:stale", self.run_id, node_id)
+            self.kernel.events.emit(NodeStale(self.run_id, node_id))
         later = self._take_up(committed.corrections)
         kept = await self._started(committed.follow, committed.follow_results, keep_one=True)
         await self._commit(later)
@@ -290,7 +292,7 @@ class Scheduler:
             return NodeResult.failed({}, [], kind="render", message=f"node '{node.id}': {exc}")
         except BudgetExceeded:  # it would have started a child run past the run's budget
             assert self.state.budget is not None
-            return self.state.budget.failure()
+            return budget_failure(self.state.budget)
         except Exception as exc:  # a bug in an executor must fail the node, not hang the run
             if isinstance(exc, StoreUnavailable) or transient(exc):
                 raise  # the database failed under it: the run stops, unfailed, and is continued later
@@ -446,10 +448,10 @@ class Scheduler:
             return None
         events = self.kernel.events
         if verdict.status == RunStatus.FAILED:
-            events.emit("workflow:error", self.run_id, verdict.failed, error=verdict.error)
+            events.emit(RunFailed(self.run_id, verdict.failed, error=verdict.error))
             return RunOutcome(self.run_id, RunStatus.FAILED, None, verdict.error)
         if verdict.status == RunStatus.COMPLETED:
-            events.emit("workflow:complete", self.run_id, output=verdict.output)
+            events.emit(RunCompleted(self.run_id, output=verdict.output))
             return RunOutcome(self.run_id, RunStatus.COMPLETED, verdict.output)
         return RunOutcome(self.run_id, verdict.status)
 

@@ -13,21 +13,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from plait.compile.schema_validator import registry_key
 from plait.compile.schemas import object_form
 from plait.compile.templates import split_path
 from plait.engine.contracts import BoundSchema, OutputContract
+from plait.engine.ports import RouteReader
 from plait.engine.render import NodeView, value_at
 from plait.engine.state import RunState
 from plait.model.nodes import NodeBase
 from plait.sandbox.scripts import HostError
-
-RouteReader = Callable[[str, dict[str, Any]], Any]
-"""(a GET route of Plait's own HTTP API, query parameters) -> its JSON answer; raises HostError
-for a route it does not allow."""
 
 OUTPUT = "output"
 """`getSchemaHint("output")`: the node's own out-edge contract."""
@@ -97,12 +93,15 @@ class RunScriptHost:
         return OutputContract((BoundSchema(entry.id, entry.version, entry.schema_),), registry_key(graph.schemas))
 
     def read_route(self, route: str, params: dict[str, Any]) -> Any:
-        if self.routes is None:
-            raise HostError(
-                "readRoute reads Plait's own HTTP API, which this engine has not been given; it works in runs "
-                "executed by `plait serve` and in the workbench's preview"
-            )
-        return self.routes(route, params)
+        return (self.routes or no_routes)(route, params)
+
+
+def no_routes(route: str, params: dict[str, Any]) -> Any:
+    """The route reader of an engine that was given none (outside `plait serve`): refused."""
+    raise HostError(
+        "readRoute reads Plait's own HTTP API, which this engine has not been given; it works in runs "
+        "executed by `plait serve` and in the workbench's preview"
+    )
 
 
 def describe(schema: dict[str, Any], title: str) -> str:

@@ -24,7 +24,7 @@ from plait.store import RunRecord
 from plait.store.faults import transient
 
 if TYPE_CHECKING:
-    from plait.engine.runner import Engine
+    from plait.engine.ports import RunDriver
 
 ANNOUNCE = "map"
 """The reason the outbox gives for an item's child run."""
@@ -50,7 +50,7 @@ def _ended(record: RunRecord) -> RunOutcome | None:
     return None
 
 
-async def await_child(engine: Engine, spread: Spread, run_id: str) -> RunOutcome:
+async def await_child(engine: RunDriver, spread: Spread, run_id: str) -> RunOutcome:
     """Wait for the announced child `run_id` to end, executing it here when no engine took it
     within `spread.grace_s` (or its engine let it go: a worker killed, or shut down)."""
     announced = time.monotonic()

@@ -22,7 +22,6 @@ from plait.model.nodes import NodeBase, NodeType, SkillScope, node_field
 from plait.model.output_meta import ROUTED, strip_meta
 
 if TYPE_CHECKING:
-    from plait.engine.ahead import Ahead
     from plait.engine.run_budget import RunBudget
 
 
@@ -154,6 +153,16 @@ class CompiledRun:
                     seen.add(target)
                     stack.append(target)
         return [n for n in self.topology.order if n in seen]
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """An expression's evaluation started before its node ran (`plait.engine.ahead`): the
+    expression, what it was given, the task."""
+
+    expression: str
+    scope: dict[str, Any]
+    task: asyncio.Task[Any]
 
 
 class RunState:

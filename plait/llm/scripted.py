@@ -109,6 +109,12 @@ def load_script(path: str | os.PathLike[str]) -> ScriptFile:
         data = read_document(file, f"scripted responses {file}", "")
     except DocumentError as exc:
         raise ScriptError(f"{exc.message}; {exc.hint}" if exc.hint else exc.message) from None
+    return script_from(data, f"scripted responses {file}")
+
+
+def script_from(data: Any, what: str = "scripted responses") -> ScriptFile:
+    """A script file's content (`{"responses": [...]}`) validated, whether read from a file or
+    written in Python (`plait.testing.scripted`); ScriptError naming `what` and every problem."""
     try:
         return ScriptFile.model_validate(data)
     except ValidationError as exc:
@@ -116,7 +122,7 @@ def load_script(path: str | os.PathLike[str]) -> ScriptFile:
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg'].removeprefix('Value error, ')}"
             for err in exc.errors(include_url=False)
         )
-        raise ScriptError(f"scripted responses {file} are invalid: {problems}") from None
+        raise ScriptError(f"{what} are invalid: {problems}") from None
 
 
 class ScriptedProvider(Provider):

@@ -64,6 +64,15 @@ class RunEngines:
             return self._others[key]
 
     @property
+    def provider(self) -> Provider | None:
+        """The process's own model: the one a new run executes on."""
+        return self.default.runtime.provider
+
+    def provider_of(self, run_id: str) -> Provider | None:
+        """The model the run executes on (`for_run`)."""
+        return self.for_run(run_id).runtime.provider
+
+    @property
     def all(self) -> list[Engine]:
         """Every engine built so far, the process's own first."""
         with self._lock:

@@ -20,6 +20,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -100,6 +101,23 @@ def add_schedule(store: Store, ref: str, cron: str, run_input: dict[str, Any], *
     first = next_after(cron, timezone, time.time() if now is None else now)
     return store.schedules.create(graph_id=stored.graph_id, cron=cron, timezone=timezone, run_input=run_input,
                                   catch_up=catch_up, next_fire_at=first)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleShown:
+    """A schedule with its newest firings: (instant, run id), the newest first."""
+
+    schedule: ScheduleRecord
+    firings: list[tuple[float, str]]
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.schedule.as_json(), "firings": [{"fire_at": at, "run_id": run} for at, run in self.firings]}
+
+
+def show(store: Store, schedule_id: str) -> ScheduleShown:
+    """The schedule `schedule_id` (or a unique prefix of one) and the runs it fired."""
+    found = store.schedules.get(schedule_id)
+    return ScheduleShown(found, store.schedules.firings(found.id))
 
 
 def pause(store: Store, schedule_id: str) -> ScheduleRecord:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from plait.engine.events import EventBus
@@ -62,32 +62,43 @@ class RunSession:
         return await self.engine.run(run_id)
 
     async def finish(self, run_id: str, on_wait: Callable[[str, float], None] | None = None) -> RunOutcome:
-        """Drive the run; when WAIT nodes park it, wait here until it is due (`on_wait(run_id,
-        wake_at)` first, when given) and drive it again. The run holds no lease meanwhile: stopped, it stays
-        parked and any engine continues it. A run the database stopped (a read failed under a
-        node) is driven again, as long as the database keeps failing for less than `RETRY_S`."""
-        failing: float | None = None
-        while True:
-            try:
-                outcome = await self.drive(run_id)
-            except Exception as exc:  # the database failed under the engine: drive the run again, for a while
-                failing = failing or time.monotonic()
-                if not transient(exc):
-                    raise
-                if time.monotonic() - failing > RETRY_S:
-                    raise StoreUnavailable(
-                        f"the database failed for {RETRY_S:.0f} s ({exc}); the run is left as it was"
-                    ) from exc
-                await asyncio.sleep(DATABASE_PAUSE_S)
-                continue
-            failing = None
-            wake_at = self.store.runs.get(run_id).wake_at if outcome.status == RunStatus.PAUSED else None
-            if wake_at is None:
-                return outcome
-            if on_wait is not None:
-                on_wait(run_id, wake_at)
-            await asyncio.sleep(max(0.0, wake_at - time.time()))
+        """Drive the run until it ends or waits for a person (`finish`)."""
+        return await finish(self.store, self.drive, run_id, on_wait)
 
     async def aclose(self) -> None:
         """Close the engine: its provider, its sandbox and its MCP sessions."""
         await self.engine.aclose()
+
+
+async def finish(
+    store: Store,
+    drive: Callable[[str], Awaitable[RunOutcome]],
+    run_id: str,
+    on_wait: Callable[[str, float], None] | None = None,
+) -> RunOutcome:
+    """Drive the run (`drive`, an engine's `run`); when WAIT nodes park it, wait here until it
+    is due (`on_wait(run_id, wake_at)` first, when given) and drive it again. The run holds no
+    lease meanwhile: stopped, it stays parked and any engine continues it. A run the database
+    stopped (a read failed under a node) is driven again, as long as the database keeps failing
+    for less than `RETRY_S`."""
+    failing: float | None = None
+    while True:
+        try:
+            outcome = await drive(run_id)
+        except Exception as exc:  # the database failed under the engine: drive the run again, for a while
+            failing = failing or time.monotonic()
+            if not transient(exc):
+                raise
+            if time.monotonic() - failing > RETRY_S:
+                raise StoreUnavailable(
+                    f"the database failed for {RETRY_S:.0f} s ({exc}); the run is left as it was"
+                ) from exc
+            await asyncio.sleep(DATABASE_PAUSE_S)
+            continue
+        failing = None
+        wake_at = store.runs.get(run_id).wake_at if outcome.status == RunStatus.PAUSED else None
+        if wake_at is None:
+            return outcome
+        if on_wait is not None:
+            on_wait(run_id, wake_at)
+        await asyncio.sleep(max(0.0, wake_at - time.time()))

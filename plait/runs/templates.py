@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from plait.compile.templates import split_path
 from plait.engine.compiled import load_compiled
 from plait.engine.contracts import OutputContract
+from plait.engine.ports import RouteReader
 from plait.engine.render import build_view, value_at
 from plait.engine.restore import restore
-from plait.engine.script_host import RouteReader, RunScriptHost
+from plait.engine.script_host import RunScriptHost
 from plait.engine.state import RunState
 from plait.errors import PlaitError, Refusal
 from plait.sandbox.scripts import PREVIEW, HostError, ScriptEvent, ScriptLimits, ScriptOutcome, run_script
@@ -26,6 +28,26 @@ from plait.store import Store
 
 class PreviewError(PlaitError):
     """The preview cannot run as asked (an unknown run or node)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A script to run, and the schema its stored template says its answer follows."""
+
+    code: str
+    schema_target: str | None = None
+
+    def target(self, asked: str | None) -> str | None:
+        """The schema a generation parses the answer with: the one asked for, else the template's."""
+        return asked or self.schema_target
+
+
+def stored_script(store: Store, template_id: str) -> Script:
+    """A stored template's script, remembered as the last used of its category (the editor
+    opens with it)."""
+    found = store.templates.get(template_id)
+    store.templates.used(found.id)
+    return Script(found.script_code, found.schema_target)
 
 
 class InputHost:
@@ -69,6 +91,16 @@ def node_host(store: Store, run_id: str, node_id: str, routes: RouteReader | Non
     restore(state, store.runs.node_runs(run_id))
     node = compiled.nodes[node_id]
     return RunScriptHost(node, state, build_view(state, node), routes)
+
+
+def script_host(
+    store: Store, run_id: str | None, node_id: str | None, run_input: Any, routes: RouteReader | None = None
+) -> InputHost | RunScriptHost:
+    """The host a script gets: node `node_id` of run `run_id` as it sees it now, else `run_input`
+    alone (a value that is not an object is given as `input.value`)."""
+    if run_id is not None and node_id is not None:
+        return node_host(store, run_id, node_id, routes)
+    return InputHost(run_input if isinstance(run_input, dict) else {"value": run_input}, routes)
 
 
 def preview(

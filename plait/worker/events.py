@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from plait.engine.event_wire import WireEvent, to_wire
 from plait.engine.events import Event
 
 if TYPE_CHECKING:
@@ -111,14 +112,15 @@ class Seal:
             log.warning("dropped %s on %s: someone who can write to Redis is sending messages", what, self._channel)
 
 
-def encode(event: Event) -> str:
+def encode(event: WireEvent) -> str:
+    """An event as its message on the channel: its wire name and payload, as SSE has them."""
     return json.dumps({"kind": event.kind, "run_id": event.run_id, "node_id": event.node_id, "data": event.data,
                        "at": event.at}, default=str)  # fmt: skip
 
 
-def decode(text: str | bytes) -> Event:
+def decode(text: str | bytes) -> WireEvent:
     value: dict[str, Any] = json.loads(text)
-    return Event(value["kind"], value["run_id"], value.get("node_id"), value.get("data") or {}, value["at"])
+    return WireEvent(value["kind"], value["run_id"], value.get("node_id"), value.get("data") or {}, value["at"])
 
 
 class EventPublisher:
@@ -135,7 +137,7 @@ class EventPublisher:
         self._thread.start()
 
     def __call__(self, event: Event) -> None:
-        self._queue.put(self._seal.sign(encode(event)))
+        self._queue.put(self._seal.sign(encode(to_wire(event))))
 
     def _publish(self) -> None:
         while (text := self._queue.get()) is not None:
@@ -160,8 +162,8 @@ def ask_to_stop(url: str, queue_name: str, run_id: str, key: bytes) -> None:
 
 
 class EventFollower:
-    """Calls `deliver(event)` (on a thread of its own) for each event the workers publish;
-    reconnects when Redis goes away."""
+    """Calls `deliver(event)` (on a thread of its own) for each event the workers publish (a
+    `WireEvent`); reconnects when Redis goes away."""
 
     def __init__(self, url: str, queue_name: str, deliver: Callable[[Any], None], key: bytes, *,
                  channel: str = CHANNEL, raw: bool = False):  # fmt: skip
@@ -186,7 +188,7 @@ class EventFollower:
     def _follow(self) -> None:
         while not self._stop.is_set():
             try:
-                pubsub = self._redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+                pubsub = self._redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call,unused-ignore]
                 pubsub.subscribe(self._channel)
                 pubsub.get_message(timeout=1.0)  # the subscription's confirmation
                 self._ready.set()

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from plait.engine.events import EventBus
+from plait.engine.events import EventBus, RunFailed
 from plait.engine.outcome import EngineError
 from plait.engine.spread import Spread
 from plait.llm.select import LlmConfigError
@@ -134,7 +134,7 @@ class WorkerRuntime:
             if record.status in TERMINAL_RUN_STATUSES:
                 return "ended"  # a late message for a run that ended: nothing to execute, nothing to refuse
             if await asyncio.to_thread(refuse, self.store, run_id, str(exc)) is not None:
-                self.bus.emit("workflow:error", run_id, None, error={"kind": "engine", "message": str(exc)})
+                self.bus.emit(RunFailed(run_id, error={"kind": "engine", "message": str(exc)}))
             log.warning("run %s refused: %s", run_id, exc)
             return "refused"
         return "ended"

@@ -1,24 +1,21 @@
-"""Helpers of the API tests: a real `plait serve`: uvicorn on 127.0.0.1 (a free port) in a thread, on the
-`store` fixture's database (SQLite and PostgreSQL), models answered by the scripted provider."""
+"""Helpers of the API tests: a real `plait serve` (`plait.testing.served_app`: uvicorn on a free
+port of 127.0.0.1, in a thread) on the `store` fixture's database (SQLite and PostgreSQL), models
+answered by the scripted provider."""
 
 from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
-import uvicorn
 
-from plait.api import ServerSettings, create_app
 from plait.store import Store
+from plait.testing import HttpRuns
+from plait.testing import wait_for as wait_for
 
 SCHEMAS = """
 schemas:
@@ -108,63 +105,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for(condition: Callable[[], Any], *, timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll `condition` until it returns something truthy; fail with `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
-
-
-@contextmanager
-def serving(settings: ServerSettings, store: Store) -> Iterator[str]:
-    """Run the app in uvicorn on a thread; yields its base URL; stops it (and its runs) after."""
-    app = create_app(settings, store=store)
-    config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level="warning", lifespan="on", timeout_graceful_shutdown=3
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    try:
-        wait_for(lambda: server.started or not thread.is_alive(), what="uvicorn to start")
-        assert server.started, "uvicorn did not start (see the log above)"
-        yield f"http://{settings.host}:{settings.port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-        assert not thread.is_alive(), "uvicorn did not stop"
-
-
 @dataclass
-class Api:
+class Api(HttpRuns):
+    """The `api` fixture: a served app with the test graphs stored, its client, its store and the
+    scripted answers its models give."""
+
     url: str
-    client: httpx.Client
     store: Store
     script: Path
 
     def start(self, graph: str, run_input: dict[str, Any] | None = None) -> str:
-        response = self.client.post("/api/runs", json={"graph": graph, "input": run_input or {"text": "hi"}})
-        assert response.status_code == 202, response.text
-        return str(response.json()["run_id"])
-
-    def run(self, run_id: str) -> dict[str, Any]:
-        response = self.client.get(f"/api/runs/{run_id}")
-        assert response.status_code == 200, response.text
-        return dict(response.json())
-
-    def wait_status(self, run_id: str, *statuses: str) -> dict[str, Any]:
-        """The run once its status is one of `statuses` and this server is done driving it."""
-        return dict(
-            wait_for(
-                lambda: (r := self.run(run_id))["status"] in statuses and not r["executing_here"] and r,
-                what=f"run {run_id} to be {' or '.join(statuses)}",
-            )
-        )
+        return super().start(graph, run_input or {"text": "hi"})
 
     def newest(self, run_id: str) -> dict[str, dict[str, Any]]:
         return {n["node_id"]: n for n in self.run(run_id)["nodes"] if n["current"]}

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
-from api_helpers import SCRIPT, Api, free_port, import_graphs, serving
+from api_helpers import SCRIPT, Api, import_graphs
 
-from plait.api import ServerSettings
 from plait.store import Store
+from plait.testing import served_app
 
 
 @pytest.fixture
@@ -23,7 +22,6 @@ def script(tmp_path: Path) -> Path:
 @pytest.fixture
 def api(store: Store, script: Path) -> Iterator[Api]:
     """A server on loopback without auth, with the test graphs stored."""
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{script}")
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+    with served_app(store=store, llm=f"scripted:{script}") as served, served.client() as client:
         import_graphs(client)
-        yield Api(url, client, store, script)
+        yield Api(client=client, url=served.url, store=store, script=script)

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from api_helpers import free_port, wait_for
+from api_helpers import free_port
 
+from plait.testing import HttpRuns, wait_until_healthy
 from tests.plait_cli import start_plait
 
 LIMIT = 0.3
@@ -67,15 +68,7 @@ def plait_serve(db_url: str, cwd: Path) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-
-        def up() -> bool:
-            assert server.poll() is None, "plait serve exited"
-            try:
-                return httpx.get(f"{url}/api/health", timeout=2).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        wait_for(up, timeout=60, what="plait serve to start")
+        wait_until_healthy(url, alive=lambda: server.poll() is None)
         yield url
     finally:
         server.send_signal(signal.SIGTERM)
@@ -115,36 +108,27 @@ class HealthProbe:
                 self._stop.wait(0.05)
 
 
-def _start(client: httpx.Client, graph: str, run_input: dict[str, Any]) -> str:
-    response = client.post("/api/runs", json={"graph": graph, "input": run_input})
-    assert response.status_code == 202, response.text
-    return str(response.json()["run_id"])
-
-
-def _ended(client: httpx.Client, run_id: str, timeout: float) -> dict[str, Any]:
-    def done() -> dict[str, Any] | None:
-        run = client.get(f"/api/runs/{run_id}").json()
-        return run if run["status"] in ("completed", "failed") and not run["executing_here"] else None
-
-    return dict(wait_for(done, timeout=timeout, what=f"run {run_id} to end"))
+def _ended(runs: HttpRuns, run_id: str, timeout: float) -> dict[str, Any]:
+    return runs.wait_status(run_id, "completed", "failed", timeout=timeout)
 
 
 def test_hostile_evaluations_never_hold_the_server(db_url: str, tmp_path: Path) -> None:
     with plait_serve(db_url, tmp_path) as url, httpx.Client(base_url=url, timeout=30) as client:
+        runs = HttpRuns(client)
         for graph in GRAPHS:
             assert client.post("/api/graphs", json=graph).status_code == 201
-        assert _ended(client, _start(client, "victim", {"n": 0}), 60)["status"] == "completed"  # the sandbox is up
+        assert _ended(runs, runs.start("victim", {"n": 0}), 60)["status"] == "completed"  # the sandbox is up
         attacked = time.monotonic()
         with HealthProbe(url) as health:
-            swarm = _start(client, "hostile_map", {"values": list(range(ITEMS))})
-            singles = [_start(client, "hostile", {"k": k}) for k in range(2)]
+            swarm = runs.start("hostile_map", {"values": list(range(ITEMS))})
+            singles = [runs.start("hostile", {"k": k}) for k in range(2)]
             time.sleep(1.0)  # every place of the sandbox is spinning now
             victims = []
             for n in range(3):
                 started = time.monotonic()
-                run = _ended(client, _start(client, "victim", {"n": n}), 60)
+                run = _ended(runs, runs.start("victim", {"n": n}), 60)
                 victims.append((run["status"], run["output"], time.monotonic() - started))
-            ended = {run_id: _ended(client, run_id, 180) for run_id in [swarm, *singles]}
+            ended = {run_id: _ended(runs, run_id, 180) for run_id in [swarm, *singles]}
         took = time.monotonic() - attacked
 
         assert health.failures == []
@@ -170,5 +154,5 @@ def test_hostile_evaluations_never_hold_the_server(db_url: str, tmp_path: Path) 
         assert len(item_runs) == ITEMS
         sample = client.get(f"/api/runs/{item_runs[0]['id']}").json()
         assert f"exceeded {LIMIT:g} s" in sample["nodes"][0]["error"]["message"]
-        assert _ended(client, _start(client, "victim", {"n": 41}), 60)["output"] == {"n": 42}
+        assert _ended(runs, runs.start("victim", {"n": 41}), 60)["output"] == {"n": 42}
         assert client.get("/api/health").status_code == 200

@@ -26,6 +26,7 @@ from api_helpers import Api, free_port, wait_for
 from plait.api import executor
 from plait.engine import commits
 from plait.store import Store
+from plait.testing import served_app, wait_until_healthy
 from tests.conftest import pg_schema_url, terminate_backends
 from tests.plait_cli import start_plait
 from tests.worker.counting_server import PAID_THEN_SHAPED, counting_server, openai_config
@@ -43,8 +44,9 @@ def test_plait_serve_keeps_the_paid_answer_when_the_database_drops_its_connectio
             "serve", "--port", str(port), "--no-schedules", cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
         )
         try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-                wait_for(lambda: _answers(client), timeout=60, what="plait serve to answer")
+            base = f"http://127.0.0.1:{port}"
+            wait_until_healthy(base, alive=lambda: server.poll() is None)
+            with httpx.Client(base_url=base, timeout=30) as client:
                 stored = client.post("/api/graphs", json={"source": yaml.safe_dump(PAID_THEN_SHAPED)})
                 assert stored.status_code == 201, stored.text
                 started = client.post("/api/runs", json={"graph": "answer_then_shape", "input": {}})
@@ -66,13 +68,6 @@ def test_plait_serve_keeps_the_paid_answer_when_the_database_drops_its_connectio
         assert a.claims == 1
 
 
-def _answers(client: httpx.Client) -> bool:
-    try:
-        return client.get("/api/health").status_code == 200
-    except httpx.TransportError:
-        return False
-
-
 def _ended(client: httpx.Client, run_id: str) -> dict[str, object] | None:
     run: dict[str, object] = client.get(f"/api/runs/{run_id}").json()
     return run if run["status"] in ("completed", "failed") and not run["executing_here"] else None
@@ -83,9 +78,6 @@ def test_a_run_the_database_stopped_is_driven_again_by_the_server(
 ) -> None:
     """SQLite's write lock held by another process for longer than the engine retries: the run
     stops, not failed, and the server drives it again once the lock is free."""
-    from api_helpers import serving
-
-    from plait.api import ServerSettings
     from plait.store import db as store_db
 
     monkeypatch.setattr(commits, "RETRY_S", 0.3)
@@ -100,9 +92,9 @@ def test_a_run_the_database_stopped_is_driven_again_by_the_server(
         )
         monkeypatch.setattr(store_db, "SQLITE_PRAGMAS", pragmas)
         path = tmp_path / "plait.db"
-        served = Store(f"sqlite:///{path}")  # its connections wait 0.1 s for a lock, not 5 s
-        settings = ServerSettings(port=free_port(), config=str(tmp_path / "plait.toml"), schedules=False)
-        with serving(settings, served) as base, httpx.Client(base_url=base, timeout=30) as client:
+        store = Store(f"sqlite:///{path}")  # its connections wait 0.1 s for a lock, not 5 s
+        serving = served_app(store=store, config=str(tmp_path / "plait.toml"), schedules=False)
+        with serving as served, served.client() as client:
             assert client.post("/api/graphs", json={"source": yaml.safe_dump(PAID_THEN_SHAPED)}).status_code == 201
             run_id = client.post("/api/runs", json={"graph": "answer_then_shape", "input": {}}).json()["run_id"]
             wait_for(lambda: counts.arrivals, timeout=60, what="the model call")
@@ -112,7 +104,7 @@ def test_a_run_the_database_stopped_is_driven_again_by_the_server(
             wait_for(lambda: "driving it again" in caplog.text, timeout=60, what="the run to stop")
             locker.execute("ROLLBACK")
             run = wait_for(lambda: _ended(client, run_id), timeout=60, what="the server to finish the run")
-        served.close()
+        store.close()
     assert (run["status"], run["output"]) == ("completed", {"said": "ok"})
     assert len(counts.arrivals) == 2  # the answer the database never took was asked again, once
 

@@ -19,6 +19,7 @@ import pytest
 from api_helpers import free_port, wait_for
 
 from plait.store import Store
+from plait.testing import wait_until_healthy
 from tests.jail_support import require_jail
 from tests.plait_cli import start_plait
 
@@ -137,8 +138,7 @@ def server(db_url: str, tmp_path: Path) -> Iterator[Server]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: _answers(url) or process.poll() is not None, timeout=60, what="plait serve to start")
-        assert process.poll() is None, log.read_text()
+        wait_until_healthy(url, alive=lambda: process.poll() is None, log=log)
         yield Server(url, process, log, config, db_url)
     finally:
         process.terminate()
@@ -147,13 +147,6 @@ def server(db_url: str, tmp_path: Path) -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/api/health", timeout=2).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 def store_graph(server: Server, source: str) -> None:

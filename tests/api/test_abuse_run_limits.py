@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from api_helpers import free_port, read_events, serving, wait_for
+from api_helpers import free_port, read_events, wait_for
 from sqlalchemy import select
 
-from plait.api import ServerSettings
 from plait.caches import cache_stats
 from plait.config import forget_loaded
 from plait.engine.render import RECORD_CHARS
 from plait.redact import register
 from plait.store import Store
 from plait.store.models import full_metadata
+from plait.testing import served_app, wait_until_healthy
 from tests.engine.test_crash_loop import GRAPH as CRASH_LOOP_GRAPH
 from tests.plait_cli import run_plait, start_plait
 
@@ -64,8 +64,7 @@ def test_a_registered_secret_a_run_produces_is_found_nowhere(store: Store, tmp_p
     register(CANARY)
     script = tmp_path / "script.yaml"
     script.write_text(f"responses:\n  - {{node: ask, text: 'the key is {CANARY}'}}\n")
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{script}")
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+    with served_app(store=store, llm=f"scripted:{script}") as served, served.client() as client:
         assert client.post("/api/graphs", json={"source": LEAKY}).status_code == 201
         started = client.post("/api/runs", json={"graph": "leaky", "input": {"reversed": CANARY[::-1]}})
         assert started.status_code == 202, started.text
@@ -105,14 +104,6 @@ def serve(db_url: str, port: int, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
-def healthy(client: httpx.Client, server: subprocess.Popen[str]) -> bool:
-    assert server.poll() is None, f"plait serve exited with {server.returncode}"
-    try:
-        return client.get("/api/health").status_code == 200
-    except httpx.TransportError:
-        return False
-
-
 def test_a_node_that_takes_its_server_down_is_not_resumed_a_third_time(db_url: str, tmp_path: Path) -> None:
     """The server dies executing `boom`; restarted, it resumes the run and dies again; the third
     start fails the node with kind `internal` instead, and the server stays up."""
@@ -120,7 +111,7 @@ def test_a_node_that_takes_its_server_down_is_not_resumed_a_third_time(db_url: s
     url = f"http://127.0.0.1:{port}"
     with httpx.Client(base_url=url, timeout=30) as client:
         first = serve(db_url, port, tmp_path)
-        wait_for(lambda: healthy(client, first), timeout=60, what="plait serve to start")
+        wait_until_healthy(url, alive=lambda: first.poll() is None)
         assert client.post("/api/graphs", json={"source": CRASHING}).status_code == 201
         with contextlib.suppress(httpx.TransportError):  # the process may die before it answers
             client.post("/api/runs", json={"graph": "crashing", "input": {}})
@@ -131,13 +122,14 @@ def test_a_node_that_takes_its_server_down_is_not_resumed_a_third_time(db_url: s
         assert second.wait(timeout=60) == 137
         third = serve(db_url, port, tmp_path)
         try:
-            wait_for(lambda: healthy(client, third), timeout=60, what="the third plait serve to start")
+            wait_until_healthy(url, alive=lambda: third.poll() is None)
             failed = wait_for(lambda: (r := client.get(f"/api/runs/{run.id}").json())["status"] == "failed" and r)
             boom = next(n for n in failed["nodes"] if n["node_id"] == "boom")
             assert boom["error"]["kind"] == "internal"
             assert "went down, 2 times" in boom["error"]["message"]
             assert "after" not in {n["node_id"] for n in failed["nodes"]}
-            assert healthy(client, third)
+            assert third.poll() is None
+            assert client.get("/api/health").status_code == 200
         finally:
             third.terminate()
             third.wait(timeout=30)
@@ -205,9 +197,8 @@ def test_a_run_stays_within_its_budget_and_a_template_within_its_render_budget(s
     config.write_text("[runs]\nmax_child_runs = 10\n")
     script = tmp_path / "script.yaml"
     script.write_text("responses:\n  - {node: ask, text: done}\n")
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{script}", config=str(config))
     try:
-        with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+        with served_app(store=store, llm=f"scripted:{script}", config=str(config)) as served, served.client() as client:
             refused = client.post("/api/graphs/validate", json={"source": BOMB}).json()
             assert "run_budget" in [e["code"] for e in refused["errors"]], refused
             for source in (FAN, PROMPT):
@@ -233,8 +224,7 @@ def test_a_run_stays_within_its_budget_and_a_template_within_its_render_budget(s
 def test_many_large_graphs_sent_to_be_validated_leave_the_caches_bounded(store: Store) -> None:
     """Sixty distinct 1 MB expressions through `POST /api/graphs/validate`: the syntax cache holds
     their digests within its bound, and the texts are not kept."""
-    settings = ServerSettings(port=free_port())
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=60) as client:
+    with served_app(store=store) as served, served.client(timeout=60) as client:
         gc.collect()
         tracemalloc.start()
         try:

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_helpers import free_port, import_graphs, serving, wait_for
+from api_helpers import import_graphs, wait_for
 
 from plait.api import ServerSettings
 from plait.api.browser import BrowserPolicy
 from plait.store import Store
+from plait.testing import served_app
 
 ALLOWED_ORIGIN = "http://allowed.example:8000"
 FOREIGN = {"Origin": "http://evil.example:1234", "Content-Type": "text/plain"}
@@ -24,13 +25,10 @@ FOREIGN = {"Origin": "http://evil.example:1234", "Content-Type": "text/plain"}
 @pytest.fixture
 def server(store: Store, script: Path) -> Iterator[tuple[httpx.Client, int]]:
     """A default loopback server (no token), with one foreign origin and one extra name allowed."""
-    port = free_port()
-    settings = ServerSettings(
-        port=port, llm=f"scripted:{script}", cors_origins=(ALLOWED_ORIGIN,), allowed_hosts=("plait.test",)
-    )
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+    settings = ServerSettings(llm=f"scripted:{script}", cors_origins=(ALLOWED_ORIGIN,), allowed_hosts=("plait.test",))
+    with served_app(settings, store=store) as served, served.client() as client:
         import_graphs(client)
-        yield client, port
+        yield client, served.settings.port
 
 
 def _refused(response: httpx.Response, code: str = "cross_origin_refused") -> None:

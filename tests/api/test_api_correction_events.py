@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import ECHO, REVIEWED, Api, free_port, read_events, serving, wait_for
+from api_helpers import ECHO, REVIEWED, Api, read_events, wait_for
 
-from plait.api import ServerSettings
 from plait.api.events import OUTPUT_CAP_BYTES
 from plait.store import Store
+from plait.testing import served_app
 
 BIG = "x" * (OUTPUT_CAP_BYTES + 100)
 SCRIPT = f"""
@@ -69,11 +69,10 @@ class Listener:
 def api(store: Store, tmp_path: Path) -> Iterator[Api]:
     script = tmp_path / "script.yaml"
     script.write_text(SCRIPT)
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{script}")
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+    with served_app(store=store, llm=f"scripted:{script}") as served, served.client() as client:
         for text in (ECHO, REVIEWED):
             assert client.post("/api/graphs", json={"source": text}).status_code == 201
-        yield Api(url, client, store, script)
+        yield Api(client=client, url=served.url, store=store, script=script)
 
 
 def test_a_client_connected_before_corrections_sees_each_of_them(api: Api) -> None:

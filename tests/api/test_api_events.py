@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
-from api_helpers import Api, free_port, read_events, serving
+from api_helpers import Api, read_events
 
-from plait.api import ServerSettings
 from plait.store import Store
+from plait.testing import served_app
 
 
 def kinds(events: list[dict[str, object]]) -> list[tuple[object, object]]:
@@ -69,8 +68,7 @@ def test_corrections_and_control_are_events_too(api: Api) -> None:
 def test_a_run_from_before_the_server_started_is_rebuilt_from_the_store(api: Api, store: Store, script: Path) -> None:
     run_id = api.start("echo")
     api.wait_status(run_id, "completed")
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{script}")
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as other:
+    with served_app(store=store, llm=f"scripted:{script}") as served, served.client() as other:
         status, events = read_events(other, run_id)
     assert status == 200
     assert kinds(events) == [
@@ -88,12 +86,12 @@ def test_the_replay_buffer_is_bounded_in_bytes_and_says_what_it_dropped() -> Non
     """Large events of many runs: the buffer keeps within its byte bound by dropping the oldest
     events of the least recently active runs; a client that asks for them is told of the gap."""
     from plait.api.events import EventLog
-    from plait.engine.events import EventBus
+    from plait.engine.events import EventBus, NodeFailed
 
     log = EventLog(EventBus(), max_bytes=1_000_000)
     for run in range(20):
         for _ in range(10):
-            log.emit("node:error", f"run{run}", "a", error={"message": "x" * 20_000})
+            log.emit(NodeFailed(f"run{run}", "a", error={"message": "x" * 20_000}))
     assert 900_000 < log.bytes <= 1_000_000
     assert not log.has("run0")  # the least recently active run went first, whole
     events, _ = log.listen("run19", after=0)

@@ -15,10 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import Api, free_port, serving, sse_post, wait_for
+from api_helpers import Api, sse_post, wait_for
 
-from plait.api import ServerSettings
 from plait.store import Store
+from plait.testing import served_app
 from tests.llm.fault_server import fault_server
 
 SCRIPT = """
@@ -42,9 +42,8 @@ def db_url(tmp_path: Path) -> str:
 def gen(store: Store, tmp_path: Path) -> Iterator[Api]:
     script = tmp_path / "generate.yaml"
     script.write_text(SCRIPT)
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{script}")
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
-        yield Api(url, client, store, script)
+    with served_app(store=store, llm=f"scripted:{script}") as served, served.client() as client:
+        yield Api(client=client, url=served.url, store=store, script=script)
 
 
 def generate(client: httpx.Client, body: dict[str, Any]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
@@ -110,9 +109,8 @@ def pooled(store: Store, tmp_path: Path) -> Iterator[tuple[Api, Any]]:
             'api_key_env = "PLAIT_TEST_KEY_NOT_SET"\n'
             '[roles]\nchat = "srv/dribble"\nwriter = "paid/gpt"\n'
         )
-        settings = ServerSettings(port=free_port(), config=str(config))
-        with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
-            yield Api(url, client, store, config), calls
+        with served_app(store=store, config=str(config)) as served, served.client() as client:
+            yield Api(client=client, url=served.url, store=store, script=config), calls
 
 
 def test_a_role_no_provider_serves_is_an_llm_request_error_and_the_picker_says_so(

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_helpers import SCRIPT, Api, free_port, serving, sse_post
+from api_helpers import SCRIPT, Api, sse_post
 
-from plait.api import ServerSettings
 from plait.api.route_reader import allowed_path
 from plait.sandbox.scripts import HostError
 from plait.store import Store
+from plait.testing import served_app
 
 GRAPH = """
 plait: 1
@@ -107,9 +107,8 @@ def test_a_run_executed_by_the_server_reads_a_route_and_records_it(api: Api) -> 
 @pytest.fixture
 def guarded(store: Store, script: Path) -> Iterator[tuple[str, str]]:
     token = store.tokens.create("editor")[1]
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{script}", require_auth=True)
-    with serving(settings, store) as url:
-        yield url, token
+    with served_app(store=store, llm=f"scripted:{script}", require_auth=True) as served:
+        yield served.url, token
 
 
 def test_a_server_that_asks_for_tokens_answers_its_own_scripts(guarded: tuple[str, str]) -> None:

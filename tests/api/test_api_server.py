@@ -11,10 +11,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_helpers import SLOW, Api, free_port, import_graphs, serving, wait_for
+from api_helpers import SLOW, Api, free_port, import_graphs, wait_for
 
 from plait.api import ServerConfigError, ServerSettings, create_app
 from plait.store import Store
+from plait.testing import served_app
 from tests.plait_cli import run_plait
 
 
@@ -45,10 +46,9 @@ def guarded(store: Store, script: Path) -> Iterator[tuple[httpx.Client, str]]:
     """A loopback server with --require-auth and one token; yields a client without a token."""
     _, token = store.tokens.create("ci")
     settings = ServerSettings(
-        port=free_port(), llm=f"scripted:{script}", require_auth=True, max_body_bytes=2000,
-        cors_origins=("https://app.example",),
-    )  # fmt: skip
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+        llm=f"scripted:{script}", require_auth=True, max_body_bytes=2000, cors_origins=("https://app.example",)
+    )
+    with served_app(settings, store=store) as served, httpx.Client(base_url=served.url, timeout=30) as client:
         yield client, token
 
 
@@ -156,8 +156,7 @@ def test_a_restarted_server_resumes_the_runs_it_left(store: Store, tmp_path: Pat
     hanging.write_text(
         "responses:\n  - {node: first, output: {text: a}}\n  - {node: crawl, output: {text: b}, delay_ms: 60000}\n"
     )
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{hanging}")
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+    with served_app(store=store, llm=f"scripted:{hanging}") as served, served.client() as client:
         assert client.post("/api/graphs", json={"source": SLOW}).status_code == 201
         run_id = client.post("/api/runs", json={"graph": "slow", "input": {"text": "x"}}).json()["run_id"]
         wait_for(
@@ -169,8 +168,7 @@ def test_a_restarted_server_resumes_the_runs_it_left(store: Store, tmp_path: Pat
     hanging.write_text("responses:\n  - {node: crawl, output: {text: b}}\n")  # the run's own model, fixed
     other = tmp_path / "other.yaml"
     other.write_text("responses:\n  - {node: crawl, output: {text: not the run's model}}\n")
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{other}")
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+    with served_app(store=store, llm=f"scripted:{other}") as served, served.client() as client:
         done = wait_for(
             lambda: (r := client.get(f"/api/runs/{run_id}").json())["status"] == "completed" and r, what="resumed run"
         )
@@ -204,8 +202,7 @@ def test_providers_shows_the_pool_load_of_a_configured_server(store: Store, tmp_
         '[[providers]]\nid = "only"\nkind = "scripted"\nfile = "slow.yaml"\nmax_concurrency = 1\n'
         'models = [{ name = "m" }]\n\n[roles]\nchat = "only/m"\n'
     )
-    settings = ServerSettings(port=free_port(), config=str(tmp_path / "plait.toml"))
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+    with served_app(store=store, config=str(tmp_path / "plait.toml")) as served, served.client() as client:
         import_graphs(client)
         idle = client.get("/api/providers").json()
         assert idle["provider"] == "pool"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_helpers import Api, free_port, import_graphs, read_events, serving, wait_for
+from api_helpers import Api, import_graphs, read_events, wait_for
 
-from plait.api import ServerSettings
 from plait.store import Store
+from plait.testing import served_app
 
 
 class Follower:
@@ -43,9 +43,8 @@ class Follower:
 @pytest.fixture
 def guarded(store: Store, script: Path) -> Iterator[tuple[str, dict[str, str]]]:
     tokens = {name: store.tokens.create(name)[1] for name in ("revoked", "kept")}
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{script}", require_auth=True)
-    with serving(settings, store) as url:
-        yield url, tokens
+    with served_app(store=store, llm=f"scripted:{script}", require_auth=True) as served:
+        yield served.url, tokens
 
 
 def test_revoking_a_token_ends_its_open_streams_within_a_second(

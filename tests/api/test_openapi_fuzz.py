@@ -29,13 +29,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 import schemathesis
-from api_helpers import ECHO, REVIEWED, free_port, serving, wait_for
+from api_helpers import ECHO, REVIEWED, wait_for
 
-from plait.api import ServerSettings
 from plait.store import Store
+from plait.testing import served_app
 
 EXAMPLES = os.environ.get("PLAIT_FUZZ_EXAMPLES")
 SEED = int(os.environ.get("PLAIT_FUZZ_SEED", "20261130"))
@@ -61,9 +60,8 @@ class Seeded:
 @pytest.fixture
 def seeded(store: Store, script: Path, db_url: str) -> Iterator[Seeded]:
     _, token = store.tokens.create("fuzz")
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{script}", require_auth=True)
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
-        client.headers["Authorization"] = f"Bearer {token}"
+    serving = served_app(store=store, llm=f"scripted:{script}", require_auth=True)
+    with serving as served, served.client(headers={"Authorization": f"Bearer {token}"}) as client:
         for text in (ECHO, REVIEWED):
             assert client.post("/api/graphs", json={"source": text}).status_code == 201
         assert client.put("/api/graphs/echo", json={"source": ECHO.replace("Polish.", "Polish it.")}).status_code == 200
@@ -77,7 +75,7 @@ def seeded(store: Store, script: Path, db_url: str) -> Iterator[Seeded]:
         runs = {"completed": started("echo", "completed"), "paused": started("reviewed", "paused")}
         node_runs = [n["id"] for r in runs.values() for n in client.get(f"/api/runs/{r}").json()["nodes"]]
         examples = int(EXAMPLES or (12 if db_url.startswith("sqlite") else 4))
-        yield Seeded(url, token, runs, node_runs, examples)
+        yield Seeded(served.url, token, runs, node_runs, examples)
 
 
 def fuzz_config(seeded: Seeded) -> str:

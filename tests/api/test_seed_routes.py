@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import free_port, serving, wait_for
+from api_helpers import wait_for
 
-from plait.api import ServerSettings
 from plait.store import Store
+from plait.testing import served_app
 
 SCRIPTED = Path(__file__).resolve().parents[2] / "examples" / "scripted" / "video_chapters.yaml"
 VIDEO = "plait.video_chapters"
@@ -120,8 +120,7 @@ def error(response: httpx.Response, status: int, code: str | None = None) -> dic
 @pytest.fixture
 def seed(store: Store) -> Iterator[SeedClient]:
     """A server on loopback answering model calls from examples/scripted/video_chapters.yaml."""
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{SCRIPTED}")
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+    with served_app(store=store, llm=f"scripted:{SCRIPTED}") as served, served.client() as client:
         yield SeedClient(client)
 
 
@@ -358,11 +357,11 @@ def test_bad_requests_are_422(seed: SeedClient) -> None:
 
 def test_the_seed_routes_need_the_same_token_as_api(store: Store) -> None:
     _, token = store.tokens.create("seed")
-    settings = ServerSettings(port=free_port(), llm=f"scripted:{SCRIPTED}", require_auth=True)
-    with serving(settings, store) as url, httpx.Client(base_url=url, timeout=30) as client:
+    serving = served_app(store=store, llm=f"scripted:{SCRIPTED}", require_auth=True)
+    with serving as served, httpx.Client(base_url=served.url, timeout=30) as client:  # no token
         for method, path in sorted(ROUTES):
             error(client.request(method, path, json={}), 401, "unauthorized")
-        seed = SeedClient(httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {token}"}))
+        seed = SeedClient(served.client(headers={"Authorization": f"Bearer {token}"}))
         with seed.http:
             run_id = seed.start(VIDEO)
             seed.wait(run_id, "paused")

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from plait.engine.ahead import Ahead, taken_ahead
+from plait.engine.ahead import taken_ahead
 from plait.engine.compiled import load_compiled
+from plait.engine.events import Event
 from plait.engine.runner import Engine, RunOutcome
-from plait.engine.state import RunState
+from plait.engine.state import Ahead, RunState
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, Usage
 from plait.model.enums import DownstreamPolicy, RunStatus
@@ -93,10 +94,10 @@ def corrected_while_held(
     *,
     content: str,
     policy: DownstreamPolicy = DownstreamPolicy.INVALIDATE,
-    after: tuple[str, str | None] | None = None,
+    after: tuple[type[Event], str | None] | None = None,
 ) -> RunOutcome:
     """Execute the run on a `Held` model answering `content`. Once the model is asked (and, with
-    `after`, the engine emitted that (kind, node) event), a person overrides `node_id` with
+    `after`, the engine emitted that (class, node) event), a person overrides `node_id` with
     `value` under `policy`; then the model answers and the run goes on to its end."""
     provider = Held(content)
     engine = Engine(store, provider)
@@ -104,7 +105,7 @@ def corrected_while_held(
     if after is None:
         seen.set()
     else:
-        engine.events.subscribe(lambda event: seen.set() if (event.kind, event.node_id) == after else None)
+        engine.events.subscribe(lambda event: seen.set() if (type(event), event.node_id) == after else None)
 
     async def go() -> RunOutcome:
         try:

@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from plait.engine.events import RepairDiagnosing
 from plait.engine.runner import Engine, RunOutcome
 from plait.model.enums import NodeStatus, RunStatus
 from plait.runs.start import start_run
@@ -193,8 +194,8 @@ def test_a_confident_fix_is_applied_for_one_more_try_and_recorded(store: Store, 
     assert repair["first_error"]["kind"] == "schema"
     assert [bool(a.get("repair")) for a in write.attempts] == [False, True, False]
     assert write.input_snapshot["rendered_user_prompt"] == "Reply with a JSON title about birds"
-    diagnosing = [e for e in events if e.kind == "node.repair_diagnosing"]
-    assert [(e.node_id, e.data["error_kind"]) for e in diagnosing] == [("write", "schema")]
+    diagnosing = [e for e in events if isinstance(e, RepairDiagnosing)]
+    assert [(e.node_id, e.error_kind) for e in diagnosing] == [("write", "schema")]
 
 
 def test_a_fix_under_the_confidence_threshold_is_not_applied(store: Store, tmp_path: Path) -> None:

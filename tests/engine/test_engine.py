@@ -285,7 +285,7 @@ def test_runs_started_together_execute_nodes_before_all_are_set_up(store: Store,
     run_ids = [start_run(store, graph, {}) for _ in range(12)]
     order: list[str] = []
     engine = Engine(store, script(tmp_path, [{"text": "x", "delay_ms": 20}]), start_concurrency=2)
-    engine.events.subscribe(lambda event: order.append(f"{event.kind} {run_ids.index(event.run_id)}"))
+    engine.events.subscribe(lambda event: order.append(f"{type(event).__name__} {run_ids.index(event.run_id)}"))
 
     async def go() -> list[RunOutcome]:
         try:
@@ -294,10 +294,8 @@ def test_runs_started_together_execute_nodes_before_all_are_set_up(store: Store,
             await engine.aclose()
 
     assert all(o.status == RunStatus.COMPLETED for o in asyncio.run(go()))
-    assert order.index("node:start 0") < order.index("execution.started 11")
-    assert sorted(e for e in order if e.startswith("workflow:complete")) == sorted(
-        f"workflow:complete {i}" for i in range(12)
-    )
+    assert order.index("NodeStarted 0") < order.index("RunStarted 11")
+    assert sorted(e for e in order if e.startswith("RunCompleted")) == sorted(f"RunCompleted {i}" for i in range(12))
 
 
 def test_same_graph_file_reuses_its_stored_version(store: Store, tmp_path: Path) -> None:

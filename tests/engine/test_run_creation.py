@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from plait.engine.child_runs import ChildGraph
-from plait.engine.events import Event
+from plait.engine.events import Event, RunCompleted, RunStarted
+from plait.engine.ports import ChildGraph
 from plait.engine.runner import Engine, RunOutcome
 from plait.model.enums import NodeStatus, RunStatus
 from plait.runs.start import resolve_graph
@@ -52,9 +52,9 @@ def test_a_started_run_exists_with_its_input_claims_and_outcome(store: Store, tm
     # the node's tokens reach the run's totals, added by the outcome's own UPDATE
     assert node_run.tokens_input > 0
     assert (record.tokens_input, record.tokens_output) == (node_run.tokens_input, node_run.tokens_output)
-    kinds = [e.kind for e in events]
-    assert kinds[0] == "execution.started"
-    assert kinds[-1] == "workflow:complete"
+    assert isinstance(events[0], RunStarted)
+    assert isinstance(events[-1], RunCompleted)
+    assert events[-1].output == outcome.output
 
 
 def test_starting_under_the_id_of_an_existing_run_raises_run_exists_and_leaves_it(store: Store, tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from plait.llm.pool import ProviderPool
 from plait.runs.start import start_run
 from plait.store import Store
 from plait.store.models import full_metadata
+from plait.testing import wait_until_healthy
 from tests.plait_cli import run_plait
 
 KEY_ENV = "PLAIT_TEST_CANARY_KEY"
@@ -179,7 +179,9 @@ def test_plait_serve_never_returns_or_logs_an_echoed_key(server: str, tmp_path: 
     with log.open("w") as out:
         served = subprocess.Popen(command, cwd=tmp_path, env=child_env(), stdout=out, stderr=subprocess.STDOUT)
     try:
-        answers = _drive(f"http://127.0.0.1:{port}", graph, served)
+        url = f"http://127.0.0.1:{port}"
+        wait_until_healthy(url, alive=lambda: served.poll() is None, log=log)
+        answers = _drive(url, graph)
     finally:
         served.terminate()
         served.wait(timeout=30)
@@ -190,19 +192,9 @@ def test_plait_serve_never_returns_or_logs_an_echoed_key(server: str, tmp_path: 
     assert_clean(database_bytes(tmp_path), "the SQLite file")
 
 
-def _drive(url: str, graph: Path, served: subprocess.Popen[bytes]) -> str:
+def _drive(url: str, graph: Path) -> str:
     """Start a run of `graph` over HTTP, follow it to its end; every answer, concatenated."""
     with httpx.Client(base_url=url, timeout=30) as client:
-        deadline = time.monotonic() + 60
-        while True:
-            assert served.poll() is None, "plait serve exited (see server.log)"
-            try:
-                if client.get("/api/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "plait serve did not start"
-            time.sleep(0.1)
         assert client.post("/api/graphs", json={"source": graph.read_text()}).status_code == 201
         run_id = client.post("/api/runs", json={"graph": "echoed", "input": {"text": "x"}}).json()["run_id"]
         answers = [sse(client, run_id)]

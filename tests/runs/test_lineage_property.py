@@ -36,6 +36,7 @@ from hypothesis.stateful import (
 )
 
 from plait.engine.compiled import load_compiled
+from plait.engine.events import NodeCompleted
 from plait.engine.executors import branch_key
 from plait.engine.restore import restore
 from plait.engine.runner import Engine
@@ -365,7 +366,7 @@ class Lineage(RuleBasedStateMachine):
     async def _crashing(self) -> None:
         engine = Engine(self.store, self.provider, lease_ttl_s=0.5)
         stop = asyncio.Event()
-        engine.events.subscribe(lambda event: stop.set() if event.kind == "node:complete" else None)
+        engine.events.subscribe(lambda event: stop.set() if isinstance(event, NodeCompleted) else None)
         task = asyncio.create_task(engine.run(self.run_id))
         waiter = asyncio.create_task(stop.wait())
         await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)

@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from plait.engine.events import Event, NodeCompleted, NodeStale, NodeStarted
 from plait.engine.runner import Engine, RunOutcome
 from plait.model.enums import DownstreamPolicy, NodeStatus, RunStatus
 from plait.runs.check import check_run
@@ -42,11 +43,11 @@ def run_with_override_during(
     node: str,
     value: Any,
     policy: DownstreamPolicy,
-    trigger: tuple[str, str] = ("node:start", "slow"),
-    seen: list[tuple[str, str | None]] | None = None,
+    trigger: tuple[type[Event], str] = (NodeStarted, "slow"),
+    seen: list[tuple[type[Event], str | None]] | None = None,
 ) -> tuple[str, RunOutcome, list[Any]]:
     """Start a run; at the `trigger` event (while `slow` runs), override `node` from another
-    thread; run to the end. `seen` collects the engine's events (kind, node)."""
+    thread; run to the end. `seen` collects the engine's events (class, node)."""
     run_id = start_run(store, graph, {"t": "old"})
     provider = script(tmp_path, [{"node": "slow", "output": {"text": "slow-answer"}, "delay_ms": SLOW_MS}])
     engine = Engine(store, provider)
@@ -59,10 +60,10 @@ def run_with_override_during(
         except Exception as exc:  # reported by the assertions of the caller
             results.append(exc)
 
-    def on_event(event: Any) -> None:
+    def on_event(event: Event) -> None:
         if seen is not None:
-            seen.append((event.kind, event.node_id))
-        if (event.kind, event.node_id) == trigger and not threads:
+            seen.append((type(event), event.node_id))
+        if (type(event), event.node_id) == trigger and not threads:
             threads.append(threading.Thread(target=correct))
             threads[0].start()
 
@@ -81,12 +82,12 @@ def run_with_override_during(
 
 
 def test_invalidate_marks_the_running_reader_stale_when_it_finishes(store: Store, tmp_path: Path) -> None:
-    seen: list[tuple[str, str | None]] = []
+    seen: list[tuple[type[Event], str | None]] = []
     run_id, outcome, results = run_with_override_during(
         store, tmp_path, chain(tmp_path), "a", {"text": "new"}, DownstreamPolicy.INVALIDATE, seen=seen
     )
-    assert ("node:stale", "slow") in seen  # announced to live listeners (SSE) when it ends stale
-    assert seen.index(("node:stale", "slow")) > seen.index(("node:complete", "slow"))
+    assert (NodeStale, "slow") in seen  # announced to live listeners (SSE) when it ends stale
+    assert seen.index((NodeStale, "slow")) > seen.index((NodeCompleted, "slow"))
     assert len(results) == 1
     assert not isinstance(results[0], Exception), results[0]
     assert outcome.status == RunStatus.COMPLETED
@@ -115,7 +116,7 @@ def test_rerun_runs_the_reader_again_with_the_correction(store: Store, tmp_path:
     assert nodes["slow"].consumed["a"] == 2
     # c ran from slow's first answer, then the rerun made that stale (RERUN: only the direct downstream reruns)
     assert nodes["c"].status == NodeStatus.STALE
-    assert ("node:stale", "c") in seen
+    assert (NodeStale, "c") in seen
 
 
 def test_rerun_all_reruns_everything_after_and_the_run_ends_consistent(store: Store, tmp_path: Path) -> None:
@@ -141,7 +142,7 @@ def test_a_node_not_started_yet_reads_the_corrected_value(store: Store, tmp_path
         [edge("a", "join"), edge("slow", "join"), edge("join", "END")],
     )
     run_id, outcome, results = run_with_override_during(
-        store, tmp_path, graph, "a", {"text": "new"}, DownstreamPolicy.INVALIDATE, trigger=("node:complete", "a")
+        store, tmp_path, graph, "a", {"text": "new"}, DownstreamPolicy.INVALIDATE, trigger=(NodeCompleted, "a")
     )
     assert not isinstance(results[0], Exception), results[0]
     assert outcome.output == {"text": "new|slow-answer"}
@@ -190,7 +191,7 @@ def test_a_branch_overridden_while_the_run_executes_is_taken_before_the_run_ends
     with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
         run_id = start_run(store, graph, {"t": "old"})
         outcome = corrected_while_held(
-            store, run_id, "pick", {"branch": "false"}, content='{"text": "drafted"}', after=("node:complete", "yes")
+            store, run_id, "pick", {"branch": "false"}, content='{"text": "drafted"}', after=(NodeCompleted, "yes")
         )
         statuses = {node_id: rec.status for node_id, rec in newest(store, run_id).items()}
         problems = check_run(store, run_id).problems

@@ -8,10 +8,8 @@ CI (`CI` set), where the browser is part of the job and its absence fails them.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,52 +19,28 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.api_helpers import free_port, wait_for
+from plait.testing import HttpRuns, skip_or_fail, wait_until_healthy
+from tests.api.api_helpers import free_port
 from tests.plait_cli import start_plait
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-
-
-def _need(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI must run the workbench tests: .ci/run installs it)")
-    pytest.skip(reason)
+IN_CI = "CI must run the workbench tests: .ci/run installs it"
 
 
 @dataclass
-class Served:
-    """A running `plait serve`: its base URL, an HTTP client on it, and its database."""
+class Served(HttpRuns):
+    """A running `plait serve`: an HTTP client on it (its runs: `HttpRuns`), its base URL and its
+    database."""
 
     url: str
-    client: httpx.Client
     db: str
 
     def import_graph(self, path: Path) -> dict[str, Any]:
         response = self.client.post("/api/graphs/import", json={"source": path.read_text(encoding="utf-8")})
         assert response.status_code in (200, 201), response.text
         return dict(response.json())
-
-    def start(self, graph: str, run_input: dict[str, Any]) -> str:
-        response = self.client.post("/api/runs", json={"graph": graph, "input": run_input})
-        assert response.status_code == 202, response.text
-        return str(response.json()["run_id"])
-
-    def run(self, run_id: str) -> dict[str, Any]:
-        response = self.client.get(f"/api/runs/{run_id}")
-        assert response.status_code == 200, response.text
-        return dict(response.json())
-
-    def wait_status(self, run_id: str, *statuses: str, timeout: float = 20.0) -> dict[str, Any]:
-        """The run once its status is one of `statuses` and this server is done driving it."""
-        return dict(
-            wait_for(
-                lambda: (r := self.run(run_id))["status"] in statuses and not r["executing_here"] and r,
-                timeout=timeout,
-                what=f"run {run_id} to be {' or '.join(statuses)}",
-            )
-        )
 
 
 def serve(
@@ -91,18 +65,9 @@ def serve(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"plait serve did not start:\n{(tmp_path / 'serve.log').read_text()}")
-            time.sleep(0.1)
+        wait_until_healthy(url, alive=lambda: process.poll() is None, log=tmp_path / "serve.log")
         with httpx.Client(base_url=url, timeout=10) as client:
-            yield Served(url, client, db)
+            yield Served(client=client, url=url, db=db)
     finally:
         process.terminate()
         try:
@@ -123,11 +88,11 @@ def chromium() -> Iterator[Any]:
     API is active, an event loop runs on the main thread, and any later test that calls
     `asyncio.run` would fail."""
     if not CHROMIUM.exists():
-        _need(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+        skip_or_fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)", in_ci=IN_CI)
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _need("playwright is not installed: pip install -e '.[test]'")
+        skip_or_fail("playwright is not installed: pip install -e '.[test]'", in_ci=IN_CI)
     from playwright.sync_api import expect
 
     # A loaded CI host can take seconds to parse a page's scripts: assertions wait generously,

@@ -9,9 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from plait.api.document import openapi_text
+from plait.testing import skip_or_fail
 from tests.web.conftest import ROOT
 
 WEB = ROOT / "web"
@@ -33,10 +32,7 @@ def test_the_openapi_document_of_the_page_is_the_servers() -> None:
 def test_the_committed_bundle_is_what_the_sources_build(tmp_path: Path) -> None:
     npm = shutil.which("npm")
     if npm is None:
-        reason = "npm is missing: the bundle check needs Node.js (apt-get install -y nodejs npm)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        skip_or_fail("npm is missing: the bundle check needs Node.js (apt-get install -y nodejs npm)")
     copy = tmp_path / "web"
     shutil.copytree(WEB, copy, ignore=shutil.ignore_patterns("node_modules", "schema.d.ts"))
     env = {**os.environ, "npm_config_fund": "false", "npm_config_audit": "false"}

@@ -4,17 +4,12 @@ end; a schedule fired by the server is executed by the worker too."""
 
 from __future__ import annotations
 
-import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-import httpx
 import yaml
 from worker_helpers import Cluster, wait_until
 
-from tests.api.api_helpers import free_port, read_events
-from tests.plait_cli import start_plait
+from tests.api.api_helpers import read_events
 
 GRAPH = {
     "plait": 1,
@@ -28,28 +23,10 @@ GRAPH = {
 }
 
 
-@contextmanager
-def served(cluster: Cluster) -> Iterator[httpx.Client]:
-    """`plait serve` on the cluster (it hands its runs to the workers), GRAPH stored; stopped after."""
-    port = free_port()
-    with (cluster.folder / "serve.log").open("w") as log:
-        server = start_plait(
-            "serve", "--port", str(port), cwd=cluster.folder, env=cluster.env(), stdout=log, stderr=subprocess.STDOUT
-        )
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-                wait_until(lambda: _up(client), 30, "plait serve")
-                assert client.post("/api/graphs", json={"source": yaml.safe_dump(GRAPH)}).status_code == 201
-                yield client
-        finally:
-            server.terminate()
-            server.wait(timeout=20)
-
-
 def test_a_run_started_over_http_executes_on_a_worker_and_streams_its_events(cluster: Cluster) -> None:
     (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "deep", "delay_ms": 300}]}))
     worker = cluster.worker()
-    with served(cluster) as client:
+    with cluster.served(yaml.safe_dump(GRAPH)) as client:
         run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()["run_id"]
         status, events = read_events(client, run_id, until=lambda e: e["event"] == "workflow:complete")
         assert status == 200
@@ -70,18 +47,11 @@ def test_a_run_started_over_http_executes_on_a_worker_and_streams_its_events(clu
     assert worker.poll() is None
 
 
-def _up(client: httpx.Client) -> bool:
-    try:
-        return client.get("/api/health").status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: Cluster) -> None:
     # the model call outlasts what a loaded host may take between the worker's claim and the request
     (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "slow", "delay_ms": 8000}]}))
     cluster.worker()
-    with served(cluster) as client:
+    with cluster.served(yaml.safe_dump(GRAPH)) as client:
 
         def started() -> str:
             run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()

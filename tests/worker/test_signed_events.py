@@ -16,20 +16,18 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 from worker_helpers import Cluster, need, wait_until
 
-from plait.engine.events import Event
+from plait.engine.event_wire import WireEvent
 from plait.worker.app import WorkerSettings, make_app
 from plait.worker.events import CHANNEL, CONTROL, Seal, encode, signing_key
-from tests.api.api_helpers import REVIEWED, free_port, read_events
-from tests.plait_cli import start_plait
+from tests.api.api_helpers import REVIEWED, read_events
 
 SCRIPT = {
     "responses": [
@@ -67,31 +65,6 @@ def _pings(client: Any) -> bool:
         return False
 
 
-@contextmanager
-def served(cluster: Cluster) -> Iterator[httpx.Client]:
-    """`plait serve` on the cluster (runs go to the workers), the REVIEWED graph stored."""
-    port = free_port()
-    with (cluster.folder / "serve.log").open("w") as log:
-        server = start_plait(
-            "serve", "--port", str(port), cwd=cluster.folder, env=cluster.env(), stdout=log, stderr=subprocess.STDOUT
-        )
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-                wait_until(lambda: _up(client), 30, "plait serve")
-                assert client.post("/api/graphs", json={"source": REVIEWED}).status_code == 201
-                yield client
-        finally:
-            server.terminate()
-            server.wait(timeout=20)
-
-
-def _up(client: httpx.Client) -> bool:
-    try:
-        return client.get("/api/health").status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 class Raw:
     """Every message published on a channel, as Redis carries it (what a reader of Redis sees)."""
 
@@ -116,7 +89,7 @@ def test_forged_and_replayed_messages_on_redis_neither_reach_a_stream_nor_stop_a
     import redis
 
     broker = redis.Redis.from_url(cluster.broker)
-    with served(cluster) as client, cluster.store() as store:
+    with cluster.served(REVIEWED) as client, cluster.store() as store:
         run_id = client.post("/api/runs", json={"graph": "reviewed", "input": {"text": "x"}}).json()["run_id"]
         wait_until(lambda: client.get(f"/api/runs/{run_id}").json()["status"] == "paused", 30, "the review")
         genuine = wait_until(lambda: [m for m in raw.messages if run_id.encode() in m], 10, "a genuine event")[0]
@@ -139,7 +112,7 @@ def test_forged_and_replayed_messages_on_redis_neither_reach_a_stream_nor_stop_a
         broker.publish(events_channel, Seal(b"k" * 32, events_channel).sign(json.dumps(forged)))  # another key
         broker.publish(events_channel, Seal(signing_key(store), control_channel).sign(json.dumps(forged)))  # channel
         broker.publish(events_channel, genuine)  # a replay of a message the deployment really sent
-        marker = Event("test:marker", run_id, None, {})
+        marker = WireEvent("test:marker", run_id, None, {}, time.time())
         broker.publish(events_channel, Seal(signing_key(store), events_channel).sign(encode(marker)))
         wait_until(lambda: ended.is_set() or any(e["event"] == "test:marker" for e in streamed), 20,
                    "the genuine marker on the stream")  # fmt: skip

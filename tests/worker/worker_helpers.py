@@ -1,19 +1,21 @@
-"""What the worker tests share: a deployment of their own (a database, a broker, a queue and
-worker processes) and waiting for a condition."""
+"""What the worker tests share: a deployment of their own (a database, a broker, a queue,
+worker processes and a `plait serve` handing its runs to them) and waiting for a condition."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+import httpx
 
 from plait.store import Store
-from tests.api.api_helpers import wait_for
+from plait.testing import skip_or_fail, wait_for, wait_until_healthy
+from tests.api.api_helpers import free_port
 from tests.plait_cli import run_plait, start_plait
 
 REDIS = "redis://127.0.0.1:6379/0"
@@ -21,9 +23,7 @@ REDIS = "redis://127.0.0.1:6379/0"
 
 def need(reason: str) -> None:
     """Skip, saying why; in CI (`CI` set) fail instead: there the services are part of the job."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI must run the worker tests: .ci/run starts Redis and PostgreSQL)")
-    pytest.skip(reason)
+    skip_or_fail(reason, in_ci="CI must run the worker tests: .ci/run starts Redis and PostgreSQL")
 
 
 @dataclass
@@ -56,10 +56,29 @@ class Cluster:
     def store(self) -> Store:
         return Store(self.db)
 
+    @contextmanager
+    def served(self, *graphs: str) -> Iterator[httpx.Client]:
+        """`plait serve` on this cluster (it hands its runs to the workers), `graphs` stored; a
+        client on it; stopped after."""
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        log = self.folder / "serve.log"
+        with log.open("w") as out:
+            server = self.start("serve", "--port", str(port), stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_until_healthy(url, alive=lambda: server.poll() is None, log=log)
+            with httpx.Client(base_url=url, timeout=30) as client:
+                for source in graphs:
+                    assert client.post("/api/graphs", json={"source": source}).status_code == 201
+                yield client
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+
     def logs(self) -> str:
         return "\n".join(p.read_text() for p in sorted(self.folder.glob("worker*.log")))
 
 
 def wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """`tests.api.api_helpers.wait_for`, with the timeout and what is awaited in line."""
+    """`plait.testing.wait_for`, with the timeout and what is awaited in line."""
     return wait_for(condition, timeout=timeout, what=what)

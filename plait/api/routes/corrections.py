@@ -7,15 +7,16 @@ announced on the run's event stream."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
 from plait.api.auth import CallerDep
 from plait.api.responses import correction_out
 from plait.api.schemas import CorrectionOut, OverrideIn, RerunIn, ReviewApprove, ReviewIn, ReviewValue, RollbackIn
-from plait.api.services import Announcement, apply_correction
+from plait.api.services import apply_correction
 from plait.api.state import ServerState, get_state
+from plait.engine.events import CorrectionEvent, NodeOverridden, NodeRerun, NodeReviewed, RunRolledBack
 from plait.runs.corrections import Correction, Corrections
 from plait.runs.escalations import override as override_or_answer
 
@@ -24,9 +25,9 @@ State = Annotated[ServerState, Depends(get_state)]
 
 
 async def _apply(
-    state: ServerState, by: str, change: Callable[[Corrections], Correction], announce: Announcement
+    state: ServerState, change: Callable[[Corrections], Correction], announce: CorrectionEvent
 ) -> CorrectionOut:
-    result = await apply_correction(state, by, change, announce)
+    result = await apply_correction(state, change, announce)
     return correction_out(result, state.executor.driving(result.run_id))
 
 
@@ -34,12 +35,9 @@ async def _apply(
 async def override(state: State, caller: CallerDep, run_id: str, node_id: str, body: OverrideIn) -> CorrectionOut:
     """Correct a node's output (the original is kept); `policy` decides what happens downstream.
     422 with the schema errors when the value breaks the node's out-edge schemas."""
-    announce = Announcement(
-        "node:overridden", node_id, {"output": body.value, "policy": str(body.policy), "note": body.note}
-    )
+    announce = NodeOverridden(run_id, node_id, output=body.value, policy=str(body.policy), note=body.note, by=caller.by)
     return await _apply(
         state,
-        caller.by,
         lambda c: override_or_answer(c, run_id, node_id, body.value, policy=body.policy, note=body.note),
         announce,
     )
@@ -51,8 +49,8 @@ async def rerun(
 ) -> CorrectionOut:
     """Run a node again (a new activation); without `downstream` its direct downstream becomes stale."""
     downstream = body.downstream if body is not None else False
-    announce = Announcement("node:rerun", node_id, {"downstream": downstream})
-    return await _apply(state, caller.by, lambda c: c.rerun(run_id, node_id, downstream=downstream), announce)
+    announce = NodeRerun(run_id, node_id, downstream=downstream, by=caller.by)
+    return await _apply(state, lambda c: c.rerun(run_id, node_id, downstream=downstream), announce)
 
 
 @router.post("/nodes/{node_id}/review", response_model=CorrectionOut)
@@ -60,13 +58,8 @@ async def review(state: State, caller: CallerDep, run_id: str, node_id: str, bod
     """Answer a HUMAN_REVIEW the run is paused at (approve, or a corrected value); the run continues."""
     value = body.value if isinstance(body, ReviewValue) else None
     approve = isinstance(body, ReviewApprove)
-    answer: dict[str, Any] = {"approved": approve, "note": body.note}
-    if not approve:
-        answer["output"] = value
-    announce = Announcement("node:reviewed", node_id, answer)
-    return await _apply(
-        state, caller.by, lambda c: c.review(run_id, node_id, value, approve=approve, note=body.note), announce
-    )
+    announce = NodeReviewed(run_id, node_id, approved=approve, note=body.note, output=value, by=caller.by)
+    return await _apply(state, lambda c: c.review(run_id, node_id, value, approve=approve, note=body.note), announce)
 
 
 @router.post("/rollback", response_model=CorrectionOut)
@@ -76,11 +69,11 @@ async def rollback(state: State, caller: CallerDep, run_id: str, body: RollbackI
     follows them)."""
     owner, _, field_name = body.target.partition(".")
     node_id = None if owner == "input" else owner
-    said = {"target": body.target, "to_version": body.to_version, "cascade": body.cascade}
-    announce = Announcement("run:rolled_back", node_id, said)
+    announce = RunRolledBack(
+        run_id, node_id, target=body.target, to_version=body.to_version, cascade=body.cascade, by=caller.by
+    )
     return await _apply(
         state,
-        caller.by,
         lambda c: c.rollback(run_id, owner, field_name or None, body.to_version, cascade=body.cascade),
         announce,
     )

@@ -39,9 +39,10 @@ from plait.api.seed_schemas import (
     node_run_out,
     run_detail_out,
 )
-from plait.api.services import Announcement, apply_correction, delete_graph, get_graph, start_and_launch
+from plait.api.services import apply_correction, delete_graph, get_graph, start_and_launch
 from plait.api.state import ServerState, get_state
 from plait.compile.dump import graph_to_data
+from plait.engine.events import NodeOverridden, NodeRerun, NodeReviewed
 from plait.errors import Refusal
 from plait.evolve.catalog import list_graphs
 from plait.evolve.fork import ForkError, fork_graph
@@ -185,22 +186,17 @@ async def node_override(state: State, caller: CallerDep, body: PromptGraphNodeOv
         approve = strip_meta(value) == strip_meta(reviewed)
         answer = None if approve else value
         note = body.override_note
-        answered: dict[str, Any] = {"approved": approve, "note": note}
-        if not approve:
-            answered["output"] = answer
         result = await apply_correction(
             state,
-            caller.by,
             lambda c: c.review(run_id, node_id, answer, approve=approve, note=note),
-            Announcement("node:reviewed", node_id, answered),
+            NodeReviewed(run_id, node_id, approved=approve, note=note, output=answer, by=caller.by),
         )
     else:
         policy, note = body.downstream_policy, body.override_note
         result = await apply_correction(
             state,
-            caller.by,
             lambda c: c.override(run_id, node_id, value, policy=policy, note=note),
-            Announcement("node:overridden", node_id, {"output": value, "policy": str(policy), "note": note}),
+            NodeOverridden(run_id, node_id, output=value, policy=str(policy), note=note, by=caller.by),
         )
     return await _corrected(state, result, node_id, review=waiting)
 
@@ -212,9 +208,8 @@ async def node_rerun(state: State, caller: CallerDep, body: PromptGraphNodeRerun
     run_id, node_id = body.prompt_graph_run_id, body.node_def_id
     result = await apply_correction(
         state,
-        caller.by,
         lambda c: c.rerun(run_id, node_id, downstream=body.downstream),
-        Announcement("node:rerun", node_id, {"downstream": body.downstream}),
+        NodeRerun(run_id, node_id, downstream=body.downstream, by=caller.by),
     )
     return await _corrected(state, result, node_id)
 

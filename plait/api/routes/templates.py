@@ -25,9 +25,9 @@ from plait.api.errors import ApiError
 from plait.api.script_slots import Place
 from plait.api.state import ServerState, get_state
 from plait.api.template_schemas import GenerateIn, LastUsedOut, PreviewIn, TemplateChange, TemplateIn, TemplateOut
+from plait.runs import template_edits
 from plait.runs.generate import GenerateRequest, generate
 from plait.runs.templates import InputHost, node_host, preview
-from plait.sandbox import JsSyntaxError, check_syntax
 from plait.sandbox.scripts import ScriptEvent
 from plait.store.templates import TemplateRecord
 
@@ -40,14 +40,6 @@ def _out(record: TemplateRecord, *, code: bool) -> TemplateOut:
     if not code:
         data["script_code"] = None
     return TemplateOut(**data)
-
-
-def _parsed(code: str) -> None:
-    try:
-        check_syntax(code, kind="script")
-    except JsSyntaxError as exc:
-        where = f" at line {exc.line}, column {exc.column}" if exc.line is not None else ""
-        raise ApiError(422, "invalid", f"script_code does not parse: {exc.message}{where}") from None
 
 
 @router.get("", response_model=list[TemplateOut])
@@ -138,22 +130,16 @@ def get_template(state: State, template_id: str) -> TemplateOut:
 @router.post("", response_model=TemplateOut, status_code=201)
 def create_template(state: State, body: TemplateIn) -> TemplateOut:
     """A new user template; 409 when the id is taken, 422 for a script that does not parse."""
-    templates = state.store.templates
-    origin = templates.get(body.from_template) if body.from_template else None
-    code = body.script_code if body.script_code is not None else (origin.script_code if origin else None)
-    if code is None:
-        raise ApiError(422, "invalid", "give script_code, or `from`: the template to start from")
-    _parsed(code)
-    created = templates.create(
+    created = template_edits.create_template(
+        state.store,
         body.id,
-        name=body.name or (origin.name if origin else body.id),
-        script_code=code,
-        category=body.category or (origin.category if origin else "general"),
-        description=body.description if body.description is not None else (origin.description if origin else None),
-        schema_target=body.schema_target
-        if body.schema_target is not None
-        else (origin.schema_target if origin else None),
-        based_on_template_id=body.from_template,
+        body.script_code,
+        base=body.from_template,
+        name=body.name,
+        category=body.category,
+        description=body.description,
+        schema_target=body.schema_target,
+        what="script_code",
     )
     return _out(created, code=True)
 
@@ -161,9 +147,10 @@ def create_template(state: State, body: TemplateIn) -> TemplateOut:
 @router.put("/{template_id}", response_model=TemplateOut)
 def update_template(state: State, template_id: str, body: TemplateChange) -> TemplateOut:
     """Change a user template; 409 for a system template (copy it with `from` instead)."""
-    if body.script_code is not None:
-        _parsed(body.script_code)
-    return _out(state.store.templates.update(template_id, **body.model_dump()), code=True)
+    fields = body.model_dump()
+    script = fields.pop("script_code")
+    return _out(template_edits.update_template(state.store, template_id, script=script, what="script_code", **fields),
+                code=True)  # fmt: skip
 
 
 @router.delete("/{template_id}", response_model=TemplateOut)

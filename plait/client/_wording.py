@@ -1,0 +1,48 @@
+"""Hints in the words of Python: the layers below write their hints for the command line
+(`plait rerun RUN NODE`); a client user is told the method that does the same thing.
+
+Commands are matched by name, whatever sentence carries them. A command with no client
+counterpart (`plait config check`, a deployer's tool) is left as it is: it still says what to
+run, in a terminal.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import overload
+
+_RULES = [
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"`plait rerun (\S+) (\S+?) --downstream`", r'`client.rerun("\1", "\2", downstream=True)`'),
+        (r"`plait rerun (\S+) (\S+?)`", r'`client.rerun("\1", "\2")`'),
+        (r"`plait override (\S+) (\S+) --file F`", r'`client.override("\1", "\2", value)`'),
+        (r"`plait review (\S+) (\S+) --approve`", r'`client.review("\1", "\2", approve=True)`'),
+        (r"`plait review (\S+) (\S+) --file F`", r'`client.review("\1", "\2", value)`'),
+        (r"`plait resume (\S+?)`", r'`client.resume("\1")`'),
+        (r"`plait runs show (\S+?)(?: --json)?`", r'`client.get_run("\1")`'),
+        (r"`plait runs show (\S+) --ledger(?: --json)?`", r'`client.ledger("\1")`'),
+        (r"`plait runs list[^`]*`", "`client.list_runs()`"),
+        (r"`plait graphs list[^`]*`", "`client.list_graphs()`"),
+        (r"`plait templates preview[^`]*`", "`client.templates.preview(...)`"),
+        (r"`plait validate (\S+?)`", r'`plait.validate("\1")`'),
+        (r"`plait validate`", "`plait.validate(path)`"),
+        (r"pass --llm scripted:FILE", 'pass llm="scripted:FILE"'),
+        (r"pass --llm local or --llm scripted:FILE", 'pass llm="local" or llm="scripted:FILE"'),
+        (r"pass --llm or --config", "pass llm= or config="),
+        (r"with -i key=value or --input-file", "in the input"),
+    )
+]
+
+
+@overload
+def for_python(text: str) -> str: ...
+@overload
+def for_python(text: None) -> None: ...
+def for_python(text: str | None) -> str | None:
+    """`text` with the commands it names said as the client's methods."""
+    if text is None:
+        return None
+    for pattern, replacement in _RULES:
+        text = pattern.sub(replacement, text)
+    return text

@@ -61,8 +61,7 @@ def absorb(state: RunState, store: Store, run_id: str) -> Absorbed:
         if node_state is None or not queued or rec.activation <= node_state.activation:
             continue
         if node_state.phase in (Phase.COMPLETED, Phase.SKIPPED, Phase.FAILED):
-            node_state.activation = rec.activation
-            state.set_phase(node_id, Phase.PENDING)
+            state.reopen(node_id, rec.activation)
             done.ready.append(node_id)
     return done
 
@@ -116,6 +115,5 @@ def _mark(state: RunState, newest: dict[str, NodeRunRecord], target: str, kind: 
         if kind == STALE_AFTER:
             done.stale.append(Stale(rec.run_id, rec.id, target))
         else:
-            node_state.activation += 1
-            state.set_phase(target, Phase.PENDING)
+            state.reopen(target)
             done.ready.append(target)

@@ -18,6 +18,8 @@ def restore(state: RunState, records: list[NodeRunRecord]) -> None:
             continue
         node_state = state.nodes[node_id]
         node_state.activation = rec.activation
+        if rec.activation > 1 and not rec.status.ended:  # queued again, or interrupted running again
+            state.reopened.add(node_id)
         if rec.status.has_output:
             state.complete(node_id, rec.effective_output)  # stale data is still the data; rerun on demand
         elif rec.status == NodeStatus.SKIPPED:

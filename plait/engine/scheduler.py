@@ -106,6 +106,9 @@ class Scheduler:
         self._busy = 1  # the node tasks in flight, plus `execute` until its first claims are made
         self._switched: set[str] = set()
         """Nodes a rerun's new value ran or skipped against an earlier decision (`_redecided`)."""
+        self._held: set[str] = set()
+        """Pending nodes ready but for a node upstream running again (`RunState.behind_reopened`):
+        planned again whenever a node settles."""
         self._idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     async def execute(self, on_started: Callable[[], None], on_begun: Callable[[], None] = lambda: None) -> RunOutcome:
@@ -167,8 +170,11 @@ class Scheduler:
                 if decision == Phase.SKIPPED:
                     self.state.set_phase(current, Phase.SKIPPED)
                     writes.append(Skip(self.run_id, current, node_state.activation))
-                    stack.extend(self._redecided(current))
+                    stack.extend([*self._redecided(current), *self._held])
+                elif decision == Phase.RUNNING and self.state.behind_reopened(current):
+                    self._held.add(current)
                 elif decision == Phase.RUNNING and self.failed is None and not self.state.stopping:
+                    self._held.discard(current)
                     node_state.phase = Phase.RUNNING
                     writes.append(Claim(self.run_id, current, node_state.activation, self.kernel.owner))
         return writes
@@ -366,10 +372,9 @@ class Scheduler:
             node_state = self.state.nodes[node_id]
             after, node_state.after = node_state.after, None
             if after == RERUN_AFTER:  # it read a value corrected while it ran: run it again
-                node_state.activation += 1
-                self.state.set_phase(node_id, Phase.PENDING)
+                self.state.reopen(node_id)
                 return self._plan([node_id])
-            return self._plan(self._redecided(node_id))
+            return self._plan([*self._redecided(node_id), *self._held])
         if result.phase == Phase.WAITING:
             self.state.set_phase(node_id, Phase.WAITING)
         else:
@@ -395,8 +400,7 @@ class Scheduler:
         decision = self.state.decide(node_id)
         flips = decision is not None and (decision == Phase.SKIPPED) != (node_state.phase == Phase.SKIPPED)
         if flips or (decision == Phase.RUNNING and source in self._switched):
-            node_state.activation += 1
-            self.state.set_phase(node_id, Phase.PENDING)
+            self.state.reopen(node_id)
             self._switched.add(node_id)
             return True
         return False
@@ -422,7 +426,7 @@ class Scheduler:
             self.state.set_phase(node_id, Phase.PENDING)
             raise EngineError(f"node '{node_id}' of run {self.run_id} is being executed by another process")
         if self.state.nodes[node_id].phase == Phase.COMPLETED:
-            return self._plan(self.state.successors(node_id))
+            return self._plan([*self.state.successors(node_id), *self._held])
         return []
 
     # -- the run's outcome -------------------------------------------------------------------------------------

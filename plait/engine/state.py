@@ -227,6 +227,9 @@ class RunState:
         record it (see `Scheduler._stop`)."""
         self.stopping = False
         """The run is being stopped (Ctrl-C, a pause, a shutdown): no new model call is made."""
+        self.reopened: set[str] = set()
+        """Nodes given a new activation (a rerun, a correction's queue, a branch turned) that have
+        not settled yet; what runs after them waits for them (`behind_reopened`)."""
         self.budget: RunBudget | None = None
         """What the run's tree has used of its budget (`plait.engine.run_budget`); None: no budget
         (a dry run)."""
@@ -247,6 +250,13 @@ class RunState:
         self.nodes[node_id].phase = phase
         if phase != Phase.COMPLETED:
             self._outputs.pop(node_id, None)
+
+    def reopen(self, node_id: str, activation: int | None = None) -> None:
+        """Make the node pending in a new activation (the next one, or `activation`)."""
+        node_state = self.nodes[node_id]
+        node_state.activation = node_state.activation + 1 if activation is None else activation
+        self.set_phase(node_id, Phase.PENDING)
+        self.reopened.add(node_id)
 
     # -- readiness -------------------------------------------------------------------------------------------
 
@@ -276,6 +286,21 @@ class RunState:
         if not any(states):
             return Phase.SKIPPED
         return None if self._named_unsettled(node_id) else Phase.RUNNING
+
+    def behind_reopened(self, node_id: str) -> bool:
+        """Whether a node upstream of this one runs again and has not settled yet. Its new value
+        may reach this node along a path that looks settled (a join whose branch it turns, a
+        node it marked stale), so the node waits for it rather than read a value about to be
+        replaced: run now, it would have to run again, or be left reading an old version."""
+        if not self.reopened:
+            return False
+        topology = self.compiled.plan.topology
+        for owner in list(self.reopened):
+            if self.nodes[owner].phase not in _UNSETTLED:
+                self.reopened.discard(owner)
+            elif topology.is_upstream(owner, node_id):
+                return True
+        return False
 
     def _named_unsettled(self, node_id: str) -> bool:
         """Whether a node upstream that the node's definition names (an expression, a template)

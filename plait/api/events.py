@@ -23,7 +23,20 @@ from typing import Any
 
 from plait.api.history import Past
 from plait.engine.event_wire import WireEvent, to_wire, wire_name
-from plait.engine.events import Event, EventBus, RunCancelled, RunCompleted, RunFailed
+from plait.engine.events import (
+    Event,
+    EventBus,
+    NodeCompleted,
+    NodeDelta,
+    NodeFailed,
+    NodePartial,
+    NodeSkipped,
+    NodeStreamReset,
+    NodeWaiting,
+    RunCancelled,
+    RunCompleted,
+    RunFailed,
+)
 from plait.redact import redact
 
 ENDING_KINDS = frozenset(wire_name(ended) for ended in (RunCompleted, RunFailed, RunCancelled))
@@ -34,6 +47,12 @@ GAP = "stream:gap"
 OUTPUT_CAP_BYTES = 4096
 """The largest `output` an event carries (as JSON); a larger one is left out with
 `output_truncated: true`, and `output_url` says where the full value is read."""
+DELTA, PARTIAL = wire_name(NodeDelta), wire_name(NodePartial)
+STREAMED = frozenset((DELTA, PARTIAL, wire_name(NodeStreamReset)))
+"""A streaming answer's events: passed to the listeners but not numbered nor kept; a client that
+connects mid-answer gets the text so far instead (`listen`)."""
+ANSWER_ENDS = frozenset(wire_name(k) for k in (NodeCompleted, NodeFailed, NodeWaiting, NodeSkipped))
+"""After one of these a node's streamed answer is over: its committed output is the record."""
 RESET = "stream:reset"
 """Sent when Last-Event-ID is unknown here (an earlier server numbered differently): the run's
 whole buffer follows; data {"last_event_id", "last_id"}."""
@@ -41,7 +60,8 @@ whole buffer follows; data {"last_event_id", "last_id"}."""
 
 @dataclass(frozen=True, slots=True)
 class RunEvent:
-    """One engine event of a run, with the id it has on this server's streams."""
+    """One engine event of a run, with the id it has on this server's streams (an unnumbered
+    one, a streamed answer's piece, carries the id of the numbered event before it)."""
 
     id: int
     kind: str
@@ -49,6 +69,7 @@ class RunEvent:
     node_id: str | None
     at: float
     data: dict[str, Any]
+    numbered: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """The event as clients receive it."""
@@ -62,8 +83,10 @@ class RunEvent:
         }
 
     def sse(self) -> dict[str, str]:
-        """The message sse-starlette sends: `id`, `event` and the JSON `data`."""
-        return {"id": str(self.id), "event": self.kind, "data": json.dumps(self.to_json(), default=str)}
+        """The message sse-starlette sends: `id`, `event` and the JSON `data` (no `id` for an
+        unnumbered event, so a client's Last-Event-ID stays the last numbered one)."""
+        message = {"event": self.kind, "data": json.dumps(self.to_json(), default=str)}
+        return {"id": str(self.id), **message} if self.numbered else message
 
 
 EVENT_OVERHEAD = 300
@@ -79,6 +102,36 @@ class _RunLog:
     next_id: int = 1
     listeners: set[asyncio.Queue[RunEvent]] = field(default_factory=set)
     touched: float = field(default_factory=time.monotonic)
+    streams: dict[str, _Answer] = field(default_factory=dict)
+    """The answers streaming now, by node: what a client connecting mid-answer is sent first."""
+
+
+@dataclass
+class _Answer:
+    """A node's answer so far, as its unnumbered events told it."""
+
+    text: str = ""
+    attempt: int = 1
+    partial: Any = None
+
+    def told(self, event: WireEvent) -> None:
+        if event.kind == DELTA:
+            self.text += str(event.data.get("text", ""))
+        elif event.kind == PARTIAL:
+            self.partial = event.data.get("value")
+        else:  # a reset: the answer starts again
+            self.text, self.partial = "", None
+        self.attempt = int(event.data.get("attempt", self.attempt))
+
+    def snapshot(self, run_id: str, node_id: str, last_id: int) -> list[RunEvent]:
+        """The answer so far as one delta (and what it parses to), marked `snapshot`."""
+        at = time.time()
+        delta = {"text": self.text, "attempt": self.attempt, "snapshot": True}
+        events = [RunEvent(last_id, DELTA, run_id, node_id, at, delta, numbered=False)] if self.text else []
+        if self.partial is not None:
+            partial = {"value": self.partial, "attempt": self.attempt, "snapshot": True}
+            events.append(RunEvent(last_id, PARTIAL, run_id, node_id, at, partial, numbered=False))
+        return events
 
 
 class EventLog:
@@ -128,7 +181,8 @@ class EventLog:
         if first > after + 1:
             notice = RunEvent(first - 1, GAP, run_id, None, time.time(), {"from": after + 1, "to": first - 1})
         backlog = [e for e in log.events if e.id > after]
-        return ([notice] if notice else []) + backlog, queue
+        answers = [e for node, answer in log.streams.items() for e in answer.snapshot(run_id, node, last)]
+        return ([notice] if notice else []) + backlog + answers, queue
 
     def forget(self, run_id: str, queue: asyncio.Queue[RunEvent]) -> None:
         log = self._runs.get(run_id)
@@ -150,7 +204,19 @@ class EventLog:
             self.open(event.run_id)
         log = self._runs[event.run_id]
         self._runs.move_to_end(event.run_id)
+        if event.kind in STREAMED and event.node_id is not None:
+            self._pass_on(log, event, event.node_id)
+            return
+        if event.kind in ANSWER_ENDS and event.node_id is not None:
+            log.streams.pop(event.node_id, None)
         self._append(event.run_id, log, event.kind, event.node_id, event.at, dict(event.data))
+
+    def _pass_on(self, log: _RunLog, event: WireEvent, node_id: str) -> None:
+        """A piece of a streaming answer: to the listeners now, and into the answer so far."""
+        log.streams.setdefault(node_id, _Answer()).told(event)
+        piece = RunEvent(log.next_id - 1, event.kind, event.run_id, node_id, event.at, dict(event.data), numbered=False)
+        for queue in log.listeners:
+            queue.put_nowait(piece)
 
     def _append(
         self, run_id: str, log: _RunLog, kind: str, node_id: str | None, at: float, data: dict[str, Any]

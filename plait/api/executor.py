@@ -39,6 +39,7 @@ from plait.llm.select import LlmConfigError
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.runs.engines import RunEngines, refuse
 from plait.runs.model_choice import Selection
+from plait.runs.session import StreamChoice
 from plait.store import RunRecord, Store, StoredGraph
 from plait.store.faults import StoreUnavailable, transient
 
@@ -127,9 +128,10 @@ class RunExecutor:
         """How many runs this server is driving now."""
         return len(self._tasks)
 
-    def launch(self, run_id: str, *, fresh: bool = False) -> bool:
+    def launch(self, run_id: str, *, fresh: bool = False, stream: bool | list[str] = False) -> bool:
         """Drive the run in the background; False when this server drives it already.
-        `fresh`: a run just created here (no history to seed its event log with)."""
+        `fresh`: a run just created here (no history to seed its event log with); `stream`: the
+        nodes whose answers its events pass on as they arrive (here, not on workers)."""
         if self._stopping:
             raise ServiceStopping("the server is shutting down")
         if run_id in self._tasks:
@@ -139,7 +141,7 @@ class RunExecutor:
         if self.handoff is not None:
             self.handoff(run_id, announced=fresh)
             return True
-        task = asyncio.create_task(self._drive(run_id), name=f"plait-run-{run_id}")
+        task = asyncio.create_task(self._drive(run_id, stream), name=f"plait-run-{run_id}")
         self._tasks[run_id] = task
         task.add_done_callback(lambda done: self._done(run_id, done))
         return True
@@ -221,11 +223,13 @@ class RunExecutor:
             return True
         return record.lease_owner.split(":", 1)[0] == socket.gethostname()
 
-    async def _drive(self, run_id: str) -> None:
+    async def _drive(self, run_id: str, stream: bool | list[str] = False) -> None:
         try:
             if not self.events.has(run_id):
                 self.events.open(run_id, await asyncio.to_thread(history, self.store, run_id))
             engine = await asyncio.to_thread(self.engines.for_run, run_id)
+            if stream:
+                engine.stream(run_id, StreamChoice.of(stream))
             await engine.run(run_id)
         except (EngineError, LlmConfigError) as exc:
             await self._refused(run_id, str(exc))

@@ -288,6 +288,12 @@ class StartIn(_In):
 
     graph: str = Field(description="A stored graph's id or slug (its latest version runs).", min_length=1)
     input: dict[str, Any] = Field(default_factory=dict, description="The run input (checked against input_schema).")
+    stream: bool | Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=1000)] = Field(
+        default=False,
+        description="Node ids (true: every node) whose answers the run's event stream passes on as they arrive "
+        "(`node:delta`), besides the nodes the graph marks `stream: true`. Runs executed by workers stream "
+        "only the nodes the graph marks.",
+    )
 
 
 class RunOut(BaseModel):

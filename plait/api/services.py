@@ -28,9 +28,12 @@ CORRECTION_WAIT_S = 2.0
 """How long a correction waits for a run another correction holds before answering 409."""
 
 
-async def start_and_launch(state: ServerState, ref: str, run_input: dict[str, Any]) -> str:
+async def start_and_launch(
+    state: ServerState, ref: str, run_input: dict[str, Any], *, stream: bool | list[str] = False
+) -> str:
     """Create a run of a stored graph's latest version (404 unknown graph, 422 bad input or a
-    graph this server cannot execute) and execute it in the background; its id."""
+    graph this server cannot execute) and execute it in the background; its id. `stream`: the
+    nodes whose answers its events pass on as they arrive (True: every node)."""
     announce = "start" if state.executor.handoff is not None else None  # written with the run, for the workers
     run_id = await run_in_threadpool(
         start_run,
@@ -42,7 +45,7 @@ async def start_and_launch(state: ServerState, ref: str, run_input: dict[str, An
         llm=state.executor.llm,
         announce=announce,
     )
-    state.executor.launch(run_id, fresh=True)
+    state.executor.launch(run_id, fresh=True, stream=stream)
     return run_id
 
 

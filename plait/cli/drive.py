@@ -86,7 +86,13 @@ def execute(session: Any, run_id: str, how: Driving, *, show_output: bool = True
     from plait.store.faults import StoreUnavailable
 
     store = session.store
-    view = None if how.quiet else LiveView(store, run_id)
+    view: Any = None if how.quiet else LiveView(store, run_id)
+    if how.stream:
+        from plait.cli.streamed import StreamView
+
+        session.stream(run_id, how.stream)
+        view = None  # the text takes stderr: no table drawn over it
+        session.events.subscribe(StreamView().on_event)
     if view is not None:
         session.events.subscribe(view.on_event)
 

@@ -11,7 +11,17 @@ from rich.live import Live
 from rich.table import Table
 
 from plait.engine.event_wire import WireEvent, to_wire, wire_name
-from plait.engine.events import Event, NodeCompleted, NodeFailed, NodeSkipped, NodeStarted, NodeWaiting
+from plait.engine.events import (
+    Event,
+    NodeCompleted,
+    NodeDelta,
+    NodeFailed,
+    NodePartial,
+    NodeSkipped,
+    NodeStarted,
+    NodeStreamReset,
+    NodeWaiting,
+)
 
 STARTED = wire_name(NodeStarted)
 NODE_STATUS = {
@@ -22,6 +32,7 @@ NODE_STATUS = {
     wire_name(NodeWaiting): "waiting",
 }
 """The status a node's row shows after an event of that name."""
+STREAMED = frozenset(wire_name(kind) for kind in (NodeDelta, NodePartial, NodeStreamReset))
 
 STYLES = {
     "pending": "dim",
@@ -61,6 +72,8 @@ class LiveView:
         self.on_wire(to_wire(event))
 
     def on_wire(self, event: WireEvent) -> None:
+        if event.kind in STREAMED:  # an answer's text: `plait run --stream` shows it, not this table
+            return
         if event.node_id is not None:
             row = self.rows.setdefault(event.node_id, {"status": "pending", "started": None, "took": None, "tokens": 0})
             status = NODE_STATUS.get(event.kind)

@@ -60,6 +60,8 @@ class Driving:
     cache: bool = True
     cache_given: bool | None = None
     """What --cache/--no-cache said (None: neither), for a command whose default differs."""
+    stream: tuple[str, ...] | bool = False
+    """--stream (every node) or --stream-node (those named): answers printed as they arrive."""
 
 
 _DRIVING = (

@@ -35,6 +35,21 @@ UpstreamOption = Annotated[
     Path | None,
     typer.Option("--upstream", help="With --dry-run: node outputs to render with (a JSON/YAML map node id -> output)."),
 ]
+StreamOption = Annotated[
+    bool,
+    typer.Option(
+        "--stream",
+        help="Print every model answer on stderr as it arrives (stdout still gets only the result).",
+    ),
+]
+StreamNodeOption = Annotated[
+    list[str],
+    typer.Option(
+        "--stream-node",
+        help="Print this node's answer on stderr as it arrives (repeatable); nodes the graph marks "
+        "`stream: true` are printed with --stream or any --stream-node.",
+    ),
+]
 NoCacheOption = Annotated[
     bool, typer.Option("--no-cache", help="Call the model even when an identical request was answered before.")
 ]
@@ -53,6 +68,8 @@ def run_command(
     json_output: JsonOption = False,
     quiet: QuietOption = False,
     queue: QueueOption = None,
+    stream: StreamOption = False,
+    stream_nodes: StreamNodeOption = [],  # noqa: B006
 ) -> None:
     """Run a graph: store it (a new version only if it changed), start a run, execute it (here,
     or on workers with --queue or a broker in the workers table of plait.toml)."""
@@ -73,7 +90,7 @@ def run_command(
     with store_for(db) as store:
         provider, selection = _chosen(llm, config)
         workers = queued_settings(queue, db=db, llm=llm, config=config)
-        how = Driving(llm, config, json_output, quiet, cache=not no_cache)
+        how = Driving(llm, config, json_output, quiet, cache=not no_cache, stream=stream or tuple(stream_nodes))
         session = session_for(store, provider, how)  # checks the graph, then executes the run: one engine
         try:
             run_id = start_run(store, graph, run_input, llm=selection, check=session.check_executable,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from plait.client._graphs import GraphSource, SavedGraph
     from plait.engine.events import Event
     from plait.engine.outcome import RunOutcome
+    from plait.engine.runner import Engine
     from plait.evolve.catalog import GraphSummary
     from plait.evolve.fork import ForkDiff
     from plait.llm.provider import Provider
@@ -156,10 +157,22 @@ class AsyncClient:
 
     # -- runs -----------------------------------------------------------------------------
 
-    async def start(self, graph: GraphSource, input: dict[str, Any] | None = None) -> str:
+    async def start(
+        self,
+        graph: GraphSource,
+        input: dict[str, Any] | None = None,
+        *,
+        stream: bool | str | Sequence[str] | None = None,
+    ) -> str:
         """Create a run of `graph` (stored first when it is a file, a `GraphDef` or a builder)
-        and start executing it on this client's loop; its id. `wait` or `events` follow it."""
+        and start executing it on this client's loop; its id. `wait` or `events` follow it.
+        `stream`: node ids (or True: every node) whose answers `events` passes on as they
+        arrive (`NodeDelta`), besides the nodes the graph marks `stream: true`."""
         run_id = self._create(graph, input)
+        if stream:
+            from plait.engine.streaming import StreamChoice
+
+            self._refused(self._engines_for, run_id).stream(run_id, StreamChoice.of(stream))
         self._flights.start(run_id, self._drive(run_id))
         return run_id
 
@@ -360,12 +373,16 @@ class AsyncClient:
         """Execute the run on this loop, until it stops, as a task (closing the client cancels it)."""
         from plait.runs.session import finish
 
-        store, engines = self._open()
-        engine = self._refused(engines.for_run, run_id)
+        store = self._open()[0]
+        engine = self._refused(self._engines_for, run_id)
         task = asyncio.get_running_loop().create_task(finish(store, engine.run, run_id))
         self._driving.add(task)
         task.add_done_callback(self._driving.discard)
         return task
+
+    def _engines_for(self, run_id: str) -> Engine:
+        """The engine that executes the run here (its own model's)."""
+        return self._open()[1].for_run(run_id)
 
     async def _stopped(self, run_id: str) -> None:
         while not _stopped(self._refused(self.store.runs.get, run_id)):

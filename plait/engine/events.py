@@ -93,6 +93,33 @@ class NodeItemEnded(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeDelta(Event):
+    """More of a streaming node's answer: the text that arrived since the last delta (pieces
+    coalesced, a few per second). `attempt` counts the node's model calls in this activation."""
+
+    text: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodePartial(Event):
+    """A streaming node's object answer as parsed so far (`value`: the fields complete or
+    arriving, the last string cut where the text is), sent with a delta when it changed."""
+
+    value: Any
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeStreamReset(Event):
+    """The text streamed for a node so far is void (its answer is asked for again: invalid,
+    broken off, or asked of another model): show nothing of it; deltas of `attempt` follow."""
+
+    reason: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RepairDiagnosing(Event):
     """A node with `repair` failed; its repair model is asked to diagnose the failure."""
 

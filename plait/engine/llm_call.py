@@ -25,6 +25,7 @@ from plait.engine.render import NodeView, PromptBudget, build_view, for_the_reco
 from plait.engine.repair import diagnosed
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
+from plait.engine.streaming import NodeStream
 from plait.engine.tool_loop import RoutedResultInvalid, offers_tools, tool_rounds
 from plait.engine.toolbox import ToolSetError, toolbox
 from plait.llm.tokens import ESTIMATE, TokenCounter
@@ -228,26 +229,65 @@ async def _attempts(
     cached = slot.answer(rt, contract, snapshot) if slot is not None else None
     if cached is not None:
         return cached
+    stream = _stream(node, state, rt, request)
+    if stream is None:
+        return await _asked(node, request, contract, snapshot, rt, state, slot, None, attempts, usage)
+    try:
+        return await _asked(
+            node, replace(request, on_delta=stream.piece), contract, snapshot, rt, state, slot, stream, attempts, usage
+        )
+    finally:
+        stream.flush()
+
+
+def _stream(node: LlmCallNode, state: RunState, rt: Runtime, request: ChatRequest) -> NodeStream | None:
+    """The node's answer as it arrives, when the graph or the caller asks to follow it."""
+    if not node.stream and (state.stream is None or not state.stream.covers(node.id)):
+        return None
+    return NodeStream(rt.emit, state.run_id, node.id, parse=request.response_format is not None)
+
+
+async def _asked(
+    node: LlmCallNode,
+    request: ChatRequest,
+    contract: OutputContract,
+    snapshot: dict[str, Any],
+    rt: Runtime,
+    state: RunState,
+    slot: CacheSlot | None,
+    stream: NodeStream | None,
+    attempts: list[dict[str, Any]] | None,
+    usage: dict[str, Any] | None,
+) -> NodeResult:
+    """The attempts of `_attempts`; a streamed node's clients are told when an answer they saw
+    part of is asked for again (then even a stream that broke off is retried)."""
     attempts = attempts if attempts is not None else []
     usage = usage if usage is not None else new_usage()
     last: dict[str, Any] = {"kind": "provider", "message": "no attempt made"}
     budgeted = state.compiled.graph.max_cost_usd is not None
-    for _ in range(node.max_retries + 1):
+    for tried in range(node.max_retries + 1):
         estimate = rt.estimate_cost(request) if budgeted else 0.0  # it only counts against a budget
         over = _over_budget(state, estimate, usage["cost_usd"])
         if over is not None:
             return NodeResult.failed(snapshot, attempts, kind="budget", message=over, **usage)
+        if stream is not None and tried:
+            stream.again(last["message"])
         record = new_attempt(attempts)
         try:
             response = await model_call(rt, state, request, estimate, usage, record)
         except (ProviderError, TimeoutError) as exc:
+            if stream is not None:
+                stream.flush()  # what arrived was seen: the reset before the next attempt clears it
             last = {
                 "kind": record["kind"],
                 "message": str(exc) or f"the model call timed out after {request.timeout_s} s",
             }
-            if isinstance(exc, ProviderError) and not exc.retryable:
+            shown = isinstance(exc, ProviderError) and exc.kind == "stream" and stream is not None
+            if isinstance(exc, ProviderError) and not exc.retryable and not shown:
                 break
             continue
+        if stream is not None:
+            stream.flush()  # the whole answer is shown, then judged
         value, problems = contract.parse(response.content)
         schema_ok = not problems
         value, problems = postcheck(node, contract, value, problems)

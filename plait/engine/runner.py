@@ -52,6 +52,7 @@ from plait.engine.scheduler import Kernel, Scheduler
 from plait.engine.script_host import no_routes
 from plait.engine.spread import Spread
 from plait.engine.state import CompiledRun, RunState
+from plait.engine.streaming import StreamChoice
 from plait.llm.provider import Provider
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.model.nodes import NodeBase, NodeType, node_field
@@ -216,6 +217,8 @@ class Engine:
         self._driving = 0
         self._driven: set[str] = set()
         """The runs this engine executes now: a second call for one of them is refused."""
+        self.streams: dict[str, StreamChoice] = {}
+        """Top-level runs whose callers follow chosen nodes' answers as they arrive (`stream`)."""
         self.gate = ResourceGate(settings, store, provider, lambda: self._driving) if settings.enabled else None
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
@@ -230,6 +233,14 @@ class Engine:
         compiled = self._compiled.get((graph_id, version), lambda: load_compiled(self.store, graph_id, version))
         return compiled.at(body)
 
+    def stream(self, run_id: str, choice: StreamChoice | None) -> None:
+        """Pass on the answers of `choice`'s nodes in the run and its child runs as they arrive
+        (`NodeDelta` events), besides the nodes the graph marks `stream: true`, until it ends."""
+        if choice is None:
+            self.streams.pop(run_id, None)
+        else:
+            self.streams[run_id] = choice
+
     async def run(self, run_id: str, *, bounded: bool = False) -> RunOutcome:
         """Execute (or continue) a run until it completes, fails or pauses for a person. A child
         run continued on its own (after a review or a correction in it) then continues its
@@ -240,6 +251,8 @@ class Engine:
             return refused
         with self._counted() as ended:
             ended(outcome := await self._run(run_id))
+            if outcome.status in TERMINAL_RUN_STATUSES:
+                self.streams.pop(run_id, None)
             return outcome
 
     @contextlib.contextmanager
@@ -302,6 +315,7 @@ class Engine:
                     body=record.body,
                     root_run_id=self._root_of(record),
                 )
+                state.stream = self.streams.get(state.root_run_id)
                 if record.started_at is not None:  # a fresh run has no node runs to restore
                     restore(state, self.store.runs.node_runs(run_id))
                     restore_ledger(state, self.store, run_id)
@@ -400,6 +414,7 @@ class Engine:
                 root_run_id=None if child is None else driving_root() or child.run_id,
             )
             state.budget = budget_for(self.store, None, self.run_limits)
+            state.stream = self.streams.get(state.root_run_id)
             return await self._drive(create.run_id, state, (target.slug, target.version), set_up, create=create)
 
     @contextlib.asynccontextmanager

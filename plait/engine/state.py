@@ -23,6 +23,7 @@ from plait.model.output_meta import ROUTED, strip_meta
 
 if TYPE_CHECKING:
     from plait.engine.run_budget import RunBudget
+    from plait.engine.streaming import StreamChoice
 
 
 class Phase(StrEnum):
@@ -227,6 +228,9 @@ class RunState:
         record it (see `Scheduler._stop`)."""
         self.stopping = False
         """The run is being stopped (Ctrl-C, a pause, a shutdown): no new model call is made."""
+        self.stream: StreamChoice | None = None
+        """The nodes whose answers the caller follows as they arrive, besides those the graph
+        marks `stream: true` (None: only those)."""
         self.reopened: set[str] = set()
         """Nodes given a new activation (a rerun, a correction's queue, a branch turned) that have
         not settled yet; what runs after them waits for them (`behind_reopened`)."""

@@ -173,6 +173,9 @@ class LlmCallNode(NodeBase):
     token_budget_input: Annotated[int, Field(gt=0)] | None = None
     token_budget_output: Annotated[int, Field(gt=0)] | None = None
     cache: bool = True
+    stream: bool = False
+    """Pass the answer on as it arrives (`node:delta` events) to whoever follows the run, even
+    when they did not ask for this node: an answer a person reads while it is written."""
     allow_data_in_system_prompt: bool = False
     """Opt-in for run data in `system_prompt`. Off by default: the system prompt is the trusted
     instruction channel, and run data placed there could carry instructions of its own."""

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from plait.engine.events import EventBus
 from plait.engine.outcome import RunOutcome
 from plait.engine.runner import Engine
+from plait.engine.streaming import StreamChoice as StreamChoice  # what `stream` takes, for the surfaces
 from plait.llm.provider import Provider
 from plait.model.enums import RunStatus
 from plait.runs.children import settle
@@ -56,6 +57,12 @@ class RunSession:
         """Raise EngineError when this session could not execute a run of `graph`: a refusal
         before the run exists leaves nothing behind."""
         self.engine.check_executable(graph)
+
+    def stream(self, run_id: str, nodes: bool | str | Sequence[str]) -> None:
+        """Pass on the answers of `nodes` (True: every node) in the run and its child runs as
+        they arrive (`NodeDelta` events on `events`), besides the nodes the graph marks
+        `stream: true`, until the run ends."""
+        self.engine.stream(run_id, StreamChoice.of(nodes))
 
     async def drive(self, run_id: str) -> RunOutcome:
         """Execute the run until it ends, pauses or waits for a person or a WAIT node."""

@@ -139,3 +139,19 @@ def test_stored_graphs_are_listed_and_shown_by_slug(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert json.loads(again.stdout)["output"]["quality"] == "good"
+
+
+def test_run_stream_prints_each_answer_on_stderr_as_it_arrives_and_only_the_result_on_stdout(tmp_path: Path) -> None:
+    done = plait("run", *example_args("feedback_triage"), "--stream", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["label"] == "bug"  # stdout: the result alone, still piped as JSON
+    lines = done.stderr.splitlines()
+    at = lines.index("── file_bug ──")
+    assert json.loads(lines[at + 1]) == {"title": "Crash when uploading photos over 10 MB", "severity": "high"}
+    assert lines[at + 2] == "── file_bug: done ──"
+    assert "── classify ──" in lines
+
+    one = plait("run", *example_args("feedback_triage"), "--stream-node", "classify", cwd=tmp_path)
+    assert one.returncode == 0, one.stderr
+    assert "── classify ──" in one.stderr.splitlines()
+    assert "── file_bug ──" not in one.stderr

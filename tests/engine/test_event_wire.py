@@ -13,15 +13,18 @@ from plait.engine.event_wire import WIRE, to_wire
 from plait.engine.events import (
     Event,
     NodeCompleted,
+    NodeDelta,
     NodeFailed,
     NodeItemEnded,
     NodeOverridden,
+    NodePartial,
     NodeQueued,
     NodeRerun,
     NodeReviewed,
     NodeSkipped,
     NodeStale,
     NodeStarted,
+    NodeStreamReset,
     NodeWaiting,
     RepairDiagnosing,
     RunCancelled,
@@ -90,8 +93,17 @@ AS_SENT: list[tuple[Event, str, str]] = [
     (RunResumed("r", reason="review", by="ann"), "run:resumed", '{"reason": "review", "by": "ann"}'),
     (RunPaused("r", reason="requested"), "run:paused", '{"reason": "requested"}'),
     (RunCancelled("r", error={"kind": "cancelled"}), "run:cancelled", '{"error": {"kind": "cancelled"}}'),
+    # streamed answers came with typed events: their payload is their fields
+    (NodeDelta("r", "a", text='{"t": "h', attempt=1), "node:delta", '{"text": "{\\"t\\": \\"h", "attempt": 1}'),
+    (NodePartial("r", "a", value={"t": "h"}, attempt=1), "node:partial", '{"value": {"t": "h"}, "attempt": 1}'),
+    (
+        NodeStreamReset("r", "a", reason="invalid", attempt=2),
+        "node:stream_reset",
+        '{"reason": "invalid", "attempt": 2}',
+    ),
 ]
-"""Each event class as the HTTP stream and Redis carried it before events were typed."""
+"""Each event class as the HTTP stream and Redis carry it (as before events were typed, for
+the classes that existed then)."""
 
 
 def _event_classes() -> set[type[Event]]:
@@ -104,7 +116,7 @@ def _event_classes() -> set[type[Event]]:
 
 def test_every_event_class_has_a_wire_name_and_an_example() -> None:
     classes = _event_classes()
-    assert len(classes) == 19
+    assert len(classes) == 22
     assert set(WIRE) == classes
     assert {type(event) for event, _, _ in AS_SENT} == classes
 

@@ -89,7 +89,7 @@ async def _stream(
             if revoked.is_set():
                 return
             yield event.sse()
-            sent = max(sent, event.id)
+            sent = max(sent, event.id) if event.numbered else sent
         if ended or (backlog and backlog[-1].kind in ENDING_KINDS):
             return
         while not revoked.is_set() and not await request.is_disconnected():
@@ -99,10 +99,10 @@ async def _stream(
                 continue
             if revoked.is_set():
                 return
-            if event.id <= sent:
+            if event.numbered and event.id <= sent:
                 continue  # queued while the backlog was being sent
             yield event.sse()
-            sent = event.id
+            sent = event.id if event.numbered else sent
             if event.kind in ENDING_KINDS:
                 return
     finally:

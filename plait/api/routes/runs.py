@@ -41,7 +41,7 @@ async def start(state: State, body: StartIn) -> StartedOut:
     """Start a run of a stored graph's latest version; it executes in the background (watch its
     events, or poll it). 404 for an unknown graph, 422 for an input that breaks input_schema or
     a graph this server cannot execute (e.g. no provider for its model calls)."""
-    run_id = await start_and_launch(state, body.graph, body.input)
+    run_id = await start_and_launch(state, body.graph, body.input, stream=body.stream)
     return StartedOut(run_id=run_id, status="pending", run=f"/api/runs/{run_id}", events=f"/api/runs/{run_id}/events")
 
 

@@ -1,0 +1,67 @@
+"""A streaming answer over the event stream: its pieces are not numbered into the replay buffer,
+and a client that connects mid-answer gets the text so far, then the rest: the same text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from api_helpers import read_events
+
+from plait.api.events import EventLog
+from plait.compile.builder import GraphBuilder
+from plait.engine.events import EventBus, NodeCompleted, NodeDelta, NodePartial, NodeStarted, NodeStreamReset
+from plait.testing import HttpRuns, served_app
+
+ANSWER = {"text": " ".join(f"word{i}" for i in range(300))}
+
+
+def test_a_client_connecting_mid_answer_gets_the_text_so_far_and_ids_skip_no_number() -> None:
+    log = EventLog(EventBus())
+    log.emit(NodeStarted("r", "draft", node_type="LLM_CALL"))
+    log.emit(NodeDelta("r", "draft", text='{"text": "wro', attempt=1))
+    log.emit(NodeStreamReset("r", "draft", reason="invalid", attempt=2))
+    log.emit(NodeDelta("r", "draft", text='{"text": "he', attempt=2))
+    log.emit(NodePartial("r", "draft", value={"text": "he"}, attempt=2))
+    early, queue = log.listen("r", after=0)
+    assert [(e.kind, e.numbered) for e in early] == [
+        ("node:start", True),
+        ("node:delta", False),
+        ("node:partial", False),
+    ]
+    assert early[1].data == {"text": '{"text": "he', "attempt": 2, "snapshot": True}
+    assert early[2].data["value"] == {"text": "he"}
+    assert "id" not in early[1].sse()
+
+    log.emit(NodeDelta("r", "draft", text='llo"}', attempt=2))
+    live = queue.get_nowait()
+    assert (live.kind, live.numbered, live.data["text"]) == ("node:delta", False, 'llo"}')
+    log.emit(NodeCompleted("r", "draft", node_run_id="nr", output={"text": "hello"}, tokens_input=1,
+                           tokens_output=1, cost_usd=0.0))  # fmt: skip
+    late, _ = log.listen("r", after=0)
+    assert [(e.id, e.kind) for e in late] == [(1, "node:start"), (2, "node:complete")]  # no snapshot left
+
+
+def test_a_run_started_with_stream_sends_its_answer_in_pieces_that_add_up(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.yaml"
+    # spread over 3 s: the client below connects while the answer arrives, wherever in it
+    answers.write_text(yaml.safe_dump({"responses": [{"node": "draft", "output": ANSWER, "delay_ms": 3000}]}))
+    g = GraphBuilder("streamed_http", input_schema={"type": "object"})
+    g.schema("text", {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
+    g.llm_call("draft", "Write.")
+    g.transform("done", "({text: nodes.draft.text})")
+    g.edge("draft", "done", schema_id="text")
+    with served_app(llm=f"scripted:{answers}") as served, served.client() as client:
+        assert client.post("/api/graphs", json={"source": g.to_yaml()}).status_code == 201
+        started = client.post("/api/runs", json={"graph": "streamed_http", "input": {}, "stream": ["draft"]})
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        status, events = read_events(client, run_id)
+        assert status == 200
+        pieces = [e for e in events if e["event"] == "node:delta"]
+        assert pieces, "the answer arrived with no delta: the client connected after it"
+        assert json.loads("".join(e["data"]["text"] for e in pieces)) == ANSWER
+        numbered = [e["id"] for e in events if e["event"] not in ("node:delta", "node:partial")]
+        assert numbered == list(range(1, len(numbered) + 1))
+        assert HttpRuns(client).wait_status(run_id, "completed")["status"] == "completed"

@@ -1,0 +1,90 @@
+"""A node's answer as it arrives: deltas coalesced, the object parsed so far, a reset when the
+node asks again, and only for the nodes the graph or the caller chose."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from plait.client import Client, events
+from plait.compile.builder import GraphBuilder
+from plait.testing import scripted
+
+TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+LONG = " ".join(f"word{i}" for i in range(2_000))
+
+
+def _graph(*, marked: bool = False) -> GraphBuilder:
+    """draft (LLM_CALL) -> shout (TRANSFORM); `marked`: the graph asks to stream draft."""
+    g = GraphBuilder("streamed", input_schema={"type": "object", "properties": {"topic": {"type": "string"}}})
+    g.schema("text", TEXT)
+    g.llm_call("draft", "Write about {{ input.topic }}.", max_retries=2, **({"stream": True} if marked else {}))
+    g.transform("shout", "({text: nodes.draft.text.toUpperCase()})")
+    return g.edge("draft", "shout", schema_id="text")
+
+
+def _followed(client: Client, graph: GraphBuilder, stream: Any = None) -> tuple[str, list[events.Event]]:
+    run_id = client.start(graph, {"topic": "tea"}, stream=stream)
+    return run_id, list(client.events(run_id))
+
+
+def _of(seen: list[events.Event], kind: type[Any]) -> list[Any]:
+    return [e for e in seen if isinstance(e, kind) and e.node_id == "draft"]
+
+
+def test_a_long_answer_arrives_in_a_few_deltas_that_add_up_to_it(tmp_path: Path) -> None:
+    answer = {"text": LONG}
+    with Client(tmp_path / "p.db", llm=scripted(nodes={"draft": answer})) as client:
+        run_id, seen = _followed(client, _graph(), stream=["draft"])
+        deltas = _of(seen, events.NodeDelta)
+        # 2,000 words come as 2,000 pieces; what arrives between two deltas goes out as one
+        assert 1 <= len(deltas) <= 20
+        assert json.loads("".join(d.text for d in deltas)) == answer
+        partial = _of(seen, events.NodePartial)
+        assert partial
+        assert partial[-1].value == answer
+        order = [type(e) for e in seen if e.node_id == "draft"]
+        assert order.index(events.NodeCompleted) > order.index(events.NodeDelta)
+        assert client.wait(run_id).output == {"text": LONG.upper()}
+
+
+def test_only_the_chosen_nodes_stream(tmp_path: Path) -> None:
+    provider = scripted(nodes={"draft": {"text": "hi"}})
+    with Client(tmp_path / "p.db", llm=provider) as client:
+        _, unasked = _followed(client, _graph())
+        assert not _of(unasked, events.NodeDelta)
+        _, other = _followed(client, _graph(), stream=["shout"])
+        assert not _of(other, events.NodeDelta)
+        _, everything = _followed(client, _graph(), stream=True)
+        assert _of(everything, events.NodeDelta)
+        _, marked = _followed(client, _graph(marked=True))  # the graph asks for it
+        assert "".join(d.text for d in _of(marked, events.NodeDelta)) == '{"text": "hi"}'
+
+
+def test_an_invalid_answer_streamed_is_reset_and_the_second_attempt_is_the_output(tmp_path: Path) -> None:
+    provider = scripted({"node": "draft", "output": {"wrong": 1}, "times": 1}, nodes={"draft": {"text": "two"}})
+    with Client(tmp_path / "p.db", llm=provider) as client:
+        run_id, seen = _followed(client, _graph(), stream=["draft"])
+        draft = [e for e in seen if e.node_id == "draft"]
+        kinds = [type(e) for e in draft]
+        reset = kinds.index(events.NodeStreamReset)
+        assert events.NodeDelta in kinds[:reset]
+        assert events.NodeDelta in kinds[reset:]
+        assert draft[reset].attempt == 2
+        after = "".join(e.text for e in draft[reset:] if isinstance(e, events.NodeDelta))
+        assert json.loads(after) == {"text": "two"}
+        assert client.wait(run_id).output == {"text": "TWO"}
+
+
+def test_a_stream_that_broke_off_is_asked_again_once_its_clients_were_told(tmp_path: Path) -> None:
+    provider = scripted(
+        {"node": "draft", "output": {"text": "first answer here"}, "stream_break_after": 5, "times": 1},
+        nodes={"draft": {"text": "second"}},
+    )
+    with Client(tmp_path / "p.db", llm=provider) as client:
+        run_id, seen = _followed(client, _graph(), stream=["draft"])
+        resets = _of(seen, events.NodeStreamReset)
+        assert len(resets) == 1
+        assert "broke off" in resets[0].reason
+        assert client.wait(run_id).output == {"text": "SECOND"}

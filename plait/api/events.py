@@ -36,6 +36,7 @@ from plait.engine.events import (
     RunCancelled,
     RunCompleted,
     RunFailed,
+    RunPath,
 )
 from plait.redact import redact
 
@@ -70,10 +71,12 @@ class RunEvent:
     at: float
     data: dict[str, Any]
     numbered: bool = True
+    path: RunPath = ()
+    """For an event of a child run: the nodes above it, outermost first (`Event.path`)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The event as clients receive it."""
-        return {
+        """The event as clients receive it (`path` only for an event of a child run)."""
+        sent = {
             "id": self.id,
             "event": self.kind,
             "run_id": self.run_id,
@@ -81,6 +84,9 @@ class RunEvent:
             "at": self.at,
             "data": self.data,
         }
+        if self.path:
+            sent["path"] = [{"run_id": run_id, "node_id": node_id} for run_id, node_id in self.path]
+        return sent
 
     def sse(self) -> dict[str, str]:
         """The message sse-starlette sends: `id`, `event` and the JSON `data` (no `id` for an
@@ -102,14 +108,16 @@ class _RunLog:
     next_id: int = 1
     listeners: set[asyncio.Queue[RunEvent]] = field(default_factory=set)
     touched: float = field(default_factory=time.monotonic)
-    streams: dict[str, _Answer] = field(default_factory=dict)
-    """The answers streaming now, by node: what a client connecting mid-answer is sent first."""
+    streams: dict[tuple[str, str], _Answer] = field(default_factory=dict)
+    """The answers streaming now, by (run, node), a child run's too: what a client connecting
+    mid-answer is sent first."""
 
 
 @dataclass
 class _Answer:
     """A node's answer so far, as its unnumbered events told it."""
 
+    path: RunPath
     text: str = ""
     attempt: int = 1
     partial: Any = None
@@ -127,10 +135,10 @@ class _Answer:
         """The answer so far as one delta (and what it parses to), marked `snapshot`."""
         at = time.time()
         delta = {"text": self.text, "attempt": self.attempt, "snapshot": True}
-        events = [RunEvent(last_id, DELTA, run_id, node_id, at, delta, numbered=False)] if self.text else []
+        events = [RunEvent(last_id, DELTA, run_id, node_id, at, delta, False, self.path)] if self.text else []
         if self.partial is not None:
             partial = {"value": self.partial, "attempt": self.attempt, "snapshot": True}
-            events.append(RunEvent(last_id, PARTIAL, run_id, node_id, at, partial, numbered=False))
+            events.append(RunEvent(last_id, PARTIAL, run_id, node_id, at, partial, False, self.path))
         return events
 
 
@@ -181,7 +189,7 @@ class EventLog:
         if first > after + 1:
             notice = RunEvent(first - 1, GAP, run_id, None, time.time(), {"from": after + 1, "to": first - 1})
         backlog = [e for e in log.events if e.id > after]
-        answers = [e for node, answer in log.streams.items() for e in answer.snapshot(run_id, node, last)]
+        answers = [e for (run, node), answer in log.streams.items() for e in answer.snapshot(run, node, last)]
         return ([notice] if notice else []) + backlog + answers, queue
 
     def forget(self, run_id: str, queue: asyncio.Queue[RunEvent]) -> None:
@@ -204,28 +212,43 @@ class EventLog:
             self.open(event.run_id)
         log = self._runs[event.run_id]
         self._runs.move_to_end(event.run_id)
+        # a child run's answer is shown on its top-level run's stream too: whoever follows a
+        # run sees the answers of the runs its nodes start
+        top = self._runs.get(event.path[0][0]) if event.path else None
+        logs = [log] if top is None else [log, top]
         if event.kind in STREAMED and event.node_id is not None:
-            self._pass_on(log, event, event.node_id)
+            for shown in logs:
+                self._pass_on(shown, event, event.node_id)
             return
         if event.kind in ANSWER_ENDS and event.node_id is not None:
-            log.streams.pop(event.node_id, None)
-        self._append(event.run_id, log, event.kind, event.node_id, event.at, dict(event.data))
+            for shown in logs:
+                shown.streams.pop((event.run_id, event.node_id), None)
+        self._append(event.run_id, log, event.kind, event.node_id, event.at, dict(event.data), event.path)
 
     def _pass_on(self, log: _RunLog, event: WireEvent, node_id: str) -> None:
         """A piece of a streaming answer: to the listeners now, and into the answer so far."""
-        log.streams.setdefault(node_id, _Answer()).told(event)
-        piece = RunEvent(log.next_id - 1, event.kind, event.run_id, node_id, event.at, dict(event.data), numbered=False)
+        log.streams.setdefault((event.run_id, node_id), _Answer(event.path)).told(event)
+        piece = RunEvent(
+            log.next_id - 1, event.kind, event.run_id, node_id, event.at, dict(event.data), False, event.path
+        )
         for queue in log.listeners:
             queue.put_nowait(piece)
 
     def _append(
-        self, run_id: str, log: _RunLog, kind: str, node_id: str | None, at: float, data: dict[str, Any]
+        self,
+        run_id: str,
+        log: _RunLog,
+        kind: str,
+        node_id: str | None,
+        at: float,
+        data: dict[str, Any],
+        path: RunPath = (),
     ) -> None:
         if kind.endswith(":error"):  # errors quote what providers and tools echo (see plait/redact.py)
             data = redact(data)
         if "output" in data:
             data = _capped(run_id, data)
-        numbered = RunEvent(log.next_id, kind, run_id, node_id, at, data)
+        numbered = RunEvent(log.next_id, kind, run_id, node_id, at, data, True, path)
         log.next_id += 1
         log.touched = time.monotonic()
         if len(log.events) >= self.per_run:

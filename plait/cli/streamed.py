@@ -33,9 +33,9 @@ class StreamView:
             self.on_wire(to_wire(event))
 
     def on_wire(self, event: WireEvent) -> None:
-        node = event.node_id
-        if node is None:
+        if event.node_id is None:
             return
+        node = " › ".join([*(above for _, above in event.path), event.node_id])  # a child run's node: where
         if event.kind == _DELTA:
             if node != self._current:
                 self._close_line()

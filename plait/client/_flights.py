@@ -89,8 +89,9 @@ class Flights:
         return flight
 
     def on_event(self, event: Event) -> None:
-        """The listener on the client's event bus."""
-        flight = self._by_run.get(event.run_id)
+        """The listener on the client's event bus: a child run's events go to the iterators of
+        its top-level run (each says where it comes from in its `path`)."""
+        flight = self._by_run.get(event.path[0][0] if event.path else event.run_id)
         if flight is not None and not flight.task.done():
             flight.add(event)
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from plait.engine.contracts import schema_violations
+from plait.engine.events import RunPath
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.ports import ChildGraph, RunDriver
 from plait.engine.run_budget import shared
@@ -36,6 +37,7 @@ MAX_CHILD_DEPTH = 5
 
 _inside_parent: contextvars.ContextVar[bool] = contextvars.ContextVar("plait_inside_parent", default=False)
 _root_run: contextvars.ContextVar[str | None] = contextvars.ContextVar("plait_root_run", default=None)
+_path: contextvars.ContextVar[RunPath] = contextvars.ContextVar("plait_run_path", default=())
 
 
 class ChildGraphError(Exception):
@@ -58,13 +60,52 @@ def driving_root() -> str | None:
     return _root_run.get()
 
 
+def driving_path() -> RunPath:
+    """The path of the child a parent's node is driving now (see `Event.path`; empty: none)."""
+    return _path.get()
+
+
+def root_of(store: Store, record: RunRecord) -> str:
+    """The top-level run `record` belongs to: itself, else known from the parent driving it,
+    else read up its chain of parents (a child continued on its own)."""
+    if record.parent_run_id is None:
+        return record.id
+    root = driving_root() if driven_by_parent() else None
+    run_id = record.parent_run_id
+    for _ in range(MAX_CHILD_DEPTH + 1):
+        if root is not None:
+            return root
+        parent = store.runs.get(run_id).parent_run_id
+        if parent is None:
+            return run_id
+        run_id = parent
+    return run_id
+
+
+def path_of(store: Store, record: RunRecord) -> RunPath:
+    """The nodes above a child run (`Event.path`): known from the parent driving it, else
+    read up its chain of parents (a child continued on its own)."""
+    if record.parent_run_id is None:
+        return ()
+    if driven_by_parent():
+        return driving_path()
+    path: list[tuple[str, str]] = []
+    run: RunRecord | None = record
+    while run is not None and run.parent_run_id is not None and run.parent_node_run_id is not None:
+        path.insert(0, (run.parent_run_id, store.runs.node_run(run.parent_node_run_id).node_id))
+        run = store.runs.get(run.parent_run_id) if len(path) <= MAX_CHILD_DEPTH else None
+    return tuple(path)
+
+
 @contextlib.contextmanager
-def _as_child(root_run_id: str) -> Iterator[None]:
+def _as_child(root_run_id: str, path: RunPath) -> Iterator[None]:
     token = _inside_parent.set(True)
     root = _root_run.set(root_run_id)
+    where = _path.set(path)
     try:
         yield
     finally:
+        _path.reset(where)
         _root_run.reset(root)
         _inside_parent.reset(token)
 
@@ -171,7 +212,7 @@ class ChildRuns:
             raise EngineError(f"node '{node.id}' has no node run to attach its child runs to")
         spread = self.spread if node.type == NodeType.MAP else None
         child = ChildOf(state.run_id, node_run_id, key)
-        with _as_child(state.root_run_id), shared(state.budget):
+        with _as_child(state.root_run_id, (*state.path, (state.run_id, node.id))), shared(state.budget):
             if existing is None:
                 self._check_input(target, run_input, node, key)
                 if state.budget is not None:

@@ -32,6 +32,7 @@ from plait.engine.events import (
     RunCancelled,
     RunCompleted,
     RunFailed,
+    RunPath,
     RunPaused,
     RunResumed,
     RunRolledBack,
@@ -48,6 +49,8 @@ class WireEvent:
     node_id: str | None
     data: dict[str, Any]
     at: float
+    path: RunPath = ()
+    """For an event of a child run, the nodes above it (`Event.path`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +117,7 @@ def to_wire(event: Event) -> WireEvent:
     """`event` as it travels."""
     wire = WIRE[type(event)]
     data = wire.data(event) if wire.data is not None else {name: getattr(event, name) for name in _OWN[type(event)]}
-    return WireEvent(wire.name, event.run_id, event.node_id, data, event.at)
+    return WireEvent(wire.name, event.run_id, event.node_id, data, event.at, event.path)
 
 
 _OWN = {kind: tuple(f.name for f in fields(kind) if f.name not in {g.name for g in fields(Event)}) for kind in WIRE}

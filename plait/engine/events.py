@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+RunPath = tuple[tuple[str, str], ...]
+"""Where a child run sits: the (run id, node id) of each node above it, outermost first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +28,9 @@ class Event:
     run_id: str
     node_id: str | None = None
     at: float = field(default_factory=time.time, kw_only=True)
+    path: RunPath = field(default=(), kw_only=True)
+    """For an event of a child run: the (run id, node id) of each node above it, the top-level
+    run's first; empty for a top-level run. The bus fills it in (`EventBus.paths`)."""
 
 
 # -- what the engine emits -------------------------------------------------------------------------------------
@@ -238,11 +244,16 @@ class EventBus:
 
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
+        self.paths: dict[str, RunPath] = {}
+        """The path of each child run being driven (set by the engine while it drives one): its
+        events get it on their way to the listeners."""
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
     def emit(self, event: Event) -> None:
+        if self.paths and not event.path and event.run_id in self.paths:
+            event = replace(event, path=self.paths[event.run_id])
         for listener in list(self._listeners):
             listener(event)

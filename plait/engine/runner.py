@@ -11,9 +11,7 @@ Durability rules:
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
-import gc
 import logging
 import os
 import socket
@@ -33,16 +31,15 @@ from plait.config import (
     resources_settings,
     runs_settings,
 )
-from plait.engine.child_runs import MAX_CHILD_DEPTH, ChildRuns, driven_by_parent, driving_root
+from plait.engine.child_runs import ChildRuns, driven_by_parent, driving_path, driving_root, path_of, root_of
+from plait.engine.collector import tune_collector
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
 from plait.engine.events import EventBus, RunStarted
-from plait.engine.executors import SUPPORTED
+from plait.engine.executable import refuse_unexecutable
 from plait.engine.fewshot import FewshotSource
-from plait.engine.llm_condition import asker
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.ports import ChildGraph, RouteReader
-from plait.engine.program_nodes import refusal
 from plait.engine.resources import ResourceGate
 from plait.engine.restore import restore, restore_ledger
 from plait.engine.run_budget import budget_for
@@ -55,7 +52,6 @@ from plait.engine.state import CompiledRun, RunState
 from plait.engine.streaming import StreamChoice
 from plait.llm.provider import Provider
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
-from plait.model.nodes import NodeBase, NodeType, node_field
 from plait.store import ChildOf, RunRecord, Store, StoredGraph, StoreError
 from plait.store.faults import transient
 from plait.store.new_runs import CreateRun, NewRun
@@ -64,46 +60,11 @@ __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
 log = logging.getLogger("plait.engine")
 
 
-_startup_frozen = False
-
-
 COMPILED_BYTES = 64 << 20
 """What the graph versions an engine keeps compiled may weigh (a server runs many graphs)."""
 COMPILED_WEIGHT = 16
 """Bytes a compiled graph version holds per byte of its graph's JSON (models, plan, parsed
 templates; an estimate)."""
-
-GC_THRESHOLDS = (10_000, 20, 100)
-"""The collector's thresholds in a process running an engine (raised only, never lowered)."""
-
-
-def _tune_collector() -> None:
-    """Tune the garbage collector for an engine, once per process.
-
-    With hundreds of runs in flight, objects survive the young generations and full
-    collections follow; each walks every object in the process and stops the event loop.
-    Two measures (their effect is measured in docs/performance.md, "Run 6"):
-    - everything alive when the first engine is built (modules, models, compiled graphs) moves
-      out of the collector's reach (`gc.freeze`), so full collections walk only the runs' state;
-    - the thresholds are raised to `GC_THRESHOLDS`: a young collection every 10,000
-      allocations instead of 700, so a node's short-lived objects die before they are promoted,
-      and a full one after 100 middle ones instead of 10, whose pauses found no garbage.
-      Cycles are still collected, later.
-    Frozen objects are still freed by reference counting; cycles among them wait for the exit.
-    """
-    global _startup_frozen
-    if not _startup_frozen:
-        _startup_frozen = True
-        gc.freeze()
-        gc.set_threshold(*(max(now, tuned) for now, tuned in zip(gc.get_threshold(), GC_THRESHOLDS, strict=True)))
-        atexit.register(_thaw)
-
-
-def _thaw() -> None:
-    """At exit, while modules are intact: collect what freezing kept (finalizers of native
-    objects must not run during interpreter teardown)."""
-    gc.unfreeze()
-    gc.collect()
 
 
 def new_owner() -> str:
@@ -187,7 +148,7 @@ class Engine:
         self.retry_lost = retry_lost
         self.run_limits = runs if runs is not None else runs_settings()
         self.llm = llm
-        _tune_collector()
+        tune_collector()
         self.graphs = graphs or (lambda ref: stored_graph(store, ref))
         self.store = store
         self.events = events or EventBus()
@@ -313,9 +274,10 @@ class Engine:
                     graph_id=record.graph_id,
                     graph_version=record.graph_version,
                     body=record.body,
-                    root_run_id=self._root_of(record),
+                    root_run_id=root_of(self.store, record),
                 )
                 state.stream = self.streams.get(state.root_run_id)
+                state.path = path_of(self.store, record)
                 if record.started_at is not None:  # a fresh run has no node runs to restore
                     restore(state, self.store.runs.node_runs(run_id))
                     restore_ledger(state, self.store, run_id)
@@ -324,22 +286,6 @@ class Engine:
                 return record, await self._drive(run_id, state, graph, set_up, seen=record.corrections)
         finally:
             self._driven.discard(run_id)
-
-    def _root_of(self, record: RunRecord) -> str:
-        """The top-level run `record` belongs to: itself, else known from the parent driving it,
-        else read up its chain of parents (a child continued on its own)."""
-        if record.parent_run_id is None:
-            return record.id
-        root = driving_root() if driven_by_parent() else None
-        run_id = record.parent_run_id
-        for _ in range(MAX_CHILD_DEPTH + 1):
-            if root is not None:
-                return root
-            parent = self.store.runs.get(run_id).parent_run_id
-            if parent is None:
-                return run_id
-            run_id = parent
-        return run_id
 
     async def _continue_parent(self, child: RunRecord) -> None:
         """After a child was continued on its own: drive its parent when the parent is paused with
@@ -399,7 +345,7 @@ class Engine:
     ) -> RunOutcome:
         """Write the run of `target` once admitted, already begun, and drive it."""
         async with self._admitted() as set_up:
-            self._check_supported(target.compiled)
+            refuse_unexecutable(target.compiled, self.runtime)
             lease = (self.owner, self.lease_ttl_s)
             new = NewRun(target.graph_id, target.version, target.schema_version, run_input, lease, self.llm, child,
                          target.body, run_id)  # fmt: skip
@@ -415,6 +361,7 @@ class Engine:
             )
             state.budget = budget_for(self.store, None, self.run_limits)
             state.stream = self.streams.get(state.root_run_id)
+            state.path = () if child is None else driving_path()
             return await self._drive(create.run_id, state, (target.slug, target.version), set_up, create=create)
 
     @contextlib.asynccontextmanager
@@ -451,6 +398,8 @@ class Engine:
         began = time.monotonic()
         renew = asyncio.create_task(self._renew(run_id))
         scheduler: Scheduler | None = None
+        if state.path:
+            self.events.paths[run_id] = state.path
         try:
             kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store, self.retry_lost)
             scheduler = Scheduler(kernel, run_id, state, seen, create=create)
@@ -463,6 +412,7 @@ class Engine:
             # stopped mid-way (cancelled, lease lost, error); for a run whose creation failed it changes nothing
             if scheduler is None or not scheduler.ended:
                 self._give_up(run_id, time.monotonic() - began)
+            self.events.paths.pop(run_id, None)
             await self.runtime.end_run(run_id)
 
     def _give_up(self, run_id: str, active_s: float) -> None:
@@ -519,64 +469,13 @@ class Engine:
         )
 
     def _check_record(self, record: RunRecord) -> None:
-        self._check_supported(self.compiled_for(record.graph_id, record.graph_version, record.body))
+        refuse_unexecutable(self.compiled_for(record.graph_id, record.graph_version, record.body), self.runtime)
 
     def check_executable(self, graph: StoredGraph) -> None:
         """Raise EngineError when this engine could not execute a run of `graph` (a node type not
         executed yet, no provider serving a role, a model lacking a capability, an MCP server not
         configured): what `run` and `start` check, for callers that refuse before a run exists."""
-        self._check_supported(self.compiled_for(graph.graph_id, graph.version))
-
-    def _check_supported(self, compiled: CompiledRun) -> None:
-        """Refuse what this engine could not execute, in the graph and in its inline bodies
-        (a stored graph a node runs is checked when its child starts)."""
-        for node in compiled.nodes.values():
-            if node_field(node, "body", None) is not None:
-                self._check_supported(compiled.body(node.id))
-            if node.type not in SUPPORTED:
-                raise EngineError(
-                    f"node '{node.id}' is a {node.type} node, which this release validates but does "
-                    f"not execute yet (supported: {', '.join(sorted(SUPPORTED))})"
-                )
-            if node.type == NodeType.LLM_CALL:
-                self._check_mcp_servers(node)
-                self._check_provider(node)
-            call = asker(node)
-            if call is not None:
-                self._check_provider(call)
-            problem = refusal(node, self.runtime.tools, self.runtime.code, self.runtime.jail)
-            if problem is not None:
-                raise EngineError(problem)
-
-    def _check_mcp_servers(self, node: NodeBase) -> None:
-        """Refuse a node that names an MCP server plait.toml does not register."""
-        refs = [
-            *node_field(node, "mcp_servers", ()),
-            *node_field(node, "mcp_resources", ()),
-            *([prompt] if (prompt := node_field(node, "mcp_prompt", None)) is not None else []),
-        ]
-        known = self.runtime.mcp_servers
-        for ref in refs:
-            if ref.server_id not in known:
-                raise EngineError(
-                    f"node '{node.id}' uses the MCP server '{ref.server_id}', which is not configured "
-                    f"(configured: {', '.join(sorted(known)) or 'none'}); give the config file that registers it "
-                    "with --config FILE (the examples': --config examples/mcp.toml), or register it under "
-                    "[[mcp_servers]] in plait.toml (see docs/tools.md)"
-                )
-
-    def _check_provider(self, node: NodeBase) -> None:
-        """Refuse up front what would fail at the node's first call (no provider, a role nobody
-        serves, a model without the tools or MCP capability the node needs)."""
-        role = node_field(node, "model_role", None) or "chat"
-        needs = frozenset(
-            name
-            for name, used in (("tools", node_field(node, "tools", ())), ("mcp", node_field(node, "mcp_servers", ())))
-            if used
-        )
-        reason = self.runtime.unserved(role) or self.runtime.lacks(role, needs)
-        if reason:
-            raise EngineError(f"node '{node.id}': {reason}")
+        refuse_unexecutable(self.compiled_for(graph.graph_id, graph.version), self.runtime)
 
     async def _renew(self, run_id: str) -> None:
         """Renew the lease every third of its length; a renewal the database fails is tried at the

@@ -22,6 +22,7 @@ from plait.model.nodes import NodeBase, NodeType, SkillScope, node_field
 from plait.model.output_meta import ROUTED, strip_meta
 
 if TYPE_CHECKING:
+    from plait.engine.events import RunPath
     from plait.engine.run_budget import RunBudget
     from plait.engine.streaming import StreamChoice
 
@@ -228,6 +229,8 @@ class RunState:
         record it (see `Scheduler._stop`)."""
         self.stopping = False
         """The run is being stopped (Ctrl-C, a pause, a shutdown): no new model call is made."""
+        self.path: RunPath = ()
+        """For a child run: the nodes above it (`Event.path`)."""
         self.stream: StreamChoice | None = None
         """The nodes whose answers the caller follows as they arrive, besides those the graph
         marks `stream: true` (None: only those)."""

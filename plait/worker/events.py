@@ -115,12 +115,13 @@ class Seal:
 def encode(event: WireEvent) -> str:
     """An event as its message on the channel: its wire name and payload, as SSE has them."""
     return json.dumps({"kind": event.kind, "run_id": event.run_id, "node_id": event.node_id, "data": event.data,
-                       "at": event.at}, default=str)  # fmt: skip
+                       "at": event.at, "path": event.path}, default=str)  # fmt: skip
 
 
 def decode(text: str | bytes) -> WireEvent:
     value: dict[str, Any] = json.loads(text)
-    return WireEvent(value["kind"], value["run_id"], value.get("node_id"), value.get("data") or {}, value["at"])
+    path = tuple((str(run_id), str(node_id)) for run_id, node_id in value.get("path") or ())
+    return WireEvent(value["kind"], value["run_id"], value.get("node_id"), value.get("data") or {}, value["at"], path)
 
 
 class EventPublisher:

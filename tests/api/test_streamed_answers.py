@@ -43,6 +43,24 @@ def test_a_client_connecting_mid_answer_gets_the_text_so_far_and_ids_skip_no_num
     assert [(e.id, e.kind) for e in late] == [(1, "node:start"), (2, "node:complete")]  # no snapshot left
 
 
+def test_a_child_runs_answer_is_shown_on_its_top_level_runs_stream_with_its_path() -> None:
+    log = EventLog(EventBus())
+    log.open("top")
+    _, queue = log.listen("top", after=0)
+    under = (("top", "refine"),)
+    log.emit(NodeDelta("child", "write", text="Draft", attempt=1, path=under))
+    live = queue.get_nowait()
+    assert (live.run_id, live.node_id, live.data["text"]) == ("child", "write", "Draft")
+    assert live.to_json()["path"] == [{"run_id": "top", "node_id": "refine"}]
+    joined, _ = log.listen("top", after=0)
+    assert [(e.run_id, e.data["text"], e.data["snapshot"]) for e in joined] == [("child", "Draft", True)]
+    log.emit(NodeCompleted("child", "write", node_run_id="n", output={}, tokens_input=0, tokens_output=0,
+                           cost_usd=0.0, path=under))  # fmt: skip
+    after, _ = log.listen("top", after=0)
+    assert after == []  # the child's answer is over; its numbered events stay on the child's stream
+    assert [e.kind for e in log.listen("child", after=0)[0]] == ["node:complete"]
+
+
 def test_a_run_started_with_stream_sends_its_answer_in_pieces_that_add_up(tmp_path: Path) -> None:
     answers = tmp_path / "answers.yaml"
     # spread over 3 s: the client below connects while the answer arrives, wherever in it

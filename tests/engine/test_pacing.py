@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from plait.engine import commits, eventloop
-from plait.engine.runner import GC_THRESHOLDS, Engine
+from plait.engine.collector import GC_THRESHOLDS
+from plait.engine.runner import Engine
 from plait.llm.slots import DRAIN_TURNS, PER_TURN, paced
 from plait.model.enums import NodeStatus, RunStatus
 from plait.runs.start import start_run

@@ -88,3 +88,19 @@ def test_a_stream_that_broke_off_is_asked_again_once_its_clients_were_told(tmp_p
         assert len(resets) == 1
         assert "broke off" in resets[0].reason
         assert client.wait(run_id).output == {"text": "SECOND"}
+
+
+def test_a_child_runs_answer_reaches_the_top_level_runs_follower_with_its_path(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    script = f"scripted:{examples / 'scripted' / 'refine_draft.yaml'}"
+    with Client(tmp_path / "p.db", llm=script) as client:
+        run_id = client.start(examples / "refine_draft.yaml", {"product": "a tea kettle"}, stream=["write"])
+        seen = list(client.events(run_id))
+        written = [e for e in seen if isinstance(e, events.NodeDelta) and e.node_id == "write"]
+        assert written, "the LOOP body's answers did not reach the loop's run"
+        children = {e.run_id for e in written}
+        assert run_id not in children  # each comes from an iteration's child run ...
+        assert {e.path for e in written} == {((run_id, "refine"),)}  # ... under the loop's node
+        top = [e for e in seen if e.run_id == run_id]
+        assert all(e.path == () for e in top)
+        assert client.wait(run_id).status == "completed"

@@ -131,14 +131,14 @@ class RunExecutor:
     def launch(self, run_id: str, *, fresh: bool = False, stream: bool | list[str] = False) -> bool:
         """Drive the run in the background; False when this server drives it already.
         `fresh`: a run just created here (no history to seed its event log with); `stream`: the
-        nodes whose answers its events pass on as they arrive (here, not on workers)."""
+        nodes whose answers its events pass on as they arrive (here: workers were told)."""
         if self._stopping:
             raise ServiceStopping("the server is shutting down")
         if run_id in self._tasks:
             return False
         if fresh:
             self.events.open(run_id)
-        if self.handoff is not None:
+        if self.handoff is not None:  # a stream choice was told to the workers with the run's creation
             self.handoff(run_id, announced=fresh)
             return True
         task = asyncio.create_task(self._drive(run_id, stream), name=f"plait-run-{run_id}")

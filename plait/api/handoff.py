@@ -20,7 +20,7 @@ from plait.api.events import EventLog
 from plait.engine.event_wire import WireEvent
 from plait.store import Store
 from plait.worker.app import WorkerSettings, make_app
-from plait.worker.events import EventFollower, ask_to_stop, signing_key
+from plait.worker.events import EventFollower, ask_to_stop, ask_to_stream, signing_key
 from plait.worker.relay import Relay
 
 log = logging.getLogger("plait.api")
@@ -42,6 +42,11 @@ class HandOff:
         if not announced:
             self.store.outbox.announce(run_id, "serve")
         self.loop.run_in_executor(None, self.relay.flush)
+
+    def stream(self, run_id: str, nodes: bool | list[str]) -> None:
+        """Ask the workers to stream `nodes` of `run_id`: told before the run exists, so that the
+        one taking it knows (blocks on Redis: call it off the loop)."""
+        ask_to_stream(self.settings.broker, self.settings.queue, run_id, nodes, self.key)
 
     async def stop(self, run_id: str) -> bool:
         """Ask the worker executing `run_id` to give it back (a pause or a cancel here), and wait

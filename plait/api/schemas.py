@@ -291,8 +291,7 @@ class StartIn(_In):
     stream: bool | Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=1000)] = Field(
         default=False,
         description="Node ids (true: every node) whose answers the run's event stream passes on as they arrive "
-        "(`node:delta`), besides the nodes the graph marks `stream: true`. Runs executed by workers stream "
-        "only the nodes the graph marks.",
+        "(`node:delta`), besides the nodes the graph marks `stream: true`.",
     )
 
 

@@ -10,6 +10,7 @@ only parse their request and shape the result.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -34,7 +35,12 @@ async def start_and_launch(
     """Create a run of a stored graph's latest version (404 unknown graph, 422 bad input or a
     graph this server cannot execute) and execute it in the background; its id. `stream`: the
     nodes whose answers its events pass on as they arrive (True: every node)."""
-    announce = "start" if state.executor.handoff is not None else None  # written with the run, for the workers
+    handoff = state.executor.handoff
+    announce = "start" if handoff is not None else None  # written with the run, for the workers
+    chosen: str | None = None
+    if stream and handoff is not None:  # the workers hear of it before the run exists: whichever takes it knows
+        chosen = str(uuid.uuid4())
+        await run_in_threadpool(handoff.stream, chosen, stream)
     run_id = await run_in_threadpool(
         start_run,
         state.store,
@@ -44,6 +50,7 @@ async def start_and_launch(
         check=state.executor.preflight,
         llm=state.executor.llm,
         announce=announce,
+        run_id=chosen,
     )
     state.executor.launch(run_id, fresh=True, stream=stream)
     return run_id

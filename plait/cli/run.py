@@ -92,9 +92,14 @@ def run_command(
         workers = queued_settings(queue, db=db, llm=llm, config=config)
         how = Driving(llm, config, json_output, quiet, cache=not no_cache, stream=stream or tuple(stream_nodes))
         session = session_for(store, provider, how)  # checks the graph, then executes the run: one engine
+        chosen = None
+        if workers is not None:
+            from plait.cli.queued import streamed_id
+
+            chosen = streamed_id(store, workers, how)
         try:
             run_id = start_run(store, graph, run_input, llm=selection, check=session.check_executable,
-                               announce="start" if workers is not None else None)  # fmt: skip
+                               announce="start" if workers is not None else None, run_id=chosen)  # fmt: skip
         except StartError as exc:
             refuse(exc)
         except EngineError as exc:  # refused before the run exists: nothing is left behind

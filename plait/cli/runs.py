@@ -14,6 +14,7 @@ from plait.cli.run_admin import cancel_command, delete_command
 from plait.cli.run_check import check_command
 from plait.cli.run_diff import diff_command
 from plait.cli.run_show import show_command
+from plait.cli.run_watch import watch_command
 
 app = PlaitTyper(help="Inspect runs.", no_args_is_help=True)
 
@@ -57,6 +58,7 @@ def list_runs(
 app.add_commands(
     {
         "show": show_command,
+        "watch": watch_command,
         "diff": diff_command,
         "check": check_command,
         "cancel": cancel_command,

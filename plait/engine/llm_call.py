@@ -242,7 +242,8 @@ async def _attempts(
 
 def _stream(node: LlmCallNode, state: RunState, rt: Runtime, request: ChatRequest) -> NodeStream | None:
     """The node's answer as it arrives, when the graph or the caller asks to follow it."""
-    if not node.stream and (state.stream is None or not state.stream.covers(node.id)):
+    chosen = rt.streams.get(state.root_run_id)  # read as the node starts: a late choice applies to what follows
+    if not node.stream and (chosen is None or not chosen.covers(node.id)):
         return None
     return NodeStream(rt.emit, state.run_id, node.id, parse=request.response_format is not None)
 

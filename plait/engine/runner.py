@@ -178,8 +178,6 @@ class Engine:
         self._driving = 0
         self._driven: set[str] = set()
         """The runs this engine executes now: a second call for one of them is refused."""
-        self.streams: dict[str, StreamChoice] = {}
-        """Top-level runs whose callers follow chosen nodes' answers as they arrive (`stream`)."""
         self.gate = ResourceGate(settings, store, provider, lambda: self._driving) if settings.enabled else None
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
@@ -198,9 +196,9 @@ class Engine:
         """Pass on the answers of `choice`'s nodes in the run and its child runs as they arrive
         (`NodeDelta` events), besides the nodes the graph marks `stream: true`, until it ends."""
         if choice is None:
-            self.streams.pop(run_id, None)
+            self.runtime.streams.pop(run_id, None)
         else:
-            self.streams[run_id] = choice
+            self.runtime.follow(run_id, choice)
 
     async def run(self, run_id: str, *, bounded: bool = False) -> RunOutcome:
         """Execute (or continue) a run until it completes, fails or pauses for a person. A child
@@ -213,7 +211,7 @@ class Engine:
         with self._counted() as ended:
             ended(outcome := await self._run(run_id))
             if outcome.status in TERMINAL_RUN_STATUSES:
-                self.streams.pop(run_id, None)
+                self.runtime.streams.pop(run_id, None)
             return outcome
 
     @contextlib.contextmanager
@@ -276,7 +274,6 @@ class Engine:
                     body=record.body,
                     root_run_id=root_of(self.store, record),
                 )
-                state.stream = self.streams.get(state.root_run_id)
                 state.path = path_of(self.store, record)
                 if record.started_at is not None:  # a fresh run has no node runs to restore
                     restore(state, self.store.runs.node_runs(run_id))
@@ -360,7 +357,6 @@ class Engine:
                 root_run_id=None if child is None else driving_root() or child.run_id,
             )
             state.budget = budget_for(self.store, None, self.run_limits)
-            state.stream = self.streams.get(state.root_run_id)
             state.path = () if child is None else driving_path()
             return await self._drive(create.run_id, state, (target.slug, target.version), set_up, create=create)
 

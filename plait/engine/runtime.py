@@ -11,6 +11,7 @@ from plait.engine.inline_tools import no_sub_runs
 from plait.engine.ports import NO_CHILD_RUNS, dropped, no_templates
 from plait.engine.script_host import no_routes
 from plait.engine.state import Phase
+from plait.engine.streaming import FOLLOWED, StreamChoice
 from plait.llm.tokens import ESTIMATE, TokenCounter
 
 if TYPE_CHECKING:
@@ -140,6 +141,17 @@ class Runtime:
         """Reads Plait's own GET routes for prompt scripts' `readRoute` (given by `plait serve`)."""
         self.degraded: set[str] = set()
         """Runs whose model calls go to `[pool] degrade_to` (a resource decision)."""
+        self.streams: dict[str, StreamChoice] = {}
+        """Top-level runs whose callers follow chosen nodes' answers as they arrive (`follow`)."""
+
+    def follow(self, run_id: str, choice: StreamChoice) -> None:
+        """Stream `choice`'s nodes of top-level run `run_id` (and of its child runs) from their
+        next model call on. At most `FOLLOWED` runs are kept: a choice for a run that never comes
+        here (a broadcast to every worker) is dropped once newer ones push it out."""
+        self.streams.pop(run_id, None)
+        self.streams[run_id] = choice
+        while len(self.streams) > FOLLOWED:
+            del self.streams[next(iter(self.streams))]
 
     def unserved(self, role: str) -> str | None:
         """Why a model call for `role` would fail here before it is sent (no provider; a role no

@@ -24,7 +24,6 @@ from plait.model.output_meta import ROUTED, strip_meta
 if TYPE_CHECKING:
     from plait.engine.events import RunPath
     from plait.engine.run_budget import RunBudget
-    from plait.engine.streaming import StreamChoice
 
 
 class Phase(StrEnum):
@@ -231,9 +230,6 @@ class RunState:
         """The run is being stopped (Ctrl-C, a pause, a shutdown): no new model call is made."""
         self.path: RunPath = ()
         """For a child run: the nodes above it (`Event.path`)."""
-        self.stream: StreamChoice | None = None
-        """The nodes whose answers the caller follows as they arrive, besides those the graph
-        marks `stream: true` (None: only those)."""
         self.reopened: set[str] = set()
         """Nodes given a new activation (a rerun, a correction's queue, a branch turned) that have
         not settled yet; what runs after them waits for them (`behind_reopened`)."""

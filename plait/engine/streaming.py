@@ -21,6 +21,9 @@ from plait.engine.events import Event, NodeDelta, NodePartial, NodeStreamReset
 
 INTERVAL_S = 0.25
 """The most often one node's stream emits: pieces arriving in between go out together."""
+FOLLOWED = 10_000
+"""Top-level runs a process keeps a stream choice for (a choice told to every worker is kept
+by those that never execute the run, until newer ones push it out)."""
 
 
 @dataclass(frozen=True, slots=True)

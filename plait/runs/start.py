@@ -58,6 +58,7 @@ def start_run(
     check: Callable[[StoredGraph], None] | None = None,
     llm: dict[str, Any] | None = None,
     announce: str | None = None,
+    run_id: str | None = None,
 ) -> str:
     """Create a `pending` run of a graph file or stored graph; `Engine.run` executes it.
 
@@ -65,7 +66,7 @@ def start_run(
     CLI and the HTTP API ask their engine whether it can execute the graph at all: a refused
     run is never created). `llm`: the model selection its executions use
     (`plait.runs.model_choice`). `announce`: hand the run to workers (its message is written with
-    it, `plait.store.outbox`)."""
+    it, `plait.store.outbox`). `run_id`: the id to give it (one told to the workers before)."""
     stored = resolve_graph(store, ref, files=files)
     check_input(stored, run_input)
     if check is not None:
@@ -77,4 +78,5 @@ def start_run(
         input=run_input,
         llm=llm,
         announce=announce,
+        run_id=run_id,
     )

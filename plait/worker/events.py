@@ -155,11 +155,21 @@ class EventPublisher:
 
 def ask_to_stop(url: str, queue_name: str, run_id: str, key: bytes) -> None:
     """Ask the workers of `queue_name` to give `run_id` back without announcing it again."""
+    _tell_workers(url, queue_name, key, {"stop": run_id})
+
+
+def ask_to_stream(url: str, queue_name: str, run_id: str, nodes: bool | list[str], key: bytes) -> None:
+    """Ask the workers of `queue_name` to stream the answers of `nodes` (True: every node) of
+    `run_id` when they execute it (its events reach the servers as any other)."""
+    _tell_workers(url, queue_name, key, {"stream": run_id, "nodes": nodes})
+
+
+def _tell_workers(url: str, queue_name: str, key: bytes, message: dict[str, Any]) -> None:
     import redis
 
     channel = CONTROL.format(queue=queue_name)
     with redis.Redis.from_url(url) as client:
-        client.publish(channel, Seal(key, channel).sign(json.dumps({"stop": run_id})))
+        client.publish(channel, Seal(key, channel).sign(json.dumps(message)))
 
 
 class EventFollower:

@@ -33,6 +33,7 @@ from typing import Literal
 from plait.engine.events import EventBus, RunFailed
 from plait.engine.outcome import EngineError
 from plait.engine.spread import Spread
+from plait.engine.streaming import FOLLOWED, StreamChoice
 from plait.llm.select import LlmConfigError
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.runs.engines import RunEngines, refuse
@@ -84,6 +85,8 @@ class WorkerRuntime:
         self.stopping = False
         self._asked: set[str] = set()
         """Runs given back because a pause or a cancel was asked elsewhere: not announced again."""
+        self._streams: dict[str, StreamChoice] = {}
+        """Runs a server asked to stream, until one starts here (at most `FOLLOWED`)."""
         self.control = EventFollower(settings.broker, settings.queue, self._control, key, channel=CONTROL, raw=True)
 
     def execute(self, run_id: str) -> Ending:
@@ -107,9 +110,14 @@ class WorkerRuntime:
                 self._running.pop(run_id, None)
 
     def _control(self, text: str) -> None:
-        """A request from a server: stop a run this process executes (it is paused or cancelled there)."""
+        """A request from a server: stop a run this process executes (it is paused or cancelled
+        there), or stream some of a run's answers."""
         try:
-            run_id = str(json.loads(text)["stop"])
+            message = json.loads(text)
+            if "stream" in message:
+                self._follow(str(message["stream"]), StreamChoice.of(message["nodes"]))
+                return
+            run_id = str(message["stop"])
         except (ValueError, KeyError, TypeError):
             return
         with self._lock:
@@ -119,9 +127,25 @@ class WorkerRuntime:
             self._asked.add(run_id)
         future.cancel()
 
+    def _follow(self, run_id: str, choice: StreamChoice | None) -> None:
+        """Stream `choice`'s nodes of the run when it executes here: every worker is told, as
+        any of them may take it (or has: its nodes started from now on stream)."""
+        if choice is None:
+            return
+        with self._lock:
+            self._streams[run_id] = choice
+            while len(self._streams) > FOLLOWED:
+                del self._streams[next(iter(self._streams))]
+        for engine in self.engines.all:
+            self.loop.call_soon_threadsafe(engine.stream, run_id, choice)
+
     async def _drive(self, run_id: str) -> Ending:
         try:
             engine = await asyncio.to_thread(self.engines.for_run, run_id)  # the run's own model
+            with self._lock:
+                choice = self._streams.pop(run_id, None)
+            if choice is not None:
+                engine.stream(run_id, choice)
             # a worker executes at most its concurrency of runs and the rest wait in the broker's
             # queue: a run finding the providers busy waits for its slot in the pool's queue,
             # not at the resource gate, holding a place (see plait/engine/resources.py)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.plait_cli import run_plait
+from plait.store import Store
+from plait.testing import wait_for
+from tests.plait_cli import run_plait, start_plait
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -155,3 +157,24 @@ def test_run_stream_prints_each_answer_on_stderr_as_it_arrives_and_only_the_resu
     assert one.returncode == 0, one.stderr
     assert "── classify ──" in one.stderr.splitlines()
     assert "── file_bug ──" not in one.stderr
+
+
+def test_runs_watch_follows_a_run_another_process_executes_until_it_ends(tmp_path: Path) -> None:
+    answers = tmp_path / "slow.yaml"
+    answers.write_text(
+        "responses:\n  - {node: classify, output: {label: question}, delay_ms: 2000}\n"
+        "  - {node: answer, output: {reply: See the Settings page.}}\n"
+    )
+    graph = str(EXAMPLES / "feedback_triage.yaml")
+    runner = start_plait("run", graph, "-i", "feedback=How?", "--llm", f"scripted:{answers}", "-q", cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        with Store(f"sqlite:///{tmp_path / '.plait' / 'plait.db'}") as store:
+            run_id = wait_for(lambda: next(iter(r.id for r in store.runs.list(limit=1)), None), timeout=60,
+                              what="the other process to create its run")  # fmt: skip
+        watched = plait("runs", "watch", run_id, "--queue", "none", cwd=tmp_path)
+        assert watched.returncode == 0, watched.stderr
+        assert json.loads(watched.stdout) == {"label": "question", "action": "answered"}
+        assert "node:complete  classify" in watched.stderr  # the progress it saw, read from the store
+    finally:
+        assert runner.wait(timeout=120) == 0

@@ -4,6 +4,7 @@ end; a schedule fired by the server is executed by the worker too."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import yaml
@@ -22,9 +23,14 @@ GRAPH = {
     "edges": [{"source": "think", "target": "shape"}, {"source": "shape", "target": "END"}],
 }
 
+WORDS = " ".join(f"word{i}" for i in range(40))
+
 
 def test_a_run_started_over_http_executes_on_a_worker_and_streams_its_events(cluster: Cluster) -> None:
-    (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "deep", "delay_ms": 300}]}))
+    streamed = {"match": "streamed", "text": WORDS, "delay_ms": 3000}  # spread over the words
+    (cluster.folder / "model.yaml").write_text(
+        yaml.safe_dump({"responses": [streamed, {"text": "deep", "delay_ms": 300}]})
+    )
     worker = cluster.worker()
     with cluster.served(yaml.safe_dump(GRAPH)) as client:
         run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()["run_id"]
@@ -37,6 +43,22 @@ def test_a_run_started_over_http_executes_on_a_worker_and_streams_its_events(clu
         assert run["status"] == "completed"
         assert run["output"] == {"answer": "deep"}
         assert not run["executing_here"]  # the worker executed it, not the server
+        # an answer the worker streams reaches the server's event stream through Redis
+        body = {"graph": "served_on_workers", "input": {"text": "streamed"}, "stream": ["think"]}
+        streaming = client.post("/api/runs", json=body).json()["run_id"]
+        status, events = read_events(client, streaming, until=lambda e: e["event"] == "workflow:complete")
+        assert status == 200
+        pieces = [e["data"]["text"] for e in events if e["event"] == "node:delta" and e["node_id"] == "think"]
+        assert "".join(pieces) == WORDS
+        # the same from the command line: told to the workers before the run exists, then followed
+        (cluster.folder / "graph.yaml").write_text(yaml.safe_dump(GRAPH))
+        queued = cluster.plait("run", "graph.yaml", "-i", "text=streamed", "--stream-node", "think")
+        assert queued.returncode == 0, queued.stderr
+        lines = queued.stderr.splitlines()
+        assert lines[lines.index("── think ──") + 1] == WORDS
+        watched = cluster.plait("runs", "watch", streaming, "--json")  # ended: its result at once
+        assert watched.returncode == 0, watched.stderr
+        assert json.loads(watched.stdout)["output"] == {"answer": WORDS}
         made = client.post("/api/schedules", json={"graph": "served_on_workers", "cron": "* * * * *",
                                                    "input": {"text": "tick"}}).json()  # fmt: skip
         with cluster.store() as store:

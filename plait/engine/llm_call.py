@@ -19,13 +19,13 @@ from plait.engine.inline_tools import ToolContext
 from plait.engine.llm_cache import CacheSlot
 from plait.engine.mcp_inputs import McpInputs, uses_mcp_inputs
 from plait.engine.mcp_inputs import gather as gather_mcp_inputs
-from plait.engine.model_calls import model_call, new_attempt, new_usage
+from plait.engine.model_calls import model_call, new_attempt, new_usage, stopped_call
 from plait.engine.prompt_script import run_prompt_script
 from plait.engine.render import NodeView, PromptBudget, build_view, for_the_record, prompt_budget
 from plait.engine.repair import diagnosed
 from plait.engine.runtime import NodeResult, Runtime
 from plait.engine.state import Phase, RunState
-from plait.engine.streaming import NodeStream
+from plait.engine.streaming import AnswerRejected, NodeStream
 from plait.engine.tool_loop import RoutedResultInvalid, offers_tools, tool_rounds
 from plait.engine.toolbox import ToolSetError, toolbox
 from plait.llm.tokens import ESTIMATE, TokenCounter
@@ -229,7 +229,7 @@ async def _attempts(
     cached = slot.answer(rt, contract, snapshot) if slot is not None else None
     if cached is not None:
         return cached
-    stream = _stream(node, state, rt, request)
+    stream = _stream(node, state, rt, request, contract)
     if stream is None:
         return await _asked(node, request, contract, snapshot, rt, state, slot, None, attempts, usage)
     try:
@@ -240,12 +240,37 @@ async def _attempts(
         stream.flush()
 
 
-def _stream(node: LlmCallNode, state: RunState, rt: Runtime, request: ChatRequest) -> NodeStream | None:
-    """The node's answer as it arrives, when the graph or the caller asks to follow it."""
+STOPPED = "the model's answer broke the out-edge schema while it was written (the call was stopped)"
+
+
+def _stream(
+    node: LlmCallNode, state: RunState, rt: Runtime, request: ChatRequest, contract: OutputContract
+) -> NodeStream | None:
+    """The node's answer as it arrives, when the graph or the caller asks to follow it, or the
+    node checks its fields as they complete."""
     chosen = rt.streams.get(state.root_run_id)  # read as the node starts: a late choice applies to what follows
-    if not node.stream and (chosen is None or not chosen.covers(node.id)):
+    checked = node.check_while_streaming and contract.structured
+    if not checked and not node.stream and (chosen is None or not chosen.covers(node.id)):
         return None
-    return NodeStream(rt.emit, state.run_id, node.id, parse=request.response_format is not None)
+    check = functools.partial(_field_problems, contract) if checked else None
+    return NodeStream(rt.emit, state.run_id, node.id, parse=request.response_format is not None, check=check)
+
+
+def _field_problems(contract: OutputContract, fields: dict[str, Any]) -> list[str]:
+    """What the complete fields of an answer break (the fields not written yet are not missing)."""
+    return [p for p in contract.violations(fields) if not (p.startswith("(root): ") and "is a required property" in p)]
+
+
+def _fed_back(request: ChatRequest, answer: str | None, problems: list[str]) -> ChatRequest:
+    """The request asked again: the answer, then what is wrong with it."""
+    return replace(
+        request,
+        messages=[
+            *request.messages,
+            {"role": "assistant", "content": answer or ""},
+            {"role": "user", "content": _feedback(problems)},
+        ],
+    )
 
 
 async def _asked(
@@ -276,6 +301,11 @@ async def _asked(
         record = new_attempt(attempts)
         try:
             response = await model_call(rt, state, request, estimate, usage, record)
+        except AnswerRejected as exc:  # a field broke the contract while it was written: ask again now
+            stopped_call(rt, request, exc.text, exc.problems, usage, record)
+            last = {"kind": "schema", "message": STOPPED, "details": exc.problems, "last_output": exc.text}
+            request = _fed_back(request, exc.text, exc.problems)
+            continue
         except (ProviderError, TimeoutError) as exc:
             if stream is not None:
                 stream.flush()  # what arrived was seen: the reset before the next attempt clears it
@@ -306,14 +336,7 @@ async def _asked(
             return result
         record["violations"] = problems
         last = {"kind": kind, "message": message, "details": problems, "last_output": response.content}
-        request = replace(
-            request,
-            messages=[
-                *request.messages,
-                {"role": "assistant", "content": response.content or ""},
-                {"role": "user", "content": _feedback(problems)},
-            ],
-        )
+        request = _fed_back(request, response.content, problems)
     return NodeResult.failed(
         snapshot,
         attempts,

@@ -72,6 +72,28 @@ async def model_call(
     return response
 
 
+def stopped_call(
+    rt: Runtime, request: ChatRequest, text: str, problems: list[str], usage: dict[str, Any], record: dict[str, Any]
+) -> None:
+    """Record a call the node stopped mid-answer (a field broke its contract): what was written
+    and why. The provider reports no usage for a call cut short, so its tokens are counted here
+    (`usage_estimated`); its cost is not known."""
+    counter = rt.counter(request.model_role, request.model)
+    prompt = sum(counter.count(str(m.get("content") or "")) for m in request.messages)
+    written = counter.count(text)
+    usage["tokens_input"] += prompt
+    usage["tokens_output"] += written
+    record.update(
+        content=text,
+        kind="schema",
+        violations=problems,
+        stopped=True,
+        usage={"input": prompt, "output": written},
+        usage_estimated=True,
+        duration_ms=_ms(record["started_at"]),
+    )
+
+
 async def _call(rt: Runtime, request: ChatRequest) -> ChatResponse:
     assert rt.provider is not None
     if rt.llm_slots is None:

@@ -46,6 +46,20 @@ class StreamChoice:
         return cls(frozenset([choice] if isinstance(choice, str) else choice))
 
 
+class AnswerRejected(Exception):
+    """A field of a streaming answer broke the node's contract (`check_while_streaming`): raised
+    from the provider's `on_delta`, so the call stops where the answer is."""
+
+    def __init__(self, problems: list[str], text: str) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+        self.text = text
+
+
+_FIELD_ENDS = frozenset(',}]"')
+"""A piece holding one of these may complete a field: only then is the answer checked again."""
+
+
 class NodeStream:
     """The answer of one node's model calls, passed on as coalesced events (see the module)."""
 
@@ -56,9 +70,12 @@ class NodeStream:
         node_id: str,
         *,
         parse: bool,
+        check: Callable[[dict[str, Any]], list[str]] | None = None,
         interval_s: float = INTERVAL_S,
     ) -> None:
-        """`parse`: the answer is a JSON object; each delta also carries what it parses to."""
+        """`parse`: the answer is a JSON object; each delta also carries what it parses to.
+        `check`: the problems of the fields complete so far (an object of them), checked as
+        fields complete; any stops the call (`AnswerRejected`)."""
         self._emit = emit
         self._run_id = run_id
         self._node_id = node_id
@@ -68,6 +85,9 @@ class NodeStream:
         self._text = ""
         self._parsed: Any = None
         self._timer: asyncio.TimerHandle | None = None
+        self._check = check
+        self._checked = 0
+        """Complete fields already checked (a new one completing is checked)."""
         self.attempt = 1
 
     def piece(self, text: str) -> None:
@@ -77,6 +97,8 @@ class NodeStream:
         self._pending.append(text)
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._interval_s, self.flush)
+        if self._check is not None and not _FIELD_ENDS.isdisjoint(text):
+            self._check_fields()
 
     def flush(self) -> None:
         """Emit what arrived since the last delta (nothing when nothing did)."""
@@ -99,10 +121,34 @@ class NodeStream:
             self._timer = None
         shown = bool(self._text)
         self._pending.clear()
-        self._text, self._parsed = "", None
+        self._text, self._parsed, self._checked = "", None, 0
         self.attempt += 1
         if shown:
             self._emit(NodeStreamReset(self._run_id, self._node_id, reason=reason, attempt=self.attempt))
+
+    def _check_fields(self) -> None:
+        """Check the fields complete so far; raise AnswerRejected when one breaks the contract.
+        A field is complete once the value of the next one has begun (or the object is closed):
+        the parse that keeps only complete values ("on") then has fewer fields than the one that
+        keeps the string being written ("trailing-strings"), or the same with the last one whole."""
+        assert self._check is not None
+        text = self._text + "".join(self._pending)
+        raw = text.encode()
+        try:
+            whole = jiter.from_json(raw, partial_mode="on")
+            started = jiter.from_json(raw, partial_mode="trailing-strings")
+        except ValueError:  # not JSON, or not yet: the check at the end says so
+            return
+        if not isinstance(whole, dict) or not isinstance(started, dict):
+            return
+        fields = list(whole.items())
+        complete = fields if len(started) > len(whole) or _closed(raw) else fields[:-1]
+        if len(complete) <= self._checked:
+            return
+        self._checked = len(complete)
+        problems = self._check(dict(complete))
+        if problems:
+            raise AnswerRejected(problems, text)
 
     def _emit_partial(self) -> None:
         try:
@@ -112,3 +158,12 @@ class NodeStream:
         if isinstance(value, dict) and value != self._parsed:
             self._parsed = value
             self._emit(NodePartial(self._run_id, self._node_id, value=value, attempt=self.attempt))
+
+
+def _closed(raw: bytes) -> bool:
+    """Whether the object is complete (then its last field is too)."""
+    try:
+        jiter.from_json(raw)
+    except ValueError:
+        return False
+    return True

@@ -176,6 +176,11 @@ class LlmCallNode(NodeBase):
     stream: bool = False
     """Pass the answer on as it arrives (`node:delta` events) to whoever follows the run, even
     when they did not ask for this node: an answer a person reads while it is written."""
+    check_while_streaming: bool = False
+    """Check each field of the answer against the out-edge schema as soon as it is complete,
+    while the model is still writing: a field that breaks it stops the call at once and the
+    node asks again with the problem fed back, instead of paying for the rest of a wrong answer
+    (the embedded model is checked at the end only). The answer is streamed for it."""
     allow_data_in_system_prompt: bool = False
     """Opt-in for run data in `system_prompt`. Off by default: the system prompt is the trusted
     instruction channel, and run data placed there could carry instructions of its own."""

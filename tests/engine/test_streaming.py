@@ -104,3 +104,31 @@ def test_a_child_runs_answer_reaches_the_top_level_runs_follower_with_its_path(t
         top = [e for e in seen if e.run_id == run_id]
         assert all(e.path == () for e in top)
         assert client.wait(run_id).status == "completed"
+
+
+def test_a_field_that_breaks_the_contract_stops_the_call_before_the_rest_is_written(tmp_path: Path) -> None:
+    verdict = {
+        "type": "object",
+        "properties": {"label": {"enum": ["bug", "praise"]}, "reason": {"type": "string"}},
+        "required": ["label", "reason"],
+    }
+    wrong = {"label": "complaint", "reason": LONG}  # the label is wrong long before the reason ends
+    g = GraphBuilder("checked", input_schema={"type": "object"})
+    g.schema("verdict", verdict)
+    g.llm_call("judge", "Label it.", max_retries=2, check_while_streaming=True)
+    g.transform("keep", "nodes.judge")
+    g.edge("judge", "keep", schema_id="verdict")
+    provider = scripted(
+        {"node": "judge", "output": wrong, "times": 1}, nodes={"judge": {"label": "bug", "reason": "x"}}
+    )
+    with Client(tmp_path / "p.db", llm=provider) as client:
+        result = client.run(g, {})  # nobody follows it: the check streams the answer for itself
+        assert result.output == {"label": "bug", "reason": "x"}
+        (judged,) = [n for n in client.get_run(result.run_id).nodes if n.node_id == "judge"]
+        first, second = judged.attempts
+        assert first["stopped"] is True
+        assert any("complaint" in problem for problem in first["violations"])
+        assert len(first["content"]) < 200 < len(json.dumps(wrong))  # stopped near the label, not at the end
+        assert first["usage"]["output"] > 0  # the tokens written before the stop are counted
+        assert "stopped" not in second
+        assert judged.tokens_output >= first["usage"]["output"] + second["usage"]["output"]

@@ -227,3 +227,47 @@ def test_ctrl_c_keeps_the_answers_that_arrived_and_resume_pays_for_nothing_again
         assert resumed.returncode == 0, resumed.stderr
         assert json.loads(resumed.stdout)["output"] == {"a": "ok", "b": "ok"}
     assert len(counts.arrivals) == 2  # each answer paid once
+
+
+STREAMED = """
+plait: 1
+id: streamed_answer
+nodes:
+  - id: write
+    type: LLM_CALL
+    user_prompt_tpl: "Write."
+    cache: false
+edges: []
+"""
+
+
+def test_kill_9_mid_stream_then_resume_executes_the_node_once(tmp_path: Path) -> None:
+    """The process dies while a node's answer streams: nothing of the half answer is kept, and
+    resuming asks the model once more for that node, whose answer is then the record."""
+    import select
+
+    graph = tmp_path / "streamed.yaml"
+    graph.write_text(STREAMED)
+    slow, fast, calls = tmp_path / "slow.yaml", tmp_path / "fast.yaml", tmp_path / "calls.jsonl"
+    words = " ".join(f"word{i}" for i in range(200))
+    slow.write_text(json.dumps({"responses": [{"text": words, "delay_ms": 120000}]}))  # ~0.6 s a word
+    fast.write_text(json.dumps({"log": str(calls), "responses": [{"text": "the whole answer"}]}))
+    process = start("run", str(graph), "--llm", f"scripted:{slow}", "--stream", cwd=tmp_path)
+    assert process.stderr is not None
+    seen, deadline = "", time.monotonic() + 60
+    while "word1 " not in seen:  # the header, then the first words of the answer
+        assert time.monotonic() < deadline, f"no streamed text on stderr: {seen!r}"
+        ready, _, _ = select.select([process.stderr], [], [], 1.0)
+        if ready:
+            seen += os.read(process.stderr.fileno(), 4096).decode()
+    assert "── write ──" in seen
+    process.kill()  # SIGKILL: no clean-up of any kind
+    process.wait(timeout=30)
+    run_id = str(the_run(tmp_path)["id"])
+    resumed = plait("resume", run_id, "--llm", f"scripted:{fast}", "--json", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["output"] == "the whole answer"
+    assert len(calls.read_text().splitlines()) == 1  # the node asked the model once more, not twice
+    nodes = the_run(tmp_path)["nodes"]
+    assert isinstance(nodes, list)
+    assert [(n["node_id"], n["status"]) for n in nodes] == [("write", "completed")]

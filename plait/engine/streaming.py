@@ -1,8 +1,9 @@
 """A node's answer as it arrives: the model's text pieces, coalesced into a few events a second.
 
 A model sends one piece per token; a browser or a terminal needs a few updates a second, not
-hundreds. `NodeStream` gathers the pieces of one node's answer and emits them as `NodeDelta`
-events at most every `interval_s`; for an object answer, also what the text parses to so far
+hundreds. `NodeStream` emits the first piece of one node's answer at once (the time to the first
+text is the model's), then gathers the pieces and emits them as `NodeDelta` events at most every
+`interval_s`; for an object answer, also what the text parses to so far
 (`NodePartial`). When the node asks again (the answer was invalid, the stream broke off), it
 emits `NodeStreamReset` so that whoever shows the text clears it. Streams only ever emit events:
 the committed output stays the record, and cost is counted from the model's reported usage.
@@ -85,6 +86,8 @@ class NodeStream:
         self._text = ""
         self._parsed: Any = None
         self._timer: asyncio.TimerHandle | None = None
+        self._flushed_at = float("-inf")
+        """When the last delta went out (the loop's clock)."""
         self._check = check
         self._checked = 0
         """Complete fields already checked (a new one completing is checked)."""
@@ -95,8 +98,13 @@ class NodeStream:
         if not text:
             return
         self._pending.append(text)
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self._interval_s, self.flush)
+        if self._timer is None:  # the first piece after a quiet spell goes out at once; later ones wait their turn
+            loop = asyncio.get_running_loop()
+            wait = self._flushed_at + self._interval_s - loop.time()
+            if wait <= 0:
+                self.flush()
+            else:
+                self._timer = loop.call_later(wait, self.flush)
         if self._check is not None and not _FIELD_ENDS.isdisjoint(text):
             self._check_fields()
 
@@ -107,6 +115,7 @@ class NodeStream:
             self._timer = None
         if not self._pending:
             return
+        self._flushed_at = asyncio.get_running_loop().time()
         chunk = "".join(self._pending)
         self._pending.clear()
         self._text += chunk
@@ -155,7 +164,7 @@ class NodeStream:
             value = jiter.from_json(self._text.encode(), partial_mode="trailing-strings")
         except ValueError:  # not JSON (yet, or at all: the contract check says so at the end)
             return
-        if isinstance(value, dict) and value != self._parsed:
+        if isinstance(value, dict) and value and value != self._parsed:  # {} tells nothing yet
             self._parsed = value
             self._emit(NodePartial(self._run_id, self._node_id, value=value, attempt=self.attempt))
 

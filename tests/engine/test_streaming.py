@@ -3,12 +3,14 @@ node asks again, and only for the nodes the graph or the caller chose."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 from plait.client import Client, events
 from plait.compile.builder import GraphBuilder
+from plait.engine.streaming import NodeStream
 from plait.testing import scripted
 
 TEXT = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
@@ -132,3 +134,21 @@ def test_a_field_that_breaks_the_contract_stops_the_call_before_the_rest_is_writ
         assert first["usage"]["output"] > 0  # the tokens written before the stop are counted
         assert "stopped" not in second
         assert judged.tokens_output >= first["usage"]["output"] + second["usage"]["output"]
+
+
+def test_the_first_piece_goes_out_at_once_and_the_rest_waits_for_its_turn() -> None:
+    sent: list[events.Event] = []
+
+    async def pieces() -> None:
+        stream = NodeStream(sent.append, "r", "n", parse=True, interval_s=3600)  # the turn never comes here
+        for piece in ('{"te', 'xt": "h', "i", '"}'):
+            stream.piece(piece)
+        assert [e.text for e in sent if isinstance(e, events.NodeDelta)] == ['{"te']  # time to first text: none added
+        stream.flush()  # the node's answer is complete: what waited goes out together
+        assert [e.text for e in sent if isinstance(e, events.NodeDelta)] == ['{"te', 'xt": "hi"}']
+        assert [e.value for e in sent if isinstance(e, events.NodePartial)] == [{"text": "hi"}]
+        stream.again("the answer was invalid")
+        (reset,) = [e for e in sent if isinstance(e, events.NodeStreamReset)]
+        assert (reset.attempt, reset.reason) == (2, "the answer was invalid")
+
+    asyncio.run(pieces())

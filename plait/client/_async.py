@@ -8,6 +8,7 @@ is used from; `Client` is the same client for code that is not async.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
@@ -219,10 +220,11 @@ class AsyncClient:
 
     async def resume(self, run_id: str, *, llm: str | None = None, config: str | None = None) -> RunResult[Any]:
         """Continue a run after a crash, a kill or a pause: completed nodes are never executed
-        again. It executes on the run's own model unless `llm` or `config` names another
-        (recorded on the run)."""
+        again, and a node whose process went down while executing it is, however often that
+        happened (an automatic continuation stops at two). It executes on the run's own model
+        unless `llm` or `config` names another (recorded on the run)."""
         self._on_model(run_id, llm, config, by="resume")
-        return await self._finished(self._drive(run_id))
+        return await self._finished(self._drive(run_id, retry_lost=True))
 
     async def events(self, run_id: str) -> AsyncIterator[Event]:
         """The events of a run this client started (`start`), from its start, then each new one
@@ -369,13 +371,15 @@ class AsyncClient:
             self._flights.listen_to(self._engines.default.events)
         return self._store, self._engines
 
-    def _drive(self, run_id: str) -> asyncio.Task[RunOutcome]:
-        """Execute the run on this loop, until it stops, as a task (closing the client cancels it)."""
+    def _drive(self, run_id: str, *, retry_lost: bool = False) -> asyncio.Task[RunOutcome]:
+        """Execute the run on this loop, until it stops, as a task (closing the client cancels it).
+        `retry_lost`: a person asked for it (`resume`): a node lost with its process often executes."""
         from plait.runs.session import finish
 
         store = self._open()[0]
         engine = self._refused(self._engines_for, run_id)
-        task = asyncio.get_running_loop().create_task(finish(store, engine.run, run_id))
+        drive = functools.partial(engine.run, retry_lost=retry_lost)
+        task = asyncio.get_running_loop().create_task(finish(store, drive, run_id))
         self._driving.add(task)
         task.add_done_callback(self._driving.discard)
         return task

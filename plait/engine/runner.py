@@ -178,6 +178,8 @@ class Engine:
         self._driving = 0
         self._driven: set[str] = set()
         """The runs this engine executes now: a second call for one of them is refused."""
+        self._retrying: set[str] = set()
+        """Runs a person asked to continue here (`run(retry_lost=True)`), while they execute."""
         self.gate = ResourceGate(settings, store, provider, lambda: self._driving) if settings.enabled else None
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
@@ -200,19 +202,25 @@ class Engine:
         else:
             self.runtime.follow(run_id, choice)
 
-    async def run(self, run_id: str, *, bounded: bool = False) -> RunOutcome:
+    async def run(self, run_id: str, *, bounded: bool = False, retry_lost: bool = False) -> RunOutcome:
         """Execute (or continue) a run until it completes, fails or pauses for a person. A child
         run continued on its own (after a review or a correction in it) then continues its
         parent, when the parent's node is waiting for it. `bounded`: the caller bounds its runs
-        in flight itself (a batch, a worker), so the resource decisions leave out provider capacity."""
+        in flight itself (a batch, a worker), so the resource decisions leave out provider capacity.
+        `retry_lost`: a person asked to continue this run, as the engine's own `retry_lost`."""
         refused = await self._gated(run_id, bounded=bounded)
         if refused is not None:
             return refused
-        with self._counted() as ended:
-            ended(outcome := await self._run(run_id))
-            if outcome.status in TERMINAL_RUN_STATUSES:
-                self.runtime.streams.pop(run_id, None)
-            return outcome
+        if retry_lost:
+            self._retrying.add(run_id)
+        try:
+            with self._counted() as ended:
+                ended(outcome := await self._run(run_id))
+                if outcome.status in TERMINAL_RUN_STATUSES:
+                    self.runtime.streams.pop(run_id, None)
+                return outcome
+        finally:
+            self._retrying.discard(run_id)
 
     @contextlib.contextmanager
     def _counted(self) -> Iterator[Callable[[RunOutcome], None]]:
@@ -397,7 +405,8 @@ class Engine:
         if state.path:
             self.events.paths[run_id] = state.path
         try:
-            kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store, self.retry_lost)
+            retry_lost = self.retry_lost or run_id in self._retrying
+            kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store, retry_lost)
             scheduler = Scheduler(kernel, run_id, state, seen, create=create)
             return await scheduler.execute(
                 on_started=set_up,

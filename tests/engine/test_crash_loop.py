@@ -59,3 +59,19 @@ def test_a_node_lost_twice_fails_automatically_but_a_person_can_insist(db_url: s
     assert rerun.returncode == 0, rerun.stderr
     with Store(db_url) as store:
         assert store.runs.get(run.id).output == {"n": 2}
+
+
+def test_a_person_resuming_from_python_insists_as_plait_resume_does(db_url: str, tmp_path: Path) -> None:
+    from plait.client import Client
+
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(GRAPH)
+    assert plait("run", str(graph), "--db", db_url, env=KILL).returncode == 137
+    with Store(db_url) as store:
+        (run,) = store.runs.list()
+    for _ in range(2):
+        assert plait("resume", run.id, "--db", db_url, env=KILL).returncode == 137
+    with Client(db_url) as client:  # lost twice: an automatic continuation would fail it
+        result = client.resume(run.id)
+    assert result.status == "completed", result.failure
+    assert result.output == {"n": 2}

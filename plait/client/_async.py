@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from plait.client import _corrections, _graphs
 from plait.client._flights import Flights
-from plait.client._results import ClientClosed, RunResult, result_of
+from plait.client._results import ClientClosed, RunResult, result_from, result_of
 from plait.client._wording import for_python
 from plait.errors import PlaitError
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
@@ -170,11 +170,12 @@ class AsyncClient:
         `stream`: node ids (or True: every node) whose answers `events` passes on as they
         arrive (`NodeDelta`), besides the nodes the graph marks `stream: true`."""
         run_id = self._create(graph, input)
+        engine = self._open()[1].default  # the model a new run executes on
         if stream:
             from plait.engine.streaming import StreamChoice
 
-            self._refused(self._engines_for, run_id).stream(run_id, StreamChoice.of(stream))
-        self._flights.start(run_id, self._drive(run_id))
+            engine.stream(run_id, StreamChoice.of(stream))
+        self._flights.start(run_id, self._drive(run_id, engine))
         return run_id
 
     def _create(self, graph: GraphSource, input: dict[str, Any] | None) -> str:
@@ -200,7 +201,8 @@ class AsyncClient:
         """Start a run and wait until it completes, fails or waits for a person. With
         `output_type` (a pydantic model, a dataclass, any type pydantic validates), the output
         is validated into it (`OutputMismatch` when it does not fit)."""
-        return await self._finished(self._drive(self._create(graph, input)), output_type)
+        run_id = self._create(graph, input)
+        return await self._finished(self._drive(run_id, self._open()[1].default), output_type)
 
     async def wait(self, run_id: str, *, output_type: Any = None, timeout: float | None = None) -> RunResult[Any]:
         """The run's result once it completed, failed, was cancelled or waits for a person,
@@ -214,8 +216,11 @@ class AsyncClient:
         return self._refused(result_of, self.store, self.store.runs.get(run_id), output_type)
 
     async def _finished(self, task: asyncio.Task[RunOutcome], output_type: Any = None) -> RunResult[Any]:
-        """The result of a run this client drives with `task`, once it stopped."""
+        """The result of a run this client drives with `task`, once it stopped (a run that
+        failed or waits is read back for its node's reason or its reviews)."""
         outcome = await task
+        if outcome.status not in (RunStatus.FAILED, RunStatus.PAUSED):
+            return self._refused(result_from, outcome, output_type)
         return self._refused(result_of, self.store, self.store.runs.get(outcome.run_id), output_type)
 
     async def resume(self, run_id: str, *, llm: str | None = None, config: str | None = None) -> RunResult[Any]:
@@ -371,13 +376,16 @@ class AsyncClient:
             self._flights.listen_to(self._engines.default.events)
         return self._store, self._engines
 
-    def _drive(self, run_id: str, *, retry_lost: bool = False) -> asyncio.Task[RunOutcome]:
-        """Execute the run on this loop, until it stops, as a task (closing the client cancels it).
+    def _drive(
+        self, run_id: str, engine: Engine | None = None, *, retry_lost: bool = False
+    ) -> asyncio.Task[RunOutcome]:
+        """Execute the run on this loop, until it stops, as a task (closing the client cancels it);
+        `engine`: the one for the run's model, when known (else read from the run).
         `retry_lost`: a person asked for it (`resume`): a node lost with its process often executes."""
         from plait.runs.session import finish
 
         store = self._open()[0]
-        engine = self._refused(self._engines_for, run_id)
+        engine = engine or self._refused(self._engines_for, run_id)
         drive = functools.partial(engine.run, retry_lost=retry_lost)
         task = asyncio.get_running_loop().create_task(finish(store, drive, run_id))
         self._driving.add(task)

@@ -15,6 +15,7 @@ from plait.errors import PlaitError, Refusal
 from plait.model.enums import RunStatus
 
 if TYPE_CHECKING:
+    from plait.engine.outcome import RunOutcome
     from plait.store import RunRecord, Store
 
 T = TypeVar("T")
@@ -103,7 +104,7 @@ def result_of(store: Store, record: RunRecord, output_type: Any = None) -> RunRe
 
     status = RunStatus(record.status)
     if status not in (RunStatus.FAILED, RunStatus.PAUSED):
-        return RunResult(record.id, status, _typed(record, output_type), record.error)
+        return RunResult(record.id, status, _typed(record.id, status, record.output, output_type), record.error)
     nodes = store.runs.node_runs(record.id)
     if status == RunStatus.PAUSED:
         reviews = tuple(_review(r) for r in waiting_reviews(record.id, nodes))
@@ -112,18 +113,25 @@ def result_of(store: Store, record: RunRecord, output_type: Any = None) -> RunRe
     return RunResult(record.id, status, None, record.error, None if cause is None else _failure(cause))
 
 
-def _typed(record: RunRecord, output_type: Any) -> Any:
-    if output_type is None or record.status != RunStatus.COMPLETED:
-        return record.output
+def result_from(outcome: RunOutcome, output_type: Any = None) -> RunResult[Any]:
+    """The result of a run that completed or was cancelled, as the engine reported it: nothing
+    more to read (a failed or waiting run needs its node runs: `result_of`)."""
+    status = RunStatus(outcome.status)
+    return RunResult(outcome.run_id, status, _typed(outcome.run_id, status, outcome.output, output_type), outcome.error)
+
+
+def _typed(run_id: str, status: RunStatus, output: Any, output_type: Any) -> Any:
+    if output_type is None or status != RunStatus.COMPLETED:
+        return output
     from pydantic import TypeAdapter, ValidationError
 
     try:
-        return TypeAdapter(output_type).validate_python(record.output)
+        return TypeAdapter(output_type).validate_python(output)
     except ValidationError as exc:
         details = [f"{'.'.join(map(str, e['loc'])) or 'output'}: {e['msg']}" for e in exc.errors()]
         raise OutputMismatch(
-            f"run {record.id} completed, but its output is not a {getattr(output_type, '__name__', output_type)}",
-            f"read it untyped with client.get_run({record.id!r}), or fix the output type",
+            f"run {run_id} completed, but its output is not a {getattr(output_type, '__name__', output_type)}",
+            f"read it untyped with client.get_run({run_id!r}), or fix the output type",
             details,
         ) from None
 

@@ -60,6 +60,8 @@ __all__ = ["Engine", "EngineError", "RunOutcome", "new_owner"]
 log = logging.getLogger("plait.engine")
 
 
+EXECUTABLE_KEPT = 10_000
+"""Graph versions an engine remembers it can execute (forgotten all at once past this)."""
 COMPILED_BYTES = 64 << 20
 """What the graph versions an engine keeps compiled may weigh (a server runs many graphs)."""
 COMPILED_WEIGHT = 16
@@ -178,6 +180,8 @@ class Engine:
         self._driving = 0
         self._driven: set[str] = set()
         """The runs this engine executes now: a second call for one of them is refused."""
+        self._executable: set[tuple[str, int, str | None]] = set()
+        """Graph versions (and inline bodies) found executable here (`_refuse_unexecutable`)."""
         self._retrying: set[str] = set()
         """Runs a person asked to continue here (`run(retry_lost=True)`), while they execute."""
         self.gate = ResourceGate(settings, store, provider, lambda: self._driving) if settings.enabled else None
@@ -350,7 +354,7 @@ class Engine:
     ) -> RunOutcome:
         """Write the run of `target` once admitted, already begun, and drive it."""
         async with self._admitted() as set_up:
-            refuse_unexecutable(target.compiled, self.runtime)
+            self._refuse_unexecutable(target.graph_id, target.version, target.body, target.compiled)
             lease = (self.owner, self.lease_ttl_s)
             new = NewRun(target.graph_id, target.version, target.schema_version, run_input, lease, self.llm, child,
                          target.body, run_id)  # fmt: skip
@@ -474,13 +478,26 @@ class Engine:
         )
 
     def _check_record(self, record: RunRecord) -> None:
-        refuse_unexecutable(self.compiled_for(record.graph_id, record.graph_version, record.body), self.runtime)
+        self._refuse_unexecutable(record.graph_id, record.graph_version, record.body)
 
     def check_executable(self, graph: StoredGraph) -> None:
         """Raise EngineError when this engine could not execute a run of `graph` (a node type not
         executed yet, no provider serving a role, a model lacking a capability, an MCP server not
         configured): what `run` and `start` check, for callers that refuse before a run exists."""
-        refuse_unexecutable(self.compiled_for(graph.graph_id, graph.version), self.runtime)
+        self._refuse_unexecutable(graph.graph_id, graph.version)
+
+    def _refuse_unexecutable(
+        self, graph_id: str, version: int, body: str | None = None, compiled: CompiledRun | None = None
+    ) -> None:
+        """`refuse_unexecutable` once per graph version (and inline body) this engine executes:
+        what it checks (the graph, this engine's providers, tools and servers) never changes."""
+        key = (graph_id, version, body)
+        if key in self._executable:
+            return
+        refuse_unexecutable(compiled or self.compiled_for(graph_id, version, body), self.runtime)
+        if len(self._executable) >= EXECUTABLE_KEPT:
+            self._executable.clear()
+        self._executable.add(key)
 
     async def _renew(self, run_id: str) -> None:
         """Renew the lease every third of its length; a renewal the database fails is tried at the

@@ -9,6 +9,8 @@ export interface RunEvent {
   node_id: string | null;
   at: number;
   data: Record<string, unknown>;
+  /** For an event of a child run: the nodes above it, outermost first. */
+  path?: { run_id: string; node_id: string }[];
 }
 
 /** Follow `runId`'s events after event `after`, calling `onEvent` for each, and `onEnd` when the

@@ -1,4 +1,5 @@
-import { useState } from "react";
+import { useLayoutEffect, useRef, useState } from "react";
+import { type LiveAnswer, type LiveAnswers, useLiveAnswer } from "../api/answers";
 import { get, post, q, type Schemas } from "../api/client";
 import { CodeEditor } from "../components/CodeEditor";
 import { ErrorView } from "../components/ErrorView";
@@ -27,8 +28,9 @@ export function NodePanel(props: {
   waiting: boolean;
   downstream: string[];
   onChanged: () => void;
+  answers: LiveAnswers;
 }) {
-  const { run, graph, nodeId, nodeRuns, waiting, downstream, onChanged } = props;
+  const { run, graph, nodeId, nodeRuns, waiting, downstream, onChanged, answers } = props;
   const def = graph.nodes.find((n) => n.id === nodeId);
   const current = nodeRuns.find((n) => n.current) ?? nodeRuns[nodeRuns.length - 1];
   const detail = useApi(
@@ -37,6 +39,7 @@ export function NodePanel(props: {
   );
   const [problem, setProblem] = useState<unknown>(null);
   const [said, setSaid] = useState<string | null>(null);
+  const live = useLiveAnswer(answers, run.id, nodeId);
 
   async function correct(path: string, body: unknown, what: string) {
     setProblem(null);
@@ -65,7 +68,8 @@ export function NodePanel(props: {
       <h2>
         {def.type} {def.label || nodeId} <code>{nodeId}</code>
       </h2>
-      {!current ? <p className="muted">Not executed in this run.</p> : null}
+      {/* The page's read of the run may predate the node's start: its answer shows all the same. */}
+      {!current ? live ? <AnswerSoFar answer={live} /> : <p className="muted">Not executed in this run.</p> : null}
       {current ? (
         <>
           <p>
@@ -89,8 +93,14 @@ export function NodePanel(props: {
               {current.override_note ? `: ${current.override_note}` : ""}. The model's original is kept below.
             </p>
           ) : null}
-          <h3>Effective output</h3>
-          <pre data-testid="effective-output">{JSON.stringify(current.effective_output, null, 2)}</pre>
+          {live ? (
+            <AnswerSoFar answer={live} />
+          ) : (
+            <>
+              <h3>Effective output</h3>
+              <pre data-testid="effective-output">{JSON.stringify(current.effective_output, null, 2)}</pre>
+            </>
+          )}
           {current.override !== null && current.override !== undefined ? (
             <details>
               <summary>Original output</summary>
@@ -144,6 +154,42 @@ export function NodePanel(props: {
       <ErrorView error={problem} onDismiss={() => setProblem(null)} />
       <Notice>{said}</Notice>
     </div>
+  );
+}
+
+/** The answer the model is writing now, as plain text, kept scrolled to its end unless the reader
+ * scrolled up; the committed output replaces it when the node ends. */
+function AnswerSoFar({ answer }: { answer: LiveAnswer }) {
+  const box = useRef<HTMLPreElement>(null);
+  const following = useRef(true);
+  useLayoutEffect(() => {
+    if (box.current && following.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [answer.text]);
+  return (
+    <>
+      <h3>
+        Answer so far{answer.attempt > 1 ? <span className="muted"> (attempt {answer.attempt})</span> : null}
+      </h3>
+      {answer.again !== null ? (
+        <p className="muted" data-testid="asked-again">
+          asked again: {answer.again}
+        </p>
+      ) : null}
+      <pre
+        ref={box}
+        className="answer"
+        role="log"
+        aria-live="polite"
+        aria-label="Answer so far"
+        data-testid="live-answer"
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          following.current = el.scrollTop + el.clientHeight >= el.scrollHeight - 4;
+        }}
+      >
+        {answer.text}
+      </pre>
+    </>
   );
 }
 

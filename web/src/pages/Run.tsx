@@ -1,6 +1,7 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { get, q, type Schemas } from "../api/client";
 import { ENDED, RunActions } from "../components/RunActions";
+import { LiveAnswers } from "../api/answers";
 import { followRun, type RunEvent } from "../api/events";
 import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
@@ -44,25 +45,32 @@ export function RunPage({ runId }: { runId: string }) {
   const [view, setView] = useState<"node" | "ledger" | "diff">("node");
   const [problem, setProblem] = useState<unknown>(null);
   const reloadSoon = useDebounced(run.reload, 150);
+  // The answers nodes are writing now, for the node panel; only while the page follows the run.
+  const answers = useMemo(() => new LiveAnswers(), [runId]);
 
   const lastEvent = useRef(0);
   const onEvent = useCallback(
     (event: RunEvent) => {
       lastEvent.current = event.id;
+      answers.take(event);
       const status = EVENT_STATUS[event.event];
       if (status && event.node_id) setLive((now) => ({ ...now, [event.node_id!]: status }));
       if (event.event.startsWith("run:") || event.event.startsWith("workflow:") || status === "completed") reloadSoon();
     },
-    [reloadSoon],
+    [reloadSoon, answers],
   );
 
   // Follow the events while the run can still change by itself; a run that ended starts again
   // only by a correction or a resume, and the read after it shows the run going again.
   const ended = detail ? ENDED.includes(detail.status) && !detail.executing_here : true;
-  useEffect(
-    () => (ended ? undefined : followRun(runId, onEvent, run.reload, lastEvent.current)),
-    [runId, ended, onEvent, run.reload],
-  );
+  useEffect(() => {
+    if (ended) return undefined;
+    const stop = followRun(runId, onEvent, run.reload, lastEvent.current);
+    return () => {
+      stop();
+      answers.clear();
+    };
+  }, [runId, ended, onEvent, run.reload, answers]);
 
   const current = useMemo(() => currentRuns(detail?.nodes ?? []), [detail]);
   const statuses = useMemo(() => {
@@ -155,6 +163,7 @@ export function RunPage({ runId }: { runId: string }) {
                   waiting={waiting?.id === selected}
                   downstream={downstreamOf(doc, selected)}
                   onChanged={run.reload}
+                  answers={answers}
                 />
               ) : (
                 <RunSummary detail={detail} />

@@ -24,7 +24,9 @@ export function StartRun({ graph }: { graph: Schemas["GraphOut"] }) {
       input[name] = prop.type === "string" || prop.type === undefined ? raw : parse(raw);
     }
     try {
-      const started = await post<Schemas["StartedOut"]>("/api/runs", { graph: graph.id, input });
+      // Every node's answer streams, so that the run page shows each one as the model writes it.
+      const body: Schemas["StartIn"] = { graph: graph.id, input, stream: true };
+      const started = await post<Schemas["StartedOut"]>("/api/runs", body);
       go("runs", started.run_id);
     } catch (cause) {
       setProblem(cause);

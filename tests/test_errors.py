@@ -39,6 +39,7 @@ NOT_REFUSALS = {
     "plait.runs.batch.RecordError": "a line of a batch cannot be a run input: the failed file records it",
     "plait.engine.render_limits.RenderLimitError": "a template went over the render budget: the node records it",
     "plait.engine.run_budget.BudgetExceeded": "a run reached its budget starting a child: the node records it",
+    "plait.engine.streaming.AnswerRejected": "a field broke the contract mid-answer: the node asks again",
     "plait.engine.ports.TemplatesUnavailable": "no stored templates for a prompt script: the node records it",
     # Turned into diagnostics or validation errors before any user sees them.
     "plait.model.limits.ValueLimitError": "raised inside pydantic validators, reported as their errors",

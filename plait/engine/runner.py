@@ -180,6 +180,9 @@ class Engine:
         self._driving = 0
         self._driven: set[str] = set()
         """The runs this engine executes now: a second call for one of them is refused."""
+        self.stopping: set[str] = set()
+        """Runs a person stopped elsewhere (a pause or a cancel on a server) that this engine is
+        stopping: given up `paused`, not as if its process had died."""
         self._executable: set[tuple[str, int, str | None]] = set()
         """Graph versions (and inline bodies) found executable here (`_refuse_unexecutable`)."""
         self._retrying: set[str] = set()
@@ -427,8 +430,10 @@ class Engine:
     def _give_up(self, run_id: str, active_s: float) -> None:
         """`RunRepository.give_up`; when the database fails it too, the run is left to its lease
         (it runs out, and the run is taken over as one whose process died)."""
+        paused = run_id in self.stopping
+        self.stopping.discard(run_id)
         try:
-            self.store.runs.give_up(run_id, self.owner, active_s=active_s)
+            self.store.runs.give_up(run_id, self.owner, active_s=active_s, paused=paused)
         except Exception as exc:
             if not transient(exc):
                 raise

@@ -467,12 +467,21 @@ class RunRepository:
         )
         self._update_run(run_id, stmt)
 
-    def give_up(self, run_id: str, owner: str, *, active_s: float = 0.0) -> None:
+    def give_up(self, run_id: str, owner: str, *, active_s: float = 0.0, paused: bool = False) -> None:
         """An engine stops driving a run mid-way (a pause, a cancel, a lost lease, a shutdown): the
         nodes `owner` was executing go back to `pending` (whoever drives the run next, this engine
         included, executes them again; their results were never committed) and the lease is given up.
-        `active_s`: how long it executed the run (added to the run's execution time)."""
+        `active_s`: how long it executed the run (added to the run's execution time). `paused`: a
+        person stopped it elsewhere: it is `paused` in the same step, so that nothing takes it over
+        as a run whose process died before that person's process records what they asked."""
         with self._writer.begin() as conn:
+            if paused:
+                conn.execute(
+                    update(GRAPH_RUN)
+                    .where(GRAPH_RUN.c.id == run_id, GRAPH_RUN.c.lease_owner == owner)
+                    .where(GRAPH_RUN.c.status.in_([RunStatus.RUNNING.value, RunStatus.PENDING.value]))
+                    .values(status=RunStatus.PAUSED.value)
+                )
             conn.execute(
                 update(NODE_RUN)
                 .where(

@@ -30,7 +30,7 @@ def register(app: Celery) -> None:
               Request="plait.worker.consumer:Request")  # fmt: skip
     def run(task: Task[Any, Any], run_id: str, reason: str = "start") -> str:
         assert _runtime is not None, "the worker's runtime is set up before it consumes"
-        ending = _runtime.execute(run_id)
+        ending = _runtime.execute(run_id, reason)
         if ending == "busy":
             raise task.retry(countdown=_runtime.settings.lease_ttl_s)
         if ending == "given_back":

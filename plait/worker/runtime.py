@@ -8,15 +8,17 @@ continued on: `plait.runs.model_choice`), as on the server: a run on the worker'
 worker's engine, a run on another model to an engine built for it (`plait.runs.engines`). A
 model this worker cannot build is a refusal that names it and why.
 
-A run given to `execute` ends in one of four ways, which the task turns into what the broker
+A run given to `execute` ends in one of these ways, which the task turns into what the broker
 is told: it `ended` (completed, failed or paused: acknowledged), it is `busy` (another live
 engine holds its lease: retried after a lease's length, when it has finished or its holder is
 gone), it was `given_back` (this worker is shutting down: the engine released it, nodes in
 flight back to pending, and it is announced again for another worker), or it was `refused`
 (this worker cannot execute it: a never-started run is failed with the reason, as the server
-does), or `stopped` (a server asked for it: the run is being paused or cancelled there, and
-is not announced again). A message for a run this process is executing already is a `duplicate` (the outbox sends
-at least once): acknowledged, as the run is in hand.
+does), or `stopped` (a server asked for it: the run is being paused or cancelled there, is
+given up `paused`, and is not announced again). A message for a run this process is executing
+already is a `duplicate` (the outbox sends at least once): acknowledged, as the run is in hand;
+one for a run a person paused (`paused`) is acknowledged and does nothing, unless a server sent
+it or the run's WAIT is due.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from plait.store import Store
 from plait.worker.app import WorkerSettings
 from plait.worker.events import CONTROL, EventFollower, EventPublisher, signing_key
 
-Ending = Literal["ended", "busy", "given_back", "stopped", "refused", "duplicate"]
+Ending = Literal["ended", "busy", "given_back", "stopped", "refused", "duplicate", "paused"]
 log = logging.getLogger("plait.worker")
 
 
@@ -89,8 +91,13 @@ class WorkerRuntime:
         """Runs a server asked to stream, until one starts here (at most `FOLLOWED`)."""
         self.control = EventFollower(settings.broker, settings.queue, self._control, key, channel=CONTROL, raw=True)
 
-    def execute(self, run_id: str) -> Ending:
-        """Execute (or continue) the run here until it ends, or this worker gives it back."""
+    def execute(self, run_id: str, reason: str = "start") -> Ending:
+        """Execute (or continue) the run here until it ends, or this worker gives it back.
+        `reason`: why its message was sent; a run a person paused is continued only when a
+        server sent it (a resume, an answered review) or its WAIT is due, never by a message
+        left from before the pause."""
+        if reason != "serve" and self._left_paused(run_id):
+            return "paused"
         with self._lock:
             if self.stopping:
                 return "given_back"
@@ -109,6 +116,11 @@ class WorkerRuntime:
             with self._lock:
                 self._running.pop(run_id, None)
 
+    def _left_paused(self, run_id: str) -> bool:
+        record = self.store.runs.get(run_id)
+        due = record.wake_at is not None and record.wake_at <= time.time()
+        return record.status == RunStatus.PAUSED and not due
+
     def _control(self, text: str) -> None:
         """A request from a server: stop a run this process executes (it is paused or cancelled
         there), or stream some of a run's answers."""
@@ -125,7 +137,9 @@ class WorkerRuntime:
             if future is None:
                 return
             self._asked.add(run_id)
-        future.cancel()
+        for engine in self.engines.all:  # given up paused: a message still queued for it must not restart it
+            self.loop.call_soon_threadsafe(engine.stopping.add, run_id)
+        future.cancel()  # after those: the loop runs callbacks in order
 
     def _follow(self, run_id: str, choice: StreamChoice | None) -> None:
         """Stream `choice`'s nodes of the run when it executes here: every worker is told, as

@@ -85,6 +85,11 @@ def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: 
         paused = client.post(f"/api/runs/{paused_id}/pause")
         assert paused.status_code == 200, paused.text
         assert paused.json()["status"] == "paused"
+        # a message for it still in the queue (the outbox sends at least once) leaves it paused
+        with cluster.store() as store:
+            store.outbox.announce(paused_id, "lost")
+        wait_until(lambda: f"run {paused_id}: paused (announced on lost)" in cluster.logs(), 30, "the message")
+        assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
         time.sleep(9)  # past the model call: a run given back would have been continued by now
         assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
         assert client.post(f"/api/runs/{paused_id}/resume").status_code == 202  # accepted: a worker continues it

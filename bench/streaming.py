@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/streaming.py            # ~30 s
     .venv/bin/python bench/streaming.py --quick    # smoke run
+    .venv/bin/python bench/streaming.py --worker   # also through a `plait worker` (Redis)
 
 A provider in this process writes its answer piece by piece at a set pace (no model time
 besides the pace), through the real engine, run session and durable SQLite store:
@@ -11,8 +12,10 @@ besides the pace), through the real engine, run session and durable SQLite store
   rate    deltas per second of one stream after coalescing: 1,000 pieces at 500 a second.
   parse   the CPU of the partial JSON parse (`NodePartial`) on a 40 KB object answer written in
           10,000 pieces at 2,000 a second (a fast model), as a share of the node's time.
-  memory  Python heap per in-flight run with 200 runs streaming at once (tracemalloc, above
-          the idle baseline), against the same 200 runs unstreamed, in the same process.
+  memory  Python heap per in-flight run with 200 runs streaming at once (tracemalloc's peak
+          above the idle baseline, as W3), against the same 200 runs unstreamed, in one process.
+  worker  with --worker: from a `plait worker`'s first delta of a run (the event's time) to its
+          arrival in this process through Redis, as a server's stream receives it.
 
 docs/performance.md ("Streaming") keeps the figures. Numbers are of this machine at the time:
 run it again rather than trust them elsewhere.
@@ -29,6 +32,7 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 from plait.engine import streaming
 from plait.engine.events import Event, NodeDelta
@@ -163,16 +167,79 @@ async def memory(folder: Path, runs: int, stream: bool) -> float:
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
-    tasks = [asyncio.create_task(session.drive(run_id)) for run_id in run_ids]
-    await asyncio.sleep(0.5)  # every run is mid-answer: 50 pieces take a second
-    held = tracemalloc.get_traced_memory()[0] - base
-    await asyncio.gather(*tasks)
+    await asyncio.gather(*(session.drive(run_id) for run_id in run_ids))  # 50 pieces take a second: all overlap
+    held = tracemalloc.get_traced_memory()[1] - base  # the peak, as W3 measures
     tracemalloc.stop()
     await session.aclose()
     return held / runs / 1024
 
 
-async def main(quick: bool) -> None:
+def through_worker(folder: Path, runs: int) -> tuple[float, float]:
+    """(median, max) ms from a worker's first delta of a run (the event's `at`) to its arrival
+    in this process through Redis, for `runs` runs streamed on a `plait worker` (SQLite shared)."""
+    import os
+    import subprocess
+    import sys
+    import threading
+    import uuid
+
+    from plait.worker.app import WorkerSettings, make_app
+    from plait.worker.events import EventFollower, ask_to_stream, signing_key
+    from plait.worker.relay import Relay
+
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    (folder / "model.yaml").write_text(json.dumps({"responses": [{"text": " ".join(["word"] * 20), "delay_ms": 200}]}))
+    (folder / "plait.toml").write_text(
+        '[[providers]]\nid = "fake"\nkind = "scripted"\nfile = "model.yaml"\n[roles]\nchat = "fake/scripted"\n'
+        f'[workers]\nbroker = "redis://127.0.0.1:6379/0"\nqueue = "{queue}"\n'
+    )
+    (folder / "graph.yaml").write_text(TEXT_GRAPH)
+    db = f"sqlite:///{folder / 'workers.db'}"
+    settings = WorkerSettings(broker="redis://127.0.0.1:6379/0", queue=queue)
+    store = Store(db)
+    key = signing_key(store)
+    arrived: dict[str, float] = {}
+    done = threading.Event()
+
+    def heard(event: Any) -> None:
+        if event.kind == "node:delta" and event.run_id not in arrived:
+            arrived[event.run_id] = (time.time() - event.at) * 1000
+            if len(arrived) >= runs:
+                done.set()
+
+    follower = EventFollower(settings.broker, queue, heard, key)
+    follower.wait_ready()
+    env = {**os.environ, "PLAIT_DB": db, "PLAIT_CONFIG": str(folder / "plait.toml")}
+    worker = subprocess.Popen([sys.executable, "-m", "plait", "worker", "-c", "4"], cwd=folder, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    relay = Relay(store, make_app(settings), settings)
+
+    def streamed_run() -> None:
+        run_id = str(uuid.uuid4())
+        ask_to_stream(settings.broker, queue, run_id, True, key)
+        start_run(store, str(folder / "graph.yaml"), {}, announce="start", run_id=run_id)
+        relay.flush()
+        time.sleep(0.3)  # one at a time: the latency of a quiet deployment, not of a queue
+
+    try:
+        for _ in range(100):  # until the worker is up and listening to its control channel
+            streamed_run()
+            if arrived:
+                break
+        arrived.clear()
+        for _ in range(runs):
+            streamed_run()
+        if not done.wait(120):
+            raise SystemExit(f"only {len(arrived)} of {runs} runs streamed through the worker")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        follower.close()
+        store.close()
+    return statistics.median(arrived.values()), max(arrived.values())
+
+
+async def main(quick: bool, worker: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         median, worst = await first_delta(folder, 5 if quick else 30)
@@ -187,9 +254,15 @@ async def main(quick: bool) -> None:
         plain = await memory(folder, runs, False)
         print(f"memory  {runs} runs in flight: {streamed:.1f} KiB/run streaming, {plain:.1f} KiB/run not "
               f"(x{streamed / plain:.2f})")  # fmt: skip
+        if worker:
+            median, worst = await asyncio.to_thread(through_worker, folder, 5 if quick else 20)
+            print(f"worker  a worker's first delta to this process through Redis: median {median:.1f} ms, "
+                  f"max {worst:.1f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs, a faster parse workload (a smoke run)")
-    asyncio.run(main(parser.parse_args().quick))
+    parser.add_argument("--worker", action="store_true", help="also through a `plait worker` (needs Redis)")
+    args = parser.parse_args()
+    asyncio.run(main(args.quick, args.worker))

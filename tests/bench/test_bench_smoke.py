@@ -63,3 +63,12 @@ def test_health_under_load_benchmark_prints_its_figures() -> None:
             proc.stdout
         )
     assert re.search(r"past the limit .*: p50 [0-9]+ ms, max [0-9]+ ms", proc.stdout), proc.stdout
+
+
+def test_streaming_benchmark_prints_each_measure() -> None:
+    command = [sys.executable, str(ROOT / "bench" / "streaming.py"), "--quick"]
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for measure in ("first ", "rate ", "parse ", "memory "):
+        assert re.search(rf"^{measure}.*[0-9]", proc.stdout, re.MULTILINE), proc.stdout
+    assert re.search(r"\(([0-9.]+) % of the node's time\)", proc.stdout), proc.stdout

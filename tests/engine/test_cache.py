@@ -17,6 +17,7 @@ from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, Usage
 from plait.runs.start import start_run
 from plait.store import Store
+from plait.testing import skip_or_fail
 from tests.plait_cli import run_plait
 
 LABEL = {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}
@@ -110,7 +111,10 @@ def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
     from plait.llm import local
 
     if not local.available():
-        pytest.skip("the `local` extra is not installed: " + local.INSTALL_HINT)
+        skip_or_fail(
+            "the `local` extra is not installed: " + local.INSTALL_HINT,
+            in_ci="the README's test command installs '.[test,local]'",
+        )
     runs = [
         subprocess.run(base + extra, capture_output=True, text=True, timeout=120) for extra in ([], [], ["--no-cache"])
     ]

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from plait.config import McpServerConfig
+from plait.testing import skip_or_fail
 from plait.tools.mcp import McpFailure, McpSessions
 
 SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
@@ -164,7 +165,10 @@ def everything_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     streamable HTTP (it listens on `$PORT`; we connect over loopback)."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
-        pytest.skip("Node.js and npm are not installed here: the npm reference MCP server cannot run")
+        skip_or_fail(
+            "Node.js and npm are not installed here: the npm reference MCP server cannot run",
+            in_ci=".ci/run installs nodejs and npm",
+        )
     folder = tmp_path_factory.mktemp("server-everything")
     install = [npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(folder), EVERYTHING]
     installed = subprocess.run(install, capture_output=True, text=True, timeout=300)

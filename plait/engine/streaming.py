@@ -57,10 +57,6 @@ class AnswerRejected(Exception):
         self.text = text
 
 
-_FIELD_ENDS = frozenset(',}]"')
-"""A piece holding one of these may complete a field: only then is the answer checked again."""
-
-
 class NodeStream:
     """The answer of one node's model calls, passed on as coalesced events (see the module)."""
 
@@ -91,6 +87,10 @@ class NodeStream:
         self._check = check
         self._checked = 0
         """Complete fields already checked (a new one completing is checked)."""
+        self._length = 0
+        """Characters of the current attempt so far."""
+        self._parsed_at = (0, float("-inf"))
+        """The length and the loop time of the last check's parse (see `_check_due`)."""
         self.attempt = 1
 
     def piece(self, text: str) -> None:
@@ -105,7 +105,8 @@ class NodeStream:
                 self.flush()
             else:
                 self._timer = loop.call_later(wait, self.flush)
-        if self._check is not None and not _FIELD_ENDS.isdisjoint(text):
+        self._length += len(text)
+        if self._check is not None and self._check_due():
             self._check_fields()
 
     def flush(self) -> None:
@@ -131,9 +132,23 @@ class NodeStream:
         shown = bool(self._text)
         self._pending.clear()
         self._text, self._parsed, self._checked = "", None, 0
+        self._length, self._parsed_at = 0, (0, float("-inf"))
         self.attempt += 1
         if shown:
             self._emit(NodeStreamReset(self._run_id, self._node_id, reason=reason, attempt=self.attempt))
+
+    def _check_due(self) -> bool:
+        """Whether to parse the answer again: once it has doubled since the last parse, or an
+        interval has passed. Each parse reads the whole answer, so parsing at every piece or
+        field end would cost the square of its length (a model told to write a million short fields would
+        hold the event loop); this way the parses add up to about twice the answer, plus a few
+        a second."""
+        length, at = self._parsed_at
+        now = asyncio.get_running_loop().time()
+        if self._length < 2 * length and now - at < self._interval_s:
+            return False
+        self._parsed_at = (self._length, now)
+        return True
 
     def _check_fields(self) -> None:
         """Check the fields complete so far; raise AnswerRejected when one breaks the contract.

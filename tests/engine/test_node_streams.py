@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from plait.client import Client, events
 from plait.compile.builder import GraphBuilder
 from plait.engine.streaming import NodeStream
@@ -152,3 +154,20 @@ def test_the_first_piece_goes_out_at_once_and_the_rest_waits_for_its_turn() -> N
         assert (reset.attempt, reset.reason) == (2, "the answer was invalid")
 
     asyncio.run(pieces())
+
+
+def test_a_long_answer_of_tiny_fields_is_parsed_a_bounded_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model told to write 20,000 one-character fields: checking at every field end would parse
+    the whole answer each time (the square of its length, on the event loop)."""
+    parses: list[int] = []
+    real = NodeStream._check_fields
+    monkeypatch.setattr(NodeStream, "_check_fields", lambda self: (parses.append(1), real(self))[1])
+
+    async def pieces() -> None:
+        stream = NodeStream(lambda _: None, "r", "n", parse=True, check=lambda fields: [], interval_s=3600)
+        stream.piece("{")
+        for i in range(20_000):
+            stream.piece(f'"f{i}": 1, ')
+
+    asyncio.run(pieces())
+    assert 1 <= len(parses) <= 20  # the answer doubling each time: about log2 of its pieces

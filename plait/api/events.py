@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.api.history import Past
-from plait.engine.event_wire import WireEvent, to_wire, wire_name
+from plait.engine.event_wire import STREAMED, WireEvent, to_wire, wire_name
 from plait.engine.events import (
     Event,
     EventBus,
@@ -31,7 +31,6 @@ from plait.engine.events import (
     NodeFailed,
     NodePartial,
     NodeSkipped,
-    NodeStreamReset,
     NodeWaiting,
     RunCancelled,
     RunCompleted,
@@ -49,9 +48,6 @@ OUTPUT_CAP_BYTES = 4096
 """The largest `output` an event carries (as JSON); a larger one is left out with
 `output_truncated: true`, and `output_url` says where the full value is read."""
 DELTA, PARTIAL = wire_name(NodeDelta), wire_name(NodePartial)
-STREAMED = frozenset((DELTA, PARTIAL, wire_name(NodeStreamReset)))
-"""A streaming answer's events: passed to the listeners but not numbered nor kept; a client that
-connects mid-answer gets the text so far instead (`listen`)."""
 ANSWER_ENDS = frozenset(wire_name(k) for k in (NodeCompleted, NodeFailed, NodeWaiting, NodeSkipped))
 """After one of these a node's streamed answer is over: its committed output is the record."""
 RESET = "stream:reset"

@@ -10,16 +10,13 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from plait.engine.event_wire import WireEvent, to_wire, wire_name
+from plait.engine.event_wire import STREAMED, WireEvent, to_wire, wire_name
 from plait.engine.events import (
     Event,
     NodeCompleted,
-    NodeDelta,
     NodeFailed,
-    NodePartial,
     NodeSkipped,
     NodeStarted,
-    NodeStreamReset,
     NodeWaiting,
 )
 
@@ -32,7 +29,6 @@ NODE_STATUS = {
     wire_name(NodeWaiting): "waiting",
 }
 """The status a node's row shows after an event of that name."""
-STREAMED = frozenset(wire_name(kind) for kind in (NodeDelta, NodePartial, NodeStreamReset))
 
 STYLES = {
     "pending": "dim",

@@ -108,6 +108,10 @@ WIRE: Final[Mapping[type[Event], Wire]] = {
 tests/engine/test_event_wire.py checks)."""
 
 
+STREAMED: Final = frozenset(WIRE[kind].name for kind in (NodeDelta, NodePartial, NodeStreamReset))
+"""The names of a streaming answer's events: passed on as they come, never numbered or kept."""
+
+
 def wire_name(kind: type[Event]) -> str:
     """The name events of class `kind` have outside the process."""
     return WIRE[kind].name

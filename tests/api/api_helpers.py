@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from plait.api.events import STREAMED
+from plait.engine.event_wire import STREAMED
 from plait.store import Store
 from plait.testing import HttpRuns
 from plait.testing import wait_for as wait_for

@@ -63,8 +63,8 @@ def test_a_child_runs_answer_is_shown_on_its_top_level_runs_stream_with_its_path
 
 def test_a_run_started_with_stream_sends_its_answer_in_pieces_that_add_up(tmp_path: Path) -> None:
     answers = tmp_path / "answers.yaml"
-    # spread over 3 s: the client below connects while the answer arrives, wherever in it
-    answers.write_text(yaml.safe_dump({"responses": [{"node": "draft", "output": ANSWER, "delay_ms": 3000}]}))
+    # spread over 6 s, generous for a loaded host: the client below connects while the answer arrives
+    answers.write_text(yaml.safe_dump({"responses": [{"node": "draft", "output": ANSWER, "delay_ms": 6000}]}))
     g = GraphBuilder("streamed_http", input_schema={"type": "object"})
     g.schema("text", {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
     g.llm_call("draft", "Write.")

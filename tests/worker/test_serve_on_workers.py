@@ -27,7 +27,11 @@ WORDS = " ".join(f"word{i}" for i in range(40))
 
 
 def test_a_run_started_over_http_executes_on_a_worker_and_streams_its_events(cluster: Cluster) -> None:
-    streamed = {"match": "streamed", "text": WORDS, "delay_ms": 3000}  # spread over the words
+    streamed = {
+        "match": "streamed",
+        "text": WORDS,
+        "delay_ms": 6000,
+    }  # spread over the words: generous for a loaded host
     (cluster.folder / "model.yaml").write_text(
         yaml.safe_dump({"responses": [streamed, {"text": "deep", "delay_ms": 300}]})
     )

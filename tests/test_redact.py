@@ -3,12 +3,24 @@ a text or a JSON-like value, and in log records of any logger (tracebacks includ
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
+from typing import Any
 
 import pytest
 
-from plait.redact import MASK, redact, redact_secrets, redact_text, redact_url, register, registered
+from plait import redact as redact_module
+from plait.redact import (
+    MASK,
+    redact,
+    redact_secrets,
+    redact_text,
+    redact_url,
+    redacts_nothing,
+    register,
+    registered,
+)
 
 
 def secret() -> str:
@@ -87,3 +99,26 @@ def test_data_is_cleaned_of_registered_values_only_and_a_clean_value_is_not_copi
     }
     clean = {"a": [1, {"b": "sk-proj-ABCDEFGHIJKLMNOPQRST1234"}], "c": None}
     assert redact_secrets(clean) is clean
+
+
+def test_a_text_redact_would_change_is_never_called_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What lets a writer skip `redact`'s walk: text in which it would find anything is not clean."""
+    for name, empty in (("_values", set()), ("_pattern", None), ("_escaped", False)):
+        monkeypatch.setattr(redact_module, name, empty)  # this process's earlier registrations, and after: none
+    key, quoted = secret(), f'pass"word\\{uuid.uuid4().hex}'
+    register(key)
+    values: list[Any] = [
+        {"content": "plain text, é"},
+        {"error": "GET https://u:p@h/x?token=t failed"},
+        ["Bearer abcdefghijk"],
+        {"k": "sk-proj-ABCDEFGHIJKLMNOPQRST1234"},
+        {key: 1},
+        [f"<{key}>"],
+    ]
+    for value in values:
+        if redacts_nothing(json.dumps(value, ensure_ascii=False)):
+            assert redact(value) == value
+    assert redacts_nothing(json.dumps(values[0], ensure_ascii=False))
+    assert not redacts_nothing(json.dumps(values[4], ensure_ascii=False))
+    register(quoted)  # a secret JSON escapes cannot be found in JSON text: nothing is called clean any more
+    assert not redacts_nothing(json.dumps(values[0], ensure_ascii=False))

@@ -22,7 +22,7 @@ from jsonschema import Draft7Validator, validators
 from jsonschema.exceptions import UnknownType
 from referencing.exceptions import NoSuchResource, Unresolvable
 
-from plait.caches import ByteBoundCache
+from plait.caches import ByteBoundCache, small
 from plait.compile.ecma_regex import RegexRefused
 from plait.compile.schema_keywords import KEYWORDS, regex_problem
 from plait.model.graph import SchemaEntry
@@ -40,6 +40,9 @@ _VALIDATORS: ByteBoundCache[Any] = ByteBoundCache(
     max_entries=2048,
     weigh=lambda _, key: PARSED_BYTES_PER_CHAR * (len(key[0]) + len(key[1])) + 4096,
 )
+_FOUND_VALID: ByteBoundCache[bool] = ByteBoundCache("values found valid", 8 << 20, max_entries=16_384, weigh=small)
+"""(schema, registry, value as JSON text) of values a schema accepted (long texts kept as digests)."""
+_ENCODE = json.JSONEncoder(ensure_ascii=False, check_circular=False, separators=(",", ":")).encode
 
 
 def registry_key(entries: Iterable[SchemaEntry]) -> str:
@@ -101,6 +104,23 @@ def cached_validator(schema_json: str, registry_json: str = NO_REGISTRY) -> Any:
 def _validator(schema_json: str, registry_json: str) -> Any:
     schema = json.loads(schema_json)
     return safe_class(draft_of(schema))(schema, registry=schema_registry(registry_json))
+
+
+def violations(schema_json: str, registry_json: str, value: Any) -> list[str]:
+    """`messages` of `value` under the schema `schema_json` (with `registry_json`'s references),
+    remembering the values it accepted: a node's output, checked against its out-edge's schema,
+    is checked against the same schema again as the next node's input, and by every branch of a
+    fan-out. Values are told apart by their JSON text (`1` and `1.0`, `true` and `1` differ)."""
+    try:
+        text: str | None = _ENCODE(value)
+    except (TypeError, ValueError, RecursionError):  # not JSON: never remembered
+        text = None
+    if text is not None and _FOUND_VALID.hit((schema_json, registry_json, text)) is not None:
+        return []
+    problems = messages(cached_validator(schema_json, registry_json), value)
+    if not problems and text is not None:
+        _FOUND_VALID.put((schema_json, registry_json, text), True)
+    return problems
 
 
 def messages(validator: Any, value: Any) -> list[str]:

@@ -21,8 +21,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from plait.caches import bounded, text_weight
+from plait.compile.schema_validator import violations
 from plait.compile.template_types import Segment
-from plait.engine.contracts import OutputContract, schema_violations
+from plait.engine.contracts import OutputContract
 from plait.engine.optional_paths import optional
 from plait.engine.render import NodeView, PromptBudget, build_view, json_text, value_at
 from plait.engine.state import RunState
@@ -49,15 +50,14 @@ def precheck(node: LlmCallNode, state: RunState, view: NodeView) -> list[str]:
 def input_problems(edge: EdgeDef, state: RunState) -> list[str]:
     """Why the data `edge` carries now breaks the edge's schema (none for an edge without a
     schema, or not active)."""
-    graph = state.compiled.graph
-    entry = graph.schema_entry(edge.schema_id) if edge.schema_id else None
-    if entry is None or not state.edge_active(edge):
+    bound = state.compiled.edge_schema(edge)
+    if bound is None or not state.edge_active(edge):
         return []
     source = state.nodes[edge.source_node_id]
     data = source.routed.get(edge.id, source.data) if edge.id in source.routed else source.data
     return [
-        f"the input from '{edge.source_node_id}' breaks schema '{entry.id}': {problem}"
-        for problem in schema_violations(entry.schema_, strip_meta(data), graph.schemas)[:5]
+        f"the input from '{edge.source_node_id}' breaks schema '{bound.entry.id}': {problem}"
+        for problem in violations(bound.key, bound.registry, strip_meta(data))[:5]
     ]
 
 

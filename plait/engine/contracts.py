@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plait.compile.schema_inline import inline_refs
-from plait.compile.schema_validator import NO_REGISTRY, cached_validator, messages, registry_key, schema_key
+from plait.compile.schema_validator import NO_REGISTRY, registry_key, schema_key, violations
 from plait.compile.schemas import object_form
 from plait.model.graph import EdgeDef, GraphDef, SchemaEntry
 from plait.model.output_meta import SCHEMA_ID, SCHEMA_VERSION, strip_meta
@@ -39,7 +39,9 @@ class OutputContract:
     registry: str = NO_REGISTRY
     """The graph's `schemas:` (as `registry_key`), which a `$ref: "label"` names."""
     _format: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
-    _validators: tuple[Any, ...] | None = field(default=None, init=False, compare=False, repr=False)
+    _combined: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
+    _keys: tuple[str, ...] | None = field(default=None, init=False, compare=False, repr=False)
+    """Each schema's `schema_key`, computed once."""
 
     @property
     def structured(self) -> bool:
@@ -57,8 +59,13 @@ class OutputContract:
         return self._format
 
     def combined(self) -> dict[str, Any]:
-        """The schemas as the model is shown them: references written out, then combined."""
-        return combine_schemas([inline_refs(object_form(s.schema), self.registry) for s in self.schemas])
+        """The schemas as the model is shown them: references written out, then combined. The
+        same (read-only) object every time: copy it before changing it."""
+        if self._combined is None:
+            value = combine_schemas([inline_refs(object_form(s.schema), self.registry) for s in self.schemas])
+            object.__setattr__(self, "_combined", value)
+            return value
+        return self._combined
 
     def parse(self, text: str | None) -> tuple[Any, list[str]]:
         """A model's answer as a value, and every way it fails the contract (empty when valid).
@@ -72,13 +79,12 @@ class OutputContract:
     def violations(self, value: Any) -> list[str]:
         """Every way `value` breaks a schema, as `path: message (schema 'id')` lines (empty when valid)."""
         data = strip_meta(value)
-        if self._validators is None:
-            built = tuple(cached_validator(schema_key(b.schema), self.registry) for b in self.schemas)
-            object.__setattr__(self, "_validators", built)
+        if self._keys is None:
+            object.__setattr__(self, "_keys", tuple(schema_key(b.schema) for b in self.schemas))
         problems: list[str] = []
-        for bound, validator in zip(self.schemas, self._validators or (), strict=True):
+        for bound, key in zip(self.schemas, self._keys or (), strict=True):
             # the schema id goes last: in front it read as a repeated path ("summary: summary: 5 is ...")
-            problems.extend(f"{p} (schema '{bound.id}')" for p in messages(validator, data))
+            problems.extend(f"{p} (schema '{bound.id}')" for p in violations(key, self.registry, data))
         return problems
 
     def annotate(self, value: Any) -> Any:
@@ -133,4 +139,4 @@ def combine_schemas(schemas: list[dict[str, Any]]) -> dict[str, Any]:
 def schema_violations(schema: dict[str, Any] | bool, value: Any, registry: Iterable[SchemaEntry] = ()) -> list[str]:
     """Every way `value` breaks `schema`, as `path: message` lines (empty when valid); `registry` is the
     graph's `schemas:`, which a `$ref: "label"` names (nothing outside it is ever fetched)."""
-    return messages(cached_validator(schema_key(schema), registry_key(registry)), value)
+    return violations(schema_key(schema), registry_key(registry), value)

@@ -14,7 +14,7 @@ from plait.engine.events import NodeCompleted, NodeFailed, NodeWaiting
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.model.enums import NodeStatus, RunStatus
-from plait.redact import redact
+from plait.redact import redact, redacts_nothing
 from plait.store.db import Encoded, encoded
 from plait.store.node_writes import CachePut, Finish, Write
 
@@ -36,12 +36,20 @@ class Records:
 
 def encode_records(result: NodeResult) -> Records:
     """`result`'s records as `Records` (None stays None: SQL NULL, not JSON `null`)."""
-    output, snapshot, error = (
-        None if v is None else encoded(v) for v in (result.output, result.snapshot, redact(result.error))
-    )
-    attempts = encoded(redact(list(result.attempts)))
+    output = None if result.output is None else encoded(result.output)  # checked whole by `committable`
+    snapshot = None if result.snapshot is None else record_text(result.snapshot)
+    error = None if result.error is None else record_text(result.error, scrub=True)
+    attempts = record_text(list(result.attempts), scrub=True)
     size = len(attempts) + sum(len(part) for part in (output, snapshot, error) if part is not None)
     return Records(output, snapshot, attempts, error, size)
+
+
+def record_text(value: Any, *, scrub: bool = False) -> Encoded:
+    """A record (snapshot, attempts, error; made storable by `guard.committable`) as the store
+    writes it; with `scrub`, redacted when its text shows anything to redact, so that a clean
+    record (nearly all) is encoded once and never walked."""
+    text = encoded(value)
+    return encoded(redact(value)) if scrub and not redacts_nothing(text) else text
 
 
 def cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:

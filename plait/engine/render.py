@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -277,9 +277,29 @@ def _context_slice(state: RunState, node: NodeBase, outputs: dict[str, Any], run
 def resolved(names: dict[str, Any], path: tuple[str | int, ...]) -> ResolvedRef | None:
     """What `path` names among `names` (None: nothing), as `lookup` reads it."""
     try:
-        return resolve_ref(path, [k for k in names if k not in ("params", "context")], names.get("params", {}))
+        return resolve_ref(path, _Roots(names), names.get("params", {}))
     except RefError:
         return None
+
+
+class _Roots(Collection[str]):
+    """The names a path may start with: `names` but `params` and `context`. A view, not a copy:
+    most paths start with `input` or `current` and never look, and `names` holds every output."""
+
+    __slots__ = ("_names",)
+    _NOT_ROOTS = frozenset({"params", "context"})
+
+    def __init__(self, names: dict[str, Any]) -> None:
+        self._names = names
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names and name not in self._NOT_ROOTS
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self._names if name not in self._NOT_ROOTS)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def named_value(names: dict[str, Any], ref: ResolvedRef) -> Any:

@@ -15,9 +15,10 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from plait.compile.plan import ExecutionPlan, plan_graph
+from plait.compile.schema_validator import registry_key, schema_key
 from plait.compile.topology import Topology
 from plait.engine.contracts import OutputContract, contract_for
-from plait.model.graph import END, EdgeDef, GraphDef
+from plait.model.graph import END, EdgeDef, GraphDef, SchemaEntry
 from plait.model.nodes import NodeBase, NodeType, SkillScope, node_field
 from plait.model.output_meta import ROUTED, strip_meta
 
@@ -72,6 +73,15 @@ class NodeState:
     """Out-edge id -> the tool result sent down it (LLM_CALL tools with `output_edge_id`)."""
 
 
+@dataclass(frozen=True, slots=True)
+class EdgeSchema:
+    """An edge's schema entry, and its text and the graph's registry as validators are keyed."""
+
+    entry: SchemaEntry
+    key: str
+    registry: str
+
+
 @dataclass
 class CompiledRun:
     """What a run executes: the expanded graph plus indexes, built once per graph version."""
@@ -90,6 +100,22 @@ class CompiledRun:
     """Whose effective outputs make the run's output: the exit nodes, and nodes with an edge to
     `END` (the virtual exit binds a graph output even on a node with successors)."""
     _bodies: dict[str, CompiledRun] = field(default_factory=dict, repr=False)
+    _edge_schemas: dict[str, EdgeSchema | None] = field(default_factory=dict, repr=False)
+    """By schema id."""
+
+    def edge_schema(self, edge: EdgeDef) -> EdgeSchema | None:
+        """The schema `edge` carries, with the keys its validator is cached by, worked out once
+        (None: the edge names no schema the graph declares)."""
+        if not edge.schema_id:
+            return None
+        if edge.schema_id not in self._edge_schemas:
+            entry = self.graph.schema_entry(edge.schema_id)
+            self._edge_schemas[edge.schema_id] = (
+                None
+                if entry is None
+                else EdgeSchema(entry, schema_key(entry.schema_), registry_key(self.graph.schemas))
+            )
+        return self._edge_schemas[edge.schema_id]
 
     def body(self, node_id: str) -> CompiledRun:
         """The inline body of node `node_id` (a SUBGRAPH, MAP or LOOP), compiled once; KeyError

@@ -188,8 +188,9 @@ NODE_RUN = Table(
     _optional("consumed_json", Json),
     # Queued by an explicit rerun: its model call must not be answered from the response cache.
     _required("no_cache", Boolean, server_default=false()),
+    # Its leading column serves "the node runs of this run" too: no index on the run id alone, which
+    # every claim would write for nothing.
     UniqueConstraint("prompt_graph_run_id", "node_def_id", "activation", name="uq_pnr_run_node_activation"),
-    Index("idx_pnr_run", "prompt_graph_run_id"),
 )
 """One activation of a node in a run; `UNIQUE(run, node, activation)` is the idempotency guard."""
 
@@ -224,6 +225,9 @@ FIELD_VERSION = Table(
     _required("by", Text),
     _optional("reason", Text),
     _required("at", Double),
+    # On SQLite the rows live in the index of their key alone: a node's commit writes one page
+    # of the ledger, not two (PostgreSQL ignores it).
+    sqlite_with_rowid=False,
 )
 """One write to a value of a run (the field ledger).
 

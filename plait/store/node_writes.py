@@ -220,14 +220,19 @@ class NodeWriter:
         found: list[tuple[int, int, Claim]] = []
         outcomes: list[list[Any]] = []
         totals: dict[str, list[float]] = {}
-        watched: dict[str, int | None] = {}
-        """Each run's count of corrections, read once per transaction however many units watch it."""
+        watched: dict[str, list[tuple[int, int]]] = {}
+        """Where each run's count of corrections goes: read once per transaction, at its end (in
+        the UPDATE of the run's totals when there is one), however many units watch it."""
         with self._statements.transaction() as session:
             run = session.execute
             for u, unit in enumerate(units):
                 results: list[Any] = []
                 for write in unit:
-                    result = _apply(run, write, now, totals, watched)
+                    if isinstance(write, Watch):
+                        watched.setdefault(write.run_id, []).append((u, len(results)))
+                        results.append(None)
+                        continue
+                    result = _apply(run, write, now, totals)
                     results.append(result)
                     if result is False:  # a Finish/EndRun that found nothing to change: the rest depends on it
                         results.extend([None] * (len(unit) - len(results)))
@@ -236,17 +241,13 @@ class NodeWriter:
                         results[-1] = None
                         found.append((u, len(results) - 1, write))  # type: ignore[arg-type]
                 outcomes.append(results)
-            for run_id, (tokens_in, tokens_out, cost) in totals.items():
-                run(
-                    "add_totals",
-                    {
-                        "b_run": run_id,
-                        "b_tokens_in": tokens_in,
-                        "b_tokens_out": tokens_out,
-                        "b_cost": cost,
-                        "b_now": now,
-                    },
-                )
+            counts = _totals_written(run, totals, set(watched), now)
+            for run_id, places in watched.items():
+                if run_id not in counts:
+                    row = run("watch", {"b_run": run_id}).fetchone()
+                    counts[run_id] = int(row[0]) if row is not None else None
+                for u, index in places:
+                    outcomes[u][index] = counts[run_id]
         done: list[list[Any] | Exception] = list(outcomes)
         for u, index, claim in found:  # rare (resume, races): the row exists; decide in a transaction of its own
             try:
@@ -305,9 +306,23 @@ _EXISTS = object()
 """A claim whose INSERT found the row already there."""
 
 
-def _apply(
-    run: Runner, write: Write, now: float, totals: dict[str, list[float]], watched: dict[str, int | None]
-) -> Any:
+def _totals_written(
+    run: Runner, totals: dict[str, list[float]], watched: set[str], now: float
+) -> dict[str, int | None]:
+    """Add what this transaction's nodes spent to their runs' totals; the count of corrections
+    of each watched run among them, which the same UPDATE returns (a statement fewer)."""
+    counts: dict[str, int | None] = {}
+    for run_id, (tokens_in, tokens_out, cost) in totals.items():
+        params = {"b_run": run_id, "b_tokens_in": tokens_in, "b_tokens_out": tokens_out, "b_cost": cost, "b_now": now}
+        if run_id in watched:
+            row = run("add_totals_watch", params).fetchone()
+            counts[run_id] = int(row[0]) if row is not None else None
+        else:
+            run("add_totals", params)
+    return counts
+
+
+def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]) -> Any:
     if isinstance(write, CreateRun):
         run("insert_run", write.row)
         return None
@@ -373,11 +388,6 @@ def _apply(
         }
         run("add_version", params)
         return None
-    if isinstance(write, Watch):
-        if write.run_id not in watched:
-            row = run("watch", {"b_run": write.run_id}).fetchone()
-            watched[write.run_id] = int(row[0]) if row is not None else None
-        return watched[write.run_id]
     if isinstance(write, Stale):
         run("stale", {"b_id": write.node_run_id})
         return None
@@ -394,6 +404,7 @@ def _apply(
         )
         run("skip_node", params)
         return None
+    assert isinstance(write, EndRun), f"{type(write).__name__} is not applied one by one"  # a Watch is read at the end
     params = {
         "b_run": write.run_id,
         "b_owner": write.owner,
@@ -559,6 +570,7 @@ def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
         "skip_node": skip_node,
         "finish": finish,
         "add_totals": add_totals,
+        "add_totals_watch": add_totals.returning(GRAPH_RUN.c.corrections),
         "end_run": end_run,
         "end_run_seen": end_run_seen,
         "watch": watch,

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from jsonschema import Draft7Validator
 
-from plait.compile.schema_validator import NO_REGISTRY, cached_validator, messages, registry_key, schema_key
+from plait.compile import schema_validator
+from plait.compile.schema_validator import (
+    NO_REGISTRY,
+    cached_validator,
+    messages,
+    registry_key,
+    schema_key,
+    violations,
+)
 from plait.model.graph import SchemaEntry
 from tests.compile.counting_server import CountingServer, counting_server
 
@@ -103,3 +112,22 @@ def test_validators_are_cached_by_schema_and_registry() -> None:
     assert cached_validator(key, registry_key([WORDS])) is cached_validator(key, registry_key([WORDS]))
     assert messages(cached_validator(key, registry_key([WORDS])), 1) == ["(root): 1 is not of type 'string'"]
     assert messages(cached_validator(key, registry_key([other])), 1) == []
+
+
+def test_a_value_found_valid_is_not_checked_again_and_its_lookalikes_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node's output is checked against its out-edge's schema and again, as the next node's
+    input, against the same one: the second time is remembered. `True == 1` in Python, but not
+    in JSON Schema: values are told apart by their JSON text. Refusals are not remembered."""
+    checked: list[Any] = []
+    real = schema_validator.messages
+    monkeypatch.setattr(schema_validator, "messages", lambda v, value: checked.append(value) or real(v, value))
+    key = schema_key({"type": "object", "properties": {"n": {"type": "integer"}}, "$comment": str(uuid.uuid4())})
+    assert violations(key, NO_REGISTRY, {"n": 1}) == []
+    assert violations(key, NO_REGISTRY, {"n": 1}) == []
+    assert checked == [{"n": 1}]
+    assert violations(key, NO_REGISTRY, {"n": True}) != []
+    assert violations(key, NO_REGISTRY, {"n": True}) != []
+    assert violations(key, NO_REGISTRY, {"n": 1.5}) != []
+    assert len(checked) == 4
+    assert violations(key, registry_key([WORDS]), {"n": 1}) == []  # another registry: checked under it
+    assert len(checked) == 5

@@ -3,6 +3,7 @@ values through never lets a bad one through."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -76,6 +77,37 @@ def test_storable_keeps_clean_values_as_they_are_and_mends_bad_ones() -> None:
     clean = {"messages": [{"role": "user", "content": "é" * 10}], "n": 3, "ok": True, "none": None}
     assert storable(clean) is clean
     assert storable({"a": "x\ud800"}) == {"a": "x\\ud800"}
+
+
+def _text_keys(value: Any) -> Any:
+    """`value` with its keys as JSON text writes them (the strategy's keys are text or numbers)."""
+    if isinstance(value, dict):
+        return {str(k): _text_keys(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_text_keys(v) for v in value]
+    return value
+
+
+@settings(max_examples=400, deadline=None)
+@given(_VALUES)
+def test_a_record_the_text_check_vouches_for_is_one_the_walk_finds_nothing_wrong_with(value: Any) -> None:
+    """`fine_text` decides from a record's JSON text alone; it must never let through what the
+    walk refuses (keys aside: a record stores them as text, as JSON writes them)."""
+    for depth in (MAX_DEPTH, 2):
+        text = limits.fine_text(value, max_depth=depth)
+        if text is not None:
+            assert value_problem(_text_keys(value), max_depth=depth) is None
+            assert json.loads(text) == json.loads(json.dumps(value, ensure_ascii=False))
+
+
+def test_the_text_check_leaves_to_the_walk_what_it_cannot_tell() -> None:
+    assert limits.fine_text({"a": [1, 2]}) == '{"a":[1,2]}'
+    assert limits.fine_text({"a": "x\ud800"}) is None
+    assert limits.fine_text({"a": float("inf")}) is None
+    assert limits.fine_text({"a": {1, 2}}) is None
+    assert limits.fine_text(_nest(MAX_DEPTH + 1)) is None
+    assert limits.fine_text(["{" * (MAX_DEPTH + 1)]) is None  # brackets in text count too: the walk decides
+    assert storable(["{" * (MAX_DEPTH + 1)]) == ["{" * (MAX_DEPTH + 1)]
 
 
 def _nest(levels: int) -> Any:

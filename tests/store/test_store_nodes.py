@@ -17,7 +17,8 @@ from store_helpers import graph, new_run, spawn_workers
 
 from plait.model.enums import NodeStatus, RunStatus
 from plait.store import NodeRunRecord, Store
-from plait.store.models import NODE_RUN
+from plait.store.models import GRAPH_RUN, NODE_RUN
+from plait.store.node_writes import Finish, Watch
 
 
 def only(store: Store, run_id: str) -> NodeRunRecord:
@@ -95,6 +96,26 @@ def test_only_the_owner_finishes_and_only_once(store: Store) -> None:
     assert store.runs.finish_node(claim.id, "engine-a", status=NodeStatus.COMPLETED, error={"m": "x"}) is False
     assert only(store, run.id) == before
     assert store.runs.finish_node("no-such-node-run", "engine-a", status=NodeStatus.COMPLETED) is False
+
+
+def test_a_watch_reads_its_runs_corrections_with_the_totals_or_alone(store: Store) -> None:
+    """The engine learns of corrections by a watch in each commit: read in the UPDATE that adds
+    what the commit's nodes spent to the run's totals, or by itself when they spent nothing, and
+    not at all after a write the rest of its unit depends on changed nothing."""
+    run = new_run(store)
+    with store.db.begin() as conn:
+        conn.execute(update(GRAPH_RUN).where(GRAPH_RUN.c.id == run.id).values(corrections=3))
+    paid, free = (store.runs.claim_node(run.id, node, 0, "engine-a") for node in ("classify", "shout"))
+    assert paid is not None
+    assert free is not None
+    spent = Finish(
+        run.id, paid.id, "engine-a", NodeStatus.COMPLETED, {"label": "bug"}, tokens_input=10, tokens_output=2
+    )
+    unpaid = Finish(run.id, free.id, "engine-a", NodeStatus.COMPLETED, {"label": "BUG"})
+    assert store.runs.nodes.write([[spent, Watch(run.id)], [unpaid, Watch(run.id)]]) == [[True, 3], [True, 3]]
+    assert (store.runs.get(run.id).tokens_input, store.runs.get(run.id).tokens_output) == (10, 2)
+    assert store.runs.nodes.write_one([Watch(run.id)]) == [3]
+    assert store.runs.nodes.write_one([unpaid, Watch(run.id)]) == [False, None]  # finished already: not read
 
 
 def test_finish_needs_a_final_status(store: Store) -> None:

@@ -128,14 +128,17 @@ def redact(value: Any) -> Any:
     return value
 
 
-def redacts_nothing(text: str) -> bool:
-    """True when `redact` would leave alone the value whose JSON text is `text` (non-ASCII kept as
-    is): no URL, no key shape, no registered secret in it. Lets a writer that encodes a value
-    anyway skip `redact`'s walk of a clean one."""
-    if "://" in text or "sk-" in text or "Bearer " in text:
-        return False
+def holds_no_secret(text: str) -> bool:
+    """True when `redact_secrets` would leave alone the value whose JSON text is `text` (non-ASCII
+    kept as is). Lets a writer that encodes a value anyway skip the walk of a clean one."""
     pattern = _pattern
     return pattern is None or (not _escaped and pattern.search(text) is None)
+
+
+def redacts_nothing(text: str) -> bool:
+    """True when `redact` would leave alone the value whose JSON text is `text` (non-ASCII kept as
+    is): no URL, no key shape, no registered secret in it."""
+    return "://" not in text and "sk-" not in text and "Bearer " not in text and holds_no_secret(text)
 
 
 def redact_secrets(value: Any) -> Any:

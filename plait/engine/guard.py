@@ -7,9 +7,11 @@ commit time, such a value raised out of the engine: the node stayed `running`, t
 and every resume paid for the same model call and crashed again. Here the output is checked
 first, and a bad one fails *that node* with a message naming the field; the records kept beside
 it (snapshot, attempts, error) are rewritten to storable text so that what happened stays
-readable. An executor that raises anything unexpected fails its node the same way, with kind
+readable (the snapshot and the attempts as they are encoded: `recording.encode_records`). An
+executor that raises anything unexpected fails its node the same way, with kind
 `internal` and the traceback kept in the node run. Registered secrets (`plait.redact`) are
-masked in everything the result holds, so that none is stored, sent or handed on.
+masked in everything the result holds, so that none is stored, sent or handed on (in the
+snapshot and the attempts, as they are encoded).
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ TRACEBACK_CHARS = 8000
 
 
 def committable(node_id: str, result: NodeResult) -> NodeResult:
-    """`result` with an unstorable output turned into a failure naming the field, and its
-    records made storable."""
+    """`result` with an unstorable output turned into a failure naming the field, and its error
+    made storable."""
     if result.phase == Phase.COMPLETED:
         problem = value_problem(result.output)
         if problem is not None:
@@ -44,21 +46,18 @@ def committable(node_id: str, result: NodeResult) -> NodeResult:
             )
             failed.error = {**(failed.error or {}), "path": problem.location("output")}
             result = failed
-    result.snapshot = storable(result.snapshot)
-    result.attempts = storable(result.attempts)
-    result.error = storable(result.error)
+    result.error = storable(result.error)  # sent to listeners too; the other records only as stored
+    # (`recording.encode_records` makes them storable and masks them as it encodes them)
     if result.cache_entry is not None and value_problem(result.cache_entry.response) is not None:
         result.cache_entry = None  # an answer that cannot be stored is not remembered either
     return _without_secrets(result)
 
 
 def _without_secrets(result: NodeResult) -> NodeResult:
-    """`result` with every registered secret masked in what it stores and sends (output,
-    snapshot, attempts, error, the cached answer): before the run state, events or the store see
-    it, so that the nodes after it, the run's output and every reader get the masked value."""
+    """`result` with every registered secret masked in what it hands on and sends (output, error,
+    the cached answer): before the run state, events or the store see it, so that the nodes after
+    it, the run's output and every reader get the masked value."""
     result.output = redact_secrets(result.output)
-    result.snapshot = redact_secrets(result.snapshot)
-    result.attempts = redact_secrets(result.attempts)
     result.error = redact_secrets(result.error)
     entry = result.cache_entry
     if entry is not None:

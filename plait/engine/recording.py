@@ -14,7 +14,8 @@ from plait.engine.events import NodeCompleted, NodeFailed, NodeWaiting
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
 from plait.model.enums import NodeStatus, RunStatus
-from plait.redact import redact, redacts_nothing
+from plait.model.limits import fine_text, storable
+from plait.redact import holds_no_secret, redact, redact_secrets, redacts_nothing
 from plait.store.db import Encoded, encoded
 from plait.store.node_writes import CachePut, Finish, Write
 
@@ -35,8 +36,10 @@ class Records:
 
 
 def encode_records(result: NodeResult) -> Records:
-    """`result`'s records as `Records` (None stays None: SQL NULL, not JSON `null`)."""
-    output = None if result.output is None else encoded(result.output)  # checked whole by `committable`
+    """`result`'s records as `Records` (None stays None: SQL NULL, not JSON `null`): the output
+    as `guard.committable` checked and masked it, the snapshot storable and without registered
+    secrets, the attempts and the error redacted as well."""
+    output = None if result.output is None else encoded(result.output)
     snapshot = None if result.snapshot is None else record_text(result.snapshot)
     error = None if result.error is None else record_text(result.error, scrub=True)
     attempts = record_text(list(result.attempts), scrub=True)
@@ -45,11 +48,17 @@ def encode_records(result: NodeResult) -> Records:
 
 
 def record_text(value: Any, *, scrub: bool = False) -> Encoded:
-    """A record (snapshot, attempts, error; made storable by `guard.committable`) as the store
-    writes it; with `scrub`, redacted when its text shows anything to redact, so that a clean
-    record (nearly all) is encoded once and never walked."""
-    text = encoded(value)
-    return encoded(redact(value)) if scrub and not redacts_nothing(text) else text
+    """A record of what happened as the store writes it: made storable (`limits.storable`),
+    registered secrets masked (`redact_secrets`), and with `scrub` redacted (`redact`: URL
+    credentials and key shapes too). Its JSON text tells whether any of that is needed, so that
+    a clean record, nearly all of them, is encoded once and never walked."""
+    text = fine_text(value)
+    if text is None:
+        value = storable(value)  # bounded in depth from here on: the walks below cannot recurse too far
+    elif holds_no_secret(text) and (not scrub or redacts_nothing(text)):
+        return Encoded(text)
+    value = redact_secrets(value)
+    return encoded(redact(value) if scrub else value)
 
 
 def cache_put(run_id: str, node_run_id: str, result: NodeResult) -> list[Write]:
@@ -100,10 +109,9 @@ def announce(events: EventBus, run_id: str, node_id: str, node_run_id: str, resu
             )
         )
     elif result.phase == Phase.WAITING:
-        snapshot = result.snapshot
-        events.emit(
-            NodeWaiting(run_id, node_id, review_prompt=snapshot.get("review_prompt"), due_at=snapshot.get("due_at"))
-        )
+        snapshot = result.snapshot  # masked only as it is encoded (`encode_records`): mask what is sent
+        review_prompt = redact_secrets(snapshot.get("review_prompt"))
+        events.emit(NodeWaiting(run_id, node_id, review_prompt=review_prompt, due_at=snapshot.get("due_at")))
     else:
         events.emit(NodeFailed(run_id, node_id, error=result.error))
 

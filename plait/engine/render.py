@@ -114,6 +114,8 @@ def json_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
+    if type(value) is int:  # what JSON writes for it, without the encoder (a count, an id: common)
+        return str(value)
     return json.dumps(value, ensure_ascii=False)
 
 

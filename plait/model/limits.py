@@ -179,7 +179,9 @@ def storable(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:
     unchanged when `value_problem` finds nothing, else a copy in which every offending part is
     replaced by text saying what it was (a lone surrogate as its `\\udXXX` escape, a too-deep
     part by a marker). For records only: a node *output* that breaks a limit fails its node."""
-    if fine_text(value, max_depth=max_depth) is not None or value_problem(value, max_depth=max_depth) is None:
+    if value is None or fine_text(value, max_depth=max_depth) is not None:
+        return value
+    if value_problem(value, max_depth=max_depth) is None:
         return value
     return _storable(value, 0, max_depth)
 

@@ -43,13 +43,18 @@ class Prepared:
         """Values of the literal parameters (`status = 'running'`, `lease_owner = NULL` are bound too)."""
         self._json = tuple(i for i, k in enumerate(self._order) if k in json_params)
         self._dumps = dumps
+        self._plain = not self._literals and not self._json
+        """Every parameter is the caller's, none to encode: `args` is one list comprehension."""
 
     def args(self, params: dict[str, Any]) -> list[Any]:
+        if self._plain:
+            return [params[k] for k in self._order]
         values = {**self._literals, **params} if self._literals else params
         out = [values[k] for k in self._order]
+        dumps = self._dumps
         for i in self._json:
             if out[i] is not None:
-                out[i] = self._dumps(out[i])
+                out[i] = dumps(out[i])
         return out
 
     def execute(self, raw: sqlite3.Connection, params: dict[str, Any]) -> sqlite3.Cursor:
@@ -104,6 +109,8 @@ class Session:
         """`execute(name, params)`: a cursor-like result (`rowcount`, `fetchone()`)."""
         self.rows = rows
         """`rows(name, params)`: the rows of a SELECT, with attribute access."""
+        self.raw: sqlite3.Connection | None = None
+        """The SQLite connection it runs on, on the raw path."""
 
 
 class Statements:
@@ -135,6 +142,8 @@ class Statements:
             from plait.store.pg_fastpath import PgHeld  # psycopg is imported only where it is used
 
             self._pg = PgHeld(engine)
+        self._sessions: dict[int, Session] = {}
+        """The session on the kept SQLite connection (one: it is replaced when the connection is)."""
         self._prepared: dict[str, Any] = {}
         """The raw paths only: each statement compiled on its first use (a CLI command that
         reads one row must not compile the dozens a run writes with)."""
@@ -166,6 +175,7 @@ class Statements:
         """Give the kept connection back to the pool (`Store.close` then closes it)."""
         with self._lock:
             held, self._held = self._held, None
+            self._sessions = {}
         if held is not None:
             held.close()
         if self._pg is not None:
@@ -179,10 +189,16 @@ class Statements:
         return raw
 
     def _raw_session(self, raw: sqlite3.Connection) -> Session:
-        return Session(
-            lambda name, params: self._compiled(name).execute(raw, params),
-            lambda name, params: self._compiled(name).rows(raw, params),
-        )
+        """The session on the kept connection `raw`: made once, since the connection is kept."""
+        session = self._sessions.get(id(raw))
+        if session is None or session.raw is not raw:
+            session = Session(
+                lambda name, params: self._compiled(name).execute(raw, params),
+                lambda name, params: self._compiled(name).rows(raw, params),
+            )
+            session.raw = raw
+            self._sessions = {id(raw): session}
+        return session
 
     def _compiled(self, name: str) -> Any:
         """The statement `name` prepared for this database's raw path (`Prepared` on SQLite,

@@ -5,6 +5,7 @@ and PostgreSQL (a lone surrogate is refused by both databases' UTF-8 encoders)."
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from plait.engine import executors
 from plait.engine.runtime import NodeResult
 from plait.llm.scripted import ScriptedProvider, ScriptFile
 from plait.model.enums import NodeStatus, RunStatus
+from plait.redact import register
 from plait.runs.corrections import Corrections
 from plait.store import Store
 from plait.store.node_writes import Finish, NodeWriter
@@ -166,3 +168,24 @@ def test_a_tool_result_with_a_lone_surrogate_is_recorded_as_text(store: Store, t
     assert drive_with(store, run_id, tool_then_answer()).status == RunStatus.COMPLETED
     rounds = newest(store, run_id)["plan"].input_snapshot["tool_rounds"]
     assert rounds[0]["calls"][0]["result"] == {"text": "a\\ud800b"}
+
+
+def test_a_registered_secret_a_node_saw_is_masked_in_its_stored_snapshot_and_attempts(
+    store: Store, tmp_path: Path
+) -> None:
+    """The snapshot and the attempts are masked as they are encoded: a prompt that printed a
+    registered value (here from the run's input) is stored with `***`, wherever it sits."""
+    secret = f"value-{uuid.uuid4().hex}"
+    register(secret)
+    graph = graph_file(
+        tmp_path,
+        [{"id": "m", "type": "LLM_CALL", "user_prompt_tpl": "key: {{ input.key }}"}],
+        [{"source": "m", "target": "END", "schema_id": "text"}],
+    )
+    provider = ScriptedProvider(ScriptFile.model_validate({"responses": [{"output": {"text": "ok"}}]}))
+    run_id = start_run(store, graph, {"key": secret})
+    assert drive_with(store, run_id, provider).status == RunStatus.COMPLETED
+    record = newest(store, run_id)["m"]
+    assert record.input_snapshot is not None
+    assert record.input_snapshot["rendered_user_prompt"] == "key: ***"
+    assert secret not in json.dumps([record.input_snapshot, record.attempts])

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from plait.caches import bounded
+from plait.caches import bounded, text_weight
 from plait.compile.plan import NodePlan
 from plait.compile.refs import (
     NODE_ID_NAME,
@@ -362,11 +362,68 @@ def render(
     token = _budget.set(budget)
     meter = start_meter(limits, on_loop=on_loop)
     try:
+        plain = _plain(template.source)
+        values = None if plain is None else _looked_up(plain, names)
+        if plain is not None and values is not None:
+            return printed(_plain_chunks(plain, values))
         compiled = _compiled(template.source)
         return printed(compiled.root_render_func(compiled.new_context(names)))
     finally:
         stop_meter(meter)
         _budget.reset(token)
+
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_PLAIN_PRINT = re.compile(rf"\{{\{{ *({_NAME}(?:\.{_NAME})*) *\}}\}}")
+"""`{{ name.field.field }}`: a path printed as it is, no filter, no whitespace control."""
+Plain = tuple[tuple[str, tuple[str, ...] | None], ...]
+
+
+@bounded("plain templates", max_bytes=4 << 20, weigh=text_weight)
+def _plain(source: str) -> Plain | None:
+    """`source` as (text, path printed after it) pairs when that is all it is, as most prompts
+    are (`Feedback: {{ input.feedback }}`); None: Jinja renders it. Text holding a brace (a
+    block, a comment, JSON), a carriage return (Jinja rewrites newlines) or a path through
+    `output` (read as the node's whole output) is left to Jinja."""
+    parts: list[tuple[str, tuple[str, ...] | None]] = []
+    at = 0
+    for match in _PLAIN_PRINT.finditer(source):
+        parts.append((source[at : match.start()], tuple(match.group(1).split("."))))
+        at = match.end()
+    parts.append((source[at:], None))
+    for text, path in parts:
+        if "{" in text or "}" in text or "\r" in text or (path is not None and OUTPUT_STEP in path):
+            return None
+    return tuple(parts)
+
+
+def _looked_up(plain: Plain, names: dict[str, Any]) -> list[Any] | None:
+    """The value of each path `plain` prints, read as Jinja reads it here (a name the render is
+    given, then data keys); None when a step is anything else (a global, an attribute, a
+    missing field): Jinja renders it, with its own rules."""
+    values: list[Any] = []
+    for _, path in plain:
+        if path is None:
+            continue
+        if path[0] not in names:
+            return None
+        value = names[path[0]]
+        for step in path[1:]:
+            if type(value) is not dict or step not in value:
+                return None
+            value = value[step]
+        values.append(value)
+    return values
+
+
+def _plain_chunks(plain: Plain, values: list[Any]) -> Iterator[str]:
+    """What Jinja's compiled template yields for `plain`: each text, each value finalized."""
+    found = iter(values)
+    for text, path in plain:
+        if text:
+            yield text
+        if path is not None:
+            yield _finalize(next(found))
 
 
 async def arender(template: Template, names: dict[str, Any], budget: PromptBudget | None = None) -> str:

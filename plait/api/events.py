@@ -111,31 +111,59 @@ class _RunLog:
 
 @dataclass
 class _Answer:
-    """A node's answer so far, as its unnumbered events told it."""
+    """A node's answer so far, as its unnumbered events told it, kept for the clients that
+    connect while it arrives; `forget` stops keeping it (memory), and those are told so."""
 
     path: RunPath
     text: str = ""
     attempt: int = 1
     partial: Any = None
+    kept: bool = True
+    """False: what arrived before is not kept (too large, or the answers over their budget)."""
 
-    def told(self, event: WireEvent) -> None:
+    @property
+    def weight(self) -> int:
+        """What it holds, in characters: the text, and about as much again for what it parses to."""
+        return len(self.text) * (1 if self.partial is None else 2)
+
+    def told(self, event: WireEvent) -> int:
+        """Take one event of the answer in; how much heavier the answer is for it."""
+        before = self.weight
         if event.kind == DELTA:
-            self.text += str(event.data.get("text", ""))
+            if self.kept:
+                self.text += str(event.data.get("text", ""))
         elif event.kind == PARTIAL:
-            self.partial = event.data.get("value")
-        else:  # a reset: the answer starts again
-            self.text, self.partial = "", None
+            if self.kept:
+                self.partial = event.data.get("value")
+        else:  # a reset: the answer starts again, and can be kept whole again
+            self.text, self.partial, self.kept = "", None, True
         self.attempt = int(event.data.get("attempt", self.attempt))
+        return self.weight - before
+
+    def forget(self) -> int:
+        """Stop keeping the answer; what it held."""
+        freed = self.weight
+        self.text, self.partial, self.kept = "", None, False
+        return freed
 
     def snapshot(self, run_id: str, node_id: str, last_id: int) -> list[RunEvent]:
-        """The answer so far as one delta (and what it parses to), marked `snapshot`."""
+        """The answer so far as one delta (and what it parses to), marked `snapshot`; an answer
+        not kept is one empty delta marked `incomplete` too: the text before it is missing."""
         at = time.time()
-        delta = {"text": self.text, "attempt": self.attempt, "snapshot": True}
-        events = [RunEvent(last_id, DELTA, run_id, node_id, at, delta, False, self.path)] if self.text else []
+        delta: dict[str, Any] = {"text": self.text, "attempt": self.attempt, "snapshot": True}
+        if not self.kept:
+            delta["incomplete"] = True
+        shown = bool(self.text) or not self.kept
+        events = [RunEvent(last_id, DELTA, run_id, node_id, at, delta, False, self.path)] if shown else []
         if self.partial is not None:
             partial = {"value": self.partial, "attempt": self.attempt, "snapshot": True}
             events.append(RunEvent(last_id, PARTIAL, run_id, node_id, at, partial, False, self.path))
         return events
+
+
+ANSWER_CHARS = 1 << 20
+"""The most of one answer kept for clients that connect while it arrives; past it the answer is
+not kept (they are told), and its committed output, when the node ends, is the whole of it."""
 
 
 class EventLog:
@@ -143,12 +171,25 @@ class EventLog:
     runs (the least recently active without listeners are dropped first) and `max_bytes` in all
     (the oldest events of the least recently active runs are dropped first)."""
 
-    def __init__(self, bus: EventBus, *, per_run: int = 5_000, runs: int = 1_000, max_bytes: int = 64 << 20) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        *,
+        per_run: int = 5_000,
+        runs: int = 1_000,
+        max_bytes: int = 64 << 20,
+        answer_chars: int = 32 << 20,
+    ) -> None:
+        """`answer_chars`: what the answers arriving now may hold in all, for clients that
+        connect mid-answer (past it, the heaviest are no longer kept)."""
         self.per_run = per_run
         self.max_runs = runs
         self.max_bytes = max_bytes
         self.bytes = 0
         """What the kept events weigh, all runs together (at most `max_bytes` once an event is kept)."""
+        self.max_answer_chars = answer_chars
+        self.answer_chars = 0
+        """What the answers kept hold, all runs together (`_Answer.weight`)."""
         self._runs: OrderedDict[str, _RunLog] = OrderedDict()
         self.unsubscribe_bus = bus.subscribe(self.emit)
 
@@ -218,12 +259,20 @@ class EventLog:
             return
         if event.kind in ANSWER_ENDS and event.node_id is not None:
             for shown in logs:
-                shown.streams.pop((event.run_id, event.node_id), None)
+                ended = shown.streams.pop((event.run_id, event.node_id), None)
+                if ended is not None:
+                    self.answer_chars -= ended.weight
         self._append(event.run_id, log, event.kind, event.node_id, event.at, dict(event.data), event.path)
 
     def _pass_on(self, log: _RunLog, event: WireEvent, node_id: str) -> None:
         """A piece of a streaming answer: to the listeners now, and into the answer so far."""
-        log.streams.setdefault((event.run_id, node_id), _Answer(event.path)).told(event)
+        answer = log.streams.setdefault((event.run_id, node_id), _Answer(event.path))
+        self.answer_chars += answer.told(event)
+        if answer.weight > ANSWER_CHARS:
+            self.answer_chars -= answer.forget()
+        while self.answer_chars > self.max_answer_chars:  # the heaviest answers kept go first
+            heaviest = max((a for g in self._runs.values() for a in g.streams.values()), key=lambda a: a.weight)
+            self.answer_chars -= heaviest.forget()
         piece = RunEvent(
             log.next_id - 1, event.kind, event.run_id, node_id, event.at, dict(event.data), False, event.path
         )
@@ -271,14 +320,19 @@ class EventLog:
             run_id, log = next((r, g) for r, g in self._runs.items() if g.events)
             self._drop_oldest(log)
             if not log.events and not log.listeners:
-                del self._runs[run_id]
+                self._drop_run(run_id)
 
     def _evict(self) -> None:
         while len(self._runs) >= self.max_runs:
             idle = next((run_id for run_id, log in self._runs.items() if not log.listeners), None)
             if idle is None:
                 return  # every run has a listener: keep them all rather than cut a stream
-            self.bytes -= self._runs.pop(idle).bytes
+            self._drop_run(idle)
+
+    def _drop_run(self, run_id: str) -> None:
+        log = self._runs.pop(run_id)
+        self.bytes -= log.bytes
+        self.answer_chars -= sum(answer.weight for answer in log.streams.values())
 
 
 def _capped(run_id: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from api_helpers import read_events
 
-from plait.api.events import EventLog
+from plait.api.events import ANSWER_CHARS, EventLog
 from plait.compile.builder import GraphBuilder
 from plait.engine.events import EventBus, NodeCompleted, NodeDelta, NodePartial, NodeStarted, NodeStreamReset
 from plait.testing import HttpRuns, served_app
@@ -59,6 +59,38 @@ def test_a_child_runs_answer_is_shown_on_its_top_level_runs_stream_with_its_path
     after, _ = log.listen("top", after=0)
     assert after == []  # the child's answer is over; its numbered events stay on the child's stream
     assert [e.kind for e in log.listen("child", after=0)[0]] == ["node:complete"]
+
+
+def test_the_answers_kept_for_late_clients_are_bounded_and_a_late_client_is_told_what_is_missing() -> None:
+    """Answers arriving are kept for clients that connect mid-answer, within a budget for all of
+    them: past it the heaviest is no longer kept, and a client connecting then is told its text
+    so far is incomplete (the committed output stays the whole answer)."""
+    log = EventLog(EventBus(), answer_chars=1_000)
+    log.emit(NodeDelta("r", "small", text="x" * 300, attempt=1))
+    log.emit(NodeDelta("r", "big", text="y" * 600, attempt=1))
+    assert log.answer_chars == 900
+    log.emit(NodeDelta("r", "big", text="y" * 200, attempt=1))  # 1,100: the heaviest (big) is let go
+    assert log.answer_chars == 300
+    log.emit(NodeDelta("r", "big", text="tail", attempt=1))  # not kept any more: still not counted
+    assert log.answer_chars == 300
+    joined, _ = log.listen("r", after=0)
+    shown = {e.node_id: e.data for e in joined}
+    assert shown["small"] == {"text": "x" * 300, "attempt": 1, "snapshot": True}
+    assert shown["big"] == {"text": "", "attempt": 1, "snapshot": True, "incomplete": True}
+    log.emit(NodeStreamReset("r", "big", reason="invalid", attempt=2))  # a new attempt is kept whole again
+    log.emit(NodeDelta("r", "big", text="zz", attempt=2))
+    assert log.listen("r", after=0)[0][-1].data == {"text": "zz", "attempt": 2, "snapshot": True}
+    log.emit(NodeCompleted("r", "big", node_run_id="n", output={}, tokens_input=0, tokens_output=0, cost_usd=0.0))
+    log.emit(NodeCompleted("r", "small", node_run_id="m", output={}, tokens_input=0, tokens_output=0, cost_usd=0.0))
+    assert log.answer_chars == 0
+
+
+def test_one_answer_past_its_own_limit_is_not_kept() -> None:
+    log = EventLog(EventBus())
+    log.emit(NodeDelta("r", "huge", text="h" * (ANSWER_CHARS + 1), attempt=1))
+    assert log.answer_chars == 0
+    (snapshot,) = log.listen("r", after=0)[0]
+    assert snapshot.data["incomplete"] is True
 
 
 def test_a_run_started_with_stream_sends_its_answer_in_pieces_that_add_up(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ export interface LiveAnswer {
   attempt: number;
   /** Why the node last asked the model again (what it had written so far was dropped). */
   again: string | null;
+  /** The server had stopped keeping this answer when the page connected: its beginning is missing. */
+  incomplete: boolean;
 }
 
 interface Entry {
@@ -49,15 +51,27 @@ export class LiveAnswers {
     if (event.event !== "node:delta" && event.event !== "node:stream_reset") return;
     const at = key(runId, nodeId);
     const before = this.entries.get(at)?.answer;
-    const data = event.data as { text?: string; attempt?: number; snapshot?: boolean; reason?: string };
+    const data = event.data as {
+      text?: string;
+      attempt?: number;
+      snapshot?: boolean;
+      incomplete?: boolean;
+      reason?: string;
+    };
     const attempt = data.attempt ?? before?.attempt ?? 1;
     let answer: LiveAnswer;
     if (event.event === "node:stream_reset") {
-      answer = { text: "", attempt, again: data.reason ?? "" };
+      answer = { text: "", attempt, again: data.reason ?? "", incomplete: false };
     } else {
       // A reconnect's snapshot is the whole text so far, and a new attempt starts afresh: both replace.
       const fresh = data.snapshot || !before || before.attempt !== attempt;
-      answer = { text: (fresh ? "" : before.text) + (data.text ?? ""), attempt, again: before?.again ?? null };
+      const incomplete = data.snapshot ? Boolean(data.incomplete) : !fresh && before.incomplete;
+      answer = {
+        text: (fresh ? "" : before.text) + (data.text ?? ""),
+        attempt,
+        again: before?.again ?? null,
+        incomplete,
+      };
     }
     this.entries.set(at, { runId, nodeId, path: event.path ?? [], answer });
     this.changed();

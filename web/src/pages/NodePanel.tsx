@@ -175,6 +175,12 @@ function AnswerSoFar({ answer }: { answer: LiveAnswer }) {
           asked again: {answer.again}
         </p>
       ) : null}
+      {answer.incomplete ? (
+        <p className="muted" data-testid="answer-incomplete">
+          The beginning of this answer was not kept for pages opened while it arrived; the whole answer shows
+          here when the node completes.
+        </p>
+      ) : null}
       <pre
         ref={box}
         className="answer"

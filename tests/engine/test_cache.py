@@ -101,12 +101,9 @@ def test_an_answer_from_a_failover_target_is_not_remembered_under_the_first_targ
 
 
 def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     examples = Path(__file__).resolve().parents[2] / "examples"
     db = f"sqlite:///{tmp_path / 'runs.db'}"
-    base = [sys.executable, "-m", "plait", "run", str(examples / "feedback_triage.yaml"), "--input-file",
+    base = ["run", str(examples / "feedback_triage.yaml"), "--input-file",
             str(examples / "inputs" / "feedback_triage.yaml"), "--db", db, "--quiet", "--json"]  # fmt: skip
     from plait.llm import local
 
@@ -115,9 +112,7 @@ def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
             "the `local` extra is not installed: " + local.INSTALL_HINT,
             in_ci="the README's test command installs '.[test,local]'",
         )
-    runs = [
-        subprocess.run(base + extra, capture_output=True, text=True, timeout=120) for extra in ([], [], ["--no-cache"])
-    ]
+    runs = [run_plait(*base, *extra) for extra in ([], [], ["--no-cache"])]
     assert [r.returncode for r in runs] == [0, 0, 0], [r.stderr for r in runs]
     with Store(db) as store:
         nodes = [store.runs.node_runs(json.loads(r.stdout)["run_id"]) for r in runs]

@@ -142,8 +142,8 @@ class Statements:
             from plait.store.pg_fastpath import PgHeld  # psycopg is imported only where it is used
 
             self._pg = PgHeld(engine)
-        self._sessions: dict[int, Session] = {}
-        """The session on the kept SQLite connection (one: it is replaced when the connection is)."""
+        self._session: Session | None = None
+        """The session on the kept SQLite connection (replaced when the connection is)."""
         self._prepared: dict[str, Any] = {}
         """The raw paths only: each statement compiled on its first use (a CLI command that
         reads one row must not compile the dozens a run writes with)."""
@@ -175,7 +175,7 @@ class Statements:
         """Give the kept connection back to the pool (`Store.close` then closes it)."""
         with self._lock:
             held, self._held = self._held, None
-            self._sessions = {}
+            self._session = None
         if held is not None:
             held.close()
         if self._pg is not None:
@@ -190,14 +190,14 @@ class Statements:
 
     def _raw_session(self, raw: sqlite3.Connection) -> Session:
         """The session on the kept connection `raw`: made once, since the connection is kept."""
-        session = self._sessions.get(id(raw))
+        session = self._session
         if session is None or session.raw is not raw:
             session = Session(
                 lambda name, params: self._compiled(name).execute(raw, params),
                 lambda name, params: self._compiled(name).rows(raw, params),
             )
             session.raw = raw
-            self._sessions = {id(raw): session}
+            self._session = session
         return session
 
     def _compiled(self, name: str) -> Any:

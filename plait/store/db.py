@@ -24,6 +24,7 @@ from sqlalchemy.exc import DisconnectionError, OperationalError, ProgrammingErro
 from sqlalchemy.pool import StaticPool
 
 from plait.store.faults import dropped
+from plait.store.fresh import create_at_head, is_untouched
 from plait.store.migrations import HEAD_REVISION, MIGRATIONS_DIR, VERSION_TABLE
 
 SQLITE_PRAGMAS = (
@@ -202,15 +203,25 @@ def migration_connection(engine: Engine) -> Iterator[Connection]:
 def upgrade(engine: Engine) -> None:
     """`alembic upgrade head`, safe when several processes start on the same new database.
 
-    A database already at head is detected with one query, without importing Alembic.
+    A database already at head is detected with one query, and an untouched one is made at head
+    in one step (`fresh.py`), both without importing Alembic.
     """
     if current_revision(engine) == HEAD_REVISION:
         return
+    with migration_connection(engine) as conn:
+        if is_untouched(conn):
+            create_at_head(conn)
+            return
+        replay_migrations(conn)
+
+
+def replay_migrations(conn: Connection) -> None:
+    """Alembic's `upgrade head` on `conn` (inside the caller's migration transaction): every
+    migration the database has not had yet, in order."""
     from alembic import command
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with migration_connection(engine) as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "head")
+    config.attributes["connection"] = conn
+    command.upgrade(config, "head")

@@ -18,7 +18,8 @@ COUNT = 80
 
 def graph(i: int) -> dict[str, object]:
     expression = f"({{n: {i}, pad: '" + "x" * SIZE + "'}).n"
-    template = f"Draft {i}: " + "y" * SIZE + " {{ input.text }}"
+    # a filter makes it a Jinja template: plain `{{ a.b }}` substitutions never reach the compiled cache
+    template = f"Draft {i}: " + "y" * SIZE + " {{ input.text | trim }}"
     return {
         "id": f"big{i}",
         "nodes": [

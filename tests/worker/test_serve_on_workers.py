@@ -23,6 +23,9 @@ GRAPH = {
     "edges": [{"source": "think", "target": "shape"}, {"source": "shape", "target": "END"}],
 }
 
+CALL_S = 20.0
+"""How long the model call of the pause and cancel test lasts: longer than a loaded host may take
+between a worker's claim and the next request."""
 WORDS = " ".join(f"word{i}" for i in range(40))
 
 
@@ -75,15 +78,24 @@ def test_a_run_started_over_http_executes_on_a_worker_and_streams_its_events(clu
 
 def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: Cluster) -> None:
     # the model call outlasts what a loaded host may take between the worker's claim and the request
-    (cluster.folder / "model.yaml").write_text(yaml.safe_dump({"responses": [{"text": "slow", "delay_ms": 8000}]}))
+    # (8 s was once not enough, with the host's load at 7 on 2 cores)
+    (cluster.folder / "model.yaml").write_text(
+        yaml.safe_dump({"responses": [{"text": "slow", "delay_ms": int(CALL_S * 1000)}]})
+    )
     cluster.worker()
     with cluster.served(yaml.safe_dump(GRAPH)) as client:
+        claimed: list[float] = []
 
         def started() -> str:
             run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()
             with cluster.store() as store:
                 wait_until(lambda: store.runs.get(run_id["run_id"]).lease_owner, 20, "a worker to take the run")
+            claimed.append(time.monotonic())
             return str(run_id["run_id"])
+
+        def past_the_call() -> None:
+            """Until the model call has ended: a run given back would have been continued by then."""
+            time.sleep(max(0.0, claimed[-1] + CALL_S + 1 - time.monotonic()))
 
         paused_id = started()
         paused = client.post(f"/api/runs/{paused_id}/pause")
@@ -94,12 +106,12 @@ def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: 
             store.outbox.announce(paused_id, "lost")
         wait_until(lambda: f"run {paused_id}: paused (announced on lost)" in cluster.logs(), 30, "the message")
         assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
-        time.sleep(9)  # past the model call: a run given back would have been continued by now
+        past_the_call()
         assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
         assert client.post(f"/api/runs/{paused_id}/resume").status_code == 202  # accepted: a worker continues it
-        wait_until(lambda: client.get(f"/api/runs/{paused_id}").json()["status"] == "completed", 30, "resumed")
+        wait_until(lambda: client.get(f"/api/runs/{paused_id}").json()["status"] == "completed", CALL_S + 30, "resumed")
         cancelled_id = started()
         cancelled = client.post(f"/api/runs/{cancelled_id}/cancel")
         assert cancelled.status_code == 200, cancelled.text
-        time.sleep(9)
+        past_the_call()
         assert client.get(f"/api/runs/{cancelled_id}").json()["status"] == "cancelled"

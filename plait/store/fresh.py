@@ -1,0 +1,64 @@
+"""A new database made at the newest schema in one step, without Alembic.
+
+Replaying every migration on an empty database ends in the same schema, but each new database
+paid for loading Alembic and for thirteen migrations, a fifth of a second of the first command
+in a new folder (and of every test that opens a new store). So an empty database gets the
+tables the models describe, plus what models cannot say: the trigger that keeps a node run's
+output immutable (written by the first migration; here in the same words). The version table
+then names the newest migration, so every later release upgrades it with Alembic as usual.
+
+`tests/store/test_fresh_schema.py` makes a database both ways, on SQLite and PostgreSQL, and
+compares every table, column, default, index, constraint, trigger and function: a migration
+that the models do not follow (or the reverse) fails there.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+from plait.store.migrations import HEAD_REVISION, VERSION_TABLE
+from plait.store.models import full_metadata
+
+IMMUTABLE_MESSAGE = "prompt_node_run.output_json is immutable once written; record a correction as an override"
+"""What a write that would change a stored output is refused with (the first migration's words)."""
+
+_SQLITE_GUARD = (
+    f"""CREATE TRIGGER trg_pnr_output_immutable BEFORE UPDATE OF output_json ON prompt_node_run
+    FOR EACH ROW WHEN OLD.output_json IS NOT NULL AND NEW.output_json IS NOT OLD.output_json
+    BEGIN SELECT RAISE(ABORT, '{IMMUTABLE_MESSAGE}'); END""",
+)
+_POSTGRESQL_GUARD = (
+    f"""CREATE FUNCTION plait_pnr_output_immutable() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION '{IMMUTABLE_MESSAGE}' USING ERRCODE = 'check_violation';
+    END $$""",
+    """CREATE TRIGGER trg_pnr_output_immutable BEFORE UPDATE OF output_json ON prompt_node_run
+    FOR EACH ROW
+    WHEN (OLD.output_json IS NOT NULL AND NEW.output_json::text IS DISTINCT FROM OLD.output_json::text)
+    EXECUTE FUNCTION plait_pnr_output_immutable()""",
+)
+
+
+def is_untouched(conn: Connection) -> bool:
+    """True when Plait has never migrated this database: its version table does not exist."""
+    tables = (
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = :name"
+        if conn.dialect.name == "sqlite"
+        else "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = :name"
+    )
+    return int(conn.execute(text(tables), {"name": VERSION_TABLE}).scalar_one()) == 0
+
+
+def create_at_head(conn: Connection) -> None:
+    """The newest schema on an untouched database, inside the caller's transaction (all or
+    nothing, like a migration). A table of the same name already there (another application's,
+    in a shared PostgreSQL schema) fails it loudly rather than being taken over."""
+    full_metadata().create_all(conn, checkfirst=False)
+    for statement in _SQLITE_GUARD if conn.dialect.name == "sqlite" else _POSTGRESQL_GUARD:
+        conn.exec_driver_sql(statement)
+    # Alembic's own version table, as `alembic stamp` would make it.
+    conn.exec_driver_sql(
+        f"CREATE TABLE {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
+        f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
+    )
+    conn.execute(text(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (:head)"), {"head": HEAD_REVISION})

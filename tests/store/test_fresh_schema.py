@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import pg_schema_made, pg_schema_url
 from sqlalchemy import Connection
 from store_helpers import new_run
 
@@ -24,6 +23,7 @@ from plait.store.db import create_store_engine, migration_connection, replay_mig
 from plait.store.fresh import create_at_head, is_untouched
 from plait.store.migrations import HEAD_REVISION, VERSION_TABLE
 from plait.store.url import parse_url
+from tests.conftest import pg_schema_made, pg_schema_url
 
 
 def _words(sql: str | None) -> str:

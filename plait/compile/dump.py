@@ -6,6 +6,7 @@ from typing import Any
 
 import yaml
 
+from plait.model.common import Position
 from plait.model.graph import GraphDef
 
 
@@ -33,11 +34,30 @@ def graph_to_data(graph: GraphDef) -> dict[str, Any]:
     """Plain data in file-format field names (`schema`, not `schema_`); defaults left out."""
     data = graph.model_dump(mode="json", by_alias=True, exclude_defaults=True, exclude_none=True)
     # `type` has a per-class default, so exclude_defaults drops it; it is the discriminator: put it back.
+    # A position keeps both coordinates: an editor reading `{x: 120}` for a node at y 0 drew it nowhere.
     data["nodes"] = [
-        {"id": n.id, "type": str(n.type), **d} for n, d in zip(graph.nodes, data.get("nodes", []), strict=True)
+        {"id": n.id, "type": str(n.type), **d, **_position(n.position)}
+        for n, d in zip(graph.nodes, data.get("nodes", []), strict=True)
     ]
     data["edges"] = [_short_edge(e) for e in data.get("edges", [])]
+    # A schema's version is what edges and stored outputs are checked against: always written, 1.0.0 too.
+    if graph.schemas:
+        data["schemas"] = [
+            {"id": entry.id, "version": entry.version, **d}
+            for entry, d in zip(graph.schemas, data.get("schemas", []), strict=True)
+        ]
     return {"plait": graph.plait, **data}
+
+
+def _position(position: Position | None) -> dict[str, Any]:
+    if position is None:
+        return {}
+    return {"position": {"x": _number(position.x), "y": _number(position.y)}}
+
+
+def _number(value: float) -> float | int:
+    """120, not 120.0: what an editor wrote, as it wrote it."""
+    return int(value) if value.is_integer() else value
 
 
 def _short_edge(edge: dict[str, Any]) -> dict[str, Any]:

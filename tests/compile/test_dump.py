@@ -105,10 +105,24 @@ def test_dump_leaves_defaults_out_and_names_fields_as_files_do() -> None:
     assert data == {
         "plait": 1,
         "id": "g",
-        "schemas": [{"id": "s", "schema": {"type": "object"}}],
+        "schemas": [{"id": "s", "version": "1.0.0", "schema": {"type": "object"}}],  # a version is always said
         "nodes": [{"id": "ask", "type": "LLM_CALL", "user_prompt_tpl": "hi"}],
         "edges": [{"id": "e", "source": "ask", "target": "END", "schema_id": "s"}],
     }
+
+
+def test_a_position_keeps_both_coordinates_zero_included() -> None:
+    graph = GraphDef(
+        id="g",
+        nodes=[
+            LlmCallNode(id="a", user_prompt_tpl="hi", position={"x": 0, "y": 0}),  # type: ignore[arg-type]
+            LlmCallNode(id="b", user_prompt_tpl="hi", position={"x": 120.5, "y": 0}),  # type: ignore[arg-type]
+        ],
+        edges=[EdgeDef(source_node_id="a", target_node_id="b")],
+    )
+    data = yaml.safe_load(dump_yaml(graph))
+    assert [n["position"] for n in data["nodes"]] == [{"x": 0, "y": 0}, {"x": 120.5, "y": 0}]
+    assert GraphDef.model_validate(data) == graph
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ import {
 } from "@xyflow/react";
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { BOX_H, BOX_W, layout } from "./layout";
-import { type BoxData, END, type GraphDoc, source, target, toFlow } from "./model";
+import { type BoxData, END, type GraphDoc, placed, source, target, toFlow } from "./model";
 import { Overview } from "./Overview";
 
 /** One node on the canvas: its type gives the look, its run status the colour. */
@@ -188,7 +188,19 @@ function Canvas(props: GraphViewProps) {
   const positions = useMemo(() => {
     if (!laidOut) return null;
     const at = new Map(laidOut);
-    for (const n of graph.nodes) if (n.position) at.set(n.id, n.position);
+    for (const n of graph.nodes) {
+      const where = placed(n);
+      if (where) at.set(n.id, where);
+    }
+    // END has no stored place: where the layout put it, unless a node its author placed is
+    // there now (it would hide that node); then to the right of every node.
+    const end = at.get(END);
+    const overlaps = (p: { x: number; y: number }) => Math.abs(p.x - end!.x) < BOX_W && Math.abs(p.y - end!.y) < BOX_H;
+    if (end && graph.nodes.some((n) => n.position && overlaps(at.get(n.id)!))) {
+      const right = Math.max(...graph.nodes.map((n) => at.get(n.id)?.x ?? 0));
+      const from = graph.edges.find((e) => target(e) === END);
+      at.set(END, { x: right + BOX_W + 140, y: (from && at.get(source(from))?.y) ?? 0 });
+    }
     return at;
   }, [laidOut, graph]);
 
@@ -264,7 +276,7 @@ function Canvas(props: GraphViewProps) {
     [positions === null, frameSize],
   );
 
-  if (!flow || nodes.length === 0) {
+  if (!flow || (nodes.length === 0 && flow.nodes.length > 0)) {
     return (
       <div className="canvas loading" aria-busy="true" ref={frame}>
         Laying out {graph.nodes.length} nodes…
@@ -273,6 +285,11 @@ function Canvas(props: GraphViewProps) {
   }
   return (
     <div className="canvas" data-testid="canvas" data-nodes={nodes.length}>
+      {nodes.length === 0 ? (
+        <p className="canvas-empty" role="status">
+          {editable ? "No nodes yet: choose a node type above and press Add node." : "This graph has no nodes."}
+        </p>
+      ) : null}
       <ReactFlow
         defaultViewport={start}
         nodes={nodes}

@@ -6,7 +6,7 @@ export interface GraphNodeDef {
   id: string;
   type: string;
   label?: string | null;
-  position?: { x: number; y: number } | null;
+  position?: { x?: number; y?: number } | null;
   [field: string]: unknown;
 }
 
@@ -26,7 +26,7 @@ export interface GraphDoc {
   name?: string | null;
   nodes: GraphNodeDef[];
   edges: GraphEdgeDef[];
-  schemas?: { id: string; version: string; schema: unknown; description?: string | null }[];
+  schemas?: { id: string; version?: string | null; schema: unknown; description?: string | null }[];
   input_schema?: Record<string, unknown> | null;
   [field: string]: unknown;
 }
@@ -51,6 +51,12 @@ export function edgeId(edge: GraphEdgeDef): string {
   return edge.id ?? `${source(edge)}__${target(edge)}`;
 }
 
+/** Where a node was put, with a missing coordinate read as 0 (files written by hand, and graphs
+ * stored before positions were kept in full, leave out a coordinate that is 0). */
+export function placed(def: GraphNodeDef): { x: number; y: number } | null {
+  return def.position ? { x: def.position.x ?? 0, y: def.position.y ?? 0 } : null;
+}
+
 /** React Flow's nodes and edges for `graph`, at `positions` (laid out or stored). */
 export function toFlow(
   graph: GraphDoc,
@@ -59,7 +65,7 @@ export function toFlow(
   const nodes: Node<BoxData>[] = graph.nodes.map((def) => ({
     id: def.id,
     type: "box",
-    position: positions.get(def.id) ?? def.position ?? { x: 0, y: 0 },
+    position: positions.get(def.id) ?? placed(def) ?? { x: 0, y: 0 },
     data: { def },
   }));
   if (graph.edges.some((e) => target(e) === END)) {

@@ -22,6 +22,7 @@ import { go, href } from "../router";
 import { useHistory } from "./canvas/history";
 import { EdgeForm, NodeForm } from "./canvas/NodeForm";
 import { SchemaEditor } from "./canvas/SchemaEditor";
+import { dropDraft, readDraft, writeDraft } from "./canvas/drafts";
 import { StartRun } from "./canvas/StartRun";
 import { Notice } from "../components/bits";
 
@@ -58,17 +59,35 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
   const [focus, setFocus] = useState<string | null>(null);
   const freeSpot = useRef<(() => { x: number; y: number }) | null>(null);
 
-  const { reset } = history;
+  const { reset, commit: record } = history;
   useEffect(() => {
-    if (loaded.data) {
-      setBase(loaded.data);
-      reset(compact(loaded.data.graph as GraphDoc));
-    }
-  }, [loaded.data, reset]);
+    const stored = loaded.data;
+    if (!stored) return;
+    setBase(stored);
+    reset(compact(stored.graph as GraphDoc));
+    // Edits not saved before a reload (or a visit to a run) come back, over the version they
+    // started from: saving then meets any version stored since as a conflict, never overwrites it.
+    const kept = stored.source_type !== "system" ? readDraft(stored.id) : null;
+    if (!kept || (version !== null && Number(version) !== kept.base)) return;
+    if (JSON.stringify(kept.graph) === JSON.stringify(compact(stored.graph as GraphDoc))) return;
+    const restore = (on: Schemas["GraphOut"]) => {
+      setBase(on);
+      reset(compact(on.graph as GraphDoc));
+      record(kept.graph);
+      setNotice(`Restored your unsaved edits of ${new Date(kept.savedAt).toLocaleString()}, made on version ${kept.base}.`);
+    };
+    if (kept.base === stored.version) restore(stored);
+    else get<Schemas["GraphOut"]>(`/api/graphs/${q(stored.id)}?version=${kept.base}`).then(restore, () => dropDraft(stored.id));
+  }, [loaded.data, reset, record, version]);
 
   const original = useMemo(() => (base ? JSON.stringify(compact(base.graph as GraphDoc)) : ""), [base]);
   const dirty = useMemo(() => draft !== null && JSON.stringify(draft) !== original, [draft, original]);
   const editable = base !== null && base.source_type !== "system";
+  useEffect(() => {
+    if (!base || !draft || !editable) return;
+    if (dirty) writeDraft(base.id, draft, base.version);
+    else dropDraft(base.id);
+  }, [base, draft, dirty, editable]);
 
   const pins = useMemo(() => {
     const at: Record<string, string[]> = {};
@@ -166,11 +185,27 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
             Save…
           </button>
         ) : null}
-        {dirty ? <span className="muted">unsaved changes</span> : null}
+        {dirty ? (
+          <>
+            <span className="muted" title="Kept in this browser until you save or discard them">
+              unsaved changes
+            </span>
+            <button
+              type="button"
+              className="link"
+              onClick={() => {
+                history.reset(compact(base.graph as GraphDoc));
+                setNotice("Your unsaved edits were discarded.");
+              }}
+            >
+              Discard edits
+            </button>
+          </>
+        ) : null}
         <a className="button" href={href("runs") + `?graph=${q(base.id)}`}>
           Runs
         </a>
-        <StartRun graph={base} />
+        <StartRun graph={base} unsaved={dirty} />
       </div>
       <ErrorView error={problem} onDismiss={() => setProblem(null)} />
       <Notice>{notice}</Notice>

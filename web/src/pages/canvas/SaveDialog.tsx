@@ -47,8 +47,23 @@ export function SaveDialog({
     }
   }
 
+  // Esc, a click beside the dialog and its Close button all leave it: a graph the server refuses
+  // to preview (an invalid one) must not trap the person in the dialog.
+  useEffect(() => {
+    function onKey(event: KeyboardEvent) {
+      if (event.key === "Escape") onClose();
+    }
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [onClose]);
+
   return (
+    <>
+    <div className="backdrop" data-testid="dialog-backdrop" onClick={onClose} />
     <div className="dialog" role="dialog" aria-label="Save" aria-modal="true">
+      <button type="button" className="close" aria-label="Close" onClick={onClose}>
+        ✕
+      </button>
       <h2>Save {base.slug}</h2>
       <ErrorView error={problem} />
       {!preview && !problem ? <p aria-busy="true">Classifying the changes…</p> : null}
@@ -111,6 +126,7 @@ export function SaveDialog({
         />
       ) : null}
     </div>
+    </>
   );
 }
 

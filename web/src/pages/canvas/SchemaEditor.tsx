@@ -17,7 +17,8 @@ export function SchemaEditor({ graph, onChange }: { graph: GraphDoc; onChange: (
       {schemas.map((entry, index) => (
         <details key={entry.id} data-schema={entry.id}>
           <summary>
-            <code>{entry.id}</code> v{entry.version} · {used(entry.id)} edges {entry.description ? `— ${entry.description}` : ""}
+            <code>{entry.id}</code> {entry.version ? `v${entry.version}` : <span className="muted">new: versioned when saved</span>} ·{" "}
+            {used(entry.id)} edges {entry.description ? `— ${entry.description}` : ""}
           </summary>
           <CodeEditor
             language="json"

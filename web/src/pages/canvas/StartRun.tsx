@@ -4,8 +4,9 @@ import { ErrorView } from "../../components/ErrorView";
 import type { GraphDoc } from "../../graph/model";
 import { go } from "../../router";
 
-/** Start a run: a form generated from the graph's `input_schema`. */
-export function StartRun({ graph }: { graph: Schemas["GraphOut"] }) {
+/** Start a run: a form generated from the graph's `input_schema`. A run executes a stored
+ * version, so with unsaved edits the form says which version runs (the edits stay in the draft). */
+export function StartRun({ graph, unsaved = false }: { graph: Schemas["GraphOut"]; unsaved?: boolean }) {
   const [open, setOpen] = useState(false);
   const [problem, setProblem] = useState<unknown>(null);
   const schema = ((graph.graph as GraphDoc).input_schema ?? {}) as {
@@ -48,6 +49,12 @@ export function StartRun({ graph }: { graph: Schemas["GraphOut"] }) {
         void start();
       }}
     >
+      {unsaved ? (
+        <p className="warning" role="note">
+          Your unsaved edits are not part of this run: it runs the stored version {graph.version}. Save first to run
+          them. Your edits stay on the canvas either way.
+        </p>
+      ) : null}
       {fields.map(([name, prop]) => (
         <label key={name}>
           {name}
@@ -70,7 +77,7 @@ export function StartRun({ graph }: { graph: Schemas["GraphOut"] }) {
         </label>
       ))}
       <div className="row">
-        <button type="submit">Start</button>
+        <button type="submit">{unsaved ? `Start version ${graph.version} without my edits` : "Start"}</button>
         <button type="button" onClick={() => setOpen(false)}>
           Cancel
         </button>

@@ -1,7 +1,9 @@
 """What a newcomer meets first on the canvas, against a real `plait serve`: nodes placed at y 0
 come back where they were put (not as an empty canvas), a canvas with no nodes says so instead
 of "Laying out 0 nodes…" forever, the Save dialog of a graph the server refuses always closes,
-and a schema at its first version shows `v1.0.0`, not `v` with no version."""
+a schema at its first version shows `v1.0.0`, not `v` with no version, unsaved edits survive a
+reload, and a failed run says which node failed, why and what to do, in words a person in a
+browser can act on (a short run id in the address opens the run)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 import yaml
 from playwright.sync_api import expect
 
-from tests.web.conftest import Served
+from tests.web.conftest import Served, serve
 
 FLAT = {
     "plait": 1,
@@ -124,3 +126,148 @@ def test_unsaved_edits_survive_a_reload_and_a_run_started_meanwhile(server: Serv
     expect(box(page, "first")).to_be_visible()
     expect(box(page, "transform_1")).to_have_count(0)
     expect(page.get_by_text("unsaved changes")).to_have_count(0)
+
+
+LABEL = {"type": "object", "properties": {"label": {"enum": ["bug", "praise"]}}, "required": ["label"]}
+FAILING = {
+    "plait": 1,
+    "id": "failing",
+    "schemas": [{"id": "label", "schema": LABEL}],
+    "nodes": [{"id": "classify", "type": "LLM_CALL", "user_prompt_tpl": "Label: {{ input.text }}"}],
+    "edges": [{"source": "classify", "target": "END", "schema_id": "label"}],
+}
+
+
+def test_a_failed_run_says_which_node_failed_why_and_what_to_do_in_plain_words(tmp_path: Path, chromium: Any) -> None:
+    script = tmp_path / "wrong.yaml"
+    script.write_text(yaml.safe_dump({"responses": [{"node": "classify", "output": {"label": "weather"}}]}))
+    for served in serve(tmp_path, script=script):
+        source = tmp_path / "failing.yaml"
+        source.write_text(yaml.safe_dump(FAILING))
+        served.import_graph(source)
+        run_id = served.start("failing", {"text": "it rains"})
+        served.wait_status(run_id, "failed")
+        context = chromium.new_context(viewport={"width": 1400, "height": 900})
+        page = context.new_page()
+        try:
+            # the short id the pages show opens the run, and the address then names it whole
+            page.goto(f"{served.url}/#/runs/{run_id[:8]}")
+            expect(page).to_have_url(re.compile(f"#/runs/{run_id}$"))
+            banner = page.get_by_role("alert").filter(has_text="Node classify failed")
+            expect(banner).to_be_visible()
+            expect(banner).to_contain_text("What to do:")
+            expect(banner).to_contain_text("weather")  # the answer the schema refused is named
+            text = banner.inner_text()
+            assert '{"' not in text, text  # words, not a JSON string
+            assert "/api/" not in text, text
+
+            page.goto(f"{served.url}/#/dashboard")
+            expect(page.locator(".reason").filter(has_text="node classify failed")).to_be_visible()
+
+            # an id that names no run: the hint names the page to look on, not a route
+            page.goto(f"{served.url}/#/runs/ffff0000")
+            missing = page.get_by_role("alert")
+            expect(missing).to_contain_text("no run 'ffff0000'")
+            expect(missing).to_contain_text("the Runs page lists the runs with their ids")
+            assert "GET /api" not in missing.inner_text()
+        finally:
+            context.close()
+
+
+TEXT = {"type": "object", "properties": {"text": {"type": "string", "description": "the text so far"}}}
+CHAIN = {
+    "plait": 1,
+    "id": "chain",
+    "schemas": [{"id": "text", "schema": TEXT}],
+    "nodes": [
+        {"id": "draft", "type": "LLM_CALL", "user_prompt_tpl": "Draft {{ input.topic }}"},
+        {"id": "polish", "type": "LLM_CALL", "user_prompt_tpl": "Polish {{ draft.text }}"},
+        {"id": "publish", "type": "LLM_CALL", "user_prompt_tpl": "Publish {{ polish.text }}"},
+    ],
+    "edges": [
+        {"source": "draft", "target": "polish", "schema_id": "text"},
+        {"source": "polish", "target": "publish", "schema_id": "text"},
+        {"source": "publish", "target": "END", "schema_id": "text"},
+    ],
+}
+
+
+def test_template_completion_offers_every_upstream_node_and_its_fields(
+    server: Served, page: Any, tmp_path: Path
+) -> None:
+    source = tmp_path / "chain.yaml"
+    source.write_text(yaml.safe_dump(CHAIN))
+    server.import_graph(source)
+    page.goto(server.url + "/#/graphs/chain")
+    box(page, "publish").click()
+    prompt = page.get_by_label("User prompt", exact=True)
+    prompt.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    prompt.fill("Publish {{ ")
+    page.keyboard.press("Control+Space")
+    options = page.locator(".cm-tooltip-autocomplete li")
+    expect(options.filter(has_text="polish")).to_contain_text("upstream node")
+    expect(options.filter(has_text="draft")).to_contain_text("further back")  # not a direct predecessor
+    page.keyboard.press("Escape")
+    page.keyboard.type("draft.")
+    page.keyboard.press("Control+Space")
+    expect(options.filter(has_text="text")).to_contain_text("string")  # the schema on draft's edge
+
+
+def test_the_run_canvas_shows_a_waiting_review_and_staleness_reached_through_a_stale_node(
+    server: Served, page: Any, tmp_path: Path
+) -> None:
+    count = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    chain = {
+        "plait": 1,
+        "id": "counting",
+        "schemas": [{"id": "count", "schema": count}],
+        "nodes": [
+            {"id": "one", "type": "TRANSFORM", "transform_expr": "({n: 1})"},
+            {"id": "two", "type": "TRANSFORM", "transform_expr": "({n: nodes.one.n + 1})"},
+            {"id": "three", "type": "TRANSFORM", "transform_expr": "({n: nodes.two.n + 1})"},
+        ],
+        "edges": [
+            {"source": "one", "target": "two", "schema_id": "count"},
+            {"source": "two", "target": "three", "schema_id": "count"},
+            {"source": "three", "target": "END", "schema_id": "count"},
+        ],
+    }
+    reviewed = {
+        "plait": 1,
+        "id": "reviewed_count",
+        "schemas": [{"id": "count", "schema": count}],
+        "nodes": [
+            {"id": "one", "type": "TRANSFORM", "transform_expr": "({n: 1})"},
+            {"id": "check", "type": "HUMAN_REVIEW", "review_prompt": "Is it right?"},
+            {"id": "after", "type": "TRANSFORM", "transform_expr": "({n: nodes.check.n})"},
+        ],
+        "edges": [
+            {"source": "one", "target": "check", "schema_id": "count"},
+            {"source": "check", "target": "after", "schema_id": "count"},
+            {"source": "after", "target": "END", "schema_id": "count"},
+        ],
+    }
+    for graph in (chain, reviewed):
+        source = tmp_path / f"{graph['id']}.yaml"
+        source.write_text(yaml.safe_dump(graph))
+        server.import_graph(source)
+
+    counted = server.start("counting", {})
+    server.wait_status(counted, "completed")
+    corrected = server.client.post(
+        f"/api/runs/{counted}/nodes/one/override", json={"value": {"n": 5}, "policy": "INVALIDATE"}
+    )
+    assert corrected.status_code == 200, corrected.text
+    page.goto(f"{server.url}/#/runs/{counted}")
+    expect(box(page, "two")).to_have_attribute("data-status", "stale")  # read the corrected value
+    expect(box(page, "three")).to_have_attribute("data-status", "stale")  # through two
+    expect(box(page, "one")).not_to_have_attribute("data-status", "stale")
+
+    waiting = server.start("reviewed_count", {})
+    server.wait_status(waiting, "paused")
+    page.goto(f"{server.url}/#/runs/{waiting}")
+    expect(box(page, "check")).to_have_attribute("data-status", "waiting")
+    expect(box(page, "check").locator(".box-status")).to_have_text("waiting for a person")
+    expect(box(page, "after")).to_have_attribute("data-status", "")  # not started: no status at all

@@ -48,7 +48,7 @@ def test_the_seed_story(server: Served, page: Any) -> None:
     # 3. The run pauses at the review; the inspector says so and the review panel approves.
     expect(page.get_by_test_id("run-status")).to_have_text("paused")
     expect(node(page, "chapter_split")).to_have_attribute("data-status", "completed")
-    expect(node(page, "review")).to_have_attribute("data-status", "pending")
+    expect(node(page, "review")).to_have_attribute("data-status", "waiting")  # for a person, not unstarted
     page.get_by_role("status").get_by_role("button", name="Check chapters").click()
     review = page.get_by_role("region", name="Review")
     expect(review).to_contain_text("Check the 3 chapters")
@@ -76,7 +76,7 @@ def test_the_seed_story(server: Served, page: Any) -> None:
     # 5. The overridden node and what reran: the review waits again (a person checks the new value).
     expect(node(page, "chapter_split")).to_have_attribute("data-status", "overridden")
     expect(page.get_by_test_id("run-status")).to_have_text("paused")
-    expect(node(page, "review")).to_have_attribute("data-status", "pending")
+    expect(node(page, "review")).to_have_attribute("data-status", "waiting")  # for a person, not unstarted
     expect(node(page, "clip_points")).to_have_attribute("data-status", "completed")
     clip_runs = [n for n in server.run(run_id)["nodes"] if n["node_id"] == "clip_points"]
     assert [n["activation"] for n in clip_runs] == [1, 2]

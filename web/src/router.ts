@@ -31,3 +31,8 @@ export function href(...parts: string[]): string {
 export function go(...parts: string[]): void {
   window.location.hash = href(...parts);
 }
+
+/** Show `parts` in the address bar in place of the current page (no new history entry). */
+export function replaceWith(...parts: string[]): void {
+  window.location.replace(href(...parts));
+}

@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from plait.api import control
 from plait.api.control import ControlError
+from plait.api.errors import ApiError
 from plait.api.responses import node_fields, run_fields
 from plait.api.schemas import (
     MAX_INT,
@@ -30,9 +31,32 @@ from plait.api.state import ServerState, get_state
 from plait.runs.diff import diff_runs
 from plait.runs.read import read_run
 from plait.store import current_activations
+from plait.store.errors import NotFoundError
+from plait.store.prefix import MIN_PREFIX, AmbiguousIdError
 from plait.store.run_admin import RunEnded, RunInUse
 
 router = APIRouter(tags=["runs"])
+_WHOLE_ID = 36
+"""Characters of a run id (a UUID): a shorter one is looked up as a prefix."""
+
+
+def _whole_run_id(state: ServerState, ref: str) -> str:
+    """The run id `ref` names, whole or as a unique prefix; errors in the API's words."""
+    if len(ref) == _WHOLE_ID:
+        return ref
+    try:
+        return state.store.runs.resolve(ref)
+    except AmbiguousIdError as exc:
+        raise ApiError(
+            409, "ambiguous", str(exc), details=[c[0] for c in exc.candidates], hint="give more characters of the id"
+        ) from exc
+    except NotFoundError as exc:
+        short = f" (a prefix needs at least {MIN_PREFIX} characters)" if len(ref.strip()) < MIN_PREFIX else ""
+        raise ApiError(
+            404, "not_found", f"no run '{ref}'{short}", hint="GET /api/runs lists the runs with their ids"
+        ) from exc
+
+
 State = Annotated[ServerState, Depends(get_state)]
 
 
@@ -68,7 +92,10 @@ def get_run(
 ) -> RunDetailOut:
     """A run with every node activation: status, attempts, tokens, cost, timings, and the
     effective output read at the graph's current schema versions (`raw`: as stored). An output
-    no migration brings forward is given as stored, with an `outdated` notice."""
+    no migration brings forward is given as stored, with an `outdated` notice. `run_id` may be
+    a unique prefix of the id (at least 4 characters), as pages and the CLI show ids short: the
+    answer's `id` is the whole one."""
+    run_id = _whole_run_id(state, run_id)
     view = read_run(state.store, run_id, raw=raw)
     run, outputs = view.run, view.outputs
     return RunDetailOut(

@@ -1,14 +1,16 @@
 import { ApiError } from "../api/client";
+import { forBrowser } from "../api/wording";
 
 /** An error as the server said it: message, hint and details; never a blank page. */
 export function ErrorView({ error, onDismiss }: { error: unknown; onDismiss?: () => void }) {
   if (!error) return null;
   const api = error instanceof ApiError ? error : null;
   const message = api ? api.message : error instanceof Error ? error.message : String(error);
+  const hint = forBrowser(api?.hint);
   return (
     <div className="error" role="alert">
       <strong>{api ? `${api.code}: ` : ""}{message}</strong>
-      {api?.hint ? <div className="hint">hint: {api.hint}</div> : null}
+      {hint ? <div className="hint">hint: {hint}</div> : null}
       {api && api.details.length > 0 ? (
         <ul className="details">
           {api.details.map((detail, index) => (
@@ -30,7 +32,8 @@ function describe(detail: unknown): string {
     const d = detail as Record<string, unknown>;
     const where = d.where ?? d.node_id ?? d.edge_id ?? "";
     const text = d.message ?? d.problem ?? JSON.stringify(detail);
-    const hint = d.hint ? ` (hint: ${String(d.hint)})` : "";
+    const said = forBrowser(d.hint ? String(d.hint) : null);
+    const hint = said ? ` (hint: ${said})` : "";
     return `${where ? `${String(where)}: ` : ""}${String(text)}${hint}`;
   }
   return String(detail);

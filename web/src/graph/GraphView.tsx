@@ -56,7 +56,9 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
       <div className="box-type">{kind}</div>
       <div className="box-label">{def?.label || id}</div>
       {def && def.label ? <div className="box-id">{id}</div> : null}
-      {data.status ? <div className="box-status">{data.status}</div> : null}
+      {data.status ? (
+        <div className="box-status">{data.status === "waiting" ? "waiting for a person" : data.status}</div>
+      ) : null}
       {problems.length ? (
         <div className="box-problems" role="note" aria-label={`${problems.length} problems on ${id}`}>
           ⚠ {problems.length}

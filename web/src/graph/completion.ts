@@ -12,10 +12,12 @@ interface JsonSchema {
   $ref?: string;
 }
 
-/** What `name` can be read as in `nodeId`'s templates: the schema of its edge, or the input's. */
+/** What `name` can be read as in `nodeId`'s templates: the schema of its edge to this node (or,
+ * for a node further upstream, of any edge leaving it), or the input's. */
 function schemaOf(graph: GraphDoc, nodeId: string, name: string): JsonSchema | null {
   if (name === "input") return (graph.input_schema as JsonSchema | null | undefined) ?? null;
-  const edge = graph.edges.find((e) => source(e) === name && target(e) === nodeId && e.schema_id);
+  const leaving = graph.edges.filter((e) => source(e) === name && e.schema_id);
+  const edge = leaving.find((e) => target(e) === nodeId) ?? leaving[0];
   const entry = graph.schemas?.find((s) => s.id === edge?.schema_id);
   return (entry?.schema as JsonSchema | undefined) ?? null;
 }
@@ -28,10 +30,25 @@ function resolve(graph: GraphDoc, schema: JsonSchema | null): JsonSchema | null 
   return schema;
 }
 
-/** The names a template of `nodeId` can start a path with. */
+/** The names a template of `nodeId` can start a path with: `input` and every node upstream of
+ * it (a template reads any of them, not only its direct predecessors), nearest first. */
 export function readable(graph: GraphDoc, nodeId: string): string[] {
-  const upstream = graph.edges.filter((e) => target(e) === nodeId).map(source);
-  return ["input", ...new Set(upstream)];
+  return ["input", ...upstreamOf(graph, nodeId).keys()];
+}
+
+/** Every node upstream of `nodeId`, nearest first, each with whether an edge leads from it to
+ * `nodeId` directly. */
+function upstreamOf(graph: GraphDoc, nodeId: string): Map<string, boolean> {
+  const found = new Map<string, boolean>();
+  const queue = graph.edges.filter((e) => target(e) === nodeId).map(source);
+  const direct = new Set(queue);
+  while (queue.length) {
+    const name = queue.shift()!;
+    if (found.has(name) || name === nodeId) continue;
+    found.set(name, direct.has(name));
+    for (const e of graph.edges) if (target(e) === name) queue.push(source(e));
+  }
+  return found;
 }
 
 export function templateCompletion(graph: GraphDoc, nodeId: string): CompletionSource {
@@ -58,12 +75,13 @@ export function templateCompletion(graph: GraphDoc, nodeId: string): CompletionS
     }
     const word = /(?:^|[\s(|,])(\w*)$/.exec(expression);
     if (!word) return null;
+    const upstream = upstreamOf(graph, nodeId);
     return {
       from: context.pos - word[1].length,
       options: readable(graph, nodeId).map((name): Completion => ({
         label: name,
         type: name === "input" ? "variable" : "class",
-        detail: name === "input" ? "the run's input" : "upstream node",
+        detail: name === "input" ? "the run's input" : upstream.get(name) ? "upstream node" : "upstream node, further back",
       })),
     };
   };

@@ -1,6 +1,7 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { parse as parseYaml, stringify } from "yaml";
 import { get, post, q, type Schemas } from "../api/client";
+import { forBrowser } from "../api/wording";
 import { CodeEditor } from "../components/CodeEditor";
 import { ErrorView } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
@@ -69,7 +70,10 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
     // started from: saving then meets any version stored since as a conflict, never overwrites it.
     const kept = stored.source_type !== "system" ? readDraft(stored.id) : null;
     if (!kept || (version !== null && Number(version) !== kept.base)) return;
-    if (JSON.stringify(kept.graph) === JSON.stringify(compact(stored.graph as GraphDoc))) return;
+    if (JSON.stringify(kept.graph) === JSON.stringify(compact(stored.graph as GraphDoc))) {
+      dropDraft(stored.id); // what it held is stored now
+      return;
+    }
     const restore = (on: Schemas["GraphOut"]) => {
       setBase(on);
       reset(compact(on.graph as GraphDoc));
@@ -93,7 +97,8 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
     const at: Record<string, string[]> = {};
     for (const d of diagnostics?.errors ?? []) {
       const where = d.node_id ?? d.edge_id;
-      if (where) (at[where] ??= []).push(`${d.category}/${d.code}: ${d.message}${d.hint ? ` (hint: ${d.hint})` : ""}`);
+      const hint = forBrowser(d.hint);
+      if (where) (at[where] ??= []).push(`${d.category}/${d.code}: ${d.message}${hint ? ` (hint: ${hint})` : ""}`);
     }
     return at;
   }, [diagnostics]);
@@ -218,12 +223,14 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
             draft={draft}
             onClose={() => setSaving(false)}
             onSaved={(saved) => {
+              dropDraft(base.id);
               setSaving(false);
               setNotice(saved.created ? `Stored version ${saved.version}.` : `Unchanged: still version ${saved.version}.`);
               if (version) go("graphs", base.id);
               else loaded.reload();
             }}
             onTakeTheirs={(latest) => {
+              dropDraft(base.id);
               setSaving(false);
               setBase(latest);
               history.reset(compact(latest.graph as GraphDoc));
@@ -379,7 +386,7 @@ function Diagnostics({ result }: { result: { errors: Diagnostic[]; warnings: Dia
               {severity} {d.category}/{d.code}
             </strong>{" "}
             {d.node_id ? <code>{d.node_id}</code> : d.edge_id ? <code>{d.edge_id}</code> : null} {d.message}
-            {d.hint ? <div className="hint">hint: {d.hint}</div> : null}
+            {forBrowser(d.hint) ? <div className="hint">hint: {forBrowser(d.hint)}</div> : null}
           </li>
         ),
       )}

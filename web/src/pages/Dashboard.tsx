@@ -110,14 +110,24 @@ function RunLinks({ runs }: { runs: Schemas["RunOut"][] }) {
 
 function FailedRun({ run }: { run: Schemas["RunOut"] }) {
   const detail = useApi(() => get<Schemas["RunDetailOut"]>(`/api/runs/${encodeURIComponent(run.id)}`), [run.id]);
-  const error = detail.data?.error as { message?: string; kind?: string; node_id?: string } | null | undefined;
+  type Failure = { message?: string; kind?: string; node_id?: string };
+  const error = detail.data?.error as Failure | null | undefined;
+  // The failed node's own error says why; the run's only says which node.
+  const own = error?.node_id
+    ? (detail.data?.nodes.filter((n) => n.node_id === error.node_id && n.error).at(-1)?.error as Failure | undefined)
+    : undefined;
+  const why = own ?? error;
   return (
     <li>
       <a href={href("runs", run.id)}>
         <code>{run.id.slice(0, 8)}</code>
       </a>{" "}
       {run.graph} · {when(run.completed_at ?? run.created_at)} ·{" "}
-      <span className="reason">{error ? `${error.kind ? `${error.kind}: ` : ""}${error.message ?? JSON.stringify(error)}` : "…"}</span>
+      <span className="reason">
+        {why
+          ? `${error?.node_id ? `node ${error.node_id} failed` : "failed"}${why.kind ? ` (${why.kind.replaceAll("_", " ")})` : ""}: ${why.message ?? "no message was recorded"}`
+          : "…"}
+      </span>
     </li>
   );
 }

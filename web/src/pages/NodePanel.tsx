@@ -3,6 +3,7 @@ import { type LiveAnswer, type LiveAnswers, useLiveAnswer } from "../api/answers
 import { get, post, q, type Schemas } from "../api/client";
 import { CodeEditor } from "../components/CodeEditor";
 import { ErrorView } from "../components/ErrorView";
+import { FailureView } from "../components/FailureView";
 import { useApi, when } from "../components/useApi";
 import { END, type GraphDoc, source, target } from "../graph/model";
 import { schemaErrors } from "../schema/check";
@@ -86,7 +87,7 @@ export function NodePanel(props: {
               </button>
             </p>
           ) : null}
-          {current.error ? <ErrorView error={new Error(JSON.stringify(current.error))} /> : null}
+          {current.error ? <FailureView error={current.error as Record<string, unknown>} /> : null}
           {current.override !== null && current.override !== undefined ? (
             <p className="muted">
               Overridden by {current.override_by}

@@ -4,10 +4,11 @@ import { ENDED, RunActions } from "../components/RunActions";
 import { LiveAnswers } from "../api/answers";
 import { followRun, type RunEvent } from "../api/events";
 import { ErrorView } from "../components/ErrorView";
+import { FailureView } from "../components/FailureView";
 import { useApi, when } from "../components/useApi";
 import { GraphView } from "../graph/GraphView";
-import { type GraphDoc, source, target } from "../graph/model";
-import { href } from "../router";
+import { END, type GraphDoc, source, target } from "../graph/model";
+import { href, replaceWith } from "../router";
 import { Ledger } from "./Ledger";
 import { RunDiff } from "./RunDiff";
 
@@ -35,6 +36,10 @@ const EVENT_STATUS: Record<string, string> = {
 export function RunPage({ runId }: { runId: string }) {
   const run = useApi(() => get<Detail>(`/api/runs/${q(runId)}`), [runId]);
   const detail = run.data;
+  // A short id (as pages and the CLI show them) opens the run; the address then names it whole.
+  useEffect(() => {
+    if (detail && detail.id !== runId) replaceWith("runs", detail.id);
+  }, [detail, runId]);
   const graphPath = detail ? `/api/graphs/${q(detail.graph_id)}?version=${detail.graph_version}` : null;
   const graph = useApi(
     () => (graphPath ? get<Schemas["GraphOut"]>(graphPath) : Promise.resolve(null)),
@@ -76,8 +81,9 @@ export function RunPage({ runId }: { runId: string }) {
   const statuses = useMemo(() => {
     const stored: Record<string, string> = {};
     for (const [node, nodeRun] of Object.entries(current)) stored[node] = nodeRun.status;
-    return { ...stored, ...live };
-  }, [current, live]);
+    const doc = graph.data?.graph as GraphDoc | undefined;
+    return { ...stored, ...(doc && detail ? shownStatuses(doc, detail, stored) : {}), ...live };
+  }, [current, live, graph.data, detail]);
 
   // A fresh read of the run is the truth: the live colours only fill the gap until it comes.
   useEffect(() => setLive({}), [detail]);
@@ -118,9 +124,7 @@ export function RunPage({ runId }: { runId: string }) {
         />
       </div>
       <ErrorView error={problem ?? graph.error} onDismiss={problem ? () => setProblem(null) : undefined} />
-      {detail.error ? (
-        <ErrorView error={new Error(String((detail.error as { message?: string }).message ?? JSON.stringify(detail.error)))} />
-      ) : null}
+      {detail.error ? <RunFailure error={detail.error as Record<string, unknown>} nodes={current} /> : null}
       <OutdatedBanner detail={detail} />
       {detail.stale.length ? (
         <p className="warning" role="status">
@@ -275,4 +279,34 @@ function useDebounced(fn: () => void, ms: number): () => void {
     window.clearTimeout(timer.current);
     timer.current = window.setTimeout(fn, ms);
   }, [fn, ms]);
+}
+
+/** Why a run failed: the failed node's own error (kind, message, what to do) when a node failed. */
+function RunFailure({ error, nodes }: { error: Record<string, unknown>; nodes: Record<string, { error?: unknown }> }) {
+  const node = typeof error.node_id === "string" ? error.node_id : null;
+  const own = node ? (nodes[node]?.error as Record<string, unknown> | null | undefined) : null;
+  return <FailureView error={own ?? error} node={node} />;
+}
+
+/** What the canvas shows beyond each node's stored status: a review that waits for a person is
+ * `waiting` (not `pending`, like a node not yet started), and a node that read, directly or
+ * through other nodes, from a stale one is stale too: bringing it up to date reruns it. */
+function shownStatuses(doc: GraphDoc, detail: Detail, stored: Record<string, string>): Record<string, string> {
+  const shown: Record<string, string> = {};
+  for (const n of doc.nodes) {
+    if (n.type === "HUMAN_REVIEW" && detail.status === "paused" && stored[n.id] === "pending") shown[n.id] = "waiting";
+  }
+  const queue = [...detail.stale];
+  const reached = new Set(queue);
+  while (queue.length) {
+    const from = queue.shift()!;
+    for (const e of doc.edges) {
+      const to = target(e);
+      if (source(e) !== from || to === END || reached.has(to)) continue;
+      reached.add(to);
+      queue.push(to);
+      if (stored[to] === "completed") shown[to] = "stale"; // a person's override keeps its value
+    }
+  }
+  return shown;
 }

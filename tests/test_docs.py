@@ -68,3 +68,25 @@ def test_every_plait_toml_key_is_documented() -> None:
         assert f"\n{key} = " in CONFIG_DOC, f"sandbox.{key}"
     for value in (*Capability, *JsonMode, *Tokenizer):
         assert f"`{value}`" in CONFIG_DOC, value
+
+
+def test_every_key_of_a_scripted_answers_file_is_documented() -> None:
+    from plait.llm.scripted import ScriptedResponse, ScriptFile
+
+    testing = (Path(__file__).resolve().parents[1] / "docs" / "testing.md").read_text()
+    section = testing.split("### The scripted answers file", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE))
+    assert documented == set(ScriptedResponse.model_fields), "the table of docs/testing.md and the model differ"
+    assert set(ScriptFile.model_fields) <= {"responses", "log"}
+    for key in ScriptedResponse.model_fields:
+        assert re.search(rf"^\s+(?:- )?{key}:", section, re.MULTILINE), f"the example does not show `{key}`"
+
+
+def test_the_documented_scripted_answers_file_loads(tmp_path: Path) -> None:
+    from plait.llm.scripted import load_script
+
+    testing = (Path(__file__).resolve().parents[1] / "docs" / "testing.md").read_text()
+    section = testing.split("### The scripted answers file", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "answers.yaml").write_text(example)
+    assert len(load_script(tmp_path / "answers.yaml").responses) == 5

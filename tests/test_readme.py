@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -44,3 +45,14 @@ def test_main_job_runs_a_real_graph(tmp_path: Path) -> None:
         (run,) = store.runs.list()
         models = {n.attempts[-1].get("model") for n in store.runs.node_runs(run.id) if n.tokens_output}
     assert models == {EMBEDDED_MODEL}, "the main job must run on the embedded model"
+
+
+def test_the_validate_example_prints_what_the_readme_shows() -> None:
+    from tests.plait_cli import run_plait
+
+    shown = re.search(r"```\n\$ plait validate (\S+)\n(.+?)```", README, re.DOTALL)
+    assert shown is not None, "the README's `plait validate` example is gone"
+    path, output = shown.group(1), shown.group(2)
+    result = run_plait("validate", path, cwd=ROOT, env={**os.environ, "COLUMNS": "400"})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr + result.stdout == output  # diagnostics on stderr, the verdict on stdout

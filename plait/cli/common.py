@@ -187,6 +187,20 @@ def when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else ""
 
 
+def when_in(ts: float | None, zone: str) -> str:
+    """A schedule's time as it fires: in the schedule's own zone, named (`2026-12-05 09:00:00
+    Europe/Paris`), so that a reader in another zone or on a server in UTC is not misled."""
+    if not ts:
+        return ""
+    import datetime as dt
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return f"{dt.datetime.fromtimestamp(ts, ZoneInfo(zone)).strftime('%Y-%m-%d %H:%M:%S')} {zone}"
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"{dt.datetime.fromtimestamp(ts, dt.UTC).strftime('%Y-%m-%d %H:%M:%S')} UTC"
+
+
 def resolve_run(store: Any, ref: str) -> str:
     """The full id of the run `ref` names (an id or a unique prefix of one); exit 2 when none or several."""
     return _resolve(lambda: store.runs.resolve(ref))

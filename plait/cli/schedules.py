@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import console, fail, parse_inputs, print_json, print_table, store_for, when
+from plait.cli.common import console, fail, parse_inputs, print_json, print_table, store_for, when_in
 from plait.cli.help import PlaitTyper
 from plait.cli.options import DbOption, JsonOption
 
@@ -41,7 +41,8 @@ def add_command(
     if json_output:
         print_json(made.as_json())
         return
-    sys.stderr.write(f"schedule {made.id} added: first firing {when(made.next_fire_at)}; it fires while "
+    first = when_in(made.next_fire_at, made.timezone)
+    sys.stderr.write(f"schedule {made.id} added: first firing {first}; it fires while "
                      "`plait serve` or `plait worker --beat` runs\n")  # fmt: skip
     sys.stdout.write(f"{made.id}\n")
 
@@ -60,7 +61,8 @@ def list_command(db: DbOption = None, json_output: JsonOption = False) -> None:
     table = Table("id", "graph", "cron", "status", "next", "last run")
     for s in schedules:
         table.add_row(s.id[:8], names[s.graph_id], f"{s.cron} ({s.timezone})", s.status,
-                      when(s.next_fire_at) if s.status == "active" else "", s.last_run_id or "")  # fmt: skip
+                      when_in(s.next_fire_at, s.timezone) if s.status == "active" else "",
+                      s.last_run_id or "")  # fmt: skip
     print_table(table)
 
 
@@ -76,9 +78,9 @@ def show_command(schedule_id: IdArg, db: DbOption = None, json_output: JsonOptio
         return
     found, out = shown.schedule, console()
     out.print(f"schedule {found.id}: {found.cron} ({found.timezone}), {found.status}, catch-up {found.catch_up}")
-    out.print(f"next firing: {when(found.next_fire_at)}")
+    out.print(f"next firing: {when_in(found.next_fire_at, found.timezone)}")
     for at, run_id in shown.firings:
-        out.print(f"  {when(at)}  run {run_id}")
+        out.print(f"  {when_in(at, found.timezone)}  run {run_id}")
 
 
 @app.command("pause")

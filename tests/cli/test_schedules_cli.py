@@ -7,6 +7,7 @@ adds nothing."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,12 @@ def test_an_unknown_schedule_is_named_and_the_command_to_list_them_given(tmp_pat
         done = plait(tmp_path, "schedules", verb, "deadbeef")
         assert done.returncode == 2
         assert "'deadbeef' is not a schedule; `plait schedules list` shows them" in done.stderr
+
+
+def test_schedule_times_are_printed_in_the_schedules_zone_and_name_it(tmp_path: Path) -> None:
+    added = plait(tmp_path, "schedules", "add", GRAPH, "--cron", "0 9 * * *", "-i", "raw=x",
+                  "--timezone", "Asia/Tokyo")  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert re.search(r"first firing \d{4}-\d\d-\d\d 09:00:00 Asia/Tokyo;", added.stderr), added.stderr
+    shown = plait(tmp_path, "schedules", "show", added.stdout.strip())
+    assert re.search(r"next firing: \d{4}-\d\d-\d\d 09:00:00 Asia/Tokyo", shown.stdout), shown.stdout

@@ -88,9 +88,16 @@ def test_the_seed_story(server: Served, page: Any) -> None:
     node(page, "transcribe").click()
     page.get_by_test_id("node-panel").get_by_role("button", name="Override…").click()
     set_json(page, "Corrected value (JSON)", {"text": "A shorter transcript.", "language": "en"})
-    expect(page.get_by_test_id("policy-preview")).to_have_text("Marks stale: chapter_split")
+    preview = page.get_by_test_id("policy-preview")
+    expect(preview).to_have_text(
+        "Marks stale: chapter_split. Stale through them until they rerun: clip_points, review, subtitles"
+    )
+    page.get_by_label("Downstream policy").select_option("RERUN")
+    expect(preview).to_have_text("Reruns: chapter_split. Marks stale: clip_points, review, subtitles")
+    page.get_by_label("Downstream policy").select_option("INVALIDATE")
     page.get_by_test_id("node-panel").get_by_role("button", name="Save override").click()
     expect(node(page, "chapter_split")).to_have_attribute("data-status", "stale")
+    expect(node(page, "subtitles")).to_have_attribute("data-status", "stale")  # through chapter_split
     expect(page.get_by_text(re.compile("^Stale: chapter_split"))).to_be_visible()
     node(page, "chapter_split").click()
     expect(page.get_by_test_id("node-panel").get_by_role("button", name="Rerun chapter_split")).to_be_visible()

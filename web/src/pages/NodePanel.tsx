@@ -300,9 +300,7 @@ function Override(props: {
         </select>
       </label>
       <p className="muted" data-testid="policy-preview">
-        {policy === "KEEP" || touched.length === 0
-          ? "No other node is touched."
-          : `${policy === "INVALIDATE" ? "Marks stale" : "Reruns"}: ${touched.join(", ")}`}
+        {policyPreview(policy, touched, props.downstream.filter((n) => !props.direct.includes(n)))}
       </p>
       <label>
         Note <input value={note} onChange={(e) => setNote(e.target.value)} aria-label="Note" />
@@ -452,4 +450,13 @@ function ToolRounds({ rounds }: { rounds?: ToolRound[] }) {
       </ol>
     </details>
   );
+}
+
+/** What a correction with `policy` does to the other nodes: which rerun and which end stale. */
+function policyPreview(policy: Policy, touched: string[], beyond: string[]): string {
+  if (policy === "KEEP" || touched.length === 0) return "No other node is touched.";
+  if (policy === "RERUN_ALL") return `Reruns: ${touched.join(", ")}`;
+  if (policy === "RERUN")
+    return `Reruns: ${touched.join(", ")}${beyond.length ? `. Marks stale: ${beyond.join(", ")}` : ""}`;
+  return `Marks stale: ${touched.join(", ")}${beyond.length ? `. Stale through them until they rerun: ${beyond.join(", ")}` : ""}`;
 }

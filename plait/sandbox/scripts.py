@@ -21,8 +21,8 @@ each enforced here and reported as a `ScriptError` of its own kind:
 - memory: the context's allocator limit, everything counted;
 - the prompt: a string of at most `max_prompt_bytes`;
 - host calls: at most `max_host_calls`; the next one fails the script;
-- console: at most `max_console_entries` entries and `max_console_bytes`; the rest is dropped
-  and counted;
+- console: at most `max_console_entries` entries and `max_console_bytes`, each entry cut at
+  `max_console_entry_bytes` with a note; the rest is dropped and counted;
 - host values: a value over `max_host_value_bytes` (as JSON) is cut, with a marker.
 
 A cancelled script (`cancel`) has its process killed within `CANCEL_POLL_S`. Every host call is
@@ -80,6 +80,9 @@ class ScriptLimits:
     max_host_calls: int = 20
     max_console_entries: int = 50
     max_console_bytes: int = 10 * 1024
+    max_console_entry_bytes: int = 1024
+    """One entry longer than this is cut, with a note saying so: a script logging a whole
+    document leaves room for the entries after it."""
     max_host_value_bytes: int = 16 * 1024
 
 
@@ -258,6 +261,8 @@ class _Run:
 
     def _console(self, level: str, args: list[Any]) -> None:
         size = len(json.dumps(args, ensure_ascii=False))
+        if size > self.limits.max_console_entry_bytes:
+            args, size = _cut_entry(args, size, self.limits.max_console_entry_bytes)
         if (
             self.console_entries >= self.limits.max_console_entries
             or self.console_bytes + size > self.limits.max_console_bytes
@@ -316,6 +321,14 @@ class _Run:
         marker = f"…[truncated: {len(text)} characters over the {limit} bytes a host value may hold]"
         self.emit(ScriptEvent("warning", "host", [f"{api} returned more than {limit} bytes; it was cut"], time.time()))
         return kept + marker
+
+
+def _cut_entry(args: list[Any], size: int, limit: int) -> tuple[list[Any], int]:
+    """A console entry over `limit` bytes as one text of its first `limit` bytes and a note."""
+    text = " ".join(a if isinstance(a, str) else json.dumps(a, ensure_ascii=False) for a in args)
+    kept = text.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+    cut = [f"{kept}… [cut at {limit} bytes: the entry had {size}]"]
+    return cut, len(json.dumps(cut, ensure_ascii=False))
 
 
 def run_script(

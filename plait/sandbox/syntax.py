@@ -104,6 +104,10 @@ _SCRIPT_HEAD = (
     " {b}.request('readRoute', [String(route), params === undefined ? {{}} : params]);"
     " const console = Object.freeze({{ log: (...a) => {b}.log('log', a), info: (...a) => {b}.log('info', a),"
     " warn: (...a) => {b}.log('warn', a), error: (...a) => {b}.log('error', a) }});"
+    # `Promise` (frozen, like every intrinsic) for `Promise.all` over host calls: the global name is
+    # gone from every context, but any async function's result reaches it, so naming it here gives
+    # a script nothing it could not already reach.
+    " const Promise = (async () => {{}})().constructor;"
 )
 _SCRIPT_TAIL = (
     ";if (typeof main !== 'function') throw new Error('__plait_no_main__');"
@@ -112,10 +116,17 @@ _SCRIPT_TAIL = (
 )
 
 
+_EXPORTED_MAIN = re.compile(r"^([ \t]*)export[ \t]+(?=(?:async[ \t]+)?function[ \t]+main\b)", re.MULTILINE)
+"""`export async function main()`, the form the scripts' design writes: a script is a function
+body, where `export` is not allowed, so the keyword is blanked (same length: the line and column
+an error names stay the script's own)."""
+
+
 def script_function(code: str, bridge: str = "__plait_bridge__") -> str:
     """The function a prompt script becomes (`plait.sandbox.scripts`): the host APIs and the
     console as local names talking to the run's `bridge`, the script (from its line 2), then
     the call of its `main`."""
+    code = _EXPORTED_MAIN.sub(lambda found: found.group(1) + " " * (len(found.group(0)) - len(found.group(1))), code)
     return _SCRIPT_HEAD.format(b=bridge) + "\n" + code + "\n" + _SCRIPT_TAIL
 
 

@@ -131,11 +131,10 @@ def test_console_entries_and_bytes_are_bounded_and_the_excess_counted() -> None:
     )
     assert len([e for e in many.events if e.type == "log"]) == 50
     assert many.dropped_console == 30
-    big = run_script(
-        "async function main() { for (let i = 0; i < 5; i++) console.log('y'.repeat(4000)); return 'x' }", Host(), ROOMY
-    )
-    assert len([e for e in big.events if e.type == "log"]) == 2  # 10 KB in all
-    assert big.dropped_console == 3
+    code = "async function main() { for (let i = 0; i < 15; i++) console.log('y'.repeat(1000)); return 'x' }"
+    big = run_script(code, Host(), ROOMY)
+    assert len([e for e in big.events if e.type == "log"]) == 10  # 10 KB in all, each entry 1,006 bytes
+    assert big.dropped_console == 5
 
 
 def test_a_host_value_over_the_limit_is_cut_with_a_marker() -> None:
@@ -243,3 +242,40 @@ def test_cancelling_a_script_in_an_uninterruptible_builtin_stops_it_at_once() ->
     assert outcome.error is not None
     assert outcome.error.kind == "cancelled"
     assert time.monotonic() - started < 0.5 + 1.5
+
+
+def test_the_designs_exported_main_runs_and_promise_all_gathers_host_calls() -> None:
+    code = """// as the scripts' design writes it
+export async function main() {
+  const [topic, hint] = await Promise.all([getVar("input.topic"), getSchemaHint("summary")]);
+  return `Write about ${topic}. ${hint}`;
+}"""
+    outcome = run_script(code, Host(), ROOMY)
+    assert outcome.error is None, outcome.error
+    assert outcome.prompt == "Write about birds. summary: an object with a title"
+    assert [c["api"] for c in outcome.host_calls] == ["getVar", "getSchemaHint"]
+
+
+def test_an_error_in_an_exported_main_names_the_scripts_own_line_and_column() -> None:
+    code = "export async function main() {\n  return undefinedName;\n}"
+    outcome = run_script(code, Host(), ROOMY)
+    assert outcome.error is not None
+    assert (outcome.error.line, outcome.error.column) == (2, 10)
+
+
+def test_a_console_entry_over_1_kb_is_cut_with_a_note_and_later_entries_still_show() -> None:
+    code = """
+async function main() {
+  console.log("x".repeat(5000), {n: 1});
+  console.log("after");
+  return "p";
+}"""
+    outcome = run_script(code, Host(), ROOMY)
+    assert outcome.error is None
+    logged = [e.args for e in outcome.events if e.type == "log"]
+    assert len(logged) == 2
+    (cut,) = logged[0]
+    assert cut.startswith("x" * 1000)
+    assert cut.endswith("… [cut at 1024 bytes: the entry had 5014]")  # as JSON: ["x…", {"n": 1}]
+    assert len(cut.encode()) < 1100
+    assert logged[1] == ["after"]

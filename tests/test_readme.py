@@ -56,3 +56,21 @@ def test_the_validate_example_prints_what_the_readme_shows() -> None:
     result = run_plait("validate", path, cwd=ROOT, env={**os.environ, "COLUMNS": "400"})
     assert result.returncode == 2, result.stderr
     assert result.stderr + result.stdout == output  # diagnostics on stderr, the verdict on stdout
+
+
+def test_each_local_model_server_snippet_is_a_valid_configuration(tmp_path: Path) -> None:
+    from tests.plait_cli import run_plait
+
+    section = README.split("## A real model on your own machine", 1)[1].split("\n## ", 1)[0]
+    snippets = re.findall(r"```toml\n(.+?)```", section, re.DOTALL)
+    assert len(snippets) == 3  # llama.cpp's server, Ollama, vLLM
+    for index, snippet in enumerate(snippets):
+        path = tmp_path / f"plait{index}.toml"
+        path.write_text(snippet)
+        checked = run_plait("config", "check", "--config", str(path), "--json", cwd=tmp_path)
+        assert checked.returncode == 0, checked.stderr
+        report = json.loads(checked.stdout)
+        provider = re.search(r'^id = "(\w+)"', snippet, re.MULTILINE)
+        assert provider is not None
+        assert report["ok"] is True
+        assert report["roles"]["chat"]["resolves_to"].startswith(provider.group(1) + "/")

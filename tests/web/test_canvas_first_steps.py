@@ -271,3 +271,29 @@ def test_the_run_canvas_shows_a_waiting_review_and_staleness_reached_through_a_s
     expect(box(page, "check")).to_have_attribute("data-status", "waiting")
     expect(box(page, "check").locator(".box-status")).to_have_text("waiting for a person")
     expect(box(page, "after")).to_have_attribute("data-status", "")  # not started: no status at all
+
+
+def test_the_type_picker_says_what_each_node_does_and_tidy_layout_forgets_placements(
+    server: Served, page: Any, tmp_path: Path
+) -> None:
+    source = tmp_path / "flat.yaml"
+    source.write_text(yaml.safe_dump(FLAT))
+    server.import_graph(source)
+    page.goto(server.url + "/#/graphs/flat")
+    described = page.locator("#node-type-description")
+    page.get_by_label("Node type").select_option("HUMAN_REVIEW")
+    expect(described).to_have_text("Pauses the run until a person approves or corrects the value.")
+    page.get_by_label("Node type").select_option("TRANSFORM")
+    expect(described).to_contain_text("JavaScript expression")
+
+    before = box(page, "second").bounding_box()
+    page.get_by_role("button", name="Tidy layout").click()
+    expect(page.get_by_role("button", name="Tidy layout")).to_be_disabled()  # nothing placed by hand now
+    page.get_by_role("tab", name="YAML").click()
+    expect(page.get_by_label("Graph YAML", exact=True)).not_to_contain_text("position")
+    after = box(page, "second").bounding_box()
+    assert before is not None
+    assert after is not None
+    assert before != after  # laid out again, not where it was put
+    page.get_by_role("button", name="Undo").click()
+    expect(page.get_by_role("button", name="Tidy layout")).to_be_enabled()

@@ -16,6 +16,27 @@ export const NODE_TYPES = [
   "LOOP",
 ] as const;
 
+/** What each node type does, in one line: shown beside the type picker before a node is added. */
+export const NODE_DESCRIPTIONS: Record<(typeof NODE_TYPES)[number], string> = {
+  LLM_CALL: "Asks a model: a prompt in, an answer checked against the edge's schema out.",
+  TRANSFORM: "Computes a value from upstream outputs with a JavaScript expression; no model.",
+  CONDITION: "Picks a branch: its expression gives the key of the edges that run next.",
+  MERGE: "Waits for several branches and joins their outputs into one value.",
+  HUMAN_REVIEW: "Pauses the run until a person approves or corrects the value.",
+  CODE: "Runs a JavaScript (or, where the server allows it, Python) function body, sandboxed.",
+  TOOL: "Runs a program the server's operator allowed, or calls an MCP tool.",
+  WAIT: "Waits for a time, or until a date, then goes on (the run is parked meanwhile).",
+  SUBGRAPH: "Runs another graph (or an inline one) as one step, with its own record.",
+  MAP: "Runs a graph once per item of a list, in parallel, and collects the results.",
+  LOOP: "Runs a graph again and again while a condition holds, up to a limit.",
+};
+
+/** Every node back where the layout puts it: a person's own placements forgotten. */
+export function tidy(graph: GraphDoc): GraphDoc {
+  if (!graph.nodes.some((n) => n.position)) return graph;
+  return { ...graph, nodes: graph.nodes.map(({ position: _dropped, ...rest }) => rest as GraphNodeDef) };
+}
+
 /** A one-node inline body a new SUBGRAPH, MAP or LOOP starts with. */
 const STEP_BODY = { nodes: [{ id: "step", type: "TRANSFORM", transform_expr: "current" }], edges: [] };
 

@@ -11,10 +11,12 @@ import {
   compact,
   connect,
   moveNode,
+  NODE_DESCRIPTIONS,
   NODE_TYPES,
   removeEdges,
   removeNodes,
   renameNode,
+  tidy,
   updateEdge,
   updateNode,
 } from "../graph/edit";
@@ -152,9 +154,16 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
         {editable ? (
           <>
             <span className="group" role="group" aria-label="Add a node">
-              <select aria-label="Node type" value={adding} onChange={(e) => setAdding(e.target.value)}>
+              <select
+                aria-label="Node type"
+                aria-describedby="node-type-description"
+                value={adding}
+                onChange={(e) => setAdding(e.target.value)}
+              >
                 {NODE_TYPES.map((t) => (
-                  <option key={t}>{t}</option>
+                  <option key={t} title={NODE_DESCRIPTIONS[t]}>
+                    {t}
+                  </option>
                 ))}
               </select>
               <button
@@ -169,7 +178,18 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
               >
                 Add node
               </button>
+              <span className="muted node-type-description" id="node-type-description">
+                {NODE_DESCRIPTIONS[adding as (typeof NODE_TYPES)[number]]}
+              </span>
             </span>
+            <button
+              type="button"
+              title="Forget where nodes were put and lay the graph out again"
+              disabled={!draft.nodes.some((n) => n.position)}
+              onClick={() => commit(tidy(draft))}
+            >
+              Tidy layout
+            </button>
             <button type="button" onClick={history.undo} disabled={!history.canUndo} aria-keyshortcuts="Control+Z">
               Undo
             </button>

@@ -161,6 +161,13 @@ def test_a_failed_run_says_which_node_failed_why_and_what_to_do_in_plain_words(t
             assert '{"' not in text, text  # words, not a JSON string
             assert "/api/" not in text, text
 
+            # the attempt whose answer the schema refused says so, with the answer and why
+            box(page, "classify").click()
+            attempt = page.get_by_label("Attempts").locator('tr[data-attempt="1"]')
+            expect(attempt).to_contain_text("rejected by the schema")
+            expect(attempt).to_contain_text("'weather' is not one of ['bug', 'praise']")
+            expect(attempt).not_to_contain_text("answered")
+
             page.goto(f"{served.url}/#/dashboard")
             expect(page.locator(".reason").filter(has_text="node classify failed")).to_be_visible()
 

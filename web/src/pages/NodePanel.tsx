@@ -390,7 +390,30 @@ interface Attempt {
   error?: string;
   kind?: string;
   decisions?: { event: string; to?: string; target?: string; error?: string }[];
+  /** The answer as the model gave it, and why the edge's schema refused it (when it did). */
+  content?: string;
+  violations?: string[];
   [field: string]: unknown;
+}
+
+/** An attempt whose answer came back but did not fit the schema: the answer and each violation. */
+function Rejected({ answer, violations }: { answer?: string; violations: string[] }) {
+  return (
+    <div className="rejected">
+      <span className="reason">rejected by the schema</span>
+      <ul className="details">
+        {violations.map((v) => (
+          <li key={v}>{v}</li>
+        ))}
+      </ul>
+      {answer !== undefined ? (
+        <details>
+          <summary>the answer</summary>
+          <pre>{answer.length > 4000 ? `${answer.slice(0, 4000)}… (${answer.length} characters)` : answer}</pre>
+        </details>
+      ) : null}
+    </div>
+  );
 }
 
 interface ToolRound {
@@ -414,7 +437,13 @@ function Attempts({ attempts }: { attempts: Attempt[] }) {
               <td>{a.duration_ms !== undefined ? `${Math.round(a.duration_ms)} ms` : ""}</td>
               <td>{a.usage ? `${a.usage.input ?? 0}+${a.usage.output ?? 0}` : ""}</td>
               <td>
-                {a.error ? <span className="reason">{a.kind ? `${a.kind}: ` : ""}{a.error}</span> : "answered"}
+                {a.error ? (
+                  <span className="reason">{a.kind ? `${a.kind}: ` : ""}{a.error}</span>
+                ) : a.violations?.length ? (
+                  <Rejected answer={a.content} violations={a.violations} />
+                ) : (
+                  "answered"
+                )}
                 {a.decisions?.map((d, i) => (
                   <div key={i} className="muted">
                     pool: {d.event} {d.to ?? d.target ?? ""} {d.error ? `(${d.error})` : ""}

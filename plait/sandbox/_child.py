@@ -30,11 +30,16 @@ import select
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
 
 from plait.sandbox import _protocol as wire
 
+# `typing` is not imported at run time: evaluator processes import this module, and start
+# faster without it (annotations are strings here; mypy reads the block below).
+TYPE_CHECKING = False
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from plait.sandbox._context import Kind
 
 NICENESS = 10

@@ -36,14 +36,19 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from plait.sandbox._prelude import DEPTH_PLACEHOLDER, PRELUDE, RUNNER_PLACEHOLDER
 
+# `typing` is not imported at run time: evaluator processes import this module, and start
+# faster without it (annotations are strings here; mypy reads the block below).
+TYPE_CHECKING = False
+
 if TYPE_CHECKING:
+    from typing import Any, Literal
+
     import quickjs
 
-Kind = Literal["evaluate", "call"]
+    Kind = Literal["evaluate", "call"]
 
 PRELUDE_TIMEOUT_S = 10.0
 RUNTIME_LINES = 100_000
@@ -76,12 +81,15 @@ class ContextFailed(Exception):
     """QuickJS itself failed (not the script: the script's errors come back from the runner)."""
 
 
-class Answer(NamedTuple):
+class Answer:
     """What the runner answered: the result's JSON text, or what the script threw
     (`{name, message, stack}`)."""
 
-    json: str | None
-    thrown: dict[str, Any] | None
+    __slots__ = ("json", "thrown")
+
+    def __init__(self, json: str | None, thrown: dict[str, Any] | None) -> None:
+        self.json = json
+        self.thrown = thrown
 
 
 class Context:

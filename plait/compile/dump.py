@@ -31,7 +31,8 @@ _Dumper.add_representer(str, _str)
 
 
 def graph_to_data(graph: GraphDef) -> dict[str, Any]:
-    """Plain data in file-format field names (`schema`, not `schema_`); defaults left out."""
+    """Plain data in file-format field names (`schema`, not `schema_`); defaults left out, but
+    for a node's position and a schema's version, which are always said in full."""
     data = graph.model_dump(mode="json", by_alias=True, exclude_defaults=True, exclude_none=True)
     # `type` has a per-class default, so exclude_defaults drops it; it is the discriminator: put it back.
     # A position keeps both coordinates: an editor reading `{x: 120}` for a node at y 0 drew it nowhere.

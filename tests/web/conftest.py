@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from plait.testing import HttpRuns, skip_or_fail, wait_until_healthy
 from tests.api.api_helpers import free_port
@@ -37,8 +38,10 @@ class Served(HttpRuns):
     url: str
     db: str
 
-    def import_graph(self, path: Path) -> dict[str, Any]:
-        response = self.client.post("/api/graphs/import", json={"source": path.read_text(encoding="utf-8")})
+    def import_graph(self, graph: Path | dict[str, Any]) -> dict[str, Any]:
+        """Store a graph file, or a graph given as data (sent as its YAML)."""
+        source = graph.read_text(encoding="utf-8") if isinstance(graph, Path) else yaml.safe_dump(graph)
+        response = self.client.post("/api/graphs/import", json={"source": source})
         assert response.status_code in (200, 201), response.text
         return dict(response.json())
 

@@ -7,6 +7,7 @@ browser can act on (a short run id in the address opens the run)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -16,28 +17,34 @@ from playwright.sync_api import expect
 
 from tests.web.conftest import Served, serve
 
-FLAT = {
-    "plait": 1,
-    "id": "flat",
-    "name": "Flat",
-    "nodes": [
-        {"id": "first", "type": "TRANSFORM", "transform_expr": "({n: 1})", "position": {"x": 0, "y": 0}},
-        {"id": "second", "type": "TRANSFORM", "transform_expr": "({n: 2})", "position": {"x": 300, "y": 0}},
-    ],
-    "edges": [{"source": "first", "target": "second"}, {"source": "second", "target": "END"}],
-}
+
+def chain(graph_id: str, *nodes: dict[str, Any], schema: tuple[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A graph of `nodes` one after the other, the last one to END; `schema` (id, JSON Schema) on
+    every edge."""
+    ids = [node["id"] for node in nodes] + ["END"]
+    on_edges = {"schema_id": schema[0]} if schema else {}
+    return {
+        "plait": 1,
+        "id": graph_id,
+        **({"schemas": [{"id": schema[0], "schema": schema[1]}]} if schema else {}),
+        "nodes": list(nodes),
+        "edges": [{"source": a, "target": b, **on_edges} for a, b in itertools.pairwise(ids)],
+    }
+
+
+FLAT = chain(
+    "flat",
+    {"id": "first", "type": "TRANSFORM", "transform_expr": "({n: 1})", "position": {"x": 0, "y": 0}},
+    {"id": "second", "type": "TRANSFORM", "transform_expr": "({n: 2})", "position": {"x": 300, "y": 0}},
+)
 
 
 def box(page: Any, node_id: str) -> Any:
     return page.locator(f'.box[data-node="{node_id}"]')
 
 
-def test_nodes_at_y_zero_are_stored_in_full_and_drawn_where_they_were_put(
-    server: Served, page: Any, tmp_path: Path
-) -> None:
-    source = tmp_path / "flat.yaml"
-    source.write_text(yaml.safe_dump(FLAT))
-    server.import_graph(source)
+def test_nodes_at_y_zero_are_stored_in_full_and_drawn_where_they_were_put(server: Served, page: Any) -> None:
+    server.import_graph(FLAT)
     stored = server.client.get("/api/graphs/flat").json()["graph"]
     assert [n["position"] for n in stored["nodes"]] == [{"x": 0, "y": 0}, {"x": 300, "y": 0}]
 
@@ -56,11 +63,9 @@ def test_nodes_at_y_zero_are_stored_in_full_and_drawn_where_they_were_put(
 
 
 def test_an_emptied_canvas_says_it_has_no_nodes_and_the_save_dialog_of_a_refused_graph_closes(
-    server: Served, page: Any, tmp_path: Path
+    server: Served, page: Any
 ) -> None:
-    source = tmp_path / "flat.yaml"
-    source.write_text(yaml.safe_dump(FLAT))
-    server.import_graph(source)
+    server.import_graph(FLAT)
     page.goto(server.url + "/#/graphs/flat")
     expect(box(page, "first")).to_be_visible()
 
@@ -86,21 +91,17 @@ def test_an_emptied_canvas_says_it_has_no_nodes_and_the_save_dialog_of_a_refused
         expect(dialog).to_have_count(0)
 
 
-def test_a_schema_at_the_first_version_shows_its_version(server: Served, page: Any, tmp_path: Path) -> None:
-    source = tmp_path / "flat.yaml"
+def test_a_schema_at_the_first_version_shows_its_version(server: Served, page: Any) -> None:
     schema = {"id": "count", "schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}
-    source.write_text(yaml.safe_dump({**FLAT, "schemas": [schema]}))  # no version: the first, 1.0.0
-    server.import_graph(source)
+    server.import_graph({**FLAT, "schemas": [schema]})  # no version: the first, 1.0.0
     assert server.client.get("/api/graphs/flat").json()["graph"]["schemas"][0]["version"] == "1.0.0"
     page.goto(server.url + "/#/graphs/flat")
     page.get_by_role("tab", name="Schemas").click()
     expect(page.locator('details[data-schema="count"] summary')).to_contain_text("count v1.0.0")
 
 
-def test_unsaved_edits_survive_a_reload_and_a_run_started_meanwhile(server: Served, page: Any, tmp_path: Path) -> None:
-    source = tmp_path / "flat.yaml"
-    source.write_text(yaml.safe_dump(FLAT))
-    server.import_graph(source)
+def test_unsaved_edits_survive_a_reload_and_a_run_started_meanwhile(server: Served, page: Any) -> None:
+    server.import_graph(FLAT)
     page.goto(server.url + "/#/graphs/flat")
     expect(box(page, "first")).to_be_visible()
     page.get_by_label("Node type").select_option("TRANSFORM")
@@ -129,22 +130,18 @@ def test_unsaved_edits_survive_a_reload_and_a_run_started_meanwhile(server: Serv
 
 
 LABEL = {"type": "object", "properties": {"label": {"enum": ["bug", "praise"]}}, "required": ["label"]}
-FAILING = {
-    "plait": 1,
-    "id": "failing",
-    "schemas": [{"id": "label", "schema": LABEL}],
-    "nodes": [{"id": "classify", "type": "LLM_CALL", "user_prompt_tpl": "Label: {{ input.text }}"}],
-    "edges": [{"source": "classify", "target": "END", "schema_id": "label"}],
-}
+FAILING = chain(
+    "failing",
+    {"id": "classify", "type": "LLM_CALL", "user_prompt_tpl": "Label: {{ input.text }}"},
+    schema=("label", LABEL),
+)
 
 
 def test_a_failed_run_says_which_node_failed_why_and_what_to_do_in_plain_words(tmp_path: Path, chromium: Any) -> None:
     script = tmp_path / "wrong.yaml"
     script.write_text(yaml.safe_dump({"responses": [{"node": "classify", "output": {"label": "weather"}}]}))
     for served in serve(tmp_path, script=script):
-        source = tmp_path / "failing.yaml"
-        source.write_text(yaml.safe_dump(FAILING))
-        served.import_graph(source)
+        served.import_graph(FAILING)
         run_id = served.start("failing", {"text": "it rains"})
         served.wait_status(run_id, "failed")
         context = chromium.new_context(viewport={"width": 1400, "height": 900})
@@ -182,29 +179,17 @@ def test_a_failed_run_says_which_node_failed_why_and_what_to_do_in_plain_words(t
 
 
 TEXT = {"type": "object", "properties": {"text": {"type": "string", "description": "the text so far"}}}
-CHAIN = {
-    "plait": 1,
-    "id": "chain",
-    "schemas": [{"id": "text", "schema": TEXT}],
-    "nodes": [
-        {"id": "draft", "type": "LLM_CALL", "user_prompt_tpl": "Draft {{ input.topic }}"},
-        {"id": "polish", "type": "LLM_CALL", "user_prompt_tpl": "Polish {{ draft.text }}"},
-        {"id": "publish", "type": "LLM_CALL", "user_prompt_tpl": "Publish {{ polish.text }}"},
-    ],
-    "edges": [
-        {"source": "draft", "target": "polish", "schema_id": "text"},
-        {"source": "polish", "target": "publish", "schema_id": "text"},
-        {"source": "publish", "target": "END", "schema_id": "text"},
-    ],
-}
+CHAIN = chain(
+    "chain",
+    {"id": "draft", "type": "LLM_CALL", "user_prompt_tpl": "Draft {{ input.topic }}"},
+    {"id": "polish", "type": "LLM_CALL", "user_prompt_tpl": "Polish {{ draft.text }}"},
+    {"id": "publish", "type": "LLM_CALL", "user_prompt_tpl": "Publish {{ polish.text }}"},
+    schema=("text", TEXT),
+)
 
 
-def test_template_completion_offers_every_upstream_node_and_its_fields(
-    server: Served, page: Any, tmp_path: Path
-) -> None:
-    source = tmp_path / "chain.yaml"
-    source.write_text(yaml.safe_dump(CHAIN))
-    server.import_graph(source)
+def test_template_completion_offers_every_upstream_node_and_its_fields(server: Served, page: Any) -> None:
+    server.import_graph(CHAIN)
     page.goto(server.url + "/#/graphs/chain")
     box(page, "publish").click()
     prompt = page.get_by_label("User prompt", exact=True)
@@ -223,43 +208,27 @@ def test_template_completion_offers_every_upstream_node_and_its_fields(
 
 
 def test_the_run_canvas_shows_a_waiting_review_and_staleness_reached_through_a_stale_node(
-    server: Served, page: Any, tmp_path: Path
+    server: Served, page: Any
 ) -> None:
-    count = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-    chain = {
-        "plait": 1,
-        "id": "counting",
-        "schemas": [{"id": "count", "schema": count}],
-        "nodes": [
+    count = ("count", {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    server.import_graph(
+        chain(
+            "counting",
             {"id": "one", "type": "TRANSFORM", "transform_expr": "({n: 1})"},
             {"id": "two", "type": "TRANSFORM", "transform_expr": "({n: nodes.one.n + 1})"},
             {"id": "three", "type": "TRANSFORM", "transform_expr": "({n: nodes.two.n + 1})"},
-        ],
-        "edges": [
-            {"source": "one", "target": "two", "schema_id": "count"},
-            {"source": "two", "target": "three", "schema_id": "count"},
-            {"source": "three", "target": "END", "schema_id": "count"},
-        ],
-    }
-    reviewed = {
-        "plait": 1,
-        "id": "reviewed_count",
-        "schemas": [{"id": "count", "schema": count}],
-        "nodes": [
+            schema=count,
+        )
+    )
+    server.import_graph(
+        chain(
+            "reviewed_count",
             {"id": "one", "type": "TRANSFORM", "transform_expr": "({n: 1})"},
             {"id": "check", "type": "HUMAN_REVIEW", "review_prompt": "Is it right?"},
             {"id": "after", "type": "TRANSFORM", "transform_expr": "({n: nodes.check.n})"},
-        ],
-        "edges": [
-            {"source": "one", "target": "check", "schema_id": "count"},
-            {"source": "check", "target": "after", "schema_id": "count"},
-            {"source": "after", "target": "END", "schema_id": "count"},
-        ],
-    }
-    for graph in (chain, reviewed):
-        source = tmp_path / f"{graph['id']}.yaml"
-        source.write_text(yaml.safe_dump(graph))
-        server.import_graph(source)
+            schema=count,
+        )
+    )
 
     counted = server.start("counting", {})
     server.wait_status(counted, "completed")
@@ -280,12 +249,8 @@ def test_the_run_canvas_shows_a_waiting_review_and_staleness_reached_through_a_s
     expect(box(page, "after")).to_have_attribute("data-status", "")  # not started: no status at all
 
 
-def test_the_type_picker_says_what_each_node_does_and_tidy_layout_forgets_placements(
-    server: Served, page: Any, tmp_path: Path
-) -> None:
-    source = tmp_path / "flat.yaml"
-    source.write_text(yaml.safe_dump(FLAT))
-    server.import_graph(source)
+def test_the_type_picker_says_what_each_node_does_and_tidy_layout_forgets_placements(server: Served, page: Any) -> None:
+    server.import_graph(FLAT)
     page.goto(server.url + "/#/graphs/flat")
     described = page.locator("#node-type-description")
     page.get_by_label("Node type").select_option("HUMAN_REVIEW")

@@ -6,11 +6,10 @@ export function ErrorView({ error, onDismiss }: { error: unknown; onDismiss?: ()
   if (!error) return null;
   const api = error instanceof ApiError ? error : null;
   const message = api ? api.message : error instanceof Error ? error.message : String(error);
-  const hint = forBrowser(api?.hint);
   return (
     <div className="error" role="alert">
       <strong>{api ? `${api.code}: ` : ""}{message}</strong>
-      {hint ? <div className="hint">hint: {hint}</div> : null}
+      <Hint hint={api?.hint} />
       {api && api.details.length > 0 ? (
         <ul className="details">
           {api.details.map((detail, index) => (
@@ -25,6 +24,12 @@ export function ErrorView({ error, onDismiss }: { error: unknown; onDismiss?: ()
       ) : null}
     </div>
   );
+}
+
+/** A server's hint, in the workbench's words (nothing when none is left: it only named a route). */
+export function Hint({ hint }: { hint: string | null | undefined }) {
+  const said = forBrowser(hint);
+  return said ? <div className="hint">hint: {said}</div> : null;
 }
 
 function describe(detail: unknown): string {

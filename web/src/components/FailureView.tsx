@@ -36,9 +36,12 @@ function describe(detail: unknown): string {
   return String(detail);
 }
 
+const MISFIT =
+  "the answer did not fit its edge's schema: correct it by hand (Override on the node's panel), or change the prompt or the schema on the canvas and Rerun the node.";
+
 const ADVICE: Record<string, string> = {
-  schema: "the answer did not fit its edge's schema: correct it by hand (Override on the node's panel), or change the prompt or the schema on the canvas and Rerun the node.",
-  output: "the answer did not fit its edge's schema: correct it by hand (Override on the node's panel), or change the prompt or the schema on the canvas and Rerun the node.",
+  schema: MISFIT,
+  output: MISFIT,
   precheck_failed: "the values this node reads do not fit the schema it expects: correct the upstream node's output (Override), then Rerun this node.",
   truncated: "the answer was cut at the token limit: raise the node's max_tokens on the canvas, save, and Rerun the node.",
   timeout: "the node ran out of time: raise its timeout on the canvas, or Rerun it when the model is less busy.",

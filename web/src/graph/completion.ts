@@ -2,7 +2,7 @@
 // node's upstream nodes and `input`), after `name.` the fields the schema on that edge (or the
 // graph's input_schema) declares, level by level.
 import type { Completion, CompletionContext, CompletionResult, CompletionSource } from "@codemirror/autocomplete";
-import { type GraphDoc, source, target } from "./model";
+import { type GraphDoc, reached, source, target } from "./model";
 
 interface JsonSchema {
   type?: string | string[];
@@ -30,24 +30,11 @@ function resolve(graph: GraphDoc, schema: JsonSchema | null): JsonSchema | null 
   return schema;
 }
 
-/** The names a template of `nodeId` can start a path with: `input` and every node upstream of
- * it (a template reads any of them, not only its direct predecessors), nearest first. */
-export function readable(graph: GraphDoc, nodeId: string): string[] {
-  return ["input", ...upstreamOf(graph, nodeId).keys()];
-}
-
-/** Every node upstream of `nodeId`, nearest first, each with whether an edge leads from it to
- * `nodeId` directly. */
-function upstreamOf(graph: GraphDoc, nodeId: string): Map<string, boolean> {
-  const found = new Map<string, boolean>();
-  const queue = graph.edges.filter((e) => target(e) === nodeId).map(source);
-  const direct = new Set(queue);
-  while (queue.length) {
-    const name = queue.shift()!;
-    if (found.has(name) || name === nodeId) continue;
-    found.set(name, direct.has(name));
-    for (const e of graph.edges) if (target(e) === name) queue.push(source(e));
-  }
+/** Every node a template of `nodeId` can read besides `input` (any node upstream of it, not only
+ * its direct predecessors), nearest first, with how many edges away it is. */
+function upstreamOf(graph: GraphDoc, nodeId: string): Map<string, number> {
+  const found = reached(graph, [nodeId], "up");
+  found.delete(nodeId);
   return found;
 }
 
@@ -78,10 +65,10 @@ export function templateCompletion(graph: GraphDoc, nodeId: string): CompletionS
     const upstream = upstreamOf(graph, nodeId);
     return {
       from: context.pos - word[1].length,
-      options: readable(graph, nodeId).map((name): Completion => ({
+      options: ["input", ...upstream.keys()].map((name): Completion => ({
         label: name,
         type: name === "input" ? "variable" : "class",
-        detail: name === "input" ? "the run's input" : upstream.get(name) ? "upstream node" : "upstream node, further back",
+        detail: name === "input" ? "the run's input" : upstream.get(name) === 1 ? "upstream node" : "upstream node, further back",
       })),
     };
   };

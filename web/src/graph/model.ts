@@ -51,6 +51,26 @@ export function edgeId(edge: GraphEdgeDef): string {
   return edge.id ?? `${source(edge)}__${target(edge)}`;
 }
 
+/** Every node reached from `from` along the edges (`down`: to their targets, `up`: to their
+ * sources), each with the fewest edges it takes, nearest first; `from` itself at 0. */
+export function reached(graph: GraphDoc, from: string[], way: "down" | "up"): Map<string, number> {
+  const next = new Map<string, string[]>();
+  for (const e of graph.edges) {
+    const [a, b] = way === "down" ? [source(e), target(e)] : [target(e), source(e)];
+    next.set(a, [...(next.get(a) ?? []), b]);
+  }
+  const steps = new Map(from.map((id) => [id, 0]));
+  const queue = [...from];
+  for (let i = 0; i < queue.length; i++) {
+    for (const to of next.get(queue[i]) ?? []) {
+      if (steps.has(to)) continue;
+      steps.set(to, steps.get(queue[i])! + 1);
+      queue.push(to);
+    }
+  }
+  return steps;
+}
+
 /** Where a node was put, with a missing coordinate read as 0 (files written by hand, and graphs
  * stored before positions were kept in full, leave out a coordinate that is 0). */
 export function placed(def: GraphNodeDef): { x: number; y: number } | null {

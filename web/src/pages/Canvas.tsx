@@ -3,7 +3,7 @@ import { parse as parseYaml, stringify } from "yaml";
 import { get, post, q, type Schemas } from "../api/client";
 import { forBrowser } from "../api/wording";
 import { CodeEditor } from "../components/CodeEditor";
-import { ErrorView } from "../components/ErrorView";
+import { ErrorView, Hint } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
 import { GraphView } from "../graph/GraphView";
 import {
@@ -406,7 +406,7 @@ function Diagnostics({ result }: { result: { errors: Diagnostic[]; warnings: Dia
               {severity} {d.category}/{d.code}
             </strong>{" "}
             {d.node_id ? <code>{d.node_id}</code> : d.edge_id ? <code>{d.edge_id}</code> : null} {d.message}
-            {forBrowser(d.hint) ? <div className="hint">hint: {forBrowser(d.hint)}</div> : null}
+            <Hint hint={d.hint} />
           </li>
         ),
       )}

@@ -7,7 +7,7 @@ import { ErrorView } from "../components/ErrorView";
 import { FailureView } from "../components/FailureView";
 import { useApi, when } from "../components/useApi";
 import { GraphView } from "../graph/GraphView";
-import { END, type GraphDoc, source, target } from "../graph/model";
+import { END, type GraphDoc, reached } from "../graph/model";
 import { href, replaceWith } from "../router";
 import { Ledger } from "./Ledger";
 import { RunDiff } from "./RunDiff";
@@ -260,17 +260,7 @@ function currentRuns(nodes: NodeRun[]): Record<string, NodeRun> {
 
 /** Every node after `nodeId` (what a downstream policy can touch), nearest first. */
 export function downstreamOf(graph: GraphDoc, nodeId: string): string[] {
-  const next = new Map<string, string[]>();
-  for (const e of graph.edges) next.set(source(e), [...(next.get(source(e)) ?? []), target(e)]);
-  const seen: string[] = [];
-  const queue = [...(next.get(nodeId) ?? [])];
-  while (queue.length) {
-    const id = queue.shift()!;
-    if (id === "END" || seen.includes(id)) continue;
-    seen.push(id);
-    queue.push(...(next.get(id) ?? []));
-  }
-  return seen;
+  return [...reached(graph, [nodeId], "down")].filter(([id, steps]) => steps > 0 && id !== END).map(([id]) => id);
 }
 
 function useDebounced(fn: () => void, ms: number): () => void {
@@ -296,17 +286,8 @@ function shownStatuses(doc: GraphDoc, detail: Detail, stored: Record<string, str
   for (const n of doc.nodes) {
     if (n.type === "HUMAN_REVIEW" && detail.status === "paused" && stored[n.id] === "pending") shown[n.id] = "waiting";
   }
-  const queue = [...detail.stale];
-  const reached = new Set(queue);
-  while (queue.length) {
-    const from = queue.shift()!;
-    for (const e of doc.edges) {
-      const to = target(e);
-      if (source(e) !== from || to === END || reached.has(to)) continue;
-      reached.add(to);
-      queue.push(to);
-      if (stored[to] === "completed") shown[to] = "stale"; // a person's override keeps its value
-    }
+  for (const [id, steps] of reached(doc, detail.stale, "down")) {
+    if (steps > 0 && stored[id] === "completed") shown[id] = "stale"; // a person's override keeps its value
   }
   return shown;
 }

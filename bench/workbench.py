@@ -12,6 +12,8 @@ What it reports (the targets are in docs/workbench.md and docs/performance.md):
   page's script neither cached nor compiled (a person's first visit);
 - **usable**: on the 2,000-node graph, frames per second while the view is dragged across the
   graph for two seconds, and the nodes actually drawn (the others are not drawn at all);
+- **labels**: the size a node's label is drawn at in the first view of a 10-, 50- and 500-node
+  graph (its font size times the view's zoom), the smallest of the labels drawn;
 - **live**: during a 100-node run (LLM_CALL nodes, 10 levels of 10, on the scripted provider,
   30 ms each), the time from each `node:complete` event (its `at`, stamped by the server) to the
   node's box taking the `completed` colour in the page (same machine, same clock).
@@ -95,6 +97,25 @@ def draw_s(page: Page, url: str, graph_id: str) -> float:
     return took
 
 
+LABEL_PX = """
+() => {
+  const zoom = new DOMMatrix(getComputedStyle(document.querySelector(".react-flow__viewport")).transform).a;
+  const labels = [...document.querySelectorAll(".box-label")];
+  const sizes = labels.map((l) => parseFloat(getComputedStyle(l).fontSize) * zoom);
+  return sizes.length ? Math.min(...sizes) : 0;
+}
+"""
+"""The smallest size, in screen pixels, a node's label is drawn at (0 when none is drawn)."""
+
+
+def first_label_px(page: Page, url: str, graph_id: str) -> float:
+    """The size of the labels in the first view of the graph's page."""
+    page.goto("about:blank")
+    page.goto(f"{url}/#/graphs/{graph_id}")
+    page.wait_for_selector(".box-label", timeout=60_000)
+    return float(page.evaluate(LABEL_PX))
+
+
 def pan_fps(page: Page) -> tuple[float, int]:
     """Frames per second while the view is dragged for two seconds, and the nodes drawn."""
     pane = page.locator(".react-flow__pane")
@@ -166,6 +187,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         big = [layered(500), layered(2000)]
+        small = [layered(10), layered(50)]
         live_graph, script_text = levels(100)
         script = Path(folder) / "script.yaml"
         script.write_text(script_text)
@@ -184,7 +206,7 @@ def main() -> None:
                     break
                 except httpx.HTTPError:
                     time.sleep(0.1)
-            for graph in [*big, live_graph]:
+            for graph in [*big, *small, live_graph]:
                 response = client.post("/api/graphs/import", json={"graph": graph})
                 assert response.status_code in (200, 201), response.text
             report(run_trials(url, client, args.trials, [g["id"] for g in big], live_graph["id"]))
@@ -194,13 +216,15 @@ def main() -> None:
 
 
 def run_trials(url: str, client: httpx.Client, trials: int, big: list[str], live: str) -> dict[str, Any]:
-    results: dict[str, Any] = {"draw": {g: [] for g in big}, "fps": [], "drawn": [], "live": []}
+    results: dict[str, Any] = {"draw": {g: [] for g in big}, "fps": [], "drawn": [], "live": [], "labels": {}}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         for trial in range(trials):
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             for graph_id in big:
                 results["draw"][graph_id].append(draw_s(page, url, graph_id))
+            for graph_id in ("big_10", "big_50", big[0]):
+                results["labels"][graph_id] = first_label_px(page, url, graph_id)
             fps, drawn = pan_fps(page)
             results["fps"].append(fps)
             results["drawn"].append(drawn)
@@ -222,6 +246,8 @@ def report(results: dict[str, Any]) -> None:
         print(f"| draw {nodes} nodes, first trial | {times[0]:.2f} s | | {target} |")
         again = times[1:] or times
         print(f"| draw {nodes} nodes, again | {statistics.median(again):.2f} s | {max(again):.2f} s | {target} |")
+    for graph_id, px in results["labels"].items():
+        print(f"| first view label size, {graph_id.split('_')[1]} nodes | {px:.1f} px | | 11 px or more |")
     fps = results["fps"]
     print(f"| drag the 2,000-node view | {statistics.median(fps):.0f} fps | {min(fps):.0f} fps | usable |")
     drawn = results["drawn"]

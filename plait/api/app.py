@@ -27,7 +27,7 @@ from plait.api.handoff import HandOff
 from plait.api.limits import BodyLimit
 from plait.api.openapi import ERROR_RESPONSES, describe
 from plait.api.route_reader import ApiRouteReader
-from plait.api.routes import corrections, events, graphs, inspection, runs, schedules, seed, system, templates
+from plait.api.routes import corrections, drafts, events, graphs, inspection, runs, schedules, seed, system, templates
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
 from plait.config import PlaitConfig, WorkersConfig, config_path, load_config
@@ -102,7 +102,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
     app.add_middleware(BrowserGuard, policy=BrowserPolicy.of(settings))  # added last: it runs first
     protected = [Depends(caller)]
     app.include_router(system.router, prefix="/api")
-    for module in (inspection, graphs, runs, corrections, events, templates, schedules):
+    for module in (inspection, graphs, drafts, runs, corrections, events, templates, schedules):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # the original API's routes, at their exact paths
     mount_workbench(app)  # `/` and `/assets`: the page only calls the routes above, with the caller's token

@@ -91,6 +91,7 @@ CONFLICTS: frozenset[Operation] = READS_OUTPUTS | {
     ("POST", "/api/templates"),  # the id is taken
     ("PUT", "/api/templates/{template_id}"),  # a system template is read-only
     ("DELETE", "/api/templates/{template_id}"),
+    ("PUT", "/api/drafts/{slug}"),  # a stored graph's draft names the version it started from
 }
 SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
     {
@@ -101,6 +102,7 @@ SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
         ("POST", "/api/graphs/{ref}/merge"),
         ("POST", "/PromptGraphDefUpdateRoute"),
         ("POST", "/PromptGraphDefDeleteRoute"),
+        ("PUT", "/api/drafts/{slug}"),  # system graphs have no drafts
     }
 )
 

@@ -110,4 +110,5 @@ def delete_graph(store: Store, ref: str, *, force: bool = False) -> tuple[Stored
     as it was, and how many runs keep its pinned versions readable."""
     stored = store.graphs.get(ref)
     kept = store.graph_admin.delete(stored.graph_id, stored.slug, stored.source_type, force=force)
+    store.drafts.drop(stored.slug)  # a new graph of that id starts afresh, not from these edits
     return stored, kept

@@ -392,6 +392,20 @@ RUN_DECISION = Table(
 (queued, paused, degraded, rejected), with the probe it decided on (plait/engine/resources.py)."""
 
 
+GRAPH_DRAFT = Table(
+    "prompt_graph_draft",
+    METADATA,
+    Column("slug", String(128), primary_key=True),
+    _required("document_json", Json),
+    _optional("base_version", Integer),
+    _required("saved_at", Double),
+)
+"""Edits of a graph not stored as a version yet, one per slug: kept as written, valid or not,
+so that a graph being built (or one that does not validate yet) survives a reload and another
+browser. `base_version` is the stored version the edits started from; NULL for a graph never
+stored. Saving a version does not read this table: a draft is only ever a starting point."""
+
+
 def full_metadata() -> MetaData:
     """`METADATA` with the indexes that carry dialect options: what Alembic compares with.
 

@@ -15,6 +15,7 @@ from plait.store.cache import CacheRepository
 from plait.store.checkpoint import Checkpointer
 from plait.store.db import create_store_engine, upgrade
 from plait.store.decisions import DecisionRepository
+from plait.store.drafts import DraftRepository
 from plait.store.errors import StoreError
 from plait.store.graph_admin import GraphAdmin
 from plait.store.graphs import GraphRepository
@@ -90,6 +91,7 @@ class Store:
         self.schedules = ScheduleRepository(self.db)
         self.outbox = OutboxRepository(self.db)
         self.decisions = DecisionRepository(self.db)
+        self.drafts = DraftRepository(self.db)
         self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

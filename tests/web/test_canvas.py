@@ -44,19 +44,18 @@ def connect(page: Any, source: str, target: str) -> None:
 def test_edit_validate_save_and_meet_a_concurrent_save(server: Served, page: Any) -> None:
     server.import_graph(EXAMPLES / "video_chapters.yaml")
     page.goto(server.url + "/#/graphs/video_chapters")
-    expect(node(page, "clip_points")).to_be_visible()
+    expect(node(page, "chapter_split")).to_be_visible()  # the graph's beginning, readable
 
-    # Add an LLM_CALL and connect clip_points to it by dragging between their handles.
-    page.get_by_label("Node type").select_option("LLM_CALL")
-    page.get_by_role("button", name="Add node").click()
+    # Add an LLM_CALL and connect chapter_split to it by dragging between their handles.
+    page.get_by_role("button", name="Add LLM_CALL").click()
     expect(node(page, "llm_call_1")).to_be_visible()
     page.get_by_role("button", name="Undo").click()
     expect(node(page, "llm_call_1")).to_have_count(0)
     page.get_by_role("button", name="Redo").click()
     expect(node(page, "llm_call_1")).to_be_visible()
     node(page, "llm_call_1").click()
-    connect(page, "clip_points", "llm_call_1")
-    expect(page.locator('.react-flow__edge[data-id="clip_points__llm_call_1"]')).to_have_count(1)
+    connect(page, "chapter_split", "llm_call_1")
+    expect(page.locator('.react-flow__edge[data-id="chapter_split__llm_call_1"]')).to_have_count(1)
 
     # A prompt that reads a node that is not upstream: validation pins the error on the node.
     node(page, "llm_call_1").click()
@@ -67,11 +66,11 @@ def test_edit_validate_save_and_meet_a_concurrent_save(server: Served, page: Any
     expect(page.get_by_test_id("node-form")).to_contain_text("'subtitles', which is not upstream")
 
     # Fix it, with the template path completed from the upstream node's name.
-    type_into(page, "User prompt", "Summarise {{ cli")
-    expect(page.locator(".cm-tooltip-autocomplete")).to_contain_text("clip_points")
+    type_into(page, "User prompt", "Summarise {{ chapter_")
+    expect(page.locator(".cm-tooltip-autocomplete")).to_contain_text("chapter_split")
     page.wait_for_timeout(200)  # the editor ignores keys for a moment after the list opens
     page.keyboard.press("Enter")
-    page.keyboard.type(".clips }}")
+    page.keyboard.type(".chapters }}")
     page.get_by_role("button", name="Validate").click()
     expect(page.get_by_role("status").filter(has_text="valid")).to_have_text("The graph is valid.")
     expect(node(page, "llm_call_1").locator(".box-problems")).to_have_count(0)
@@ -79,10 +78,9 @@ def test_edit_validate_save_and_meet_a_concurrent_save(server: Served, page: Any
     # The YAML view shows the edit, and an edit there shows on the canvas.
     page.get_by_role("tab", name="YAML").click()
     text = editor_text(page, "Graph YAML")
-    assert "user_prompt_tpl: Summarise {{ clip_points.clips }}" in text
-    type_into(page, "Graph YAML", text.replace("label: Pick clip points", "label: Choose clips"))
-    page.get_by_role("button", name="fit view").click()
-    expect(node(page, "clip_points").locator(".box-label")).to_have_text("Choose clips")
+    assert "user_prompt_tpl: Summarise {{ chapter_split.chapters }}" in text
+    type_into(page, "Graph YAML", text.replace("label: Split into chapters", "label: Chapters"))
+    expect(node(page, "chapter_split").locator(".box-label")).to_have_text("Chapters")
 
     # A breaking schema change: clip_points may hold fewer clips than before.
     page.get_by_role("tab", name="Schemas").click()
@@ -102,7 +100,8 @@ def test_edit_validate_save_and_meet_a_concurrent_save(server: Served, page: Any
         },
         "required": ["clips"],
     }
-    type_into(page, "Schema clip_points", json.dumps(schema))
+    page.locator('[data-schema="clip_points"]').get_by_role("tab", name="JSON").click()
+    type_into(page, "Schema clip_points as JSON", json.dumps(schema))
     page.get_by_role("button", name="Save…").click()
     preview = page.get_by_test_id("save-preview")
     expect(preview).to_contain_text("Stores version 2")
@@ -188,8 +187,7 @@ def test_the_workflow_node_types_show_their_fields(server: Served, page: Any) ->
     assert editor_text(page, "Code").startswith("def main(input, nodes):")
 
     # A new TOOL node: its argv edited one argument per line becomes the list in the YAML.
-    page.get_by_label("Node type").select_option("TOOL")
-    page.get_by_role("button", name="Add node").click()
+    page.get_by_role("button", name="Add TOOL").click()
     node(page, "tool_1").click()
     type_into(page, label, "date\n+%Y")
     page.get_by_role("tab", name="YAML").click()
@@ -205,8 +203,7 @@ def test_map_and_loop_nodes_show_their_fields_and_start_with_a_body(server: Serv
     expect(page.get_by_label("Most iterations")).to_have_value("4")
     expect(page.get_by_label("At the limit (fail or stop)")).to_have_value("stop")
 
-    page.get_by_label("Node type").select_option("MAP")
-    page.get_by_role("button", name="Add node").click()
+    page.get_by_role("button", name="Add MAP").click()
     node(page, "map_1").click()
     expect(page.get_by_label("Items (path of the list)")).to_have_value("input.items")
     page.get_by_role("tab", name="YAML").click()

@@ -104,10 +104,10 @@ def test_unsaved_edits_survive_a_reload_and_a_run_started_meanwhile(server: Serv
     server.import_graph(FLAT)
     page.goto(server.url + "/#/graphs/flat")
     expect(box(page, "first")).to_be_visible()
-    page.get_by_label("Node type").select_option("TRANSFORM")
-    page.get_by_role("button", name="Add node").click()
+    page.get_by_role("button", name="Add TRANSFORM").click()
     expect(box(page, "transform_1")).to_be_visible()
     expect(page.get_by_text("unsaved changes")).to_be_visible()
+    expect(page.get_by_test_id("draft-state")).to_have_text(re.compile("^draft kept"))  # on the server, as it was made
 
     page.reload()
     expect(box(page, "transform_1")).to_be_visible()
@@ -249,14 +249,14 @@ def test_the_run_canvas_shows_a_waiting_review_and_staleness_reached_through_a_s
     expect(box(page, "after")).to_have_attribute("data-status", "")  # not started: no status at all
 
 
-def test_the_type_picker_says_what_each_node_does_and_tidy_layout_forgets_placements(server: Served, page: Any) -> None:
+def test_the_palette_says_what_each_node_does_and_tidy_layout_forgets_placements(server: Served, page: Any) -> None:
     server.import_graph(FLAT)
     page.goto(server.url + "/#/graphs/flat")
-    described = page.locator("#node-type-description")
-    page.get_by_label("Node type").select_option("HUMAN_REVIEW")
-    expect(described).to_have_text("Pauses the run until a person approves or corrects the value.")
-    page.get_by_label("Node type").select_option("TRANSFORM")
-    expect(described).to_contain_text("JavaScript expression")
+    palette = page.get_by_role("navigation", name="Node types")
+    review = palette.get_by_role("button", name="Add HUMAN_REVIEW")
+    expect(review).to_have_accessible_description("Pauses the run until a person approves or corrects the value.")
+    expect(palette.get_by_role("button", name="Add TRANSFORM")).to_contain_text("JavaScript expression")
+    expect(palette.get_by_role("button")).to_have_count(11)  # every node type
 
     before = box(page, "second").bounding_box()
     page.get_by_role("button", name="Tidy layout").click()

@@ -5,6 +5,7 @@ import { href, useRoute } from "./router";
 import { CanvasPage } from "./pages/Canvas";
 import { DashboardPage } from "./pages/Dashboard";
 import { GraphsPage } from "./pages/Graphs";
+import { NewGraphPage } from "./pages/NewGraph";
 import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
 import { SchedulePage } from "./pages/Schedule";
@@ -71,6 +72,8 @@ export function App() {
 
 function Page({ page, params, query }: { page: string; params: string[]; query: URLSearchParams }) {
   switch (page) {
+    case "new-graph":
+      return <NewGraphPage />;
     case "graphs":
       return params[0] ? <CanvasPage graphRef={params[0]} version={query.get("version")} /> : <GraphsPage />;
     case "runs":

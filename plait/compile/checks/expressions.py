@@ -5,17 +5,30 @@ CONDITION then matches no branch, a TRANSFORM outputs half an object, and nothin
 the literal paths an expression reads from `input`, `nodes` and `current` are checked before
 anything runs: the node exists and is upstream, and the field is one its schema declares, with
 a "did you mean". A path built at run time (`nodes[name]`) is not checked; it is what the run
-reads that the field ledger records.
+reads that the field ledger records. A node read by its bare name (`classify.label`, written as a
+template would) is not defined when the expression runs: that is said before, with the way to
+read it (`nodes.classify.label`).
 """
 
 from __future__ import annotations
 
+import re
+
 from plait.compile.checks.templates import check_ref
 from plait.compile.context import CheckContext
+from plait.compile.diagnostics import Category
 from plait.compile.plan import expression_of
+from plait.model import NodeBase
 from plait.sandbox.names import member_paths
 
 CODE = "bad_expression_path"
+BARE = "bare_node_name"
+_JS_GLOBALS = frozenset(
+    {"input", "nodes", "current", "Math", "JSON", "Date", "String", "Number", "Object", "Array", "Boolean"}
+    | {"Promise", "Symbol", "Map", "Set", "RegExp", "Error", "console", "parseInt", "parseFloat", "isNaN"}
+    | {"isFinite", "undefined", "NaN", "Infinity"}
+)
+"""Names an expression reads that are never a node's: a node so named is read through `nodes`."""
 
 
 def check_expression_paths(ctx: CheckContext) -> None:
@@ -29,3 +42,27 @@ def check_expression_paths(ctx: CheckContext) -> None:
         field, text = found
         for path in dict.fromkeys(member_paths(text)):
             check_ref(ctx, node, path, (field,), {}, code=CODE)
+        if getattr(node, "language", "js") != "python":
+            _check_bare_names(ctx, node, field, text)
+
+
+def _check_bare_names(ctx: CheckContext, node: NodeBase, field: str, text: str) -> None:
+    """A node's output read by the node's bare name, as a template reads it: a ReferenceError
+    when it runs, unless the expression declares that name itself."""
+    ids = tuple(i for i in ctx.nodes if i.isidentifier() and i not in _JS_GLOBALS)
+    if not ids:
+        return
+    for path in dict.fromkeys(member_paths(text, bindings=ids)):
+        name = str(path[0])
+        declared = rf"\b(?:const|let|var|function)\s+{name}\b|\b{name}\s*=>|[(,]\s*{name}\s*[,)=]"
+        if re.search(declared, text):
+            continue
+        dotted = ".".join(str(p) for p in path)
+        ctx.report(
+            Category.CONFIG,
+            BARE,
+            f"{field}: '{dotted}' reads node '{name}' by its bare name, which is not defined when the expression runs",
+            node_id=node.id,
+            path=ctx.node_path(node.id, field),
+            hint=f"an expression reads a node's output as nodes.{dotted}",
+        )

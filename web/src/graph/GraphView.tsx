@@ -54,7 +54,9 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
     >
       <Handle type="target" position={Position.Left} />
       <div className="box-type">{kind}</div>
-      <div className="box-label">{def?.label || id}</div>
+      <div className="box-label" title={def?.label || id}>
+        {def?.label || id}
+      </div>
       {def && def.label ? <div className="box-id">{id}</div> : null}
       {data.status ? (
         <div className="box-status">{data.status === "waiting" ? "waiting for a person" : data.status}</div>
@@ -113,11 +115,37 @@ const FAR = 0.45;
 const zoomedOut = (state: ReactFlowState) => state.transform[2] < FAR;
 const MIN_ZOOM = 0.05;
 const MAX_ZOOM = 2;
+/** A first view shows boxes at most at their own size: one node does not fill the canvas. */
+const FIRST_MAX_ZOOM = 1;
+/** The zoom at which a box's label (13 px, styles.css) is drawn at 11 px: a first view never
+ * shrinks a graph below it; a graph too big to read whole starts at its beginning instead, the
+ * rest a scroll away. */
+export const READABLE_ZOOM = 11 / 13;
 
-/** The view that fits every box into a frame of `width` × `height`, as React Flow's `fitView`
- * computes it. Starting there (instead of at zoom 1 until the boxes are measured) draws a big
- * graph once, already zoomed out, instead of first whole and then again as light boxes. */
-function fitted(positions: Map<string, { x: number; y: number }>, width: number, height: number): Viewport {
+/** The free place nearest `want` for a new box, trying rings of places around it (a box's width
+ * and height apart, plus a gap): a node added appears where the person is looking, on no other. */
+function roomNear(want: { x: number; y: number }, taken: { x: number; y: number }[]): { x: number; y: number } {
+  const free = (at: { x: number; y: number }) =>
+    taken.every((p) => Math.abs(p.x - at.x) >= BOX_W + 20 || Math.abs(p.y - at.y) >= BOX_H + 20);
+  const [dx, dy] = [BOX_W + 40, BOX_H + 40];
+  // graphs read left to right: of one ring, places to the right and on the same row come first
+  const cost = ([cx, cy]: number[]) => Math.abs(cy) * 3 + (cx < 0 ? 10 : 0) + Math.abs(cx);
+  for (let ring = 0; ring < 12; ring++) {
+    const places: number[][] = [];
+    for (let i = -ring; i <= ring; i++) places.push([i, -ring], [i, ring], [-ring, i], [ring, i]);
+    for (const [cx, cy] of places.sort((a, b) => cost(a) - cost(b))) {
+      const at = { x: Math.round(want.x + cx * dx), y: Math.round(want.y + cy * dy) };
+      if (free(at)) return at;
+    }
+  }
+  return { x: Math.round(want.x), y: Math.round(want.y) };
+}
+
+/** The first view of boxes at `positions` in a frame of `width` × `height`: every box, as
+ * React Flow's `fitView` would show them, when that keeps the labels readable; else readable, at
+ * the graph's beginning (top left, centred in height when it fits). Starting there (instead of at
+ * zoom 1 until the boxes are measured) draws a big graph once, not twice. */
+function firstView(positions: Map<string, { x: number; y: number }>, width: number, height: number): Viewport {
   let [left, top, right, bottom] = [Infinity, Infinity, -Infinity, -Infinity];
   for (const { x, y } of positions.values()) {
     left = Math.min(left, x);
@@ -127,7 +155,13 @@ function fitted(positions: Map<string, { x: number; y: number }>, width: number,
   }
   if (!Number.isFinite(left)) return { x: 0, y: 0, zoom: 1 };
   const bounds = { x: left, y: top, width: right - left, height: bottom - top };
-  return getViewportForBounds(bounds, width, height, MIN_ZOOM, MAX_ZOOM, 0.1);
+  const fit = getViewportForBounds(bounds, width, height, MIN_ZOOM, FIRST_MAX_ZOOM, 0.1);
+  if (fit.zoom >= READABLE_ZOOM) return fit;
+  const zoom = READABLE_ZOOM;
+  const margin = 24;
+  const tall = bounds.height * zoom;
+  const y = tall + 2 * margin <= height ? (height - tall) / 2 - top * zoom : margin - top * zoom;
+  return { x: margin - left * zoom, y, zoom };
 }
 
 export interface GraphViewProps {
@@ -137,7 +171,7 @@ export interface GraphViewProps {
   onMoved?: (nodeId: string, at: { x: number; y: number }) => void;
   onConnected?: (from: string, to: string) => void;
   onRemoved?: (nodeIds: string[], edgeIds: string[]) => void;
-  /** Filled with a function that gives a free spot for a new node (right of everything drawn). */
+  /** Filled with a function that gives a free spot for a new node (in view, on no other box). */
   freeSpot?: { current: (() => { x: number; y: number }) | null };
   /** A node to bring into view (a node just added). */
   focus?: string | null;
@@ -194,35 +228,47 @@ function Canvas(props: GraphViewProps) {
       const where = placed(n);
       if (where) at.set(n.id, where);
     }
-    // END has no stored place: where the layout put it, unless a node its author placed is
-    // there now (it would hide that node); then to the right of every node.
+    // END has no stored place. It goes where the layout put it, unless its author placed every
+    // node (the layout's place means nothing then) or a placed node is there now (END would hide
+    // it); and on an editable canvas it is there before anything ends in it, to connect a last
+    // node to. Then it waits to the right of every node.
     const end = at.get(END);
     const overlaps = (p: { x: number; y: number }) => Math.abs(p.x - end!.x) < BOX_W && Math.abs(p.y - end!.y) < BOX_H;
-    if (end && graph.nodes.some((n) => n.position && overlaps(at.get(n.id)!))) {
+    const everyPlaced = graph.nodes.every((n) => n.position);
+    const moved = end ? everyPlaced || graph.nodes.some((n) => n.position && overlaps(at.get(n.id)!)) : editable;
+    if (moved && graph.nodes.length > 0) {
       const right = Math.max(...graph.nodes.map((n) => at.get(n.id)?.x ?? 0));
       const from = graph.edges.find((e) => target(e) === END);
-      at.set(END, { x: right + BOX_W + 140, y: (from && at.get(source(from))?.y) ?? 0 });
+      const top = Math.min(...graph.nodes.map((n) => at.get(n.id)?.y ?? 0));
+      at.set(END, { x: right + BOX_W + 140, y: (from && at.get(source(from))?.y) ?? top });
     }
     return at;
-  }, [laidOut, graph]);
+  }, [laidOut, graph, editable]);
 
   useEffect(() => {
     if (!freeSpot) return;
     freeSpot.current = () => {
-      const drawn = [...(positions?.values() ?? [])].filter((_, i) => i < graph.nodes.length + 1);
-      const right = Math.max(0, ...drawn.map((p) => p.x));
-      const top = Math.min(...drawn.map((p) => p.y), 0);
-      return { x: right + BOX_W + 80, y: top };
+      const box = frame.current?.getBoundingClientRect();
+      const middle = box
+        ? viewport.screenToFlowPosition({ x: box.left + box.width / 2, y: box.top + box.height / 3 })
+        : { x: 0, y: 0 };
+      return roomNear({ x: middle.x - BOX_W / 2, y: middle.y - BOX_H / 2 }, [...(positions?.values() ?? [])]);
     };
-  }, [freeSpot, positions, graph.nodes.length]);
+  }, [freeSpot, positions, viewport]);
 
   useEffect(() => {
     const at = focus ? positions?.get(focus) : undefined;
-    if (at) void viewport.setCenter(at.x + BOX_W / 2, at.y + BOX_H / 2, { zoom: viewport.getZoom() });
+    const box = frame.current?.getBoundingClientRect();
+    if (!at || !box) return;
+    // brought into view only when it is not in view already: the view does not jump for nothing
+    const from = viewport.screenToFlowPosition({ x: box.left, y: box.top });
+    const to = viewport.screenToFlowPosition({ x: box.right, y: box.bottom });
+    const seen = at.x >= from.x && at.y >= from.y && at.x + BOX_W <= to.x && at.y + BOX_H <= to.y;
+    if (!seen) void viewport.setCenter(at.x + BOX_W / 2, at.y + BOX_H / 2, { zoom: viewport.getZoom() });
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [focus, positions]);
 
-  const flow = useMemo(() => (positions ? toFlow(graph, positions) : null), [graph, positions]);
+  const flow = useMemo(() => (positions ? toFlow(graph, positions, editable) : null), [graph, positions, editable]);
   // React Flow measures each node after it is drawn and shows it only once measured; the nodes
   // live in state, so a new colour keeps the measurement instead of hiding the node again.
   const [nodes, setNodes] = useState<Node<BoxData>[]>([]);
@@ -272,7 +318,7 @@ function Canvas(props: GraphViewProps) {
   const onEdgesChange = useCallback((changes: EdgeChange[]) => setEdges((drawn) => applyEdgeChanges(changes, drawn)), []);
 
   const start = useMemo(
-    () => (positions && frameSize ? fitted(positions, frameSize.width, frameSize.height) : undefined),
+    () => (positions && frameSize ? firstView(positions, frameSize.width, frameSize.height) : undefined),
     // Only the first view matters: React Flow owns the view once it is drawn.
     // eslint-disable-next-line react-hooks/exhaustive-deps
     [positions === null, frameSize],
@@ -286,10 +332,10 @@ function Canvas(props: GraphViewProps) {
     );
   }
   return (
-    <div className="canvas" data-testid="canvas" data-nodes={nodes.length}>
+    <div className="canvas" data-testid="canvas" data-nodes={nodes.length} ref={frame}>
       {nodes.length === 0 ? (
         <p className="canvas-empty" role="status">
-          {editable ? "No nodes yet: choose a node type above and press Add node." : "This graph has no nodes."}
+          {editable ? "No nodes yet: add one from the palette on the left." : "This graph has no nodes."}
         </p>
       ) : null}
       <ReactFlow
@@ -299,7 +345,7 @@ function Canvas(props: GraphViewProps) {
         nodeTypes={NODE_TYPES}
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
-        fitView
+        panOnScroll
         minZoom={MIN_ZOOM}
         maxZoom={MAX_ZOOM}
         onlyRenderVisibleElements
@@ -315,7 +361,7 @@ function Canvas(props: GraphViewProps) {
       >
         {far ? <FarEdges nodes={nodes} edges={edges} /> : null}
         <Background />
-        <Controls showInteractive={false} />
+        <Controls showInteractive={false} fitViewOptions={{ maxZoom: FIRST_MAX_ZOOM, padding: 0.1 }} />
         {nodes.length > 30 ? <Overview nodes={nodes} /> : null}
       </ReactFlow>
     </div>

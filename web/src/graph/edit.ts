@@ -1,5 +1,6 @@
 // Edits of a graph document as the canvas makes them: each returns a new document and leaves
 // the old one untouched, so undo is keeping the old one.
+import { STARTER_SCHEMA } from "../schema/fields";
 import { END, type GraphDoc, type GraphEdgeDef, type GraphNodeDef, edgeId, source, target } from "./model";
 
 export const NODE_TYPES = [
@@ -121,4 +122,15 @@ export function renameNode(graph: GraphDoc, from: string, to: string): GraphDoc 
 
 function dropEmpty<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== "" && v !== undefined && v !== null)) as T;
+}
+
+/** A new registry schema named after the edge's source (`classify_out`, `classify_out_2`...),
+ * starting valid, bound to the edge. */
+export function withNewSchema(graph: GraphDoc, edge: GraphEdgeDef): GraphDoc {
+  const taken = new Set((graph.schemas ?? []).map((s) => s.id));
+  const base = `${source(edge)}_out`;
+  let id = base;
+  for (let n = 2; taken.has(id); n += 1) id = `${base}_${n}`;
+  const schemas = [...(graph.schemas ?? []), { id, schema: STARTER_SCHEMA }];
+  return updateEdge({ ...graph, schemas }, edgeId(edge), { schema_id: id });
 }

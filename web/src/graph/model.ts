@@ -77,10 +77,12 @@ export function placed(def: GraphNodeDef): { x: number; y: number } | null {
   return def.position ? { x: def.position.x ?? 0, y: def.position.y ?? 0 } : null;
 }
 
-/** React Flow's nodes and edges for `graph`, at `positions` (laid out or stored). */
+/** React Flow's nodes and edges for `graph`, at `positions` (laid out or stored). END is drawn
+ * when an edge ends there, or with `end` (an editable canvas: something to connect a last node to). */
 export function toFlow(
   graph: GraphDoc,
   positions: Map<string, { x: number; y: number }>,
+  end = false,
 ): { nodes: Node<BoxData>[]; edges: Edge[] } {
   const nodes: Node<BoxData>[] = graph.nodes.map((def) => ({
     id: def.id,
@@ -88,7 +90,7 @@ export function toFlow(
     position: positions.get(def.id) ?? placed(def) ?? { x: 0, y: 0 },
     data: { def },
   }));
-  if (graph.edges.some((e) => target(e) === END)) {
+  if (graph.edges.some((e) => target(e) === END) || (end && graph.nodes.length > 0)) {
     nodes.push({ id: END, type: "box", position: positions.get(END) ?? { x: 0, y: 0 }, data: { def: null } });
   }
   const edges: Edge[] = graph.edges.map((edge) => ({

@@ -6,26 +6,14 @@ import { CodeEditor } from "../components/CodeEditor";
 import { ErrorView, Hint } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
 import { GraphView } from "../graph/GraphView";
-import {
-  addNode,
-  compact,
-  connect,
-  moveNode,
-  NODE_DESCRIPTIONS,
-  NODE_TYPES,
-  removeEdges,
-  removeNodes,
-  renameNode,
-  tidy,
-  updateEdge,
-  updateNode,
-} from "../graph/edit";
+import { addNode, compact, connect, moveNode, removeEdges, removeNodes, renameNode, tidy, updateNode } from "../graph/edit";
 import { edgeId, type GraphDoc } from "../graph/model";
 import { go, href } from "../router";
 import { useHistory } from "./canvas/history";
 import { EdgeForm, NodeForm } from "./canvas/NodeForm";
 import { SchemaEditor } from "./canvas/SchemaEditor";
-import { dropDraft, readDraft, writeDraft } from "./canvas/drafts";
+import { DraftKeeper, type KeepState, openGraph, unstored } from "./canvas/drafts";
+import { Palette } from "./canvas/Palette";
 import { StartRun } from "./canvas/StartRun";
 import { Notice } from "../components/bits";
 
@@ -44,12 +32,14 @@ interface Diagnostic {
 
 type Tab = "selection" | "yaml" | "schemas" | "versions";
 
-/** One graph: the canvas to edit it on, the selected node's or edge's form, its YAML kept in
- * step both ways, its schema registry, validation pinned on the canvas, and saving. */
+/** One graph: the canvas to edit it on, a palette of node types, the selected node's or edge's
+ * form, its YAML kept in step both ways, its run input and schema registry, validation pinned on
+ * the canvas, edits kept as a draft on the server as they are made, and saving. A graph never
+ * stored (being built) is its draft alone: version 0, nothing to run until it is stored. */
 export function CanvasPage({ graphRef, version }: { graphRef: string; version: string | null }) {
-  const path = `/api/graphs/${q(graphRef)}${version ? `?version=${q(version)}` : ""}`;
-  const loaded = useApi(() => get<Schemas["GraphOut"]>(path), [path]);
+  const loaded = useApi(() => openGraph(graphRef, version), [graphRef, version]);
   const [base, setBase] = useState<Schemas["GraphOut"] | null>(null);
+  const [keepState, setKeepState] = useState<KeepState>({ state: "idle" });
   const history = useHistory<GraphDoc | null>(null);
   const draft = history.value;
   const [selected, setSelected] = useState<{ node: string | null; edge: string | null }>({ node: null, edge: null });
@@ -58,42 +48,59 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
   const [problem, setProblem] = useState<unknown>(null);
   const [saving, setSaving] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
-  const [adding, setAdding] = useState<string>(NODE_TYPES[0]);
   const [focus, setFocus] = useState<string | null>(null);
   const freeSpot = useRef<(() => { x: number; y: number }) | null>(null);
 
   const { reset, commit: record } = history;
   useEffect(() => {
-    const stored = loaded.data;
-    if (!stored) return;
-    setBase(stored);
-    reset(compact(stored.graph as GraphDoc));
-    // Edits not saved before a reload (or a visit to a run) come back, over the version they
-    // started from: saving then meets any version stored since as a conflict, never overwrites it.
-    const kept = stored.source_type !== "system" ? readDraft(stored.id) : null;
-    if (!kept || (version !== null && Number(version) !== kept.base)) return;
-    if (JSON.stringify(kept.graph) === JSON.stringify(compact(stored.graph as GraphDoc))) {
-      dropDraft(stored.id); // what it held is stored now
+    const opened = loaded.data;
+    if (!opened) return;
+    const { stored, draft: kept } = opened;
+    if (!stored) {
+      // being built: the draft is all there is, and every edit of it is kept
+      if (!kept) return;
+      setBase(unstored(kept));
+      reset(compact(kept.graph as GraphDoc));
       return;
     }
+    setBase(stored);
+    reset(compact(stored.graph as GraphDoc));
+    // Edits not stored before a reload (or a visit to a run) come back, over the version they
+    // started from: saving then meets any version stored since as a conflict, never overwrites it.
+    if (!kept || kept.base_version === null || (version !== null && Number(version) !== kept.base_version)) return;
+    const edits = compact(kept.graph as GraphDoc);
+    if (JSON.stringify(edits) === JSON.stringify(compact(stored.graph as GraphDoc))) return; // stored since
     const restore = (on: Schemas["GraphOut"]) => {
       setBase(on);
       reset(compact(on.graph as GraphDoc));
-      record(kept.graph);
-      setNotice(`Restored your unsaved edits of ${new Date(kept.savedAt).toLocaleString()}, made on version ${kept.base}.`);
+      record(edits);
+      const when = new Date(kept.saved_at * 1000).toLocaleString();
+      setNotice(`Restored your unsaved edits of ${when}, made on version ${kept.base_version}.`);
     };
-    if (kept.base === stored.version) restore(stored);
-    else get<Schemas["GraphOut"]>(`/api/graphs/${q(stored.id)}?version=${kept.base}`).then(restore, () => dropDraft(stored.id));
+    if (kept.base_version === stored.version) restore(stored);
+    else get<Schemas["GraphOut"]>(`/api/graphs/${q(stored.id)}?version=${kept.base_version}`).then(restore, setProblem);
   }, [loaded.data, reset, record, version]);
 
+  const fresh = base !== null && base.version === 0;
   const original = useMemo(() => (base ? JSON.stringify(compact(base.graph as GraphDoc)) : ""), [base]);
   const dirty = useMemo(() => draft !== null && JSON.stringify(draft) !== original, [draft, original]);
   const editable = base !== null && base.source_type !== "system";
+  const keeper = useMemo(
+    () => (base && editable ? new DraftKeeper(base.slug, loaded.data?.draft ?? null, setKeepState) : null),
+    [base?.slug, editable, loaded.data], // eslint-disable-line react-hooks/exhaustive-deps
+  );
   useEffect(() => {
-    if (!base || !draft || !editable) return;
-    if (dirty) writeDraft(base.id, draft, base.version);
-    else dropDraft(base.id);
-  }, [base, draft, dirty, editable]);
+    if (!keeper || !draft || !base) return;
+    if (fresh) keeper.keep(draft, null); // a graph being built is its draft, whatever it holds
+    else if (dirty) keeper.keep(draft, base.version);
+    else keeper.drop();
+  }, [keeper, base, draft, dirty, fresh]);
+  useEffect(() => {
+    if (!keeper) return;
+    const leaving = () => keeper.flush();
+    window.addEventListener("pagehide", leaving);
+    return () => window.removeEventListener("pagehide", leaving);
+  }, [keeper]);
 
   const pins = useMemo(() => {
     const at: Record<string, string[]> = {};
@@ -144,44 +151,30 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
   const node = draft.nodes.find((n) => n.id === selected.node);
   const edge = draft.edges.find((e) => edgeId(e) === selected.edge);
 
+  function add(type: string) {
+    if (!draft) return;
+    const made = addNode(draft, type, freeSpot.current?.() ?? { x: 0, y: 0 });
+    commit(made.graph);
+    setSelected({ node: made.id, edge: null });
+    setFocus(made.id);
+    setTab("selection");
+  }
+
   return (
     <section className="canvas-page">
       <div className="toolbar">
         <h1>
           {base.name} <code>{base.slug}</code>
         </h1>
-        <VersionPicker base={base} />
+        {fresh ? (
+          <span className="badge warn" title="Kept as a draft until it is stored as version 1">
+            not stored yet
+          </span>
+        ) : (
+          <VersionPicker base={base} />
+        )}
         {editable ? (
           <>
-            <span className="group" role="group" aria-label="Add a node">
-              <select
-                aria-label="Node type"
-                aria-describedby="node-type-description"
-                value={adding}
-                onChange={(e) => setAdding(e.target.value)}
-              >
-                {NODE_TYPES.map((t) => (
-                  <option key={t} title={NODE_DESCRIPTIONS[t]}>
-                    {t}
-                  </option>
-                ))}
-              </select>
-              <button
-                type="button"
-                onClick={() => {
-                  const made = addNode(draft, adding, freeSpot.current?.() ?? { x: 0, y: 0 });
-                  commit(made.graph);
-                  setSelected({ node: made.id, edge: null });
-                  setFocus(made.id);
-                  setTab("selection");
-                }}
-              >
-                Add node
-              </button>
-              <span className="muted node-type-description" id="node-type-description">
-                {NODE_DESCRIPTIONS[adding as (typeof NODE_TYPES)[number]]}
-              </span>
-            </span>
             <button
               type="button"
               title="Forget where nodes were put and lay the graph out again"
@@ -206,11 +199,12 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
           Validate
         </button>
         {editable ? (
-          <button type="button" onClick={() => setSaving(true)} disabled={!dirty}>
+          <button type="button" onClick={() => setSaving(true)} disabled={!dirty && !fresh}>
             Save…
           </button>
         ) : null}
-        {dirty ? (
+        {editable ? <DraftState state={keepState} /> : null}
+        {dirty && !fresh ? (
           <>
             <span className="muted" title="Kept in this browser until you save or discard them">
               unsaved changes
@@ -227,10 +221,14 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
             </button>
           </>
         ) : null}
-        <a className="button" href={href("runs") + `?graph=${q(base.id)}`}>
-          Runs
-        </a>
-        <StartRun graph={base} unsaved={dirty} />
+        {fresh ? null : (
+          <>
+            <a className="button" href={href("runs") + `?graph=${q(base.id)}`}>
+              Runs
+            </a>
+            <StartRun graph={base} unsaved={dirty} />
+          </>
+        )}
       </div>
       <ErrorView error={problem} onDismiss={() => setProblem(null)} />
       <Notice>{notice}</Notice>
@@ -243,14 +241,14 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
             draft={draft}
             onClose={() => setSaving(false)}
             onSaved={(saved) => {
-              dropDraft(base.id);
+              keeper?.drop();
               setSaving(false);
               setNotice(saved.created ? `Stored version ${saved.version}.` : `Unchanged: still version ${saved.version}.`);
               if (version) go("graphs", base.id);
               else loaded.reload();
             }}
             onTakeTheirs={(latest) => {
-              dropDraft(base.id);
+              keeper?.drop();
               setSaving(false);
               setBase(latest);
               history.reset(compact(latest.graph as GraphDoc));
@@ -259,7 +257,8 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
           />
         </Suspense>
       ) : null}
-      <div className="split">
+      <div className={editable ? "split with-palette" : "split"}>
+        {editable ? <Palette onAdd={add} /> : null}
         <GraphView
           graph={draft}
           problems={pins}
@@ -303,16 +302,12 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
                   if (next !== draft) {
                     commit(next);
                     setSelected({ node: to, edge: null });
+                    if (focus === node.id) setFocus(to);
                   }
                 }}
               />
             ) : edge ? (
-              <EdgeForm
-                graph={draft}
-                edge={edge}
-                problems={pins[edgeId(edge)]}
-                onChange={(fields) => commit(updateEdge(draft, edgeId(edge), fields))}
-              />
+              <EdgeForm graph={draft} edge={edge} problems={pins[edgeId(edge)]} onGraph={commit} />
             ) : (
               <p className="muted">
                 Select a node or an edge to edit it.{editable ? " Drag from a node's right handle to another node to connect them; Delete removes what is selected." : ""}
@@ -321,9 +316,13 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
           ) : null}
           {tab === "yaml" ? <YamlView draft={draft} readOnly={!editable} onChange={(next) => commit(next, "yaml")} /> : null}
           {tab === "schemas" ? (
-            <SchemaEditor graph={draft} onChange={(schemas) => commit({ ...draft, schemas }, "schemas")} />
+            <SchemaEditor
+              graph={draft}
+              onChange={(schemas) => commit({ ...draft, schemas }, "schemas")}
+              onInput={(input_schema) => commit({ ...draft, input_schema }, "input")}
+            />
           ) : null}
-          {tab === "versions" ? (
+          {tab === "versions" && !fresh ? (
             <Suspense fallback={<p aria-busy="true">Loading…</p>}>
               <Versions graph={base} onChanged={loaded.reload} />
             </Suspense>
@@ -412,4 +411,34 @@ function Diagnostics({ result }: { result: { errors: Diagnostic[]; warnings: Dia
       )}
     </ul>
   );
+}
+
+/** Where the edits stand on the server: kept as a draft (and whether it could be stored as it
+ * is), being sent, or not kept, and why. */
+function DraftState({ state }: { state: KeepState }) {
+  switch (state.state) {
+    case "idle":
+      return null;
+    case "keeping":
+      return (
+        <span className="muted draft-state" data-testid="draft-state" aria-busy="true">
+          keeping the draft…
+        </span>
+      );
+    case "kept": {
+      const errors = state.draft.errors.length;
+      return (
+        <span className="muted draft-state" data-testid="draft-state" title="Kept on the server until you store or discard the edits; Validate lists any problems">
+          draft kept{errors ? ` · not valid yet (${errors} problem${errors === 1 ? "" : "s"})` : ""}
+        </span>
+      );
+    }
+    case "failed":
+      return (
+        <span className="error draft-state" data-testid="draft-state" role="alert">
+          The draft was not kept: {state.error instanceof Error ? state.error.message : String(state.error)}. Your edits are
+          still on this page.
+        </span>
+      );
+  }
 }

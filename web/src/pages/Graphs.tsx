@@ -10,6 +10,9 @@ type Summary = Schemas["GraphSummaryOut"];
 /** The stored graphs: search, badges, import by dropping a file, export and delete. */
 export function GraphsPage() {
   const { data, error, reload } = useApi(() => get<Schemas["GraphPage"]>("/api/graphs?limit=500"), []);
+  const drafts = useApi(() => get<Schemas["DraftSummaryOut"][]>("/api/drafts"), []);
+  const drafted = new Set((drafts.data ?? []).filter((d) => d.latest_version !== null).map((d) => d.slug));
+  const building = (drafts.data ?? []).filter((d) => d.latest_version === null);
   const [search, setSearch] = useState("");
   const [problem, setProblem] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
@@ -83,6 +86,9 @@ export function GraphsPage() {
     >
       <div className="toolbar">
         <h1>Graphs</h1>
+        <a className="button" href={href("new-graph")}>
+          New graph
+        </a>
         <input
           type="search"
           placeholder="Search by name, slug or id"
@@ -126,6 +132,11 @@ export function GraphsPage() {
               </td>
               <td>
                 <span className={`badge ${graph.source_type}`}>{badge(graph)}</span>
+                {drafted.has(graph.slug) ? (
+                  <span className="badge warn" title="Edits kept as a draft, not stored as a version yet">
+                    draft
+                  </span>
+                ) : null}
                 {graph.parent_updated ? (
                   <span className="badge warn" title="The parent has a newer version than the one forked">
                     parent updated
@@ -151,6 +162,29 @@ export function GraphsPage() {
         </tbody>
       </table>
       {data && shown.length === 0 ? <p className="muted">No graph matches.</p> : null}
+      {building.length ? (
+        <>
+          <h2>Being built</h2>
+          <p className="muted">Graphs never stored yet: kept as drafts until they are stored as version 1.</p>
+          <table className="list" aria-label="Graphs being built">
+            <Head labels={["Name", "Id", "Nodes", "Last edit"]} />
+            <tbody>
+              {building.map((d) => (
+                <tr key={d.slug} data-draft={d.slug}>
+                  <td>
+                    <a href={href("graphs", d.slug)}>{d.name ?? d.slug}</a>
+                  </td>
+                  <td>
+                    <code>{d.slug}</code>
+                  </td>
+                  <td>{d.nodes}</td>
+                  <td>{when(d.saved_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ) : null}
     </section>
   );
 }

@@ -1,7 +1,10 @@
 import { useMemo, useState } from "react";
 import { CodeEditor } from "../../components/CodeEditor";
+import { Committed } from "../../components/Committed";
 import { templateCompletion } from "../../graph/completion";
+import { updateEdge, withNewSchema } from "../../graph/edit";
 import { type GraphDoc, type GraphEdgeDef, type GraphNodeDef, edgeId } from "../../graph/model";
+import { SchemaForm } from "../../schema/SchemaForm";
 
 interface Field {
   name: string;
@@ -108,6 +111,11 @@ export function NodeForm({
               }
               complete={field.kind === "template" || field.kind === "argv" ? complete : undefined}
             />
+            {field.kind === "javascript" ? (
+              <span className="muted field-help">
+                Reads the run input as <code>input.field</code> and an upstream node's output as <code>nodes.id.field</code>.
+              </span>
+            ) : null}
           </div>
         ),
       )}
@@ -118,22 +126,10 @@ export function NodeForm({
 
 /** A one-line field, stored when it loses focus or on Enter (one undo step per edit). */
 function Line({ label, value, onCommit }: { label: string; value: string; onCommit: (text: string) => void }) {
-  const [text, setText] = useState(value);
-  const [was, setWas] = useState(value);
-  if (value !== was) {
-    setWas(value);
-    setText(value);
-  }
   return (
     <label className="field">
       <span className="field-label">{label}</span>
-      <input
-        aria-label={label}
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        onBlur={() => text !== value && onCommit(text)}
-        onKeyDown={(e) => e.key === "Enter" && text !== value && onCommit(text)}
-      />
+      <Committed label={label} value={value} onCommit={onCommit} />
     </label>
   );
 }
@@ -163,22 +159,27 @@ function Others({ value, onChange }: { value: Record<string, unknown>; onChange:
   );
 }
 
-/** Edit one edge: its schema (from the registry), label and condition. */
+/** Edit one edge: its schema (from the registry, edited here as a form, or a new one made for
+ * it), label and condition. */
 export function EdgeForm({
   graph,
   edge,
   problems,
-  onChange,
+  onGraph,
 }: {
   graph: GraphDoc;
   edge: GraphEdgeDef;
   problems?: string[];
-  onChange: (fields: Partial<GraphEdgeDef>) => void;
+  onGraph: (next: GraphDoc, coalesce?: string) => void;
 }) {
+  const id = edgeId(edge);
+  const change = (fields: Partial<GraphEdgeDef>) => onGraph(updateEdge(graph, id, fields));
+  const schemas = graph.schemas ?? [];
+  const bound = schemas.find((s) => s.id === edge.schema_id);
   return (
     <div className="fields edge-form" data-testid="edge-form">
       <h2>
-        edge <code>{edgeId(edge)}</code>
+        edge <code>{id}</code>
       </h2>
       {problems?.map((p) => (
         <p key={p} className="error">
@@ -187,17 +188,30 @@ export function EdgeForm({
       ))}
       <label className="field">
         <span className="field-label">Schema</span>
-        <select aria-label="Edge schema" value={edge.schema_id ?? ""} onChange={(e) => onChange({ schema_id: e.target.value || null })}>
+        <select aria-label="Edge schema" value={edge.schema_id ?? ""} onChange={(e) => change({ schema_id: e.target.value || null })}>
           <option value="">(no contract)</option>
-          {(graph.schemas ?? []).map((s) => (
+          {schemas.map((s) => (
             <option key={s.id} value={s.id}>
-              {s.id} v{s.version}
+              {s.id} {s.version ? `v${s.version}` : "(new)"}
             </option>
           ))}
         </select>
       </label>
-      <Line label="Edge label" value={edge.label ?? ""} onCommit={(label) => onChange({ label })} />
-      <Line label="Condition key" value={edge.condition_key ?? ""} onCommit={(condition_key) => onChange({ condition_key })} />
+      <button type="button" onClick={() => onGraph(withNewSchema(graph, edge))}>
+        New schema for this edge
+      </button>
+      {bound ? (
+        <SchemaForm
+          key={bound.id}
+          schema={bound.schema}
+          label={`Schema ${bound.id}`}
+          onChange={(schema) =>
+            onGraph({ ...graph, schemas: schemas.map((s) => (s.id === bound.id ? { ...s, schema } : s)) }, `schema:${bound.id}`)
+          }
+        />
+      ) : null}
+      <Line label="Edge label" value={edge.label ?? ""} onCommit={(label) => change({ label })} />
+      <Line label="Condition key" value={edge.condition_key ?? ""} onCommit={(condition_key) => change({ condition_key })} />
     </div>
   );
 }

@@ -29,15 +29,21 @@ export function SaveDialog({
   const [problem, setProblem] = useState<unknown>(null);
   const [conflict, setConflict] = useState<Schemas["GraphOut"] | null>(null);
   const [basedOn, setBasedOn] = useState(base.version);
+  const fresh = base.version === 0; // never stored: saving creates it
 
   useEffect(() => {
-    post<Preview>(`/api/graphs/${q(graphId)}/preview`, { graph: draft }).then(setPreview, setProblem);
-  }, [graphId, draft]);
+    const previewed = fresh ? firstVersion(draft) : post<Preview>(`/api/graphs/${q(graphId)}/preview`, { graph: draft });
+    previewed.then(setPreview, setProblem);
+  }, [graphId, draft, fresh]);
 
   async function save(on: number) {
     setProblem(null);
     try {
-      onSaved(await put<Schemas["SavedOut"]>(`/api/graphs/${q(graphId)}`, { graph: draft, base_version: on }));
+      onSaved(
+        fresh
+          ? await post<Schemas["SavedOut"]>("/api/graphs", { graph: draft })
+          : await put<Schemas["SavedOut"]>(`/api/graphs/${q(graphId)}`, { graph: draft, base_version: on }),
+      );
     } catch (cause) {
       if (cause instanceof ApiError && cause.code === "version_conflict") {
         setConflict(await get<Schemas["GraphOut"]>(`/api/graphs/${q(graphId)}`));
@@ -66,6 +72,7 @@ export function SaveDialog({
       </button>
       <h2>Save {base.slug}</h2>
       <ErrorView error={problem} />
+      {problem ? <p className="muted">Nothing was stored. Your edits stay kept as a draft: fix what is listed, then save again.</p> : null}
       {!preview && !problem ? <p aria-busy="true">Classifying the changes…</p> : null}
       {preview && !conflict ? (
         <div data-testid="save-preview">
@@ -128,6 +135,27 @@ export function SaveDialog({
     </div>
     </>
   );
+}
+
+/** What storing a graph never stored would do: version 1 when it is valid; else the server's
+ * refusal, listing every problem, as saving would answer. */
+async function firstVersion(draft: GraphDoc): Promise<Preview> {
+  const checked = await post<{ valid: boolean; errors: unknown[]; warnings: { message: string }[] }>("/api/graphs/validate", {
+    graph: draft,
+  });
+  if (!checked.valid) {
+    const count = checked.errors.length;
+    throw new ApiError(422, "graph_invalid", `the graph has ${count} problem${count === 1 ? "" : "s"}`, "Validate lists them on the canvas", checked.errors);
+  }
+  return {
+    unchanged: false,
+    version: 1,
+    latest_version: null,
+    schema_version: "1.0.0",
+    level: null,
+    schema_changes: [],
+    warnings: checked.warnings.map((w) => w.message),
+  };
 }
 
 /** The version the edit started from, the version someone saved since, and the edit, side by

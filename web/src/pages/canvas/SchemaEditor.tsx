@@ -1,40 +1,45 @@
 import { useState } from "react";
-import { CodeEditor } from "../../components/CodeEditor";
 import type { GraphDoc } from "../../graph/model";
+import { STARTER_SCHEMA } from "../../schema/fields";
+import { SchemaForm } from "../../schema/SchemaForm";
 
 type Entry = NonNullable<GraphDoc["schemas"]>[number];
 
-/** The graph's schema registry: each entry's JSON edited in place, entries added and removed.
- * Versions are the server's to derive on save (patch, minor or major, from what changed). */
-export function SchemaEditor({ graph, onChange }: { graph: GraphDoc; onChange: (schemas: Entry[]) => void }) {
+/** The graph's run input and its schema registry, each edited as a form (or as JSON); registry
+ * entries added and removed. Versions are the server's to derive on save (patch, minor or
+ * major, from what changed). */
+export function SchemaEditor({
+  graph,
+  onChange,
+  onInput,
+}: {
+  graph: GraphDoc;
+  onChange: (schemas: Entry[]) => void;
+  onInput: (schema: Record<string, unknown>) => void;
+}) {
   const schemas = graph.schemas ?? [];
   const [name, setName] = useState("");
-  const [errors, setErrors] = useState<Record<string, string>>({});
   const used = (id: string) => graph.edges.filter((e) => e.schema_id === id).length;
 
   return (
     <div className="fields schema-editor" data-testid="schema-editor">
+      <details data-schema="(input)">
+        <summary>
+          Run input <span className="muted">— what a run starts with; its form is generated from this</span>
+        </summary>
+        <SchemaForm schema={graph.input_schema ?? { type: "object", properties: {} }} label="Run input" onChange={onInput} />
+      </details>
       {schemas.map((entry, index) => (
         <details key={entry.id} data-schema={entry.id}>
           <summary>
             <code>{entry.id}</code> {entry.version ? `v${entry.version}` : <span className="muted">new: versioned when saved</span>} ·{" "}
             {used(entry.id)} edges {entry.description ? `— ${entry.description}` : ""}
           </summary>
-          <CodeEditor
-            language="json"
+          <SchemaForm
+            schema={entry.schema}
             label={`Schema ${entry.id}`}
-            value={JSON.stringify(entry.schema, null, 2)}
-            onChange={(text) => {
-              try {
-                const schema = JSON.parse(text);
-                setErrors({ ...errors, [entry.id]: "" });
-                onChange(schemas.map((s, i) => (i === index ? { ...s, schema } : s)));
-              } catch (cause) {
-                setErrors({ ...errors, [entry.id]: (cause as Error).message });
-              }
-            }}
+            onChange={(schema) => onChange(schemas.map((s, i) => (i === index ? { ...s, schema } : s)))}
           />
-          {errors[entry.id] ? <p className="error">{errors[entry.id]}</p> : null}
           <button
             type="button"
             className="link danger"
@@ -52,7 +57,7 @@ export function SchemaEditor({ graph, onChange }: { graph: GraphDoc; onChange: (
           e.preventDefault();
           const id = name.trim();
           if (!id || schemas.some((s) => s.id === id)) return;
-          onChange([...schemas, { id, version: "1.0.0", schema: { type: "object", properties: {} } }]);
+          onChange([...schemas, { id, schema: STARTER_SCHEMA }]);
           setName("");
         }}
       >

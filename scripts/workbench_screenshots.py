@@ -1,5 +1,6 @@
 """Take the screenshots of docs/workbench.md: a real `plait serve` on a throwaway database, the
-video-chapters story played through the HTTP API, each page shot in Debian's Chromium.
+video-chapters story played through the HTTP API, each page shot in Debian's Chromium (and a
+graph built from nothing on the canvas, a schedule's form, the script editor in expert mode).
 
     .venv/bin/python scripts/workbench_screenshots.py
 """
@@ -11,6 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from playwright.sync_api import sync_playwright
@@ -94,7 +96,38 @@ def shoot(run_id: str, url: str) -> None:
         page.get_by_role("heading", name="Provider pool").wait_for()
         page.wait_for_timeout(300)
         page.screenshot(path=OUT / "workbench-dashboard.png")
+        shoot_new_graph(page, url)
+        page.goto(f"{url}/#/schedules")
+        form = page.get_by_role("form", name="New schedule")
+        form.get_by_label("Graph", exact=True).select_option(label="Video chapter analysis (video_chapters)")
+        form.locator('textarea[name="transcript"]').wait_for()
+        page.screenshot(path=OUT / "workbench-schedules.png")
+        page.goto(f"{url}/#/scripts/plait.summary")
+        page.get_by_label("Expert mode").check()
+        page.get_by_role("button", name="Preview", exact=True).click()
+        page.get_by_test_id("preview-prompt").wait_for()
+        page.screenshot(path=OUT / "workbench-scripts.png")
         browser.close()
+
+
+def shoot_new_graph(page: Any, url: str) -> None:
+    """A graph from nothing: the New graph form, then its canvas with the palette and an edge's
+    schema in the form."""
+    page.goto(f"{url}/#/new-graph")
+    form = page.get_by_role("form", name="New graph")
+    form.get_by_label("Name", exact=True).fill("Ticket triage")
+    form.get_by_label("Description", exact=True).fill("Labels a ticket and says what to fix.")
+    page.screenshot(path=OUT / "workbench-new-graph.png")
+    form.get_by_role("button", name="Create and open the canvas").click()
+    palette = page.get_by_role("navigation", name="Node types")
+    for node_type in ("LLM_CALL", "TRANSFORM"):
+        palette.get_by_role("button", name=f"Add {node_type}").click()
+    source = page.locator('.box[data-node="llm_call_1"] .react-flow__handle.source')
+    source.drag_to(page.locator('.box[data-node="transform_1"] .react-flow__handle.target'))
+    page.locator('.react-flow__edge[data-id="llm_call_1__transform_1"]').click(force=True)
+    page.get_by_role("button", name="New schema for this edge").click()
+    page.wait_for_timeout(300)
+    page.screenshot(path=OUT / "workbench-new-canvas.png")
 
 
 if __name__ == "__main__":

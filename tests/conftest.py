@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,9 +34,20 @@ def pytest_configure(config: pytest.Config) -> None:
     says not to write bytecode (`PYTHONDONTWRITEBYTECODE`, as on CI machines) each of them would
     compile from source what it imports, a quarter of a second each. Only the controller does it
     (parallel workers find it done)."""
+    # a command run where no `.plait/` folder is found uses the per-user store: never the one of
+    # the person running the suite (each test gets its own below; this covers wider fixtures)
+    os.environ.setdefault("PLAIT_HOME", tempfile.mkdtemp(prefix="plait-home-"))
     if hasattr(config, "workerinput"):
         return
     compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "plait"), quiet=1, workers=0)
+
+
+@pytest.fixture(autouse=True)
+def _own_user_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own per-user store: a command run where no `.plait/` folder is found (in the
+    test's folder or a parent) uses the store in `$PLAIT_HOME`, which would otherwise be the one
+    of the person running the suite, shared by every test."""
+    monkeypatch.setenv("PLAIT_HOME", str(tmp_path_factory.mktemp("plait-home")))
 
 
 SLOW_FIRST = (

@@ -52,7 +52,7 @@ def run_plait(*args: str, cwd: Path | str | None = None, env: dict[str, str] | N
     same result, the same `TimeoutExpired` (the process killed first) and, with `check`, the same
     `CalledProcessError`."""
     command = [sys.executable, "-m", "plait", *args]
-    environment = dict(os.environ if env is None else env)
+    environment = _environment(env)
     server = None if _starts_cold(environment) else _server()
     if server is None:
         return subprocess.run(command, cwd=cwd, env=environment, input=input, capture_output=True, text=True,
@@ -63,6 +63,15 @@ def run_plait(*args: str, cwd: Path | str | None = None, env: dict[str, str] | N
     return done
 
 
+def _environment(env: dict[str, str] | None) -> dict[str, str]:
+    """The command's environment: `env` (or this process's), and always the test's own per-user
+    store (`PLAIT_HOME`), so a command given a bare environment does not use the runner's."""
+    environment = dict(os.environ if env is None else env)
+    if "PLAIT_HOME" in os.environ:
+        environment.setdefault("PLAIT_HOME", os.environ["PLAIT_HOME"])
+    return environment
+
+
 def start_plait(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None,
                 stdout: Any = None, stderr: Any = None, text: bool = False) -> Any:  # fmt: skip
     """`subprocess.Popen([python, "-m", "plait", *args], ...)` for a long-running command (a server,
@@ -70,7 +79,7 @@ def start_plait(*args: str, cwd: Path | str | None = None, env: dict[str, str] |
     `send_signal`, `terminate`, `kill`, `returncode`, `stdout`/`stderr` pipes). `stdout` and
     `stderr` as for `Popen`: None, `DEVNULL`, `PIPE`, a file, or `STDOUT` for stderr."""
     command = [sys.executable, "-m", "plait", *args]
-    environment = dict(os.environ if env is None else env)
+    environment = _environment(env)
     server = None if _starts_cold(environment) else _server()
     if server is None:
         return subprocess.Popen(command, cwd=cwd, env=environment, stdout=stdout, stderr=stderr, text=text)

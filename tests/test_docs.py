@@ -89,4 +89,6 @@ def test_the_documented_scripted_answers_file_loads(tmp_path: Path) -> None:
     section = testing.split("### The scripted answers file", 1)[1]
     example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     (tmp_path / "answers.yaml").write_text(example)
-    assert len(load_script(tmp_path / "answers.yaml").responses) == 5
+    responses = load_script(tmp_path / "answers.yaml").responses
+    assert len(responses) == 6
+    assert responses[-1].finish == "length"  # an answer cut at the token limit

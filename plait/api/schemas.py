@@ -256,6 +256,11 @@ class ForkFieldOut(BaseModel):
     parent: Any
     fork: Any
     conflict: bool
+    changes: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Of a field holding an object: each path whose value differs, `{path, base, parent, fork}` "
+        "(a side without the path is left out).",
+    )
 
 
 class ForkItemOut(BaseModel):

@@ -31,7 +31,7 @@ class ServerSettings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     db: str | None = None
-    """Database URL (None: $PLAIT_DB, else ./.plait/plait.db)."""
+    """Database URL (None: $PLAIT_DB, else the store found from the current folder, `default_store`)."""
     config: str | None = None
     """plait.toml (None: $PLAIT_CONFIG, else ./plait.toml when it exists)."""
     llm: str | None = None

@@ -81,7 +81,7 @@ def validate(
         typer.Option(
             "--db",
             help="Where the prompt-script templates it names are looked up, and the stored schema versions its "
-            "migrations may target (default: $PLAIT_DB, ./.plait/plait.db).",
+            "migrations may target (default: $PLAIT_DB, else the store found from here).",
         ),
     ] = None,
 ) -> None:

@@ -180,6 +180,21 @@ def store_for(db: str | None, hint: str | None = None, *, kind: str | None = Non
         store.close()
 
 
+def store_named(store: Store, db: str | None) -> str:
+    """The store a command read, and why that one: a store found from the current folder may
+    not be the one the person meant (another folder has its own `.plait/`)."""
+    import os
+
+    from plait.store.url import ENV_VAR
+
+    if db or os.environ.get(ENV_VAR):
+        return f"the store {store.display_url}"
+    return (
+        f"the store {store.display_url} (the nearest .plait/ folder from here, else your own; "
+        f"--db or ${ENV_VAR} names another)"
+    )
+
+
 def when(ts: float | None) -> str:
     """A timestamp as tables show it (local time, to the second); empty when there is none."""
     import datetime as dt

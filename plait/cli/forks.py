@@ -108,13 +108,25 @@ def _show_diff(diff: Any, json_output: bool) -> None:
                 )
                 out.print(f"  {f.name}{mark}:", markup=False, highlight=False)
                 out.print("\n".join(f"    {line}" for line in lines), markup=False, highlight=False)
+            elif f.changes():
+                out.print(f"  {f.name}{mark}:", markup=False, highlight=False)
+                for change in f.changes():
+                    sides = " | ".join(f"{_SAID[side]} {_shown(change, side)}" for side in _SAID)
+                    out.print(f"    {change['path']}: {sides}", markup=False, highlight=False)
             else:
-                out.print(
-                    f"  {f.name}{mark}: at fork {_short(f.base)} | parent {_short(f.parent)} | fork {_short(f.fork)}",
-                    markup=False,
-                )
+                sides = " | ".join(f"{_SAID[side]} {_value(getattr(f, side))}" for side in _SAID)
+                out.print(f"  {f.name}{mark}: {sides}", markup=False, highlight=False)
 
 
-def _short(value: Any) -> str:
+_SAID = {"base": "at fork", "parent": "parent", "fork": "fork"}
+_VALUE_CHARS = 300
+"""A value longer than this is cut in the readable diff (`--json` has it whole)."""
+
+
+def _shown(change: dict[str, Any], side: str) -> str:
+    return _value(change[side]) if side in change else "(absent)"
+
+
+def _value(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 3] + "..."

@@ -133,6 +133,7 @@ def list_graphs(
 
     with store_for(db) as store:
         summaries = list_graphs(store, source_type=source_type)
+        store_label = store.display_url
     rows: list[dict[str, Any]] = [
         {
             "id": s.listed.graph_id,
@@ -152,7 +153,7 @@ def list_graphs(
         return
     from rich.table import Table
 
-    table = Table(title="graphs")
+    table = Table(title=f"graphs in {store_label}")
     for column in ("slug", "id", "version", "schema", "type", "nodes", "note"):
         table.add_column(column, no_wrap=True)
     for r in rows:

@@ -14,7 +14,11 @@ import typer
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", help="Database URL (sqlite:///… or postgresql://…); default $PLAIT_DB or ./.plait/plait.db"),
+    typer.Option(
+        "--db",
+        help="Database URL (sqlite:///… or postgresql://…); default $PLAIT_DB, else .plait/plait.db in the "
+        "nearest folder from here up that has a .plait/ folder, else ~/.local/share/plait/plait.db",
+    ),
 ]
 LlmOption = Annotated[
     str | None,

@@ -3,11 +3,12 @@ whether a run is consistent after its corrections."""
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
-from plait.cli.common import print_json, print_table, store_for, when
+from plait.cli.common import print_json, print_table, store_for, store_named, when
 from plait.cli.help import PlaitTyper
 from plait.cli.options import DbOption, JsonOption
 from plait.cli.run_admin import cancel_command, delete_command
@@ -33,6 +34,8 @@ def list_runs(
     """List runs, newest first (child runs with --children)."""
     with store_for(db) as store:
         runs = store.runs.list(graph=graph, status=status, limit=limit, children=children)
+        if not runs and not json_output:
+            sys.stderr.write(f"no runs{' that match' if graph or status else ''} in {store_named(store, db)}\n")
     if json_output:
         print_json([r.summary() for r in runs])
         return

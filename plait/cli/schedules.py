@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import console, fail, parse_inputs, print_json, print_table, store_for, when_in
+from plait.cli.common import console, fail, parse_inputs, print_json, print_table, store_for, store_named, when_in
 from plait.cli.help import PlaitTyper
 from plait.cli.options import DbOption, JsonOption
 
@@ -55,6 +55,9 @@ def list_command(db: DbOption = None, json_output: JsonOption = False) -> None:
     with store_for(db) as store:
         schedules = store.schedules.list()
         names = {s.graph_id: _graph_name(store, s.graph_id) for s in schedules}
+        if not schedules and not json_output:
+            sys.stderr.write(f"no schedules in {store_named(store, db)}\n")
+            return
     if json_output:
         print_json([s.as_json() for s in schedules])
         return

@@ -69,7 +69,7 @@ def serve_command(
     from plait.engine import eventloop
     from plait.llm.select import LlmConfigError
     from plait.sandbox.confinement import programs_at_start
-    from plait.store import StoreError
+    from plait.store import StoreError, database_url, redact
 
     settings = ServerSettings(
         host=host,
@@ -97,7 +97,8 @@ def serve_command(
             fail(str(exc), DB_HINT)
         install_log_redaction()
         auth = "token required" if settings.auth_required else "no token needed on loopback"
-        sys.stderr.write(f"plait: serving http://{host}:{port}/ ({auth}); API docs at /docs\n")
+        store = redact(database_url(db))
+        sys.stderr.write(f"plait: serving http://{host}:{port}/ ({auth}); API docs at /docs; store {store}\n")
         sys.stderr.write(f"plait: TOOL programs and Python CODE: {programs_at_start(jail_settings())}\n")
         server = uvicorn.Server(
             uvicorn.Config(

@@ -53,7 +53,7 @@ class AsyncClient:
     """Runs graphs, corrects them and reads them back, from async code.
 
     `db`: the store (a SQLite path or a database URL; default as the CLI: `$PLAIT_DB`, else
-    `./.plait/plait.db`). `llm`: the model the runs it starts execute on, as the CLI's `--llm`
+    the store found from the current folder). `llm`: the model the runs it starts execute on, as the CLI's `--llm`
     (`"local"`, `"scripted:FILE"`) or a `Provider` object (a test's scripted provider); `config`:
     a plait.toml (default: the one the CLI would read). A run keeps the model it started on:
     resuming or correcting it executes on that model, as on the command line. `cache`: answer a

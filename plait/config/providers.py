@@ -98,7 +98,7 @@ class ProviderConfig(Strict):
     """How prompt tokens are counted (see `Tokenizer`); the API's own count is recorded after a call."""
     timeout_s: Annotated[float, Field(gt=0)] = 120.0
     stream: bool = False
-    """openai: read answers as a stream (a stream cut short is a retryable `truncated` error)."""
+    """openai: read answers as a stream (a stream cut short is a retryable `stream_broken` error)."""
     retries: Annotated[int, Field(ge=0, le=10)] = 2
     """Retries on this provider of an error that may pass (429, 5xx, timeout, connection) before failing over."""
     backoff_s: Annotated[float, Field(gt=0)] = 0.5

@@ -319,6 +319,9 @@ async def _asked(
             continue
         if stream is not None:
             stream.flush()  # the whole answer is shown, then judged
+        if response.finish == "length":  # asked again, a deterministic decoder cuts it the same way
+            record["kind"] = "truncated"
+            return _cut(node, request, response, snapshot, attempts, usage)
         value, problems = contract.parse(response.content)
         schema_ok = not problems
         value, problems = postcheck(node, contract, value, problems)
@@ -345,6 +348,29 @@ async def _asked(
         details=last.get("details"),
         last_output=last.get("last_output"),
         **usage,
+    )
+
+
+def _cut(
+    node: LlmCallNode,
+    request: ChatRequest,
+    response: ChatResponse,
+    snapshot: dict[str, Any],
+    attempts: list[dict[str, Any]],
+    usage: dict[str, Any],
+) -> NodeResult:
+    """The node failed because the model stopped at the token limit: the answer is incomplete,
+    and asking again would stop at the same place."""
+    limit = request.max_tokens
+    said = f"max_tokens {limit}" if limit else "the model server's own limit"
+    message = (
+        f"the answer was cut at the token limit ({said}) after {response.usage.output_tokens} tokens, before it "
+        "was complete; asked again, it would be cut the same way"
+    )
+    raise_it = f"raise max_tokens_override of node '{node.id}'" + (f" above {limit}" if limit else "")
+    hint = f"{raise_it}, or ask for a shorter answer (maxLength, maxItems in the edge's schema, a shorter prompt)"
+    return NodeResult.failed(
+        snapshot, attempts, kind="truncated", message=message, hint=hint, last_output=response.content, **usage
     )
 
 

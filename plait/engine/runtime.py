@@ -77,11 +77,14 @@ class NodeResult:
         message: str,
         details: list[str] | None = None,
         last_output: Any = None,
+        hint: str | None = None,
         **usage: Any,
     ) -> NodeResult:
         error: dict[str, Any] = {"kind": kind, "message": message}
         if details:
             error["details"] = details
+        if hint:
+            error["hint"] = hint
         if last_output is not None:
             error["last_output"] = last_output
         return cls(Phase.FAILED, None, snapshot, attempts, error, **usage)

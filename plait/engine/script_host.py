@@ -82,12 +82,13 @@ class RunScriptHost:
 
     def contract(self, target: str) -> OutputContract | None:
         """The contract an answer is parsed with when a template's `schema_target` is `target`:
-        the node's out-edge contract for `output`, else the graph's schema of that id (None:
-        no such schema)."""
+        the node's out-edge contract for `output`, else the graph's schema of that id, as the
+        graph has it now (None: no such schema). A target may name the version it was written
+        for (`summary@1.0.0`): the answer is still parsed with the graph's version."""
         if target == OUTPUT:
             return self.state.compiled.contracts[self.node.id]
         graph = self.state.compiled.graph
-        entry = graph.schema_entry(target)
+        entry = graph.schema_entry(target.rpartition("@")[0] or target)
         if entry is None:
             return None
         return OutputContract((BoundSchema(entry.id, entry.version, entry.schema_),), registry_key(graph.schemas))

@@ -21,6 +21,7 @@ from plait.compile import compile_data
 from plait.compile.dump import graph_to_data
 from plait.errors import PlaitError, Refusal
 from plait.evolve.save import save_graph
+from plait.evolve.value_paths import changed_paths
 from plait.model import GraphDef, SourceType
 from plait.model.graph import GraphSlug
 from plait.store import Store, StoredGraph, StoreError
@@ -56,6 +57,13 @@ class FieldChange:
     @property
     def conflict(self) -> bool:
         return self.parent_changed and self.fork_changed and self.parent != self.fork
+
+    def changes(self) -> list[dict[str, Any]]:
+        """Of a field holding an object (a schema, a node's settings), each path whose value
+        differs between the sides, with each side's value; empty for a plain value."""
+        if not any(isinstance(v, dict) for v in (self.base, self.parent, self.fork)):
+            return []
+        return changed_paths(self.base, self.parent, self.fork)
 
 
 @dataclass
@@ -106,7 +114,14 @@ class ForkDiff:
                     "parent": i.parent,
                     "fork": i.fork,
                     "fields": [
-                        {"name": f.name, "base": f.base, "parent": f.parent, "fork": f.fork, "conflict": f.conflict}
+                        {
+                            "name": f.name,
+                            "base": f.base,
+                            "parent": f.parent,
+                            "fork": f.fork,
+                            "conflict": f.conflict,
+                            "changes": f.changes(),
+                        }
                         for f in i.fields
                     ],
                 }

@@ -174,13 +174,16 @@ def _streamed(llama: Any, arguments: dict[str, Any], forward: Callable[[str], No
     gives it (llama.cpp's stream reports no usage: one chunk is one token, and the prompt is
     counted with the model's tokenizer)."""
     parts: list[str] = []
+    finish = None
     for chunk in llama.create_chat_completion(**arguments, stream=True):
-        text = ((chunk.get("choices") or [{}])[0].get("delta") or {}).get("content")
+        choice = (chunk.get("choices") or [{}])[0]
+        text = (choice.get("delta") or {}).get("content")
+        finish = choice.get("finish_reason") or finish
         if text:
             parts.append(text)
             forward(text)
     usage = {"prompt_tokens": _prompt_tokens(llama, arguments["messages"]), "completion_tokens": len(parts)}
-    return {"choices": [{"message": {"content": "".join(parts)}}], "usage": usage}
+    return {"choices": [{"message": {"content": "".join(parts)}, "finish_reason": finish}], "usage": usage}
 
 
 def _prompt_tokens(llama: Any, messages: list[dict[str, Any]]) -> int:
@@ -311,4 +314,5 @@ def _response(raw: dict[str, Any]) -> ChatResponse:
         model=EMBEDDED_MODEL,
         provider=LocalProvider.name,
         cost_usd=0.0,
+        finish=choice.get("finish_reason"),
     )

@@ -53,8 +53,8 @@ class OpenAIProvider(Provider):
       a `json_mode_downgraded` decision and remembered for the process, per server URL and model.
     - Every failure is a `ProviderError`. 429, 5xx, timeouts, connection errors, malformed and
       broken-off answers are retryable; other 4xx, and a refusal of the weakest form, are not.
-    - A streamed answer that ends before the model finished is an error (`truncated`), never a
-      short answer. A request with `on_delta` is always streamed, each piece of text passed on
+    - A streamed answer that ends before the model finished is an error (`stream_broken`), never
+      a short answer. A request with `on_delta` is always streamed, each piece of text passed on
       as it arrives; once one has been, a break is kind `stream` and not retryable.
     - The answer names the model called and this provider's id, and is priced from the prices
       configured for that model (0.0 without).
@@ -138,7 +138,7 @@ class OpenAIProvider(Provider):
         self, arguments: dict[str, Any], model: str, on_delta: Callable[[str], None] | None
     ) -> ChatResponse:
         """Read the answer as a stream; one that ends before the model said it finished is a
-        retryable error (`truncated`), never a short answer, unless some text was already passed
+        retryable error (`stream_broken`), never a short answer, unless some text was already passed
         to `on_delta`: then it is a `stream` error, not retried (that text has been shown)."""
         import openai
 
@@ -158,7 +158,7 @@ class OpenAIProvider(Provider):
         tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage is not None else Usage()
         tool_calls = answer.tool_calls()
         content = "".join(answer.parts) if answer.parts or not tool_calls else None
-        return self._priced(content, tool_calls, tokens, model)
+        return self._priced(content, tool_calls, tokens, model, answer.finished)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -197,13 +197,21 @@ class OpenAIProvider(Provider):
         ]
         usage = response.usage
         tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage is not None else Usage()
-        return self._priced(message.content, calls, tokens, model)
+        return self._priced(message.content, calls, tokens, model, response.choices[0].finish_reason)
 
-    def _priced(self, content: str | None, calls: list[ToolCall], tokens: Usage, model: str) -> ChatResponse:
+    def _priced(
+        self, content: str | None, calls: list[ToolCall], tokens: Usage, model: str, finish: str | None
+    ) -> ChatResponse:
         priced = self.config.model(model)
         cost = priced.cost_usd(tokens.input_tokens, tokens.output_tokens) if priced is not None else 0.0
         return ChatResponse(
-            content=content, tool_calls=calls, usage=tokens, model=model, provider=self.name, cost_usd=cost
+            content=content,
+            tool_calls=calls,
+            usage=tokens,
+            model=model,
+            provider=self.name,
+            cost_usd=cost,
+            finish=finish,
         )
 
 
@@ -241,7 +249,7 @@ def _broken(message: str, parts: list[str], on_delta: Callable[[str], None] | No
     """A stream cut short: retryable while nobody has seen any of it."""
     if on_delta is not None and parts:
         return ProviderError(message, kind="stream", retryable=False)
-    return ProviderError(message, kind="truncated")
+    return ProviderError(message, kind="stream_broken")
 
 
 def _arguments_of(raw: str | None) -> dict[str, Any]:

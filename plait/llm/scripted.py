@@ -8,6 +8,7 @@
         # or  error: 429 | 500 | timeout | malformed      (fault injection)
         delay_ms: 0               # simulated latency (streamed: spread over the answer's words)
         stream_break_after: 12    # optional: a streamed answer breaks off after this many characters
+        finish: length            # optional: why the model stopped (length: cut at the token limit)
         times: 1                  # use N times, then fall through (omit = forever)
         usage: {input: 10, output: 5}
     log: calls.jsonl              # optional: append one JSON line per call (relative to this file)
@@ -67,6 +68,8 @@ class ScriptedResponse(_Strict):
     delay_ms: Annotated[int, Field(ge=0)] = 0
     stream_break_after: Annotated[int, Field(ge=0)] | None = None
     """A streamed answer breaks off once this many characters are sent (a stream fault)."""
+    finish: Literal["stop", "length"] | None = None
+    """Why the model stopped, as a server says it: `length` is an answer cut at the token limit."""
     times: Annotated[int, Field(ge=1)] | None = None
     usage: ScriptedUsage | None = None
 
@@ -157,7 +160,7 @@ class ScriptedProvider(Provider):
         if request.on_delta is not None:
             await self._stream(rule, self._contents[index] or "", request.on_delta)
         elif rule.stream_break_after is not None:
-            raise ProviderError(f"scripted stream for node '{request.node_id}' broke off", kind="truncated")
+            raise ProviderError(f"scripted stream for node '{request.node_id}' broke off", kind="stream_broken")
         return self._answer(index, request)
 
     async def _stream(self, rule: ScriptedResponse, content: str, on_delta: Callable[[str], None]) -> None:
@@ -172,7 +175,7 @@ class ScriptedProvider(Provider):
                 if cut:
                     on_delta(cut)
                 if sent + len(cut) == 0:  # nothing shown yet: as a real provider, retryable
-                    raise ProviderError("the scripted answer stream broke off", kind="truncated")
+                    raise ProviderError("the scripted answer stream broke off", kind="stream_broken")
                 raise ProviderError("the scripted answer stream broke off", kind="stream", retryable=False)
             if pause:
                 await asyncio.sleep(pause)
@@ -214,7 +217,9 @@ class ScriptedProvider(Provider):
         else:  # a rough 4-characters-per-token estimate keeps token columns meaningful
             prompt_chars = sum(len(str(m.get("content", ""))) for m in request.messages)
             usage = Usage(prompt_chars // 4 + 1, len(content or "") // 4 + 1)
-        return ChatResponse(content=content, tool_calls=calls, usage=usage, provider=self.name, model="scripted")
+        return ChatResponse(
+            content=content, tool_calls=calls, usage=usage, provider=self.name, model="scripted", finish=rule.finish
+        )
 
     def _record(self, request: ChatRequest, index: int) -> None:
         if self._log is None:

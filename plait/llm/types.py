@@ -98,6 +98,9 @@ class ChatResponse:
     cost_usd: float = 0.0
     decisions: list[dict[str, Any]] = field(default_factory=list)
     """What the provider pool did on the way (queued, sent, retried, failed over...), recorded on the attempt."""
+    finish: str | None = None
+    """Why the model stopped, as its server said (`stop`, `length`: the token limit, `tool_calls`);
+    None when it did not say. An answer stopped by `length` is cut, not complete."""
 
 
 class ProviderError(Exception):

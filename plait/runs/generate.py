@@ -37,7 +37,7 @@ NOT_A_PROMPT = frozenset({"not_string", "too_large"})
 """Script errors about the value `main()` returned rather than about the script's running."""
 HTTP_KINDS = frozenset({"http", "rate_limit", "server", "http_429", "http_500"})
 """Provider error kinds that are an HTTP status from the model's server."""
-STREAM_KINDS = frozenset({"stream", "truncated"})
+STREAM_KINDS = frozenset({"stream", "stream_broken"})
 
 
 class GenerateHost(ScriptHost, Protocol):
@@ -205,6 +205,14 @@ def _contract(request: GenerateRequest, result: Generation) -> OutputContract | 
         return OutputContract(())
     if contract is None:
         result.notes.append(f"schema '{target}' is known only in a run's graph; the answer is parsed as JSON only")
+        return contract
+    written_for = target.rpartition("@")[2] if "@" in target else None
+    now = contract.schemas[0].version if contract.schemas else None
+    if written_for and now and written_for != now:
+        result.notes.append(
+            f"this template was written for schema {target}; the graph has version {now}, which the answer is "
+            "parsed with: check the fields the script asks for"
+        )
     return contract
 
 

@@ -27,6 +27,7 @@ _HINTS = {
     "expression": "fix the node's expression in the graph file (`plait validate` checks the rest)",
     "mcp": "check the MCP server's entry in the config (--config FILE) and that its command runs",
     "local": "the embedded model failed; `plait config check` shows how it is set up",
+    "stream_broken": "the model's answer stream kept breaking off: check the model server, then `plait resume {run}`",
 }
 _DEFAULT_HINT = "`plait runs show {run}` shows every attempt; `plait rerun {run} {node}` tries the node again"
 

@@ -17,10 +17,9 @@ from plait.store.graphs import GraphRepository
 from plait.store.records import ChildOf, GraphListing, NodeRunRecord, RunRecord, StoredGraph, current_activations
 from plait.store.runs import RunRepository
 from plait.store.store import Store
-from plait.store.url import DEFAULT_URL, database_url, redact
+from plait.store.url import database_url, default_store, redact
 
 __all__ = [
-    "DEFAULT_URL",
     "ChildExists",
     "ChildOf",
     "GraphListing",
@@ -35,5 +34,6 @@ __all__ = [
     "StoredGraph",
     "current_activations",
     "database_url",
+    "default_store",
     "redact",
 ]

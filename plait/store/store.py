@@ -33,7 +33,8 @@ SUPPORTED = ("sqlite", "postgresql")
 
 
 class Store:
-    """The Plait database: `Store()` opens `PLAIT_DB` or `./.plait/plait.db`, migrating it to
+    """The Plait database: `Store()` opens `PLAIT_DB` or the store found from the current folder
+    (`default_store`: the nearest `.plait/` folder up, else the per-user store), migrating it to
     the current schema first (safe when several processes start at once).
 
         with Store("sqlite:///runs.db") as store:

@@ -10,20 +10,23 @@ from sqlalchemy.exc import ArgumentError
 
 from plait.store.errors import StoreError
 
-DEFAULT_URL = "sqlite:///./.plait/plait.db"
-"""Zero set-up default: a file under the current directory."""
 ENV_VAR = "PLAIT_DB"
+HOME_VAR = "PLAIT_HOME"
+"""Where the per-user store lives (default: `$XDG_DATA_HOME/plait`, else `~/.local/share/plait`)."""
+FOLDER = ".plait"
+FILE = "plait.db"
 
 _PG_ALIASES = ("postgresql://", "postgres://", "postgresql+psycopg3://")
 
 
 def database_url(explicit: str | None = None) -> str:
-    """`--db` beats `PLAIT_DB` beats the default file; a plain file path is an SQLite file; bare
+    """`--db` beats `PLAIT_DB` beats the store found from here (`default_store`); a plain file
+    path is an SQLite file; bare
     PostgreSQL URLs select psycopg 3.
 
     `postgresql://` would otherwise make SQLAlchemy look for psycopg2, which is not a dependency.
     """
-    url = explicit or os.environ.get(ENV_VAR) or DEFAULT_URL
+    url = explicit or os.environ.get(ENV_VAR) or sqlite_url(str(default_store()))
     url = url.strip()
     if looks_like_file(url):
         return sqlite_url(url)
@@ -31,6 +34,28 @@ def database_url(explicit: str | None = None) -> str:
         if url.startswith(alias):
             return "postgresql+psycopg://" + url[len(alias) :]
     return url
+
+
+def default_store(start: Path | None = None) -> Path:
+    """The store a command uses when neither `--db` nor `PLAIT_DB` names one, found the way git
+    finds its repository: `.plait/plait.db` in the nearest folder, from `start` (the current
+    folder) up, that has a `.plait/` folder; else the per-user store. So a graph run in one
+    folder is found by a workbench started in another, and a project that wants its own store
+    makes a `.plait/` folder in its root."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / FOLDER).is_dir():
+            return folder / FOLDER / FILE
+    return user_home() / FILE
+
+
+def user_home() -> Path:
+    """The folder of the per-user store: `$PLAIT_HOME`, else `$XDG_DATA_HOME/plait`, else
+    `~/.local/share/plait`."""
+    if os.environ.get(HOME_VAR):
+        return Path(os.environ[HOME_VAR]).expanduser()
+    data = os.environ.get("XDG_DATA_HOME")
+    return (Path(data) if data else Path.home() / ".local" / "share") / "plait"
 
 
 _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".db3")

@@ -12,9 +12,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from plait.store import Store
 from tests.cli.test_run_cli import EXAMPLES, example_args, plait
 from tests.plait_cli import run_plait
+
+pytestmark = pytest.mark.usefixtures("folder_store")  # the tests open the folder's store
+
 
 VIDEO_SCRIPT = f"scripted:{EXAMPLES / 'scripted' / 'video_chapters.yaml'}"
 

@@ -127,3 +127,26 @@ def test_import_classifies_schema_changes_and_bumps_versions(tmp_path: Path) -> 
     assert second["schema_version"].split(".")[0] == str(int(first["schema_version"].split(".")[0]) + 1)
     assert any("breaking_change" in w for w in second["warnings"])
     assert "warning:" in done.stderr
+
+
+def test_a_forks_diff_shows_a_changed_schema_as_its_changed_values(tmp_path: Path) -> None:
+    plait("graphs", "fork", "plait.video_chapters", "--name", "my_video", cwd=tmp_path)
+    exported = tmp_path / "mine.yaml"
+    exported.write_text(plait("graphs", "export", "my_video", cwd=tmp_path).stdout)
+    data = yaml.safe_load(exported.read_text())
+    clips = next(s for s in data["schemas"] if s["id"] == "clip_points")["schema"]["properties"]["clips"]
+    clips["maxItems"] = 3
+    clips["items"]["properties"]["reason"]["description"] = "why"
+    exported.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert plait("graphs", "import", str(exported), cwd=tmp_path).returncode == 0
+
+    diff = as_json(plait("graphs", "diff", "my_video", "--json", cwd=tmp_path))
+    (item,) = [i for i in diff["items"] if i["key"] == "schema:clip_points"]
+    changes = [c for f in item["fields"] for c in f["changes"]]
+    assert {"path": "properties.clips.maxItems", "base": 5, "parent": 5, "fork": 3} in changes
+    described = {"path": "properties.clips.items.properties.reason.description", "fork": "why"}
+    assert described in changes  # absent at fork and in the parent: those sides are left out
+
+    text = plait("graphs", "diff", "my_video", cwd=tmp_path).stdout
+    assert "properties.clips.maxItems: at fork 5 | parent 5 | fork 3" in text
+    assert "reason.description: at fork (absent) | parent (absent) | fork 'why'" in text

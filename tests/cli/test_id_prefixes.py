@@ -7,8 +7,13 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from plait.store import Store
 from tests.cli.test_run_cli import EXAMPLES, example_args, plait
+
+pytestmark = pytest.mark.usefixtures("folder_store")  # the tests open the folder's store
+
 
 VIDEO_SCRIPT = f"scripted:{EXAMPLES / 'scripted' / 'video_chapters.yaml'}"
 

@@ -24,6 +24,9 @@ from llm_helpers import needs_local
 
 from tests.plait_cli import run_plait
 
+pytestmark = pytest.mark.usefixtures("folder_store")  # the tests open the folder's store
+
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 GRAPH = EXAMPLES / "feedback_triage.yaml"
 INPUT = ["--input-file", str(EXAMPLES / "inputs" / "feedback_triage.yaml")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -34,7 +35,9 @@ def test_run_prints_the_output_and_runs_are_listed_and_shown(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"label": "bug", "action": "bug filed: Crash when uploading photos over 10 MB"}
     assert "completed" in done.stderr
-    assert (tmp_path / ".plait" / "plait.db").is_file()  # the default database, created on first use
+    # no .plait/ folder from here up: the per-user store, created on first use
+    assert (Path(os.environ["PLAIT_HOME"]) / "plait.db").is_file()
+    assert not (tmp_path / ".plait").exists()
 
     listed = plait("runs", "list", "--json", cwd=tmp_path)
     (run,) = json.loads(listed.stdout)
@@ -166,6 +169,7 @@ def test_runs_watch_follows_a_run_another_process_executes_until_it_ends(tmp_pat
         "  - {node: answer, output: {reply: See the Settings page.}}\n"
     )
     graph = str(EXAMPLES / "feedback_triage.yaml")
+    (tmp_path / ".plait").mkdir()  # this folder's own store, which the test reads
     runner = start_plait("run", graph, "-i", "feedback=How?", "--llm", f"scripted:{answers}", "-q", cwd=tmp_path,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:

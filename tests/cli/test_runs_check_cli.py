@@ -11,11 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from plait.store import Store, current_activations
 from plait.store.corrections import Change, CorrectionWriter, Queue, Reopen, SetOverride
 from plait.store.node_writes import Version
 from tests.cli.test_corrections_cli import newest, only_run, shown
 from tests.cli.test_run_cli import example_args, plait
+
+pytestmark = pytest.mark.usefixtures("folder_store")  # the tests open the folder's store
 
 
 def checked(run_id: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:

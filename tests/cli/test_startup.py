@@ -109,6 +109,7 @@ UNUSED = (
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     folder = tmp_path_factory.mktemp("startup")
+    (folder / ".plait").mkdir()  # the folder's own store, which the commands below find
     done = subprocess.run(
         [
             sys.executable, "-m", "plait", "run", str(EXAMPLES / "feedback_triage.yaml"),

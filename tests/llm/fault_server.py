@@ -8,6 +8,7 @@ then answer normally):
 - `slow`: answers after 3 s (clients with a shorter timeout give up);
 - `notjson`: an answer that is not JSON; `badschema`: JSON that breaks the label schema;
 - `truncate`: with `stream: true`, a stream that stops in the middle of the answer;
+- `length`: an answer the model stopped at the token limit (`finish_reason: length`), cut short;
 - `dribble`: with `stream: true`, ten words 0.3 s apart; counts `dribble|finished` when all
   were sent and `dribble|closed` when the client closed the stream before;
 - `echo401`: HTTP 401 quoting the API key it was sent (as OpenAI's "Incorrect API key provided");
@@ -39,16 +40,21 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 DRIBBLE = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
-CONTENT = {"ok": '{"label": "bug"}', "notjson": "I think it is a bug.", "badschema": '{"label": "urgent"}'}
+CONTENT = {
+    "ok": '{"label": "bug"}',
+    "notjson": "I think it is a bug.",
+    "badschema": '{"label": "urgent"}',
+    "length": '{"label": "bu',
+}
 
 
-def _answer(model: str, content: str) -> dict[str, Any]:
+def _answer(model: str, content: str, finish: str = "stop") -> dict[str, Any]:
     return {
         "id": "chatcmpl-fault",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
         "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
     }
 
@@ -90,11 +96,12 @@ def make_app(calls: Counter[str]) -> FastAPI:
         if behaviour == "dribble" and body.get("stream"):
             return StreamingResponse(_dribble(model, calls), media_type="text/event-stream")
         content = CONTENT.get(behaviour, CONTENT["ok"])
+        finish = "length" if behaviour == "length" else "stop"
         if body.get("stream"):
             return StreamingResponse(
-                _chunks(model, content, cut=behaviour == "truncate"), media_type="text/event-stream"
+                _chunks(model, content, cut=behaviour == "truncate", finish=finish), media_type="text/event-stream"
             )
-        return JSONResponse(_answer(model, content))
+        return JSONResponse(_answer(model, content, finish))
 
     return app
 
@@ -126,7 +133,7 @@ async def _dribble(model: str, calls: Counter[str]) -> AsyncIterator[str]:
         calls["dribble|finished" if finished else "dribble|closed"] += 1
 
 
-async def _chunks(model: str, content: str, *, cut: bool) -> AsyncIterator[str]:
+async def _chunks(model: str, content: str, *, cut: bool, finish: str = "stop") -> AsyncIterator[str]:
     def event(choices: list[dict[str, Any]], usage: dict[str, int] | None = None) -> str:
         return _event(model, choices, usage)
 
@@ -135,7 +142,7 @@ async def _chunks(model: str, content: str, *, cut: bool) -> AsyncIterator[str]:
     if cut:
         return  # the connection ends mid-answer: no finish_reason, no [DONE]
     yield event([{"index": 0, "delta": {"content": content[half:]}, "finish_reason": None}])
-    yield event([{"index": 0, "delta": {}, "finish_reason": "stop"}])
+    yield event([{"index": 0, "delta": {}, "finish_reason": finish}])
     yield event([], {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25})
     yield "data: [DONE]\n\n"
 

@@ -191,4 +191,23 @@ def test_a_stream_that_always_breaks_fails_the_node_with_the_reason(server: tupl
     assert outcome.status == "failed"
     a = node(store, outcome.run_id, "a")
     assert a.output is None
+    assert a.error["kind"] == "stream_broken"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answer_cut_at_the_token_limit_fails_once_saying_so(
+    server: tuple[str, Any], tmp_path: Path, stream: bool
+) -> None:
+    url, calls = server
+    before = calls["length"]
+    store, outcome = run_graph(tmp_path, [(url, "length")], max_retries=2, stream=stream)
+    assert outcome.status == "failed"
+    a = node(store, outcome.run_id, "a")
     assert a.error["kind"] == "truncated"
+    assert "cut at the token limit" in a.error["message"]
+    assert "asked again, it would be cut the same way" in a.error["message"]
+    assert "raise max_tokens_override of node 'a'" in a.error["hint"]
+    assert a.error["last_output"] == '{"label": "bu'
+    # not asked again: a deterministic decoder would stop at the same token (max_retries is 2)
+    assert calls["length"] - before == 1
+    assert [attempt["kind"] for attempt in a.attempts] == ["truncated"]

@@ -129,7 +129,7 @@ def test_scripted_answers_stream_word_by_word_and_break_where_told(tmp_path: Any
     assert "".join(pieces) == "alpha be"
     assert (error.kind, error.retryable) == ("stream", False)
     pieces, error = ask("NONE")  # nothing shown yet: retryable, as a real provider's
-    assert (pieces, error.kind, error.retryable) == ([], "truncated", True)
+    assert (pieces, error.kind, error.retryable) == ([], "stream_broken", True)
 
 
 @needs_local

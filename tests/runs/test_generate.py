@@ -62,6 +62,18 @@ def test_against_a_runs_node_the_answer_is_parsed_with_that_nodes_contract(store
     assert "title" in result.failure.message
 
 
+def test_a_target_naming_an_older_version_is_parsed_with_the_graphs_and_says_so(store: Store, tmp_path: Path) -> None:
+    run_id = titled_run(store, tmp_path)  # its `title` schema is at 1.0.0
+    host = node_host(store, run_id, "title")
+    code = 'async function main() { return "Title for " + await getVar("outline.text") }'
+    long = script(tmp_path, [{"output": {"title": "A title far longer than twenty characters"}}])
+    result, _ = collect(GenerateRequest(code, host, schema_target="title@0.9.0"), long)
+    assert (result.failure.layer, result.failure.kind) == ("parse", "schema")  # parsed with the graph's title
+    assert "this template was written for schema title@0.9.0; the graph has version 1.0.0" in result.notes[0]
+    result, _ = collect(GenerateRequest(code, host, schema_target="title@1.0.0"), long)
+    assert result.notes == []  # written for the version the graph has: nothing to say
+
+
 def test_cancelling_while_the_script_runs_waits_for_its_thread_then_ends_cancelled(tmp_path: Path) -> None:
     events: list[tuple[str, dict[str, Any]]] = []
     request = GenerateRequest("async function main() { for (;;) { await 0 } }", InputHost({}))

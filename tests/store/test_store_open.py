@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from store_helpers import graph, new_run, spawn_workers
 
-from plait.store import DEFAULT_URL, NotFoundError, Store, StoreError, database_url, redact
+from plait.store import NotFoundError, Store, StoreError, database_url, default_store, redact
 from plait.store.db import current_revision, migration_connection
 from plait.store.migrations import HEAD_REVISION, MIGRATIONS_DIR, VERSION_TABLE
 from plait.store.models import full_metadata
@@ -33,9 +34,10 @@ def alembic_config() -> Config:
 # ------------------------------------------------------------------------ URLs
 
 
-def test_database_url_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_database_url_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("PLAIT_DB", raising=False)
-    assert database_url() == DEFAULT_URL == "sqlite:///./.plait/plait.db"
+    monkeypatch.chdir(tmp_path)
+    assert database_url() == f"sqlite:///{os.environ['PLAIT_HOME']}/plait.db"  # no .plait/ up from here
     monkeypatch.setenv("PLAIT_DB", "sqlite:///from-env.db")
     assert database_url() == "sqlite:///from-env.db"
     assert database_url("sqlite:///explicit.db") == "sqlite:///explicit.db"
@@ -61,12 +63,15 @@ def test_redact_hides_the_password() -> None:
     assert "db.example" in shown
 
 
-def test_default_url_is_relative_to_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_store_is_in_the_nearest_plait_folder_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PLAIT_DB", raising=False)
-    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".plait").mkdir()
+    (tmp_path / "graphs").mkdir()
+    monkeypatch.chdir(tmp_path / "graphs")
     with Store() as store:
         new_run(store)
     assert (tmp_path / ".plait" / "plait.db").is_file()
+    assert not (tmp_path / "graphs" / ".plait").exists()
 
 
 # ---------------------------------------------------------------- bad databases
@@ -228,3 +233,22 @@ def test_not_found_is_both_a_store_error_and_a_key_error(store: Store) -> None:
         store.graphs.get("missing")
     assert isinstance(caught.value, NotFoundError)
     assert str(caught.value).startswith("no graph 'missing'")  # not wrapped in quotes like a KeyError
+
+
+def test_the_store_is_found_as_git_finds_its_repository(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    deep = project / "graphs" / "drafts"
+    deep.mkdir(parents=True)
+    assert default_store(deep) == Path(os.environ["PLAIT_HOME"]) / "plait.db"  # nothing up: the person's own
+    (project / ".plait").mkdir()
+    assert default_store(deep) == project / ".plait" / "plait.db"  # the nearest .plait/ from here up
+    (deep / ".plait").mkdir()
+    assert default_store(deep) == deep / ".plait" / "plait.db"
+    assert default_store(project) == project / ".plait" / "plait.db"
+
+    monkeypatch.delenv("PLAIT_HOME")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_store(tmp_path) == tmp_path / "data" / "plait" / "plait.db"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_store(tmp_path) == tmp_path / "home" / ".local" / "share" / "plait" / "plait.db"

@@ -132,6 +132,7 @@ def test_edit_validate_save_and_meet_a_concurrent_save(server: Served, page: Any
     page.get_by_label("Older version").select_option("2")
     page.get_by_label("Newer version").select_option("3")
     expect(page.get_by_test_id("version-diff")).to_contain_text("+   - id: llm_call_1")
+    expect(page.get_by_test_id("version-diff")).not_to_contain_text("updated_at")  # what a person changed only
 
 
 def test_fork_the_system_graph_and_merge_a_parent_change(server: Served, page: Any) -> None:
@@ -155,6 +156,8 @@ def test_fork_the_system_graph_and_merge_a_parent_change(server: Served, page: A
     page.get_by_role("tab", name="Versions").click()
     panel = page.get_by_test_id("fork-panel")
     expect(panel).to_contain_text("the parent is at version 2 (it moved on)")
+    changed_prompt = panel.locator('tr[data-item="chapter_split"] [data-field="system_prompt"]')
+    expect(changed_prompt).to_contain_text('parent "You split transcripts into at most five chapters."')  # the values
     panel.get_by_label("Merge chapter_split").check()
     panel.get_by_role("button", name="Merge chosen parent changes").click()
     expect(panel.get_by_role("status")).to_contain_text("Merged: stored fork version 2.")

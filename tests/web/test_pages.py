@@ -90,8 +90,10 @@ def test_the_runs_page_filters_pauses_resumes_and_cancels(slow_server: Served, p
     table.locator(f'tr[data-run="{first}"]').get_by_role("button", name="resume").click()
     page.get_by_label("Status").select_option("")
     other = server.start("plait.video_chapters", {"transcript": "three"})
-    page.get_by_label("Graph (id or slug)").fill("video_chapters")
-    page.get_by_label("Graph (id or slug)").press("Enter")
+    choices = page.get_by_label("Graph", exact=True).locator("option")
+    expect(choices.filter(has_text="(video_chapters)")).to_have_count(1)  # a choice, not free text
+    expect(choices.filter(has_text="(plait.video_chapters)")).to_have_count(1)
+    page.get_by_label("Graph", exact=True).select_option(label="Video chapter analysis (video_chapters)")
     expect(table.locator("tbody tr")).to_have_count(2)  # the system graph's run is another graph's
     expect(table.locator(f'tr[data-run="{other}"]')).to_have_count(0)
     row = table.locator(f'tr[data-run="{second}"]')

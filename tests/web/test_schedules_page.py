@@ -41,8 +41,13 @@ def test_a_schedule_is_made_with_the_form_and_a_refusal_is_explained(server: Ser
     expect(page.get_by_text("No schedules yet")).to_be_visible()
     form = page.get_by_role("form", name="New schedule")
     form.get_by_label("Graph", exact=True).select_option(graph["id"])
+    # the run input is asked for in the form "Start a run…" generates from the graph's input_schema
+    transcript = form.locator('textarea[name="transcript"]')
+    language = form.locator('textarea[name="language"]')
+    expect(form.get_by_role("group", name="Run input")).to_contain_text("transcript *")
+    expect(language).to_have_attribute("placeholder", "en")  # its default
     form.get_by_label("Cron (5 fields)").fill("every minute")
-    form.get_by_label("Run input (JSON)").fill('{"transcript": "Nightly."}')
+    transcript.fill("Nightly.")
     form.get_by_role("button", name="Create schedule").click()
 
     # The server's message and hint, next to the form; everything typed is still there.
@@ -50,26 +55,23 @@ def test_a_schedule_is_made_with_the_form_and_a_refusal_is_explained(server: Ser
     expect(alert).to_contain_text("schedule_invalid: 'every minute' is not a cron expression")
     expect(alert).to_contain_text("hint: five fields: minute hour day-of-month month day-of-week")
     expect(form.get_by_label("Cron (5 fields)")).to_have_value("every minute")
-    expect(form.get_by_label("Run input (JSON)")).to_have_value('{"transcript": "Nightly."}')
+    expect(transcript).to_have_value("Nightly.")
     expect(form.get_by_label("Graph", exact=True)).to_have_value(graph["id"])
     assert _listed(server) == []
 
     # An input the graph's input_schema refuses: the server's details are listed too.
     form.get_by_role("button", name="Use */5 * * * * (every 5 minutes)").click()
     expect(form.get_by_label("Cron (5 fields)")).to_have_value("*/5 * * * *")
-    form.get_by_label("Run input (JSON)").fill('{"language": "fr"}')
+    transcript.fill("")
+    language.fill("fr")
     form.get_by_role("button", name="Create schedule").click()
     expect(alert).to_contain_text("the run input does not match the graph's input_schema")
     expect(alert).to_contain_text("'transcript' is a required property")
-    expect(form.get_by_label("Run input (JSON)")).to_have_value('{"language": "fr"}')
-    # Text that is not JSON is refused here, before asking the server.
-    form.get_by_label("Run input (JSON)").fill('{"transcript": ')
-    expect(form.locator(".warning")).to_contain_text("the run input is not JSON")
-    form.get_by_role("button", name="Create schedule").click()
-    expect(alert).to_contain_text("the run input is not JSON")
+    expect(language).to_have_value("fr")
     assert _listed(server) == []
 
-    form.get_by_label("Run input (JSON)").fill('{"transcript": "Nightly."}')
+    transcript.fill("Nightly.")
+    language.fill("")
     form.get_by_label("Time zone").fill("Europe/Paris")
     form.get_by_label("Missed firings (catch-up)").select_option("all")
     form.get_by_role("button", name="Create schedule").click()
@@ -91,6 +93,24 @@ def test_a_schedule_is_made_with_the_form_and_a_refusal_is_explained(server: Ser
     expect(row.locator(".next")).to_contain_text(re.compile(r"\(in \d+ (s|min)\)"))
     expect(row.locator(".last-run")).to_have_text("none yet")
     expect(page.get_by_text("No schedules yet")).to_have_count(0)
+
+
+def test_a_graph_whose_input_declares_no_fields_takes_its_input_as_json(server: Served, page: Any) -> None:
+    free = {"plait": 1, "id": "free", "nodes": [{"id": "echo", "type": "TRANSFORM", "transform_expr": "input"}]}
+    graph = server.import_graph({**free, "edges": [{"source": "echo", "target": "END"}]})
+    page.goto(server.url + "/#/schedules")
+    form = page.get_by_role("form", name="New schedule")
+    form.get_by_label("Graph", exact=True).select_option(graph["id"])
+    form.get_by_label("Run input (JSON)").fill('{"anything": ')
+    expect(form.locator(".warning")).to_contain_text("the run input is not JSON")  # said before asking
+    form.get_by_label("Cron (5 fields)").fill("0 9 * * *")
+    form.get_by_role("button", name="Create schedule").click()
+    expect(form.get_by_role("alert")).to_contain_text("the run input is not JSON")
+    assert _listed(server) == []
+    form.get_by_label("Run input (JSON)").fill('{"anything": [1, 2]}')
+    form.get_by_role("button", name="Create schedule").click()
+    expect(page.get_by_role("status")).to_contain_text("scheduled free")
+    assert _listed(server)[0]["input"] == {"anything": [1, 2]}
 
 
 def test_a_schedule_is_paused_resumed_and_deleted_after_confirming(server: Served, page: Any) -> None:

@@ -286,6 +286,7 @@ def test_a_system_template_saved_as_mine_runs_in_a_graph(scripts_server: Served,
 def test_generate_streams_breaks_cancels_and_parses(pool_server: Served, page: Any) -> None:
     server = pool_server
     open_editor(server, page)
+    page.get_by_role("tab", name="Generate").click()  # the pane beside Preview
     pane = page.get_by_role("region", name="Generate")
     role = pane.get_by_label("Model role")
     expect(role).to_have_value("chat")
@@ -371,3 +372,78 @@ def test_generate_streams_breaks_cancels_and_parses(pool_server: Served, page: A
     expect(error).to_have_attribute("data-layer", "script")
     expect(error).to_contain_text("no prompt today")
     expect(output).to_have_count(0)
+
+
+def test_the_editor_keeps_its_layout_per_category_reopens_the_last_template_and_lints(
+    scripts_server: Served, page: Any
+) -> None:
+    server = scripts_server
+    open_editor(server, page, "#/scripts/plait.classify")
+    layout = page.get_by_role("radiogroup", name="Layout")
+    expect(layout.get_by_role("radio", name="Two columns")).to_have_attribute("aria-checked", "true")
+    layout.get_by_role("radio", name="One column").click()
+    page.get_by_role("tab", name="Generate").click()
+    assert page.locator(".scripts").get_attribute("class") == "scripts columns-1"
+    # the Preview pane is kept (hidden), with whatever it showed
+    expect(page.get_by_role("region", name="Preview", include_hidden=True)).to_be_hidden()
+
+    # another category has its own layout; coming back to this one restores it
+    page.goto(f"{server.url}/#/scripts/plait.summary")
+    expect(page.get_by_role("textbox", name="Prompt script")).to_contain_text("getVar")
+    expect(page.get_by_role("radio", name="Two columns")).to_have_attribute("aria-checked", "true")  # summary's own
+    page.goto(f"{server.url}/#/scripts/plait.classify")
+    expect(page.get_by_role("radio", name="One column")).to_have_attribute("aria-checked", "true")
+    expect(page.get_by_role("tab", name="Generate")).to_have_attribute("aria-selected", "true")
+
+    # the editor opened without a template reopens the last one opened
+    page.goto(f"{server.url}/#/graphs")
+    page.get_by_role("link", name="Scripts").click()
+    expect(page).to_have_url(f"{server.url}/#/scripts/plait.classify")
+    page.get_by_role("button", name="New").click()  # and New still starts a new script
+    expect(page).to_have_url(f"{server.url}/#/scripts")
+    expect(page.get_by_role("heading", name="New script")).to_be_visible()
+
+    # problems are marked as the script is typed, before any preview
+    set_script(page, "function helper() {\n  return 1 +;\n}\n")
+    expect(page.locator(".cm-lint-marker-error")).to_have_count(1)
+    expect(page.locator(".cm-lint-marker-warning")).to_have_count(1)  # and there is no main()
+    set_script(page, 'async function main() {\n  return "fine";\n}\n')
+    expect(page.locator(".cm-lint-marker-error, .cm-lint-marker-warning")).to_have_count(0)
+
+    # expert mode shows the runtime and the exact request a preview sends
+    page.get_by_label("Expert mode").check()
+    runtime = page.get_by_test_id("runtime-panel")
+    expect(runtime).to_contain_text("await getSchemaHint(id)")
+    expect(runtime.get_by_label("Request sent")).to_contain_text('"script_code": "async function main()')
+    page.reload()
+    expect(page.get_by_test_id("runtime-panel")).to_be_visible()  # kept on
+
+
+def test_a_template_written_for_an_older_schema_version_says_so(scripts_server: Served, page: Any) -> None:
+    server = scripts_server
+    newer = GRAPH.replace("version: 1.0.0", "version: 2.0.0").replace("uses_my_summary", "newer_summary")
+    newer = newer.replace("prompt_script: my_summary", 'user_prompt_tpl: "Sum up {{ input.text }}"')
+    assert server.client.post("/api/graphs/import", json={"source": newer}).status_code in (200, 201)
+    assert server.client.get("/api/graphs/newer_summary").json()["graph"]["schemas"][0]["version"] == "2.0.0"
+    run_id = server.start("newer_summary", {"text": "Birds eat seeds."})
+    template = {
+        "id": "old_target",
+        "name": "Written for summary 1.0.0",
+        "category": "summary",
+        "schema_target": "summary@1.0.0",
+        "script_code": 'async function main() { return "Sum up " + await getVar("input.text"); }',
+    }
+    assert server.client.post("/api/templates", json=template).status_code == 201
+
+    open_editor(server, page, "#/scripts/old_target")
+    expect(page.get_by_test_id("older-schema")).to_have_count(0)  # tried on no run: nothing to compare with
+    page.get_by_label("Run id (optional)").fill(run_id)
+    page.get_by_label("Node id").fill("summarise")
+    warning = page.get_by_test_id("older-schema")
+    expect(warning).to_contain_text("written for schema summary 1.0.0")
+    expect(warning).to_contain_text("has summary 2.0.0")
+    # a warning only: generating still works, and says which version the answer was parsed with
+    page.get_by_role("tab", name="Generate").click()
+    expect(
+        page.get_by_role("region", name="Generate").get_by_role("button", name="Generate", exact=True)
+    ).to_be_enabled()

@@ -51,6 +51,11 @@ export function App() {
           ))}
         </nav>
         <span className="meta">
+          {health ? (
+            <span className="store" title="The store this server reads and writes: graphs and runs elsewhere are in another store">
+              store <code>{health.database}</code> ·{" "}
+            </span>
+          ) : null}
           {health ? `v${health.version}` : ""}
           {health?.auth_required ? (
             <button type="button" className="link" onClick={() => setAsking(true)}>

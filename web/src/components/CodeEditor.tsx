@@ -1,4 +1,5 @@
 import type { CompletionSource } from "@codemirror/autocomplete";
+import type { LintSource } from "@codemirror/lint";
 import { lazy, Suspense } from "react";
 
 export type CodeLanguage = "yaml" | "json" | "javascript" | "text";
@@ -11,6 +12,8 @@ export interface CodeEditorProps {
   readOnly?: boolean;
   /** Completions offered while typing (e.g. template paths). */
   complete?: CompletionSource;
+  /** Problems marked in the text as it is typed (underlined, listed on hover and in the gutter). */
+  lint?: LintSource;
 }
 
 const Editor = lazy(() => import("./CodeMirrorEditor"));

@@ -2,6 +2,7 @@ import { javascript } from "@codemirror/lang-javascript";
 import { json } from "@codemirror/lang-json";
 import { yaml } from "@codemirror/lang-yaml";
 import { autocompletion } from "@codemirror/autocomplete";
+import { linter, lintGutter } from "@codemirror/lint";
 import { EditorView, basicSetup } from "codemirror";
 import { useEffect, useRef } from "react";
 
@@ -19,6 +20,7 @@ export default function CodeMirrorEditor({
   label,
   readOnly = false,
   complete,
+  lint,
 }: CodeEditorProps) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
@@ -34,6 +36,7 @@ export default function CodeMirrorEditor({
         readableHighlighting,
         LANGUAGES[language](),
         ...(complete ? [autocompletion({ override: [complete] })] : []),
+        ...(lint ? [linter(lint, { delay: 300 }), lintGutter()] : []),
         EditorView.editable.of(!readOnly),
         // tabindex: the scroller's one focusable content, as axe sees it when lines overflow
         EditorView.contentAttributes.of({ "aria-label": label, tabindex: "0" }),

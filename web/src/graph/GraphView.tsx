@@ -115,6 +115,10 @@ const FAR = 0.45;
 const zoomedOut = (state: ReactFlowState) => state.transform[2] < FAR;
 const MIN_ZOOM = 0.05;
 const MAX_ZOOM = 2;
+/** Edges run in horizontal and vertical segments with rounded corners, from a box's right side
+ * to the next one's left: they read as a flow chart, and an edge back to the left goes around
+ * its boxes instead of looping through them. */
+const EDGE_OPTIONS = { type: "smoothstep" } as const;
 /** A first view shows boxes at most at their own size: one node does not fill the canvas. */
 const FIRST_MAX_ZOOM = 1;
 /** The zoom at which a box's label (13 px, styles.css) is drawn at 11 px: a first view never
@@ -252,9 +256,11 @@ function Canvas(props: GraphViewProps) {
       const middle = box
         ? viewport.screenToFlowPosition({ x: box.left + box.width / 2, y: box.top + box.height / 3 })
         : { x: 0, y: 0 };
-      return roomNear({ x: middle.x - BOX_W / 2, y: middle.y - BOX_H / 2 }, [...(positions?.values() ?? [])]);
+      // END is not in the way: it waits right of the nodes, wherever they are
+      const taken = graph.nodes.map((n) => positions?.get(n.id)).filter((p) => p !== undefined);
+      return roomNear({ x: middle.x - BOX_W / 2, y: middle.y - BOX_H / 2 }, taken);
     };
-  }, [freeSpot, positions, viewport]);
+  }, [freeSpot, positions, viewport, graph.nodes]);
 
   useEffect(() => {
     const at = focus ? positions?.get(focus) : undefined;
@@ -346,6 +352,7 @@ function Canvas(props: GraphViewProps) {
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
         panOnScroll
+        defaultEdgeOptions={EDGE_OPTIONS}
         minZoom={MIN_ZOOM}
         maxZoom={MAX_ZOOM}
         onlyRenderVisibleElements

@@ -8,7 +8,7 @@ import { Head } from "../components/bits";
 
 const STATUSES = ["pending", "running", "paused", "completed", "failed", "cancelled"];
 
-/** Runs, newest first, filtered by graph and status; pause, resume and cancel. */
+/** Runs, newest first, filtered by a choice of graph and of status; pause, resume and cancel. */
 export function RunsPage({ graph, status }: { graph: string | null; status: string | null }) {
   const [offset, setOffset] = useState(0);
   const query = new URLSearchParams({ limit: "50", offset: String(offset) });
@@ -16,6 +16,9 @@ export function RunsPage({ graph, status }: { graph: string | null; status: stri
   if (status) query.set("status", status);
   const { data, error, reload } = useApi(() => get<Schemas["RunPage"]>(`/api/runs?${query}`), [graph, status, offset]);
   const [problem, setProblem] = useState<unknown>(null);
+  const graphs = useApi(() => get<Schemas["GraphPage"]>("/api/graphs?limit=500"), []);
+  const health = useApi(() => get<Schemas["HealthOut"]>("/api/health"), []);
+  const chosen = graph ? graphs.data?.items.find((g) => g.id === graph || g.slug === graph) : undefined;
 
   function filter(next: { graph?: string | null; status?: string | null }) {
     const params = new URLSearchParams();
@@ -30,12 +33,17 @@ export function RunsPage({ graph, status }: { graph: string | null; status: stri
     <section>
       <div className="toolbar">
         <h1>Runs</h1>
-        <input
-          aria-label="Graph (id or slug)"
-          placeholder="graph id or slug"
-          defaultValue={graph ?? ""}
-          onKeyDown={(e) => e.key === "Enter" && filter({ graph: (e.target as HTMLInputElement).value || null })}
-        />
+        <select aria-label="Graph" value={chosen?.id ?? graph ?? ""} onChange={(e) => filter({ graph: e.target.value || null })}>
+          <option value="">any graph</option>
+          {graph && !chosen ? (
+            <option value={graph}>{graph}</option>
+          ) : null}
+          {(graphs.data?.items ?? []).map((g) => (
+            <option key={g.id} value={g.id}>
+              {g.name} ({g.slug})
+            </option>
+          ))}
+        </select>
         <select aria-label="Status" value={status ?? ""} onChange={(e) => filter({ status: e.target.value || null })}>
           <option value="">any status</option>
           {STATUSES.map((s) => (
@@ -79,7 +87,11 @@ export function RunsPage({ graph, status }: { graph: string | null; status: stri
           ))}
         </tbody>
       </table>
-      {data && data.items.length === 0 ? <p className="muted">No runs match.</p> : null}
+      {data && data.items.length === 0 ? (
+        <p className="muted">
+          No runs {graph || status ? "match" : "yet"} in the store <code>{health.data?.database ?? "…"}</code>.
+        </p>
+      ) : null}
       <div className="row">
         {offset > 0 ? (
           <button type="button" onClick={() => setOffset(Math.max(0, offset - 50))}>

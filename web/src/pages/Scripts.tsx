@@ -4,7 +4,11 @@ import { get, q, type Schemas } from "../api/client";
 import { CodeEditor } from "../components/CodeEditor";
 import { ErrorView } from "../components/ErrorView";
 import { useApi } from "../components/useApi";
-import { go } from "../router";
+import { go, replaceWith } from "../router";
+import { lastOpened, type Layout, readExpert, readLayout, rememberOpened, writeExpert, writeLayout } from "./scripts/layout";
+import { scriptLint } from "./scripts/lint";
+import { RuntimePanel } from "./scripts/RuntimePanel";
+import { olderTarget } from "./scripts/targets";
 import { readablePaths, scriptCompletion } from "./scripts/completion";
 import { GeneratePane } from "./scripts/GeneratePane";
 import { DEFAULT_INPUT, parseInput, scriptBody, SKELETON, type Target, type Template } from "./scripts/model";
@@ -27,8 +31,13 @@ function storedTarget(): Target {
   return { inputText: DEFAULT_INPUT, runId: "", nodeId: "" };
 }
 
+/** Set by "New": the editor then opens without a template once, instead of reopening the last. */
+let newChosen = false;
+
 /** The prompt-script editor: the stored templates, the script in CodeMirror (host APIs and
- * getVar paths completed), its preview and a generation with a model, and saving it. */
+ * getVar paths completed, problems marked as typed), its preview and a generation with a model
+ * (side by side or one above the other, as last chosen for the category), and saving it. The
+ * last template opened in this browser is reopened; expert mode shows the runtime's details. */
 export function ScriptsPage({ templateId }: { templateId: string | null }) {
   const list = useApi(() => get<Template[]>("/api/templates"), []);
   const [lastUsed, setLastUsed] = useState<Record<string, string | null>>({});
@@ -37,8 +46,36 @@ export function ScriptsPage({ templateId }: { templateId: string | null }) {
   const [code, setCode] = useState(templateId ? "" : SKELETON);
   const [target, setTarget] = useState<Target>(storedTarget);
   const { run, problem: runProblem } = useRunDetail(target.runId);
+  const runGraph = useApi(
+    () => (run ? get<Schemas["GraphOut"]>(`/api/graphs/${q(run.graph_id)}?version=${run.graph_version}`) : Promise.resolve(null)),
+    [run?.graph_id, run?.graph_version],
+  );
 
   useEffect(() => sessionStorage.setItem(TARGET_KEY, JSON.stringify(target)), [target]);
+
+  const category = template?.category ?? "new";
+  const [layout, setLayout] = useState<Layout>(() => readLayout(category));
+  useEffect(() => setLayout(readLayout(category)), [category]);
+  const arrange = (next: Partial<Layout>) => {
+    const made = { ...layout, ...next };
+    setLayout(made);
+    writeLayout(category, made);
+  };
+  const [expert, setExpert] = useState(readExpert);
+
+  useEffect(() => {
+    if (templateId) {
+      rememberOpened(templateId);
+      return;
+    }
+    const last = lastOpened();
+    if (!list.data) return;
+    if (newChosen) {
+      newChosen = false;
+      return;
+    }
+    if (last && list.data.some((t) => t.id === last)) replaceWith("scripts", last);
+  }, [templateId, list.data]);
 
   useEffect(() => {
     if (!templateId) return;
@@ -68,6 +105,7 @@ export function ScriptsPage({ templateId }: { templateId: string | null }) {
 
   function startNew() {
     if (templateId) {
+      newChosen = true;
       go("scripts");
       return;
     }
@@ -75,8 +113,9 @@ export function ScriptsPage({ templateId }: { templateId: string | null }) {
     setCode(SKELETON);
   }
 
+  const older = olderTarget(template?.schema_target ?? null, runGraph.data);
   return (
-    <div className="scripts">
+    <div className={`scripts columns-${layout.columns}`}>
       <aside className="scripts-list">
         <ErrorView error={list.error} />
         <TemplateList templates={list.data ?? []} selected={templateId} lastUsed={lastUsed} onNew={startNew} />
@@ -95,6 +134,13 @@ export function ScriptsPage({ templateId }: { templateId: string | null }) {
                 {template.schema_target ? ` · schema target ${template.schema_target}` : ""}
               </p>
               {template.description ? <p>{template.description}</p> : null}
+              {older ? (
+                <p className="warning" role="note" data-testid="older-schema">
+                  This template was written for schema <code>{older.id}</code> {older.wanted}; the graph of the run
+                  it is tried on has {older.id} {older.now}. Check the fields the script asks for (editing and
+                  generating still work).
+                </p>
+              ) : null}
               {template.source_type === "system" ? (
                 <p className="muted">Read-only: edit and preview freely, then save the edit as your own template.</p>
               ) : null}
@@ -107,7 +153,40 @@ export function ScriptsPage({ templateId }: { templateId: string | null }) {
         </header>
         {!templateId || template ? (
           <>
-            <CodeEditor value={code} onChange={setCode} language="javascript" label="Prompt script" complete={complete} />
+            <div className="row script-tools" role="toolbar" aria-label="Editor layout">
+              <span role="radiogroup" aria-label="Layout" className="group">
+                {([1, 2] as const).map((columns) => (
+                  <button
+                    key={columns}
+                    type="button"
+                    role="radio"
+                    aria-checked={layout.columns === columns}
+                    onClick={() => arrange({ columns })}
+                  >
+                    {columns === 1 ? "One column" : "Two columns"}
+                  </button>
+                ))}
+              </span>
+              <label>
+                <input
+                  type="checkbox"
+                  checked={expert}
+                  onChange={(e) => {
+                    setExpert(e.target.checked);
+                    writeExpert(e.target.checked);
+                  }}
+                />{" "}
+                Expert mode
+              </label>
+            </div>
+            <CodeEditor
+              value={code}
+              onChange={setCode}
+              language="javascript"
+              label="Prompt script"
+              complete={complete}
+              lint={scriptLint}
+            />
             <SaveBar
               template={template}
               code={code}
@@ -126,8 +205,21 @@ export function ScriptsPage({ templateId }: { templateId: string | null }) {
       </section>
       <section className="scripts-run" aria-label="Run the script">
         <TargetFields target={target} onChange={setTarget} run={run} runProblem={runProblem} />
-        <PreviewPane body={body} />
-        <GeneratePane body={body} schemaTarget={template?.schema_target ?? null} />
+        <div role="tablist" className="tabs" aria-label="Panes">
+          {(["preview", "generate"] as const).map((pane) => (
+            <button key={pane} type="button" role="tab" aria-selected={layout.pane === pane} onClick={() => arrange({ pane })}>
+              {pane === "preview" ? "Preview" : "Generate"}
+            </button>
+          ))}
+        </div>
+        {/* both stay mounted: switching panes keeps a running preview, its console and an answer */}
+        <div hidden={layout.pane !== "preview"}>
+          <PreviewPane body={body} />
+        </div>
+        <div hidden={layout.pane !== "generate"}>
+          <GeneratePane body={body} schemaTarget={template?.schema_target ?? null} />
+        </div>
+        {expert ? <RuntimePanel body={body} /> : null}
       </section>
     </div>
   );

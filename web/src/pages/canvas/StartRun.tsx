@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { post, type Schemas } from "../../api/client";
 import { ErrorView } from "../../components/ErrorView";
+import { InputFields, inputOf, type InputValues } from "../../components/InputFields";
 import type { GraphDoc } from "../../graph/model";
 import { go } from "../../router";
 
@@ -9,21 +10,12 @@ import { go } from "../../router";
 export function StartRun({ graph, unsaved = false }: { graph: Schemas["GraphOut"]; unsaved?: boolean }) {
   const [open, setOpen] = useState(false);
   const [problem, setProblem] = useState<unknown>(null);
-  const schema = ((graph.graph as GraphDoc).input_schema ?? {}) as {
-    properties?: Record<string, { type?: string; default?: unknown; description?: string }>;
-    required?: string[];
-  };
-  const fields = Object.entries(schema.properties ?? {});
-  const [values, setValues] = useState<Record<string, string>>({});
+  const schema = (graph.graph as GraphDoc).input_schema ?? {};
+  const [values, setValues] = useState<InputValues>({});
 
   async function start() {
     setProblem(null);
-    const input: Record<string, unknown> = {};
-    for (const [name, prop] of fields) {
-      const raw = values[name];
-      if (raw === undefined || raw === "") continue;
-      input[name] = prop.type === "string" || prop.type === undefined ? raw : parse(raw);
-    }
+    const input = inputOf(schema, values);
     try {
       // Every node's answer streams, so that the run page shows each one as the model writes it.
       const body: Schemas["StartIn"] = { graph: graph.id, input, stream: true };
@@ -55,27 +47,7 @@ export function StartRun({ graph, unsaved = false }: { graph: Schemas["GraphOut"
           them. Your edits stay on the canvas either way.
         </p>
       ) : null}
-      {fields.map(([name, prop]) => (
-        <label key={name}>
-          {name}
-          {schema.required?.includes(name) ? " *" : ""}
-          {prop.type === "string" || prop.type === undefined ? (
-            <textarea
-              name={name}
-              value={values[name] ?? ""}
-              placeholder={prop.default !== undefined ? String(prop.default) : prop.description ?? ""}
-              onChange={(e) => setValues({ ...values, [name]: e.target.value })}
-            />
-          ) : (
-            <input
-              name={name}
-              value={values[name] ?? ""}
-              placeholder={`${prop.type} (JSON)`}
-              onChange={(e) => setValues({ ...values, [name]: e.target.value })}
-            />
-          )}
-        </label>
-      ))}
+      <InputFields schema={schema} values={values} onChange={setValues} />
       <div className="row">
         <button type="submit">{unsaved ? `Start version ${graph.version} without my edits` : "Start"}</button>
         <button type="button" onClick={() => setOpen(false)}>
@@ -85,12 +57,4 @@ export function StartRun({ graph, unsaved = false }: { graph: Schemas["GraphOut"
       <ErrorView error={problem} />
     </form>
   );
-}
-
-function parse(raw: string): unknown {
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return raw;
-  }
 }

@@ -63,7 +63,7 @@ function VersionDiff({ graphId, a, b }: { graphId: string; a: number; b: number 
   const [problem, setProblem] = useState<unknown>(null);
   useEffect(() => {
     let live = true;
-    const text = (g: Schemas["GraphOut"]) => stringify(compact(g.graph as GraphDoc), { lineWidth: 0 });
+    const text = (g: Schemas["GraphOut"]) => stringify(withoutStamps(compact(g.graph as GraphDoc)), { lineWidth: 0 });
     Promise.all([a, b].map((v) => get<Schemas["GraphOut"]>(`/api/graphs/${q(graphId)}?version=${v}`))).then(
       ([older, newer]) => live && setParts(diffLines(text(older), text(newer))),
       (cause) => live && setProblem(cause),
@@ -95,6 +95,43 @@ function VersionDiff({ graphId, a, b }: { graphId: string; a: number; b: number 
             ),
           )}
     </pre>
+  );
+}
+
+/** The graph without what the store stamps on every version (its numbers and times): two
+ * versions differ by what a person changed, not by when each was saved. */
+function withoutStamps(graph: GraphDoc): GraphDoc {
+  const { version: _v, schema_version: _s, created_at: _c, updated_at: _u, ...rest } = graph;
+  return rest as GraphDoc;
+}
+
+/** A value as the three-way table shows it: JSON, cut past 200 characters. */
+function shown(value: unknown): string {
+  const text = typeof value === "string" ? JSON.stringify(value) : JSON.stringify(value ?? null);
+  return text.length > 200 ? `${text.slice(0, 197)}…` : text;
+}
+
+/** One field of the three-way table: its name and, side by side, what it was at the fork, what
+ * the parent has now and what the fork has (an object field: each path that differs). */
+function FieldValues({ field }: { field: Schemas["ForkFieldOut"] }) {
+  const rows = field.changes?.length
+    ? field.changes.map((c) => ({ path: String(c.path), sides: c as Record<string, unknown> }))
+    : [{ path: "", sides: { base: field.base, parent: field.parent, fork: field.fork } as Record<string, unknown> }];
+  return (
+    <div className={field.conflict ? "conflict field-values" : "field-values"} data-field={field.name}>
+      <code>{field.name}</code>
+      {field.conflict ? " (conflict)" : ""}
+      <ul>
+        {rows.map((row) => (
+          <li key={row.path}>
+            {row.path ? <code>{row.path}</code> : null} at fork{" "}
+            <code>{"base" in row.sides ? shown(row.sides.base) : "(absent)"}</code> · parent{" "}
+            <code>{"parent" in row.sides ? shown(row.sides.parent) : "(absent)"}</code> · fork{" "}
+            <code>{"fork" in row.sides ? shown(row.sides.fork) : "(absent)"}</code>
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 
@@ -160,10 +197,7 @@ function ForkPanel({ graph, onChanged }: { graph: Schemas["GraphOut"]; onChanged
               <td>{item.fork}</td>
               <td>
                 {item.fields.map((f) => (
-                  <div key={f.name} className={f.conflict ? "conflict" : undefined}>
-                    <code>{f.name}</code>
-                    {f.conflict ? " (conflict)" : ""}
-                  </div>
+                  <FieldValues key={f.name} field={f} />
                 ))}
               </td>
             </tr>

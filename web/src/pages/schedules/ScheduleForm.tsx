@@ -1,6 +1,8 @@
 import { type ReactElement, cloneElement, useId, useMemo, useState } from "react";
-import { post, type Schemas } from "../../api/client";
+import { get, post, q, type Schemas } from "../../api/client";
 import { ErrorView } from "../../components/ErrorView";
+import { InputFields, inputOf, inputProperties, type InputValues } from "../../components/InputFields";
+import { useApi } from "../../components/useApi";
 import type { GraphSummary } from "./graphs";
 import { browserZone, knownZones } from "./time";
 
@@ -32,18 +34,24 @@ function parseInput(text: string): { value: Record<string, unknown> } | { proble
 }
 
 /** A new schedule: a stored graph, a cron in a time zone, what to do with missed firings, and
- * the input of every run. What the server refuses is shown here, and the text typed stays. */
+ * the input of every run, asked for in the form "Start a run…" generates from the graph's
+ * `input_schema` (as JSON for a graph whose input declares no fields). What the server refuses
+ * is shown here, and the text typed stays. */
 export function ScheduleForm({ graphs, onCreated }: { graphs: GraphSummary[]; onCreated: (made: Schedule) => void }) {
   const [graph, setGraph] = useState("");
   const [cron, setCron] = useState("");
   const [timezone, setTimezone] = useState("UTC");
   const [catchUp, setCatchUp] = useState<NonNullable<CatchUp>>("one");
   const [inputText, setInputText] = useState("{}");
+  const [values, setValues] = useState<InputValues>({});
+  const chosen = useApi(() => (graph ? get<Schemas["GraphOut"]>(`/api/graphs/${q(graph)}`) : Promise.resolve(null)), [graph]);
+  const schema = (chosen.data?.graph as { input_schema?: unknown } | undefined)?.input_schema;
+  const generated = inputProperties(schema).length > 0;
   const [problem, setProblem] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const zones = useMemo(knownZones, []);
   const here = browserZone();
-  const parsed = parseInput(inputText);
+  const parsed = generated ? { value: inputOf(schema, values) } : parseInput(inputText);
 
   async function submit() {
     setProblem(null);
@@ -145,16 +153,23 @@ export function ScheduleForm({ graphs, onCreated }: { graphs: GraphSummary[]; on
         ) : null}
         .
       </p>
-      <Field label="Run input (JSON)">
-        <textarea
-          className="code"
-          rows={4}
-          spellCheck={false}
-          value={inputText}
-          aria-invalid={"problem" in parsed}
-          onChange={(e) => setInputText(e.target.value)}
-        />
-      </Field>
+      {generated ? (
+        <fieldset className="schedule-input">
+          <legend>Run input</legend>
+          <InputFields schema={schema} values={values} onChange={setValues} />
+        </fieldset>
+      ) : (
+        <Field label="Run input (JSON)">
+          <textarea
+            className="code"
+            rows={4}
+            spellCheck={false}
+            value={inputText}
+            aria-invalid={"problem" in parsed}
+            onChange={(e) => setInputText(e.target.value)}
+          />
+        </Field>
+      )}
       {"problem" in parsed ? <p className="warning">{parsed.problem}</p> : null}
       <ErrorView error={problem} onDismiss={problem ? () => setProblem(null) : undefined} />
       <div className="row">

@@ -84,7 +84,8 @@ class ProviderConfig(Strict):
     api_key_env: str | None = None
     """Name of the environment variable holding the API key (the key itself never goes in the file)."""
     file: str | None = None
-    """scripted: the responses file."""
+    """scripted: the responses file; local: a GGUF file to load instead of the embedded model
+    (relative to the plait.toml)."""
     max_concurrency: Annotated[int, Field(gt=0)] = 4
     reserve_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
     """Share of `max_concurrency` kept for critical requests (node priority 8-10); idle slots when

@@ -34,6 +34,7 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from plait.config import EMBEDDED_MODEL
@@ -83,9 +84,12 @@ class LocalProvider(Provider):
 
     name = "local"
 
-    def __init__(self, *, seed: int = 0, threads: int | None = None):
+    def __init__(self, *, seed: int = 0, threads: int | None = None, model_file: str | None = None):
         self._seed = seed
         self._threads = threads
+        self._file = model_file
+        """Another GGUF than the embedded one (a `local` provider's `file`), to compare models."""
+        self._model_name = Path(model_file).stem if model_file else EMBEDDED_MODEL
         self._llama: Any = None
         self._lock: asyncio.Lock | None = None
 
@@ -99,14 +103,14 @@ class LocalProvider(Provider):
         return gguf_counter()
 
     def cache_identity(self, request: ChatRequest) -> str:
-        return f"{self.name}/{EMBEDDED_MODEL}/seed-{self._seed}"
+        return f"{self.name}/{self._model_name}/seed-{self._seed}"
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         forward = _forwarder(request.on_delta)
         async with self._model() as llama:
             stop = threading.Event()
             raw = await _on_thread(functools.partial(self._generate, llama, request, stop, forward), stop)
-        return _response(raw)
+        return _response(raw, self._model_name)
 
     @contextlib.asynccontextmanager
     async def _model(self) -> AsyncIterator[Any]:
@@ -130,7 +134,7 @@ class LocalProvider(Provider):
     def _load(self) -> None:
         """Kept on `self` from the worker thread, so a load whose caller was cancelled is not lost unfreed."""
         threads = self._threads or max(1, min(4, os.cpu_count() or 1))
-        self._llama = _open_gguf(n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed)
+        self._llama = _open_gguf(self._file, n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed)
 
     def _generate(
         self, llama: Any, request: ChatRequest, stop: threading.Event, forward: Callable[[str], None] | None
@@ -226,9 +230,11 @@ async def _on_thread(call: Callable[[], T], stop: threading.Event | None = None)
         raise
 
 
-def _open_gguf(**options: Any) -> Any:
-    """A llama.cpp instance of the GGUF (its chatter routed to our logger)."""
-    path = model_path()
+def _open_gguf(file: str | None = None, **options: Any) -> Any:
+    """A llama.cpp instance of the GGUF, `file` or the embedded one (its chatter routed to our logger)."""
+    if file is not None and not os.path.isfile(file):
+        raise LocalModelMissing(f"no GGUF file at {file} (the `file` of a local provider in plait.toml)")
+    path = file or model_path()
     try:
         import llama_cpp
     except ImportError as exc:
@@ -304,14 +310,14 @@ def _route_llama_logs(llama_cpp: Any) -> None:
     llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
 
 
-def _response(raw: dict[str, Any]) -> ChatResponse:
+def _response(raw: dict[str, Any], model: str) -> ChatResponse:
     choice = (raw.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     usage = raw.get("usage") or {}
     return ChatResponse(
         content=message.get("content"),
         usage=Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)),
-        model=EMBEDDED_MODEL,
+        model=model,
         provider=LocalProvider.name,
         cost_usd=0.0,
         finish=choice.get("finish_reason"),

@@ -430,7 +430,10 @@ class ProviderPool(Provider):
         if config.kind == "local":
             from plait.llm.local import LocalProvider
 
-            return LocalProvider()
+            if config.file is None:
+                return LocalProvider()
+            folder = Path(self.config.source).parent if self.config.source else Path()
+            return LocalProvider(model_file=str(folder / Path(config.file).expanduser()))
         from plait.llm.scripted import ScriptedProvider
 
         base = Path(self.config.source).parent if self.config.source else Path()

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 import yaml
 from llm_helpers import LABEL, complete_once, needs_local
 
@@ -55,6 +56,27 @@ def test_a_schema_constrained_answer_is_valid_json_for_the_schema() -> None:
     assert response.usage.input_tokens > 10
     assert 0 < response.usage.output_tokens <= 32
     assert (response.provider, response.model, response.cost_usd) == ("local", EMBEDDED_MODEL, 0.0)
+
+
+def test_a_local_provider_of_plait_toml_loads_the_gguf_its_file_names(tmp_path: Path) -> None:
+    from plait.config import load_config
+    from plait.llm.pool import ProviderPool
+    from plait.llm.types import ProviderError
+
+    gguf = tmp_path / "models" / "mine.gguf"
+    gguf.parent.mkdir()
+    gguf.symlink_to(local.model_path())  # another file name: the answer names the file's model
+    config = tmp_path / "plait.toml"
+    config.write_text('[[providers]]\nid = "m"\nkind = "local"\nfile = "models/mine.gguf"\n\n[roles]\nchat = "m/x"\n')
+    pool = ProviderPool(load_config(str(config)))
+    response = complete_once(pool, ChatRequest(node_id="n", messages=[{"role": "user", "content": "Hi"}], max_tokens=4))
+    assert (response.provider, response.model) == ("m", "x")  # as the pool names what served it
+    assert response.content
+
+    missing = local.LocalProvider(model_file=str(tmp_path / "none.gguf"))
+    request = ChatRequest(node_id="n", messages=[{"role": "user", "content": "Hi"}], max_tokens=4)
+    with pytest.raises((ProviderError, local.LocalModelMissing), match="no GGUF file at"):
+        complete_once(missing, request)
 
 
 def test_generation_is_deterministic_for_a_seed() -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from plait.evolve.classify import Level, RegistryChange, classify_registry, derive_schema_version, with_derived_versions
 from plait.model import GraphDef
@@ -125,6 +125,24 @@ def _derive(store: Store, graph: GraphDef) -> tuple[StoredGraph | None, Registry
         previous.schema_version if previous else None, change, declared=graph.schema_version
     )
     derived = graph.model_copy(
-        update={"schemas": with_derived_versions(graph.schemas, change), "schema_version": schema_version}
+        update={
+            "schemas": with_derived_versions(graph.schemas, change),
+            "schema_version": schema_version,
+            **_lineage_kept(previous, graph),
+        }
     )
     return previous, change, derived
+
+
+def _lineage_kept(previous: StoredGraph | None, graph: GraphDef) -> dict[str, Any]:
+    """A fork stays a fork: a new version whose file says nothing of a parent (written by hand,
+    or from before the fork) keeps the stored link to it, so a diff and a merge still find it.
+    A file that names a parent says what it says."""
+    if previous is None or graph.parent_def_id is not None or previous.graph.parent_def_id is None:
+        return {}
+    kept = previous.graph
+    return {
+        "parent_def_id": kept.parent_def_id,
+        "parent_def_ver_at_fork": kept.parent_def_ver_at_fork,
+        "parent_schema_ver_at_fork": kept.parent_schema_ver_at_fork,
+    }

@@ -150,3 +150,20 @@ def test_a_forks_diff_shows_a_changed_schema_as_its_changed_values(tmp_path: Pat
     text = plait("graphs", "diff", "my_video", cwd=tmp_path).stdout
     assert "properties.clips.maxItems: at fork 5 | parent 5 | fork 3" in text
     assert "reason.description: at fork (absent) | parent (absent) | fork 'why'" in text
+
+
+def test_a_forks_file_without_its_parent_fields_keeps_the_fork_a_fork(tmp_path: Path) -> None:
+    plait("graphs", "fork", "plait.video_chapters", "--name", "my_video", cwd=tmp_path)
+    data = yaml.safe_load(plait("graphs", "export", "my_video", cwd=tmp_path).stdout)
+    for field in ("parent_def_id", "parent_def_ver_at_fork", "parent_schema_ver_at_fork"):
+        del data[field]  # as a file written by hand says nothing of a parent
+    data["nodes"][1]["system_prompt"] = "Split into at most three chapters."
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    assert plait("graphs", "import", "mine.yaml", cwd=tmp_path).returncode == 0
+
+    diff = as_json(plait("graphs", "diff", "my_video", "--json", cwd=tmp_path))
+    assert diff["fork_version"] == 2
+    (item,) = diff["items"]
+    assert (item["key"], item["fork"]) == ("chapter_split", "changed")
+    listed = {g["slug"]: g for g in as_json(plait("graphs", "list", "--json", cwd=tmp_path))}
+    assert listed["my_video"]["parent_id"] is not None

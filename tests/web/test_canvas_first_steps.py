@@ -269,3 +269,26 @@ def test_the_palette_says_what_each_node_does_and_tidy_layout_forgets_placements
     assert before != after  # laid out again, not where it was put
     page.get_by_role("button", name="Undo").click()
     expect(page.get_by_role("button", name="Tidy layout")).to_be_enabled()
+
+
+def test_banners_never_push_the_canvas_below_the_fold_and_edges_run_square(server: Served, page: Any) -> None:
+    nodes = [{"id": f"n{i}", "type": "LLM_CALL", "user_prompt_tpl": f"Use {{{{ missing{i}.text }}}}"} for i in range(8)]
+    broken = chain("banners", *nodes)  # every prompt names a node that does not exist: 8 problems
+    assert server.client.put("/api/drafts/banners", json={"graph": broken}).status_code == 200
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(server.url + "/#/graphs/banners")
+    expect(box(page, "n0")).to_be_visible()
+    page.get_by_role("button", name="Validate").click()
+    expect(page.get_by_label("Validation").locator("li")).to_have_count(8)
+
+    canvas = page.get_by_test_id("canvas")
+    frame = canvas.bounding_box()
+    assert frame is not None
+    assert frame["height"] >= 300  # the canvas keeps its room under the banners
+    page.locator("main").evaluate("m => m.scrollTo(0, m.scrollHeight)")  # a short window scrolls to it
+    frame = canvas.bounding_box()
+    assert frame is not None
+    assert frame["y"] + frame["height"] <= 720 + 1, frame  # its bottom in the window, not below the fold
+
+    # edges run in horizontal and vertical segments, around boxes rather than through them
+    expect(page.locator(".react-flow__edge").first).to_have_class(re.compile(r"react-flow__edge-smoothstep"))

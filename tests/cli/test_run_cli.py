@@ -182,3 +182,12 @@ def test_runs_watch_follows_a_run_another_process_executes_until_it_ends(tmp_pat
         assert "node:complete  classify" in watched.stderr  # the progress it saw, read from the store
     finally:
         assert runner.wait(timeout=120) == 0
+
+
+def test_an_empty_listing_names_the_store_it_read_and_why_that_one(tmp_path: Path) -> None:
+    here = plait("runs", "list", cwd=tmp_path)
+    assert here.returncode == 0, here.stderr
+    own = Path(os.environ["PLAIT_HOME"]) / "plait.db"
+    assert f"no runs in the store sqlite:///{own} (the nearest .plait/ folder from here, else your own" in here.stderr
+    named = plait("schedules", "list", "--db", str(tmp_path / "other.db"), cwd=tmp_path)
+    assert named.stderr.strip() == f"no schedules in the store sqlite:///{tmp_path / 'other.db'}"  # --db: no why

@@ -65,6 +65,11 @@ def test_a_four_node_graph_built_in_the_browser_is_kept_stored_and_runs(tmp_path
             page.reload()  # everything so far is on the server, valid or not
             expect(node(page, "fix")).to_be_visible()
             expect(page.get_by_text("not stored yet")).to_be_visible()
+            page.get_by_role("link", name="Graphs", exact=True).click()
+            building = page.get_by_role("table", name="Graphs being built").locator('tr[data-draft="ticket_triage"]')
+            expect(building).to_contain_text("Ticket triage")
+            building.get_by_role("link", name="Ticket triage").click()
+            expect(node(page, "fix")).to_be_visible()
 
             page.get_by_role("button", name="Validate").click()
             expect(page.get_by_role("status").filter(has_text="valid")).to_have_text("The graph is valid.")

@@ -110,7 +110,7 @@ class LocalProvider(Provider):
         async with self._model() as llama:
             stop = threading.Event()
             raw = await _on_thread(functools.partial(self._generate, llama, request, stop, forward), stop)
-        return _response(raw, self._model_name)
+        return _response(raw, self._model_name, None if request.max_tokens else DEFAULT_MAX_TOKENS)
 
     @contextlib.asynccontextmanager
     async def _model(self) -> AsyncIterator[Any]:
@@ -310,7 +310,7 @@ def _route_llama_logs(llama_cpp: Any) -> None:
     llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
 
 
-def _response(raw: dict[str, Any], model: str) -> ChatResponse:
+def _response(raw: dict[str, Any], model: str, limit: int | None) -> ChatResponse:
     choice = (raw.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     usage = raw.get("usage") or {}
@@ -321,4 +321,5 @@ def _response(raw: dict[str, Any], model: str) -> ChatResponse:
         provider=LocalProvider.name,
         cost_usd=0.0,
         finish=choice.get("finish_reason"),
+        limit=limit,
     )

@@ -101,6 +101,9 @@ class ChatResponse:
     finish: str | None = None
     """Why the model stopped, as its server said (`stop`, `length`: the token limit, `tool_calls`);
     None when it did not say. An answer stopped by `length` is cut, not complete."""
+    limit: int | None = None
+    """The token limit the answer was generated under, when the provider set it itself (the
+    embedded model's default); None when the request named it or nobody said."""
 
 
 class ProviderError(Exception):

@@ -79,6 +79,14 @@ def test_a_local_provider_of_plait_toml_loads_the_gguf_its_file_names(tmp_path: 
         complete_once(missing, request)
 
 
+def test_an_answer_stopped_at_the_token_limit_says_so_and_the_default_limit_is_named() -> None:
+    request = ChatRequest(node_id="n", messages=[{"role": "user", "content": "Count from one to fifty."}], max_tokens=3)
+    response = complete_once(local.LocalProvider(), request)
+    assert (response.finish, response.limit) == ("length", None)  # the request named its limit
+    raw = {"choices": [{"message": {"content": "one, two"}, "finish_reason": "length"}], "usage": {}}
+    assert local._response(raw, EMBEDDED_MODEL, local.DEFAULT_MAX_TOKENS).limit == 256  # the model's own default
+
+
 def test_generation_is_deterministic_for_a_seed() -> None:
     first = ask(local.LocalProvider(seed=7), "Where can I change my password?", LABEL)
     second = ask(local.LocalProvider(seed=7), "Where can I change my password?", LABEL)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from plait.cli.common import STORED_GRAPH_HINT, console, fail, print_json, print_table, store_for
+from plait.cli.drafts import drafts_command
 from plait.cli.forks import diff_command, fork_command, merge_command
 from plait.cli.graph_store import delete_command, export_command, import_command, versions_command
 from plait.cli.help import PlaitTyper
@@ -24,6 +25,7 @@ app.add_commands(
         "fork": fork_command,
         "diff": diff_command,
         "merge": merge_command,
+        "drafts": drafts_command,
     }
 )
 

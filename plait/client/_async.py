@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from plait.engine.outcome import RunOutcome
     from plait.engine.runner import Engine
     from plait.evolve.catalog import GraphSummary
+    from plait.evolve.drafts import Draft, DraftListing
     from plait.evolve.fork import ForkDiff
     from plait.llm.provider import Provider
     from plait.runs.batch import BatchProgress
@@ -155,6 +156,25 @@ class AsyncClient:
         """Take the parent's changes to `keys` (`NODE_ID`, `schema:ID`, `edge:ID`) into the fork,
         or with `refork` replace the fork by its parent's latest version."""
         return self._refused(_graphs.merge, self.store, ref, keys or [], refork=refork)
+
+    async def drafts(self) -> list[DraftListing]:
+        """Graphs' edits kept before they are a version (the workbench keeps them as a person
+        edits, valid or not), the most recent first."""
+        from plait.evolve.drafts import list_drafts
+
+        return self._refused(list_drafts, self.store)
+
+    async def draft(self, ref: str) -> Draft:
+        """The draft of graph `ref`, with what is still wrong with it (`check`)."""
+        from plait.evolve.drafts import read_draft
+
+        return self._refused(read_draft, self.store, ref)
+
+    async def discard_draft(self, ref: str) -> None:
+        """Forget the draft of graph `ref` (its edits are lost)."""
+        from plait.evolve.drafts import drop_draft
+
+        self._refused(drop_draft, self.store, ref)
 
     # -- runs -----------------------------------------------------------------------------
 

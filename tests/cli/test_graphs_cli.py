@@ -167,3 +167,28 @@ def test_a_forks_file_without_its_parent_fields_keeps_the_fork_a_fork(tmp_path: 
     assert (item["key"], item["fork"]) == ("chapter_split", "changed")
     listed = {g["slug"]: g for g in as_json(plait("graphs", "list", "--json", cwd=tmp_path))}
     assert listed["my_video"]["parent_id"] is not None
+
+
+def test_drafts_left_in_the_workbench_are_listed_shown_and_discarded(tmp_path: Path) -> None:
+    from plait import Client
+
+    (tmp_path / ".plait").mkdir()  # the folder's own store, which the client opens too
+    half = {"id": "half", "name": "Half built", "nodes": [], "edges": []}
+    with Client(db=str(tmp_path / ".plait" / "plait.db")) as client:
+        client.store.drafts.keep("half", half, None)
+        assert [d.slug for d in client.drafts()] == ["half"]
+        assert [e.message for e in client.draft("half").check.errors] == ["the graph has no nodes"]
+
+    listed = plait("graphs", "drafts", cwd=tmp_path)
+    assert "Half built" in listed.stdout
+    assert "new graph" in listed.stdout
+    shown = plait("graphs", "drafts", "half", cwd=tmp_path)
+    assert yaml.safe_load(shown.stdout) == half  # the YAML a file would hold
+    assert "error: the graph has no nodes" in shown.stderr
+    assert as_json(plait("graphs", "drafts", "--json", cwd=tmp_path))[0]["slug"] == "half"
+
+    assert plait("graphs", "drafts", "half", "--discard", cwd=tmp_path).returncode == 0
+    gone = plait("graphs", "drafts", "half", cwd=tmp_path)
+    assert gone.returncode == 2
+    assert "graph 'half' has no draft" in gone.stderr
+    assert "no drafts in the store" in plait("graphs", "drafts", cwd=tmp_path).stderr

@@ -1,5 +1,6 @@
 import { ApiError } from "../api/client";
 import { forBrowser } from "../api/wording";
+import { describeDetail } from "./details";
 
 /** An error as the server said it: message, hint and details; never a blank page. */
 export function ErrorView({ error, onDismiss }: { error: unknown; onDismiss?: () => void }) {
@@ -13,7 +14,7 @@ export function ErrorView({ error, onDismiss }: { error: unknown; onDismiss?: ()
       {api && api.details.length > 0 ? (
         <ul className="details">
           {api.details.map((detail, index) => (
-            <li key={index}>{typeof detail === "string" ? detail : describe(detail)}</li>
+            <li key={index}>{typeof detail === "string" ? detail : describeDetail(detail)}</li>
           ))}
         </ul>
       ) : null}
@@ -30,16 +31,4 @@ export function ErrorView({ error, onDismiss }: { error: unknown; onDismiss?: ()
 export function Hint({ hint }: { hint: string | null | undefined }) {
   const said = forBrowser(hint);
   return said ? <div className="hint">hint: {said}</div> : null;
-}
-
-function describe(detail: unknown): string {
-  if (detail && typeof detail === "object") {
-    const d = detail as Record<string, unknown>;
-    const where = d.where ?? d.node_id ?? d.edge_id ?? "";
-    const text = d.message ?? d.problem ?? JSON.stringify(detail);
-    const said = forBrowser(d.hint ? String(d.hint) : null);
-    const hint = said ? ` (hint: ${said})` : "";
-    return `${where ? `${String(where)}: ` : ""}${String(text)}${hint}`;
-  }
-  return String(detail);
 }

@@ -1,4 +1,5 @@
 import { forBrowser } from "../api/wording";
+import { describeDetail } from "./details";
 
 /** A node's or a run's recorded error (`{kind, message, details?, hint?, node_id?}`) as a person
  * reads it: which node, what kind of failure, the message, and what to do; never a JSON string. */
@@ -17,23 +18,13 @@ export function FailureView({ error, node }: { error: Record<string, unknown>; n
       {details.length ? (
         <ul className="details">
           {details.slice(0, 20).map((detail, index) => (
-            <li key={index}>{typeof detail === "string" ? detail : describe(detail)}</li>
+            <li key={index}>{typeof detail === "string" ? detail : describeDetail(detail)}</li>
           ))}
         </ul>
       ) : null}
       <div className="hint">What to do: {hint}</div>
     </div>
   );
-}
-
-function describe(detail: unknown): string {
-  if (detail && typeof detail === "object") {
-    const d = detail as Record<string, unknown>;
-    const where = d.where ?? d.path ?? d.node_id ?? "";
-    const text = d.message ?? d.problem ?? Object.entries(d).map(([k, v]) => `${k}: ${String(v)}`).join(", ");
-    return `${where ? `${String(where)}: ` : ""}${String(text)}`;
-  }
-  return String(detail);
 }
 
 const MISFIT =

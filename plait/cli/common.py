@@ -183,8 +183,6 @@ def store_for(db: str | None, hint: str | None = None, *, kind: str | None = Non
 def store_named(store: Store, db: str | None) -> str:
     """The store a command read, and why that one: a store found from the current folder may
     not be the one the person meant (another folder has its own `.plait/`)."""
-    import os
-
     from plait.store.url import ENV_VAR
 
     if db or os.environ.get(ENV_VAR):

@@ -362,13 +362,12 @@ def _cut(
     """The node failed because the model stopped at the token limit: the answer is incomplete,
     and asking again would stop at the same place."""
     limit = request.max_tokens or response.limit
-    said = (
-        f"max_tokens {limit}"
-        if request.max_tokens
-        else f"{limit}, the model's default"
-        if limit
-        else "the model server's own limit"
-    )
+    if request.max_tokens:
+        said = f"max_tokens {limit}"
+    elif limit:
+        said = f"{limit}, the model's default"
+    else:
+        said = "the model server's own limit"
     message = (
         f"the answer was cut at the token limit ({said}) after {response.usage.output_tokens} tokens, before it "
         "was complete; asked again, it would be cut the same way"

@@ -29,6 +29,13 @@ OUTPUT = "output"
 """`getSchemaHint("output")`: the node's own out-edge contract."""
 
 
+def split_target(target: str) -> tuple[str, str | None]:
+    """A template's `schema_target` as the schema id it names and the version it was written
+    for, when it names one (`summary@1.0.0`)."""
+    schema_id, at, version = target.rpartition("@")
+    return (schema_id, version) if at and schema_id else (target, None)
+
+
 class RunScriptHost:
     """The host of one node's prompt script in one run (a `ScriptHost`)."""
 
@@ -88,7 +95,7 @@ class RunScriptHost:
         if target == OUTPUT:
             return self.state.compiled.contracts[self.node.id]
         graph = self.state.compiled.graph
-        entry = graph.schema_entry(target.rpartition("@")[0] or target)
+        entry = graph.schema_entry(split_target(target)[0])
         if entry is None:
             return None
         return OutputContract((BoundSchema(entry.id, entry.version, entry.schema_),), registry_key(graph.schemas))

@@ -9,19 +9,16 @@ storing one goes through the same save as any graph, with every check.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from plait.compile import CompileResult
 from plait.errors import PlaitError, Refusal
 from plait.evolve.upload import check_upload
+from plait.model.graph import SLUG_RULE, is_graph_slug
 from plait.store import NotFoundError, Store
 from plait.store.drafts import DraftRecord
 from plait.store.records import StoredGraph
-
-SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
-"""What a graph id may be: the same rule as a graph file's `id`."""
 
 
 class DraftError(PlaitError):
@@ -56,12 +53,8 @@ def keep_draft(store: Store, slug: str, document: dict[str, Any], base_version: 
     The draft of a stored graph names the version its edits started from (`base_version`);
     the draft of a new graph names none. System graphs are read-only: they have no drafts.
     """
-    if not SLUG.match(slug):
-        raise DraftError(
-            f"'{slug}' is not a graph id",
-            hint="use letters, digits, '_', '.' and '-', starting with a letter or digit (at most 128)",
-            kind=Refusal.INVALID,
-        )
+    if not is_graph_slug(slug):
+        raise DraftError(f"'{slug}' is not a graph id", hint=SLUG_RULE, kind=Refusal.INVALID)
     named = document.get("id", slug)
     if named != slug:
         raise DraftError(

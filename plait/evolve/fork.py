@@ -15,21 +15,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
 from plait.compile import compile_data
 from plait.compile.dump import graph_to_data
 from plait.errors import PlaitError, Refusal
 from plait.evolve.save import save_graph
 from plait.evolve.value_paths import changed_paths
 from plait.model import GraphDef, SourceType
-from plait.model.graph import GraphSlug
+from plait.model.graph import SLUG_RULE, is_graph_slug
 from plait.store import Store, StoredGraph, StoreError
 
 SECTIONS = {"node": "nodes", "edge": "edges", "schema": "schemas", "migration": "migrations"}
 PROMPT_FIELDS = ("system_prompt", "user_prompt_tpl", "review_prompt", "transform_expr", "condition_expr")
-
-_SLUG: TypeAdapter[str] = TypeAdapter(GraphSlug)
 
 
 class ForkError(PlaitError):
@@ -138,16 +134,10 @@ def fork_graph(store: Store, ref: str, name: str | None = None, *, display_name:
     fork is shown by) or from the parent's id, made unique."""
     parent = store.graphs.get(ref)
     slug = name or _free_slug(store, _slugify(display_name) if display_name else None, parent.slug)
-    try:
-        # model_copy below does not validate: an id the graph model refuses would be stored
-        # and then break every read of the graph list.
-        _SLUG.validate_python(slug)
-    except ValidationError:
-        raise ForkError(
-            f"'{slug}' cannot be a graph id",
-            "use letters, digits, '_', '.' and '-', starting with a letter or digit (at most 128)",
-            kind=Refusal.INVALID,
-        ) from None
+    # model_copy below does not validate: an id the graph model refuses would be stored and
+    # then break every read of the graph list.
+    if not is_graph_slug(slug):
+        raise ForkError(f"'{slug}' cannot be a graph id", SLUG_RULE, kind=Refusal.INVALID)
     try:
         store.graphs.get(slug)
     except StoreError:

@@ -6,6 +6,7 @@ reference upstream nodes, ...) is checked by `plait.compile`.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, StringConstraints, field_validator
@@ -22,7 +23,18 @@ from plait.model.enums import FreezePolicy, SourceType
 from plait.model.nodes import FreezeSpec, NodeDef
 from plait.model.semver import SEMVER_RE, VERSION_PATTERN_RE
 
-GraphSlug = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=128)]
+_SLUG = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+GraphSlug = Annotated[str, StringConstraints(pattern=_SLUG, max_length=128)]
+SLUG_RULE = "use letters, digits, '_', '.' and '-', starting with a letter or digit (at most 128)"
+"""What a graph id may be, in words: the hint of every refusal of one."""
+
+
+def is_graph_slug(value: str) -> bool:
+    """Whether `value` may be a graph's id (the rule of `GraphSlug`), for ids given outside a
+    graph file (a fork's name, a draft's address)."""
+    return len(value) <= 128 and re.fullmatch(_SLUG, value) is not None  # fullmatch: no "id\n"
+
+
 FORMAT_VERSION: Literal[1] = 1
 END = "END"
 """Virtual exit: an edge `target: END` binds the schema of a graph output without adding a node."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from plait.engine.contracts import OutputContract, parse_json
-from plait.engine.script_host import OUTPUT
+from plait.engine.script_host import OUTPUT, split_target
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 from plait.sandbox.scripts import GENERATE, ScriptEvent, ScriptHost, ScriptLimits, ScriptOutcome, run_script
@@ -206,7 +206,7 @@ def _contract(request: GenerateRequest, result: Generation) -> OutputContract | 
     if contract is None:
         result.notes.append(f"schema '{target}' is known only in a run's graph; the answer is parsed as JSON only")
         return contract
-    written_for = target.rpartition("@")[2] if "@" in target else None
+    written_for = split_target(target)[1]
     now = contract.schemas[0].version if contract.schemas else None
     if written_for and now and written_for != now:
         result.notes.append(

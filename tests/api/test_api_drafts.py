@@ -76,6 +76,8 @@ def test_a_draft_of_no_stored_graph_names_no_version_and_its_id_is_the_address(a
     bad = api.client.put("/api/drafts/no%20spaces", json={"graph": {"nodes": []}})
     assert bad.status_code == 422, bad.text
     assert "not a graph id" in bad.json()["error"]["message"]
+    trailing = api.client.put("/api/drafts/half%0A", json={"graph": {"nodes": []}})  # "half" and a newline
+    assert trailing.status_code == 422, trailing.text
 
     unnamed = api.client.put("/api/drafts/triage", json={"graph": {"nodes": [], "edges": []}})
     assert unnamed.json()["graph"]["id"] == "triage"  # the address names it

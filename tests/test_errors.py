@@ -21,6 +21,7 @@ NOT_REFUSALS = {
     # A node's failure, recorded on the node with its kind; never a refusal of the request.
     "plait.llm.types.ProviderError": "a model call failed: the node records it",
     "plait.llm.local.LocalModelMissing": "a ProviderError: the node records it",
+    "plait.llm.embedded.EmbeddedModelError": "becomes LocalModelMissing, with its words, where a call needs the model",
     "plait.sandbox.errors.SandboxError": "a user expression failed: the node records it",
     "plait.sandbox.errors.JsSyntaxError": "a SandboxError",
     "plait.sandbox.errors.JsTimeoutError": "a SandboxError",

@@ -15,7 +15,9 @@ TINY = """
 plait: 1
 id: tiny
 schemas:
-  - {id: short, version: 1.0.0, schema: {type: object, properties: {text: {type: string, maxLength: 40}}, required: [text]}}
+  - id: short
+    version: 1.0.0
+    schema: {type: object, properties: {text: {type: string, maxLength: 40}}, required: [text]}
 nodes:
   - {id: a, type: LLM_CALL, user_prompt_tpl: "Say hi to {{ input.name }}"}
   - {id: b, type: LLM_CALL, user_prompt_tpl: "Repeat: {{ a.text }}"}

@@ -713,7 +713,7 @@ def print_report(
     calib: list[float],
 ) -> None:
     ideal = math.ceil(args.runs * CALLS_PER_RUN / LIMIT) * CALL_S
-    lg_keys = [k for k in ("lg_none", "lg_memory", "lg_sqlite") if k in w3["heap"]]
+    lg_keys: list[str] = [k for k in ("lg_none", "lg_memory", "lg_sqlite") if k in w1]
     short = {"lg_none": "LG none", "lg_memory": "LG memory", "lg_sqlite": "LG sqlite"}
 
     def header(title: str, extra: str = "") -> None:
@@ -745,19 +745,22 @@ def print_report(
             row(w1[key], ".0f")
     row(w1["plait_start_path"], ".1f")
     print()
-    header(f"W2 {args.runs} runs of 1->{FAN}->merge, wall s ({args.w2_trials} trials)", "x ideal")
-    print(f"  ideal: ceil({args.runs} runs x {CALLS_PER_RUN} calls / {LIMIT}) x {CALL_S * 1000:.0f} ms = {ideal:.2f} s")
-    for loop, series in w2.items():
-        print(f"  -- {LOOPS[loop]}")
-        for key, s in series.items():
-            row(s, ".2f", series if key == "plait" else None, f"{s.median() / ideal:.3f}")
-    print()
-    header(f"W3 KiB per in-flight run ({args.runs} in flight, {args.w3_trials} trials)")
-    for kind, title in (("heap", "Python heap: tracemalloc peak"), ("rss", "RSS growth: sampled peak")):
-        print(f"  {title}")
-        for key, s in w3[kind].items():
-            row(s, ".1f", w3[kind] if key == "plait" else None)
-    print()
+    if w2:
+        header(f"W2 {args.runs} runs of 1->{FAN}->merge, wall s ({args.w2_trials} trials)", "x ideal")
+        calls = f"ceil({args.runs} runs x {CALLS_PER_RUN} calls / {LIMIT})"
+        print(f"  ideal: {calls} x {CALL_S * 1000:.0f} ms = {ideal:.2f} s")
+        for loop, series in w2.items():
+            print(f"  -- {LOOPS[loop]}")
+            for key, s in series.items():
+                row(s, ".2f", series if key == "plait" else None, f"{s.median() / ideal:.3f}")
+        print()
+    if w3["heap"]:
+        header(f"W3 KiB per in-flight run ({args.runs} in flight, {args.w3_trials} trials)")
+        for kind, title in (("heap", "Python heap: tracemalloc peak"), ("rss", "RSS growth: sampled peak")):
+            print(f"  {title}")
+            for key, s in w3[kind].items():
+                row(s, ".1f", w3[kind] if key == "plait" else None)
+        print()
     print("targets (issue 3):")
     if "lg_memory" in w1:
         mem = w1["lg_memory"]
@@ -780,7 +783,7 @@ def print_report(
             f"  W2 Plait on {loop} within 5 % of the ideal {ideal:.2f} s: median {w2p.median():.2f} s = "
             f"{w2p.median() / ideal:.3f} x ideal -> {verdict(w2p.median() <= ideal * 1.05)}"
         )
-    for kind in ("heap", "rss"):
+    for kind in ("heap", "rss") if w3["heap"] else ():
         plait = w3[kind]["plait"]
         if not lg_keys:
             print(f"  W3 Plait ({kind}): {plait.median():.1f} KiB per run (LangGraph skipped: no comparison)")
@@ -949,9 +952,10 @@ def main() -> None:
     if args.profile:
         asyncio.run(profile_plait(args.profile, args.runs or (100 if args.profile == "w2" else 20)))
         return
+    # 0 trials skips a workload (W1 always runs: at least one trial)
     args.w1_trials = args.w1_trials or (2 if args.quick else 9)
-    args.w2_trials = args.w2_trials or (1 if args.quick else 3)
-    args.w3_trials = args.w3_trials or 1  # memory figures repeat to within 1 % between trials
+    args.w2_trials = (1 if args.quick else 3) if args.w2_trials is None else args.w2_trials
+    args.w3_trials = 1 if args.w3_trials is None else args.w3_trials  # memory figures repeat to within 1 %
     args.runs = args.runs or (100 if args.quick else 500)
 
     missing = None if args.plait_only else langgraph_missing()
@@ -975,9 +979,9 @@ def main() -> None:
         w1 = asyncio.run(run_w1(tmp, args.w1_trials, with_lg, calib))
         w2 = {
             loop: eventloop.run(run_w2(tmp / loop, args.w2_trials, args.runs, with_lg, calib), loop)
-            for loop in eventloop.available()
+            for loop in (eventloop.available() if args.w2_trials else ())
         }
-    w3 = run_w3(args.w3_trials, args.runs, with_lg)
+    w3 = run_w3(args.w3_trials, args.runs, with_lg) if args.w3_trials else {"heap": {}, "rss": {}}
     print_report(args, lg_status, w1, w2, w3, calib)
 
 

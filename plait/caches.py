@@ -52,7 +52,10 @@ def text_key(text: str) -> Hashable:
 
 
 def _key(parts: tuple[Any, ...]) -> tuple[Hashable, ...]:
-    return tuple(text_key(part) if isinstance(part, str) else part for part in parts)
+    for part in parts:
+        if isinstance(part, str) and len(part) > DIGEST_OVER:
+            return tuple(text_key(part) if isinstance(part, str) else part for part in parts)
+    return parts  # no long text: its own key (the common case, without building another tuple)
 
 
 def _key_size(key: Hashable) -> int:

@@ -6,7 +6,9 @@ A node's evaluation is a round trip to an evaluator process, and the commit befo
 transaction on the loop; started together, the one hides the other, which in a chain of such
 nodes saves most of a round trip per node (docs/performance.md). An evaluation has no effect
 but its value, so one whose node never runs, or whose scope changed meanwhile (a correction
-taken up, an output replaced), is dropped, and the node evaluates again as it would have.
+taken up, an output replaced), is dropped, and the node evaluates again as it would have. A
+plain expression (`plait.sandbox.plain`: it only reads its scope) needs no process: its value is
+computed here at once, and kept the same way.
 """
 
 from __future__ import annotations
@@ -31,18 +33,26 @@ def start_ahead(state: RunState, node: NodeBase, rt: Runtime) -> None:
     if found is None:  # a CONDITION that asks a model has no expression
         return
     expression = found[1]
+    task: asyncio.Future[Any]
     try:
         scope = js_scope(state, node)
-        owner = state.root_run_id or None  # a run and its child runs share one fair share
-        evaluation = rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner, ahead=True)
+        sandbox = rt.sandbox()
+        plain = sandbox.plain_value(expression, scope, timeout_s=node.timeout_s)
+        if plain is None:
+            owner = state.root_run_id or None  # a run and its child runs share one fair share
+            task = asyncio.ensure_future(
+                sandbox.aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner, ahead=True)
+            )
+            task.add_done_callback(_retrieved)
+        else:  # computed here, in no time (`plait.sandbox.plain`): ready when the node runs
+            task = asyncio.get_running_loop().create_future()
+            task.set_result(plain[0])
     except Exception:  # the node meets the same problem when it runs, and reports it as its own
         return
-    task = asyncio.ensure_future(evaluation)
-    task.add_done_callback(_retrieved)
     state.ahead[node.id] = Ahead(expression, scope, task)
 
 
-def taken_ahead(state: RunState, node: NodeBase, expression: str, scope: dict[str, Any]) -> asyncio.Task[Any] | None:
+def taken_ahead(state: RunState, node: NodeBase, expression: str, scope: dict[str, Any]) -> asyncio.Future[Any] | None:
     """The evaluation started ahead for `node`, when it evaluated `expression` on this very scope
     (the same values, not merely equal ones: `1` and `true` compare equal in Python); else None,
     and the node evaluates now."""
@@ -68,7 +78,7 @@ def _same(given: dict[str, Any], now: dict[str, Any]) -> bool:
     return True
 
 
-def _retrieved(task: asyncio.Task[Any]) -> None:
+def _retrieved(task: asyncio.Future[Any]) -> None:
     """A dropped evaluation's error is nobody's: read it so that asyncio does not report it."""
     if not task.cancelled():
         task.exception()

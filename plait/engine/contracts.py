@@ -95,13 +95,20 @@ class OutputContract:
         return {**value, SCHEMA_ID: first.id, SCHEMA_VERSION: first.version}
 
 
+_DECODE = json.JSONDecoder(strict=False).decode
+"""`json.loads(text, strict=False)` without a new decoder per call (`loads` builds one for any
+keyword): a raw newline or tab inside a string (llama.cpp's JSON grammar lets the model write
+one) is read as that character; the value is still schema-checked."""
+
+
 def parse_json(text: str) -> tuple[Any, list[str]]:
     """A model's JSON answer (it may come inside a ``` fence) as a value, or why it is not JSON."""
     fenced = _FENCE.match(text)
+    body = fenced.group(1) if fenced else text
     try:
-        # strict=False: a raw newline or tab inside a string (llama.cpp's JSON grammar lets the
-        # model write one) is read as that character; the value is still schema-checked
-        return json.loads(fenced.group(1) if fenced else text, strict=False), []
+        if body.startswith("\ufeff"):  # what `json.loads` refuses before decoding
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", body, 0)
+        return _DECODE(body), []
     except json.JSONDecodeError as exc:
         return None, [f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
 

@@ -248,6 +248,12 @@ class EventBus:
         """The path of each child run being driven (set by the engine while it drives one): its
         events get it on their way to the listeners."""
 
+    @property
+    def listened(self) -> bool:
+        """Whether a listener is subscribed: an event nobody would receive need not be built
+        (the engine builds two per node)."""
+        return bool(self._listeners)
+
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)

@@ -57,6 +57,8 @@ async def _evaluate(node: NodeBase, state: RunState, rt: Runtime, expression: st
         early = taken_ahead(state, node, expression, scope)
         if early is not None:
             value = await early
+        elif (plain := rt.sandbox().plain_value(expression, scope, timeout_s=node.timeout_s)) is not None:
+            value = plain[0]  # it only reads its scope: computed here, no process asked (`plait.sandbox.plain`)
         else:
             owner = state.root_run_id or None  # a run and its child runs share one fair share
             value = await rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner)

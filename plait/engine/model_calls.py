@@ -12,7 +12,7 @@ from typing import Any
 from plait.engine.runtime import Runtime
 from plait.engine.state import RunState
 from plait.llm.provider import Provider
-from plait.llm.slots import hand_over
+from plait.llm.slots import count_call, hand_over
 from plait.llm.types import ChatRequest, ChatResponse, ProviderError
 
 
@@ -96,10 +96,14 @@ def stopped_call(
 
 async def _call(rt: Runtime, request: ChatRequest) -> ChatResponse:
     assert rt.provider is not None
-    if rt.llm_slots is None:
-        return await _complete(rt.provider, request)
-    async with rt.llm_slots:
-        response = await _complete(rt.provider, request)
+    count_call(1)  # while it is in flight, the continuations of commits wait their turn (`slots.paced`)
+    try:
+        if rt.llm_slots is None:
+            return await _complete(rt.provider, request)
+        async with rt.llm_slots:
+            response = await _complete(rt.provider, request)
+    finally:
+        count_call(-1)
     await hand_over()
     return response
 

@@ -96,6 +96,8 @@ def finish_write(
 
 def announce(events: EventBus, run_id: str, node_id: str, node_run_id: str, result: NodeResult) -> None:
     """Tell the listeners how a node ended, once its result is committed."""
+    if not events.listened:
+        return
     if result.phase == Phase.COMPLETED:
         events.emit(
             NodeCompleted(

@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Collection, Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -74,6 +74,11 @@ class PromptBudget:
     tokens: int | None = None
     """Tokens of `counter` inserted values may still take (None: no limit)."""
     counter: TokenCounter = ESTIMATE
+
+    def copy(self) -> PromptBudget:
+        """`dataclasses.replace(self)`, without its field-by-field introspection (every render tries
+        on a copy, see `arender`)."""
+        return PromptBudget(self.remaining, self.sanitize, self.truncated, self.tokens, self.counter)
 
     def take(self, text: str) -> str:
         """`text` as far as the budgets allow, with a marker saying how much was cut; the rest is spent."""
@@ -432,11 +437,11 @@ async def arender(template: Template, names: dict[str, Any], budget: PromptBudge
     but `budget`, which each try takes from where it stood)."""
     if not template.refs and "{" not in template.source:
         return template.source
-    trial = replace(budget) if budget is not None else None
+    trial = budget.copy() if budget is not None else None
     try:
         text = render(template, names, trial, limits=ON_THE_LOOP, on_loop=True)
     except OverTheLoopBudget:
-        trial = replace(budget) if budget is not None else None
+        trial = budget.copy() if budget is not None else None
         text = await asyncio.to_thread(render, template, names, trial)
     if budget is not None and trial is not None:
         budget.remaining, budget.tokens, budget.truncated = trial.remaining, trial.tokens, trial.truncated

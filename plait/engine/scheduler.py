@@ -29,7 +29,7 @@ from plait.engine.results import budget_failure
 from plait.engine.run_budget import BudgetExceeded
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
-from plait.llm.slots import paced
+from plait.llm.slots import may_go_on, paced
 from plait.model.enums import NodeStatus, RunStatus
 from plait.model.nodes import NodeBase
 from plait.store import NodeRunRecord
@@ -254,7 +254,8 @@ class Scheduler:
         """Execute one claimed node and commit its unit; a successor it claimed, to continue with."""
         node_id = claimed.node_id
         node = self.state.nodes[node_id].node
-        self.kernel.events.emit(NodeStarted(self.run_id, node_id, node_type=str(node.type)))
+        if self.kernel.events.listened:
+            self.kernel.events.emit(NodeStarted(self.run_id, node_id, node_type=str(node.type)))
         read = consumed(self.state, node)
         self.state.nodes[node_id].read = read
         self.state.nodes[node_id].node_run_id = claimed.id
@@ -279,7 +280,8 @@ class Scheduler:
             committed = await self._commit_failure(claimed, result)
         self.state.answered.discard(asyncio.current_task())  # recorded: nothing held any more
         failpoint("after_commit", node_id)
-        await paced()  # what follows (successors, the next node's prompt) can wait for calls ending now
+        if not may_go_on():  # what follows (successors, the next node's prompt) can wait for calls ending now
+            await paced()
         announce(self.kernel.events, self.run_id, node_id, claimed.id, result)
         if committed.status == NodeStatus.STALE:
             self.kernel.events.emit(NodeStale(self.run_id, node_id))

@@ -189,7 +189,8 @@ class Ahead:
 
     expression: str
     scope: dict[str, Any]
-    task: asyncio.Task[Any]
+    task: asyncio.Future[Any]
+    """The evaluation in a process, or the value a plain expression had (a future already done)."""
 
 
 class RunState:

@@ -122,6 +122,11 @@ class _Pacer:
         # No reference to the loop: `_pacers` keys pacers by their loop weakly.
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._pumping = False
+        self.calls = 0
+        """Model calls in flight on this loop (`count_call`)."""
+        self._free = PER_TURN
+        """Continuations that may still go on at once in this loop turn (`may_go_on`)."""
+        self._refilling = False
 
     def wait(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
         future = loop.create_future()
@@ -130,6 +135,18 @@ class _Pacer:
             self._pumping = True
             loop.call_soon(self._pump)
         return future
+
+    def go_on(self, loop: asyncio.AbstractEventLoop) -> bool:
+        if self.calls or self._waiting or not self._free:
+            return False
+        self._free -= 1
+        if not self._refilling:
+            self._refilling = True
+            loop.call_soon(self._refill)  # at the start of the next turn
+        return True
+
+    def _refill(self) -> None:
+        self._free, self._refilling = PER_TURN, False
 
     def _pump(self) -> None:
         let_on, limit = 0, max(PER_TURN, len(self._waiting) // DRAIN_TURNS)
@@ -147,6 +164,13 @@ class _Pacer:
 _pacers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pacer] = weakref.WeakKeyDictionary()
 
 
+def _pacer(loop: asyncio.AbstractEventLoop) -> _Pacer:
+    pacer = _pacers.get(loop)
+    if pacer is None:
+        pacer = _pacers[loop] = _Pacer()
+    return pacer
+
+
 async def paced() -> None:
     """Wait for a loop turn with room for deferrable work: processing an answer, a commit's aftermath.
 
@@ -157,7 +181,22 @@ async def paced() -> None:
     that ends is seen at once, and the next request takes its slot. The work itself is not
     delayed by more than the backlog ahead of it."""
     loop = asyncio.get_running_loop()
-    pacer = _pacers.get(loop)
-    if pacer is None:
-        pacer = _pacers[loop] = _Pacer()
-    await pacer.wait(loop)
+    await _pacer(loop).wait(loop)
+
+
+def may_go_on() -> bool:
+    """Whether deferrable work may go on at once instead of waiting in `paced()`: no model call
+    is in flight on this loop (none can end and be kept waiting), nothing is queued in the pacer
+    (nothing overtaken), and fewer than `PER_TURN` continuations went on at once in this loop
+    turn (a turn stays short). Waiting costs two loop turns, which in a chain of quick nodes is
+    a share of every node's time (docs/performance.md). Call it on the loop; when it says True,
+    go on at once (it counted the continuation)."""
+    loop = asyncio.get_running_loop()
+    return _pacer(loop).go_on(loop)
+
+
+def count_call(delta: int) -> None:
+    """Count a model call starting (+1) or ending (-1) on this loop: while one is in flight,
+    deferrable work waits in `paced()` (`may_go_on` says no). Nothing is kept per call: with a
+    limit of 64 slots, thousands of calls may be waiting for one (a run's memory, W3)."""
+    _pacer(asyncio.get_running_loop()).calls += delta

@@ -6,9 +6,12 @@ sent with its scope (one JSON string) to an evaluator process (`_child.py`), in 
 (`_protocol.py`). There it is compiled once per context into a frozen function and called by
 the context's runner, which parses and deep-freezes the values, calls the function and returns
 the result as JSON (see `_prelude.py`); its microtasks then run under the same deadline. The
-reply comes back in one frame. Nothing is evaluated in Plait's own process: an event loop that
+reply comes back in one frame. No JavaScript runs in Plait's own process: an event loop that
 asks (`aevaluate`) writes the frame and is woken by the reply, like any socket; a thread that
-asks (`evaluate`) reads the reply itself.
+asks (`evaluate`) reads the reply itself. One exception, asked for explicitly: `plain_value`
+computes an expression that only reads its scope (`plain.py`: paths, object and array literals,
+`+`, `-`, comparisons) in Python, after the same checks, when its value is certainly what a
+process would answer; the engine asks it first for TRANSFORM and CONDITION nodes.
 
 Evaluator processes are places in a pool shared fairly by owners (`_pool.py`): every call names
 its `owner` (the engine passes the root run's id, so a run and its child runs count as one), one
@@ -68,6 +71,7 @@ from plait.sandbox._process import ProcessGone
 from plait.sandbox.errors import JsBusyError, JsMemoryError, JsRuntimeError, JsTimeoutError, SandboxError
 from plait.sandbox.limits import max_timeout_s as configured_max_timeout_s
 from plait.sandbox.limits import timeout_problem
+from plait.sandbox.plain import plain_expression
 from plait.sandbox.syntax import check_syntax, code_function
 
 ATTEMPTS = 2
@@ -142,6 +146,22 @@ class JsSandbox:
         """Evaluate `function_expression` (`old => ({...old})`) and call it with deep-frozen
         copies of `args`; the JSON value it returns."""
         return self._request(wire.CALL, function_expression, "", _json(list(args), "arguments"), timeout_s, owner)
+
+    def plain_value(
+        self, expression: str, scope: Mapping[str, Any], *, timeout_s: float | None = None
+    ) -> tuple[Any] | None:
+        """`(value,)` of `expression` when it is plain (`plain.py`: it only reads its scope) and
+        its value here is certainly what an evaluator process would answer; computed in this
+        process, after the checks an evaluation makes first (so with the same errors: a closed
+        sandbox, `timeout_s` over the cap, a syntax error, a scope that is not JSON). None: ask a
+        process (`evaluate`, `aevaluate`). What the engine evaluates first, for TRANSFORM and
+        CONDITION nodes; a caller that wants every expression in a process never calls it."""
+        compiled = plain_expression(expression)
+        if compiled is None:
+            return None
+        payload = _scope(scope)[1]
+        self._limit(wire.EVALUATE, expression, timeout_s)
+        return compiled.value(scope, payload, self.max_output_bytes)
 
     async def aevaluate(
         self,
@@ -373,14 +393,19 @@ def _scope(scope: Mapping[str, Any]) -> tuple[str, bytes]:
     return joined, _json([scope[name] for name in names], "scope")
 
 
+_SENT = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_SENT_ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
+"""`json.dumps` with these options, without a new encoder per call (`dumps` builds one for any option)."""
+
+
 def _json(value: Any, what: str) -> bytes:
     """`value` as UTF-8 JSON, as it is sent."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _SENT(value)
         try:
             return text.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: only escaped can it reach QuickJS
-            return json.dumps(value, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
+            return _SENT_ASCII(value).encode("ascii")
     except (TypeError, ValueError) as exc:
         raise SandboxError(f"the {what} is not JSON: {exc}") from None
     except RecursionError:  # far deeper than the limit the runner checks (see _prelude.py)

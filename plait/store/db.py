@@ -11,6 +11,7 @@ takes the write lock up front and simply waits up to `busy_timeout`. Readers kee
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -76,6 +77,18 @@ def encoded(value: Any) -> Encoded:
 def json_dumps_once(value: Any) -> str:
     """`json_dumps`, except that a value `encoded` already is written as it is."""
     return value if type(value) is Encoded else _ENCODER.encode(value)
+
+
+_V4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
+_V4_SET = (4 << 76) | (0x8000 << 48)
+
+
+def new_id() -> str:
+    """`str(uuid.uuid4())`, without building the `UUID` object: a node run's id, one per claim in
+    every node's commit (the random bits, then the version and variant set as
+    `uuid.UUID(..., version=4)` sets them)."""
+    h = ((int.from_bytes(os.urandom(16), "big") & _V4_CLEAR) | _V4_SET).to_bytes(16, "big").hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def is_sqlite(engine: Engine | Connection) -> bool:

@@ -19,7 +19,8 @@ import sqlite3
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from types import TracebackType
 from typing import Any
 
 from sqlalchemy import JSON, Connection, Engine, Select
@@ -84,21 +85,53 @@ class PreparedQuery(Prepared):
         ]
 
 
-@contextmanager
-def _immediate(raw: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """`BEGIN IMMEDIATE` ... `COMMIT` on `raw` (rolled back on any error)."""
-    try:
-        raw.execute("BEGIN IMMEDIATE")
-        yield raw
-        raw.execute("COMMIT")
-    except sqlite3.Error as exc:
-        if raw.in_transaction:
-            raw.execute("ROLLBACK")
-        raise DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, exc, sqlite3.Error) from exc
-    except BaseException:
-        if raw.in_transaction:
-            raw.execute("ROLLBACK")
-        raise
+class _Immediate:
+    """`BEGIN IMMEDIATE` ... `COMMIT` on the kept SQLite connection, under its lock, rolled back
+    on any error; the session on it inside. A class, not generator-based managers: every node's
+    commit enters one, and those cost more than the `BEGIN` itself."""
+
+    __slots__ = ("_raw", "_statements")
+
+    def __init__(self, statements: Statements) -> None:
+        self._statements = statements
+        self._raw: sqlite3.Connection | None = None
+
+    def __enter__(self) -> Session:
+        statements = self._statements
+        statements._lock.acquire()
+        try:
+            raw = statements._connection()
+            try:
+                raw.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                if raw.in_transaction:
+                    raw.execute("ROLLBACK")
+                raise DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, exc, sqlite3.Error) from exc
+            self._raw = raw
+            return statements._raw_session(raw)
+        except BaseException:
+            statements._lock.release()
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: TracebackType | None) -> None:
+        raw = self._raw
+        assert raw is not None
+        try:
+            if kind is None:
+                try:
+                    raw.execute("COMMIT")
+                except sqlite3.Error as error:
+                    if raw.in_transaction:
+                        raw.execute("ROLLBACK")
+                    raise DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, error, sqlite3.Error) from error
+                return
+            if raw.in_transaction:
+                raw.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, exc, sqlite3.Error) from exc
+        finally:
+            self._raw = None
+            self._statements._lock.release()
 
 
 class Session:
@@ -148,13 +181,15 @@ class Statements:
         """The raw paths only: each statement compiled on its first use (a CLI command that
         reads one row must not compile the dozens a run writes with)."""
 
-    @contextmanager
-    def transaction(self) -> Iterator[Session]:
+    def transaction(self) -> AbstractContextManager[Session]:
         """A write transaction (`BEGIN IMMEDIATE` on SQLite), committed on success."""
         if self._sqlite:
-            with self._lock, _immediate(self._connection()) as raw:
-                yield self._raw_session(raw)
-        elif self._pg is not None:
+            return _Immediate(self)
+        return self._transaction()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Session]:
+        if self._pg is not None:
             with self._pg.transaction() as raw:
                 yield Session(lambda name, params: self._compiled(name).execute(raw, params), _no_rows)
         else:

@@ -15,7 +15,6 @@ retried in a transaction of its own, so one bad unit never sinks the others.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,7 @@ from sqlalchemy.sql.dml import UpdateBase
 
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
-from plait.store.db import Encoded, conflict_insert, json_dumps_once, writer
+from plait.store.db import Encoded, conflict_insert, json_dumps_once, new_id, writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.fastpath import Statements
 from plait.store.faults import transient
@@ -443,7 +442,7 @@ def new_node_row(
 ) -> dict[str, object]:
     """Bind parameters of the INSERT of a new node run."""
     return {
-        "b_id": str(uuid.uuid4()),
+        "b_id": new_id(),
         "b_run": run_id,
         "b_node": node_id,
         "b_activation": activation,

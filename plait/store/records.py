@@ -312,28 +312,30 @@ def node_run_from_row(row: Any) -> NodeRunRecord:
 
 
 def fresh_claim(params: dict[str, Any]) -> NodeRunRecord:
-    """The record of a freshly inserted claim, built without reading it back."""
+    """The record of a freshly inserted claim, built without reading it back (positionally, in
+    `NodeRunRecord`'s field order: one is built in every node's commit, and keywords cost a third
+    more)."""
     return NodeRunRecord(
-        id=params["b_id"],
-        run_id=params["b_run"],
-        node_id=params["b_node"],
-        activation=params["b_activation"],
-        status=NodeStatus.RUNNING,
-        input_snapshot=None,
-        output=None,
-        override=None,
-        override_by=None,
-        override_at=None,
-        override_note=None,
-        downstream_policy="INVALIDATE",
-        attempts=[],
-        error=None,
-        tokens_input=0,
-        tokens_output=0,
-        cost_usd=0.0,
-        owner=params["b_owner"],
-        claims=1,
-        created_at=params["b_now"],
-        started_at=params["b_started"],
-        completed_at=None,
+        params["b_id"],  # id
+        params["b_run"],  # run_id
+        params["b_node"],  # node_id
+        params["b_activation"],  # activation
+        NodeStatus.RUNNING,  # status
+        None,  # input_snapshot
+        None,  # output
+        None,  # override
+        None,  # override_by
+        None,  # override_at
+        None,  # override_note
+        "INVALIDATE",  # downstream_policy
+        [],  # attempts
+        None,  # error
+        0,  # tokens_input
+        0,  # tokens_output
+        0.0,  # cost_usd
+        params["b_owner"],  # owner
+        1,  # claims
+        params["b_now"],  # created_at
+        params["b_started"],  # started_at
+        None,  # completed_at
     )

@@ -49,11 +49,15 @@ def write(tmp_path: Path, graph: dict[str, Any]) -> str:
 
 
 def test_a_chain_evaluates_each_node_once_and_every_successor_ahead(tmp_path: Path, evaluations: Evaluations) -> None:
-    nodes = [{"id": "n0", "type": "TRANSFORM", "transform_expr": "({n: input.n + 1})"}]
-    nodes += [{"id": f"n{i}", "type": "TRANSFORM", "transform_expr": f"({{n: current.n + {i + 1}}})"} for i in (1, 2)]
-    nodes += [{"id": "pick", "type": "CONDITION", "condition_expr": "nodes.n2.n > 5"}]
+    # calls: these go to an evaluator process (a plain expression is computed when its node runs)
+    nodes = [{"id": "n0", "type": "TRANSFORM", "transform_expr": "({n: Math.abs(input.n) + 1})"}]
+    nodes += [
+        {"id": f"n{i}", "type": "TRANSFORM", "transform_expr": f"({{n: Math.abs(current.n) + {i + 1}}})"}
+        for i in (1, 2)
+    ]
+    nodes += [{"id": "pick", "type": "CONDITION", "condition_expr": "Math.abs(nodes.n2.n) > 5"}]
     nodes += [{"id": "big", "type": "TRANSFORM", "transform_expr": "({n: nodes.n2.n * 10})"}]
-    nodes += [{"id": "small", "type": "TRANSFORM", "transform_expr": "({n: 0})"}]
+    nodes += [{"id": "small", "type": "TRANSFORM", "transform_expr": "({n: Math.abs(0)})"}]
     edges = [{"source": a, "target": b} for a, b in (("n0", "n1"), ("n1", "n2"), ("n2", "pick"))]
     edges += [
         {"source": "pick", "target": "big", "condition_key": "true"},
@@ -130,7 +134,7 @@ def test_a_correction_taken_up_before_the_node_runs_makes_it_evaluate_again(
         "nodes": [
             {"id": "source", "type": "TRANSFORM", "transform_expr": "({v: 'old'})"},
             {"id": "draft", "type": "LLM_CALL", "user_prompt_tpl": "Draft from {{ nodes.source.v }}"},
-            {"id": "final", "type": "TRANSFORM", "transform_expr": "({v: current.v + ' on ' + nodes.source.v})"},
+            {"id": "final", "type": "TRANSFORM", "transform_expr": "({v: [current.v, nodes.source.v].join(' on ')})"},
         ],
         "edges": [
             {"source": "source", "target": "draft", "schema_id": "v"},
@@ -188,7 +192,7 @@ def test_a_scope_that_cannot_be_built_ahead_fails_only_the_node_itself(
         raise RuntimeError("no scope here")
 
     monkeypatch.setattr(ahead, "js_scope", broken)
-    nodes = [{"id": f"n{i}", "type": "TRANSFORM", "transform_expr": f"({{n: {i}}})"} for i in range(3)]
+    nodes = [{"id": f"n{i}", "type": "TRANSFORM", "transform_expr": f"({{n: Math.abs({i})}})"} for i in range(3)]
     edges = [{"source": "n0", "target": "n1"}, {"source": "n1", "target": "n2"}]
     path = write(tmp_path, {"id": "plain", "nodes": nodes, "edges": edges})
     with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
@@ -196,3 +200,27 @@ def test_a_scope_that_cannot_be_built_ahead_fails_only_the_node_itself(
     assert outcome.status == RunStatus.COMPLETED, outcome
     assert outcome.output == {"n": 2}
     assert [ahead for _, ahead in evaluations] == [False, False, False]
+
+
+def test_a_plain_expression_is_computed_in_the_engine_without_a_process(
+    tmp_path: Path, evaluations: Evaluations, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An expression that only reads its scope (`plait.sandbox.plain`) needs no evaluator process:
+    none is asked, ahead or not, and the value is the one a process gives."""
+
+    async def no_process(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a plain expression was sent to an evaluator process")
+
+    monkeypatch.setattr(JsSandbox, "_arequest", no_process)
+    nodes = [{"id": "n0", "type": "TRANSFORM", "transform_expr": "({n: input.n + 1, s: 'n' + input.n})"}]
+    nodes += [{"id": "n1", "type": "TRANSFORM", "transform_expr": "({n: current.n + 1, s: current.s})"}]
+    nodes += [{"id": "pick", "type": "CONDITION", "condition_expr": "nodes.n1.n > 1"}]
+    nodes += [{"id": "big", "type": "TRANSFORM", "transform_expr": "({n: nodes.n1.n, s: nodes.n0.s})"}]
+    edges = [{"source": "n0", "target": "n1"}, {"source": "n1", "target": "pick"}]
+    edges += [{"source": "pick", "target": "big", "condition_key": "true"}]
+    path = write(tmp_path, {"id": "plain_chain", "nodes": nodes, "edges": edges})
+    with Store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        outcome = drive_with(store, start_run(store, path, {"n": 0}), None)
+    assert outcome.status == RunStatus.COMPLETED, outcome
+    assert outcome.output == {"n": 2, "s": "n0"}
+    assert evaluations == []

@@ -27,6 +27,21 @@ def test_text_that_is_not_json_is_a_problem_naming_where() -> None:
     assert problems == ["the answer is not JSON: Unterminated string starting at at line 1 column 11"]
 
 
+def test_an_answer_is_read_as_json_loads_reads_it() -> None:
+    """`parse_json` keeps one decoder instead of `json.loads(text, strict=False)`'s new one per
+    call: the same values and the same refusals, a byte-order mark among them."""
+    import json
+
+    from plait.engine.contracts import parse_json
+
+    for text in ('{"a": "x\ny"}', "\ufeff{}", "[1, 2", "1 2", "", " 3 ", '"\ud800"', "NaN", "1e400"):
+        try:
+            expected: tuple[object, list[str]] = (json.loads(text, strict=False), [])
+        except json.JSONDecodeError as exc:
+            expected = (None, [f"the answer is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"])
+        assert repr(parse_json(text)) == repr(expected), text  # repr: NaN is not equal to itself
+
+
 def test_a_fenced_answer_is_read_inside_the_fence() -> None:
     value, problems = contract().parse('```json\n{"title": "x"}\n```')
     assert (value, problems) == ({"title": "x"}, [])

@@ -17,7 +17,7 @@ import pytest
 from plait.engine import commits, eventloop
 from plait.engine.collector import GC_THRESHOLDS
 from plait.engine.runner import Engine
-from plait.llm.slots import DRAIN_TURNS, PER_TURN, paced
+from plait.llm.slots import DRAIN_TURNS, PER_TURN, count_call, may_go_on, paced
 from plait.model.enums import NodeStatus, RunStatus
 from plait.runs.start import start_run
 from plait.store import Store
@@ -166,3 +166,68 @@ def test_plait_commands_run_on_uvloop_unless_told_otherwise(monkeypatch: pytest.
     monkeypatch.setenv("PLAIT_LOOP", "asyncio")
     assert eventloop.loop_name() == "asyncio"
     assert eventloop.run(loop_module()).startswith("asyncio")
+
+
+def test_deferrable_work_goes_on_at_once_while_nothing_waits_for_the_loop() -> None:
+    """No model call in flight, nothing queued: up to PER_TURN continuations a turn go on at once
+    (the two loop turns of `paced()` are a share of every quick node's time); then they wait."""
+
+    async def scenario() -> list[list[bool]]:
+        turns = []
+        for _ in range(2):
+            turns.append([may_go_on() for _ in range(PER_TURN + 1)])
+            await asyncio.sleep(0)  # the next loop turn
+        return turns
+
+    assert asyncio.run(scenario()) == [[True] * PER_TURN + [False]] * 2
+
+
+def test_deferrable_work_waits_its_turn_while_a_model_call_is_in_flight_or_others_queue() -> None:
+    async def scenario() -> tuple[bool, bool, bool, bool]:
+        count_call(1)
+        during_call = may_go_on()
+        count_call(-1)
+        after_call = may_go_on()
+        await asyncio.sleep(0)
+        queued = asyncio.ensure_future(paced())
+        await asyncio.sleep(0)  # it waits in the pacer now
+        behind_queue = may_go_on()
+        await queued
+        await asyncio.sleep(0)
+        return during_call, after_call, behind_queue, may_go_on()
+
+    assert asyncio.run(scenario()) == (False, True, False, True)
+
+
+def test_a_chain_of_quick_nodes_does_not_wait_in_the_pacer(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answered at once, with no other call in flight: a node's commit is followed by the next
+    node at once; with a slow branch in flight beside it, the commits wait their turn."""
+    from plait.engine import scheduler
+
+    waited: list[int] = []
+
+    async def counted() -> None:
+        waited.append(1)
+        await paced()
+
+    monkeypatch.setattr(scheduler, "paced", counted)
+    chain = [llm(f"n{i}") for i in range(5)]
+    edges = [{"source": f"n{i}", "target": f"n{i + 1}"} for i in range(4)]
+    graph = graph_file(tmp_path, chain, edges)
+    engine = Engine(store, script(tmp_path, [{"text": "x"}]))
+
+    async def go(run_id: str) -> Any:
+        try:
+            return await engine.run(run_id)
+        finally:
+            await engine.aclose()
+
+    assert asyncio.run(go(start_run(store, graph, {}))).status == RunStatus.COMPLETED
+    assert waited == []
+    slow = [*chain, llm("slow", prompt="slow, please")]
+    graph = graph_file(tmp_path, slow, [*edges, {"source": "n0", "target": "slow"}])
+    engine = Engine(store, script(tmp_path, [{"match": "slow", "text": "x", "delay_ms": 300}, {"text": "x"}]))
+    assert asyncio.run(go(start_run(store, graph, {}))).status == RunStatus.COMPLETED
+    assert len(waited) >= 3  # n1..n4 finished while `slow` was in flight

@@ -85,3 +85,23 @@ def test_only_plain_prints_skip_jinja() -> None:
         "{ {{ x }}",
     ):
         assert render_module._plain(source) is None, source
+
+
+def test_a_prompt_budget_copy_is_a_copy_of_every_field() -> None:
+    """`arender` tries each render on `PromptBudget.copy()` (not `dataclasses.replace`, slower):
+    a field added to the budget must be added to the copy."""
+    import dataclasses
+
+    from plait.llm.tokens import ESTIMATE
+
+    budget = PromptBudget(remaining=5, sanitize=True, truncated=3, tokens=7, counter=ESTIMATE)
+    copy = budget.copy()
+    assert copy == dataclasses.replace(budget)
+    assert copy is not budget
+    assert [f.name for f in dataclasses.fields(PromptBudget)] == [
+        "remaining",
+        "sanitize",
+        "truncated",
+        "tokens",
+        "counter",
+    ]

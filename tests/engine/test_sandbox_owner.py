@@ -37,7 +37,11 @@ def owners(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
 
 
 def test_a_run_and_all_its_child_runs_are_one_owner(store: Store, tmp_path: Path, owners: list[str | None]) -> None:
-    inner = {"nodes": [{"id": "inc", "type": "TRANSFORM", "transform_expr": "({n: input.n + 1})"}], "edges": []}
+    # calls in every expression: a plain one (it only reads its scope) is computed without the sandbox
+    inner = {
+        "nodes": [{"id": "inc", "type": "TRANSFORM", "transform_expr": "({n: Math.abs(input.n) + 1})"}],
+        "edges": [],
+    }
     item = {
         "nodes": [
             {"id": "double", "type": "TRANSFORM", "transform_expr": "({n: input.n * 2})"},
@@ -46,11 +50,11 @@ def test_a_run_and_all_its_child_runs_are_one_owner(store: Store, tmp_path: Path
         ],
         "edges": [{"source": "double", "target": "deeper"}, {"source": "deeper", "target": "code"}],
     }
-    step = {"nodes": [{"id": "step", "type": "TRANSFORM", "transform_expr": "({i: input.loop.iteration})"}]}
+    step = {"nodes": [{"id": "step", "type": "TRANSFORM", "transform_expr": "({i: Number(input.loop.iteration)})"}]}
     graph = graph_file(
         tmp_path,
         [
-            {"id": "first", "type": "TRANSFORM", "transform_expr": "({values: input.values})"},
+            {"id": "first", "type": "TRANSFORM", "transform_expr": "({values: input.values.slice()})"},
             {"id": "m", "type": "MAP", "items": "current.values", "inputs": {"n": "{{ item }}"}, "body": item},
             {"id": "again", "type": "LOOP", "while_expr": "iteration < 2", "body": {**step, "edges": []}},
         ],
@@ -71,7 +75,7 @@ def test_a_child_continued_on_its_own_keeps_its_root_as_owner(
     body = {
         "nodes": [
             {"id": "check", "type": "HUMAN_REVIEW"},
-            {"id": "after", "type": "TRANSFORM", "transform_expr": "({text: current.text + '!'})"},
+            {"id": "after", "type": "TRANSFORM", "transform_expr": "({text: current.text.concat('!')})"},
         ],
         "edges": [{"source": "check", "target": "after"}],
     }

@@ -171,3 +171,16 @@ def test_a_store_dropped_without_close_stops_its_checkpoint_thread(tmp_path: Pat
     while checkpointers() > before and time.monotonic() < deadline:
         time.sleep(0.02)
     assert checkpointers() <= before  # other dropped stores may have stopped theirs too
+
+
+def test_a_claim_is_the_record_read_back_and_its_id_a_random_uuid(store: Store) -> None:
+    """The record a claim returns is built without reading the row back (`records.fresh_claim`,
+    its id by `db.new_id`): it must be the very record a read gives."""
+    import uuid
+
+    run = new_run(store)
+    claimed = store.runs.nodes.write_one([Claim(run.id, "a", 1, "eng"), Claim(run.id, "b", 2, "eng")])
+    assert claimed == [by_node(store, run.id)["a"], by_node(store, run.id)["b"]]
+    ids = [uuid.UUID(record.id) for record in claimed]
+    assert [(i.version, i.variant, str(i)) for i in ids] == [(4, uuid.RFC_4122, r.id) for r in claimed]
+    assert ids[0] != ids[1]

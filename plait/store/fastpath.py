@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any
 
 from sqlalchemy import JSON, Connection, Engine, Select
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.sql.dml import UpdateBase
 
 from plait.store.db import writer
@@ -101,12 +101,7 @@ class _Immediate:
         statements._lock.acquire()
         try:
             raw = statements._connection()
-            try:
-                raw.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                if raw.in_transaction:
-                    raw.execute("ROLLBACK")
-                raise DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, exc, sqlite3.Error) from exc
+            _ended_on_error(raw, "BEGIN IMMEDIATE")
             self._raw = raw
             return statements._raw_session(raw)
         except BaseException:
@@ -118,20 +113,30 @@ class _Immediate:
         assert raw is not None
         try:
             if kind is None:
-                try:
-                    raw.execute("COMMIT")
-                except sqlite3.Error as error:
-                    if raw.in_transaction:
-                        raw.execute("ROLLBACK")
-                    raise DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, error, sqlite3.Error) from error
+                _ended_on_error(raw, "COMMIT")
                 return
             if raw.in_transaction:
                 raw.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, exc, sqlite3.Error) from exc
+                raise _as_dbapi(exc) from exc
         finally:
             self._raw = None
             self._statements._lock.release()
+
+
+def _as_dbapi(error: sqlite3.Error) -> StatementError:
+    """A SQLite error as SQLAlchemy raises it, so callers (retries, fault checks) see one kind on both paths."""
+    return DBAPIError.instance("BEGIN IMMEDIATE / COMMIT", None, error, sqlite3.Error)
+
+
+def _ended_on_error(raw: sqlite3.Connection, statement: str) -> None:
+    """`statement` on `raw`; if it fails, the transaction is rolled back and the error raised as SQLAlchemy's."""
+    try:
+        raw.execute(statement)
+    except sqlite3.Error as error:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise _as_dbapi(error) from error
 
 
 class Session:

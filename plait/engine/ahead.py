@@ -14,6 +14,7 @@ computed here at once, and kept the same way.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 from plait.compile.plan import expression_of
@@ -33,23 +34,29 @@ def start_ahead(state: RunState, node: NodeBase, rt: Runtime) -> None:
     if found is None:  # a CONDITION that asks a model has no expression
         return
     expression = found[1]
-    task: asyncio.Future[Any]
     try:
         scope = js_scope(state, node)
-        sandbox = rt.sandbox()
-        plain = sandbox.plain_value(expression, scope, timeout_s=node.timeout_s)
-        if plain is None:
-            owner = state.root_run_id or None  # a run and its child runs share one fair share
-            task = asyncio.ensure_future(
-                sandbox.aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner, ahead=True)
-            )
-            task.add_done_callback(_retrieved)
-        else:  # computed here, in no time (`plait.sandbox.plain`): ready when the node runs
-            task = asyncio.get_running_loop().create_future()
-            task.set_result(plain[0])
+        task = asyncio.ensure_future(evaluation(state, node, rt, expression, scope, ahead=True))
     except Exception:  # the node meets the same problem when it runs, and reports it as its own
         return
+    task.add_done_callback(_retrieved)
     state.ahead[node.id] = Ahead(expression, scope, task)
+
+
+def evaluation(
+    state: RunState, node: NodeBase, rt: Runtime, expression: str, scope: dict[str, Any], *, ahead: bool = False
+) -> Awaitable[Any]:
+    """The value of `node`'s `expression` on `scope`: computed here at once when it is plain
+    (`plait.sandbox.plain`: it only reads its scope; a done future, awaited without a loop turn),
+    else asked of an evaluator process."""
+    sandbox = rt.sandbox()
+    plain = sandbox.plain_value(expression, scope, timeout_s=node.timeout_s)
+    if plain is not None:
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        done.set_result(plain[0])
+        return done
+    owner = state.root_run_id or None  # a run and its child runs share one fair share
+    return sandbox.aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner, ahead=ahead)
 
 
 def taken_ahead(state: RunState, node: NodeBase, expression: str, scope: dict[str, Any]) -> asyncio.Future[Any] | None:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from plait.engine.ahead import taken_ahead
+from plait.engine.ahead import evaluation, taken_ahead
 from plait.engine.graph_nodes import run_loop, run_map, run_subgraph
 from plait.engine.llm_call import run_llm_call
 from plait.engine.llm_condition import run_llm_condition
@@ -55,13 +55,7 @@ async def _evaluate(node: NodeBase, state: RunState, rt: Runtime, expression: st
     snapshot = node_snapshot(node, state, scope, expression=expression)
     try:
         early = taken_ahead(state, node, expression, scope)
-        if early is not None:
-            value = await early
-        elif (plain := rt.sandbox().plain_value(expression, scope, timeout_s=node.timeout_s)) is not None:
-            value = plain[0]  # it only reads its scope: computed here, no process asked (`plait.sandbox.plain`)
-        else:
-            owner = state.root_run_id or None  # a run and its child runs share one fair share
-            value = await rt.sandbox().aevaluate(expression, scope, timeout_s=node.timeout_s, owner=owner)
+        value = await (early if early is not None else evaluation(state, node, rt, expression, scope))
     except Exception as exc:  # SandboxError and friends: the message is the user's answer
         return None, NodeResult.failed(snapshot, [timer.attempt(error=str(exc))], kind="expression", message=str(exc))
     return value, NodeResult.completed(value, snapshot, [timer.attempt(result=value)])

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from plait.compile.bodies import embed_bodies
-from plait.compile.checks import expressions, structure, templates
+from plait.compile.checks import answer_schemas, expressions, structure, templates
 from plait.compile.checks import nodes as node_checks
 from plait.compile.checks import schemas as schema_checks
 from plait.compile.context import CheckContext, VersionsFor
@@ -47,6 +47,7 @@ PASSES = (
     node_checks.check_context_include,
     templates.check_templates,
     expressions.check_expression_paths,
+    answer_schemas.check_answer_schemas,
 )
 
 

@@ -174,10 +174,13 @@ def _parsed(texts: Iterator[str]) -> dict[str, Template]:
 
 def _reads(node: NodeBase, templates: dict[str, Template], known: set[str]) -> Iterator[str]:
     """What the node's definition names: the input, when its JavaScript uses it (a CODE node's
-    code is given it always), `context_include`, and the roots of its prompts (`nodes.X`,
-    `nodeOutputs.X` or `X`), never the node itself. The outputs its JavaScript reads are `_js_names`."""
+    code is given it always) or its answer schema comes from it, `context_include`, and the roots
+    of its prompts (`nodes.X`, `nodeOutputs.X` or `X`), never the node itself. The outputs its
+    JavaScript reads are `_js_names`."""
     expression = expression_of(node)
     if expression is not None and (node.type == NodeType.CODE or _uses(expression[1], RUN_INPUT)):
+        yield RUN_INPUT
+    if node_field(node, "answer_schema", None) is not None:
         yield RUN_INPUT
     yield from (n for n in node.context_include or () if n == RUN_INPUT or n in known)
     texts = [node_field(node, name, None) for name in PROMPT_FIELDS]

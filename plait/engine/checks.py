@@ -89,7 +89,7 @@ def printed(source: str) -> tuple[tuple[Segment, ...], ...]:
 def postcheck(node: LlmCallNode, contract: OutputContract, value: Any, problems: list[str]) -> tuple[Any, list[str]]:
     """The answer after the post-check: coerced where JSON was written inside a string, and the
     problems left (schema violations, then empty required fields)."""
-    if not contract.schemas:
+    if not contract.structured:
         return value, problems
     schema = contract.combined()
     if problems and node.checks.coerce_json and value is not None:

@@ -3,6 +3,8 @@
 A node's output must satisfy every out-edge schema. For the
 model, the schemas are merged into one `response_format`; for enforcement,
 each is validated separately so that errors name the schema that failed.
+An LLM_CALL may also be asked for a schema of its run input (`answer_schema`): it comes first
+and is enforced as well, but the stored output names only its out-edge schema.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ class OutputContract:
     schemas: tuple[BoundSchema, ...]
     registry: str = NO_REGISTRY
     """The graph's `schemas:` (as `registry_key`), which a `$ref: "label"` names."""
+    asked: BoundSchema | None = None
+    """A schema from the run input (an LLM_CALL's `answer_schema`): shown to the model before the
+    out-edge schemas (so its narrower definitions win when combined) and enforced with them, but
+    never the one an output is annotated with. Its `id` is the path it was read from, its
+    `version` a digest of its text."""
     _format: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
     _combined: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
     _keys: tuple[str, ...] | None = field(default=None, init=False, compare=False, repr=False)
@@ -45,15 +52,27 @@ class OutputContract:
 
     @property
     def structured(self) -> bool:
-        return bool(self.schemas)
+        return bool(self.schemas) or self.asked is not None
+
+    @property
+    def enforced(self) -> tuple[BoundSchema, ...]:
+        """Every schema an answer must meet: the asked one first, then the out-edge schemas."""
+        return self.schemas if self.asked is None else (self.asked, *self.schemas)
+
+    def asking(self, schema: BoundSchema) -> OutputContract:
+        """This contract with `schema` asked for first (see `asked`)."""
+        return OutputContract(self.schemas, self.registry, schema)
 
     def response_format(self) -> dict[str, Any] | None:
         """OpenAI-style `json_schema` response_format for all out-edge schemas combined.
         The same (read-only) object every time: copy it before changing it."""
-        if not self.schemas:
+        if not self.structured:
             return None
         if self._format is None:
-            name = "__".join(s.id for s in self.schemas)[:64]
+            ids = [s.id for s in self.schemas]
+            if self.asked is not None:  # named by its digest: another schema is another request
+                ids.insert(0, f"answer_{self.asked.version}")
+            name = "__".join(ids)[:64]
             value = {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": self.combined()}}
             object.__setattr__(self, "_format", value)
         return self._format
@@ -62,7 +81,7 @@ class OutputContract:
         """The schemas as the model is shown them: references written out, then combined. The
         same (read-only) object every time: copy it before changing it."""
         if self._combined is None:
-            value = combine_schemas([inline_refs(object_form(s.schema), self.registry) for s in self.schemas])
+            value = combine_schemas([inline_refs(object_form(s.schema), self.registry) for s in self.enforced])
             object.__setattr__(self, "_combined", value)
             return value
         return self._combined
@@ -71,7 +90,7 @@ class OutputContract:
         """A model's answer as a value, and every way it fails the contract (empty when valid).
         Without schemas the text is the value; a JSON answer may come inside a ``` fence."""
         text = text or ""
-        if not self.schemas:
+        if not self.structured:
             return text, []
         value, problems = parse_json(text)
         return (value, problems) if problems else (value, self.violations(value))
@@ -80,15 +99,16 @@ class OutputContract:
         """Every way `value` breaks a schema, as `path: message (schema 'id')` lines (empty when valid)."""
         data = strip_meta(value)
         if self._keys is None:
-            object.__setattr__(self, "_keys", tuple(schema_key(b.schema) for b in self.schemas))
+            object.__setattr__(self, "_keys", tuple(schema_key(b.schema) for b in self.enforced))
         problems: list[str] = []
-        for bound, key in zip(self.schemas, self._keys or (), strict=True):
+        for bound, key in zip(self.enforced, self._keys or (), strict=True):
             # the schema id goes last: in front it read as a repeated path ("summary: summary: 5 is ...")
             problems.extend(f"{p} (schema '{bound.id}')" for p in violations(key, self.registry, data))
         return problems
 
     def annotate(self, value: Any) -> Any:
-        """The stored form: objects carry `_schema_id` / `_schema_version` of their first contract."""
+        """The stored form: objects carry `_schema_id` / `_schema_version` of their first out-edge
+        schema (never of the asked one, which is the run's, not the graph's)."""
         if not self.schemas or not isinstance(value, dict):
             return value
         first = self.schemas[0]

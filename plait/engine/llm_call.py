@@ -12,6 +12,7 @@ import functools
 from dataclasses import replace
 from typing import Any
 
+from plait.engine.answer_schema import contract_of, recorded, shown_contract
 from plait.engine.checks import judged, postcheck, precheck
 from plait.engine.contracts import OutputContract
 from plait.engine.fewshot import Fewshot, FewshotLookup, render_examples
@@ -49,6 +50,9 @@ async def run_llm_call(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeR
 async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResult:
     """One execution of the node, without the repair hook."""
     view = build_view(state, node)  # built once: the script, the MCP URIs, the prompts, the pre-check
+    contract = contract_of(node, state.compiled.contracts[node.id], view.names["input"])
+    if isinstance(contract, NodeResult):  # the run input's answer schema cannot be used
+        return contract
     script: ScriptOutcome | None = None
     if node.prompt_script is not None:
         script_or_failure = await run_prompt_script(node, state, rt, view)
@@ -66,7 +70,9 @@ async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResu
     counter = rt.counter(node.model_role, node.model_id_override)
     prompt = script.prompt if script else None
     budget = await prepared(node, view, counter, mcp, prompt)
-    request, snapshot = build_request(node, state, counter, fewshot, mcp, prompt=prompt, view=view, budget=budget)
+    request, snapshot = build_request(
+        node, state, counter, fewshot, mcp, contract, prompt=prompt, view=view, budget=budget
+    )
     if state.run_id in rt.degraded:
         request = replace(request, degraded=True)
     if script is not None:
@@ -75,8 +81,8 @@ async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResu
     if blocked is not None:
         return blocked
     if offers_tools(node) and rt.provider is not None:
-        return await run_with_tools(node, request, snapshot, rt, state)
-    return await _attempts(node, request, state.compiled.contracts[node.id], snapshot, rt, state)
+        return await run_with_tools(node, request, contract, snapshot, rt, state)
+    return await _attempts(node, request, contract, snapshot, rt, state)
 
 
 def _prechecked(node: LlmCallNode, state: RunState, view: NodeView, snapshot: dict[str, Any]) -> NodeResult | None:
@@ -143,7 +149,8 @@ def build_request(
     `counter`: the tokenizer of the model serving the node, for `token_budget_input`; `fewshot`:
     where corrected examples come from (`use_overrides_as_fewshot`), appended to the system prompt;
     `mcp`: the resources and prompt the node's MCP servers gave; `contract`: the answer's schema
-    when it is not the out-edges' (a CONDITION decided by a model); `prompt`: the user prompt a
+    when it is not the out-edges' (a CONDITION decided by a model, the run input's `answer_schema`
+    first: found here when not given); `prompt`: the user prompt a
     prompt script returned, instead of `user_prompt_tpl` rendered; `view`: the node's names when
     the caller has built them already (with `mcp`'s fields added); `budget`: the prompt budget
     `prepared` rendered the prompts with (then they are not rendered again)."""
@@ -168,7 +175,7 @@ def build_request(
         messages = mcp.inject(messages)
         system = next((m["content"] for m in messages if m["role"] == "system"), None)
         user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    contract = contract or state.compiled.contracts[node.id]
+    contract = contract or shown_contract(node, state.compiled.contracts[node.id], view.names["input"])
     request = ChatRequest(
         node_id=node.id,
         messages=messages,
@@ -200,6 +207,7 @@ def build_request(
         },
         "truncated_chars": budget.truncated,
     }
+    snapshot.update(recorded(contract))
     if mcp is not None:
         snapshot["mcp"] = mcp.record
         if mcp.messages is not None:
@@ -424,11 +432,16 @@ class _OverBudget(Exception):
 
 
 async def run_with_tools(
-    node: LlmCallNode, request: ChatRequest, snapshot: dict[str, Any], rt: Runtime, state: RunState
+    node: LlmCallNode,
+    request: ChatRequest,
+    contract: OutputContract,
+    snapshot: dict[str, Any],
+    rt: Runtime,
+    state: RunState,
 ) -> NodeResult:
     """The tool loop (plait/engine/tool_loop.py), then the final answer without tools, validated as
-    any answer; every round is an attempt of the node run, and the rounds are in its snapshot."""
-    contract = state.compiled.contracts[node.id]
+    any answer under `contract`; every round is an attempt of the node run, and the rounds are in
+    its snapshot."""
     attempts: list[dict[str, Any]] = []
     usage = new_usage()
     evaluate = functools.partial(rt.sandbox().aevaluate, owner=state.root_run_id or None)  # the run's fair share

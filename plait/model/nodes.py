@@ -7,6 +7,7 @@ Fields shared by every type live on `NodeBase`.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -146,6 +147,11 @@ Repair = Annotated[RepairHook | None, BeforeValidator(_repair_switch)]
 """The `repair` field of the node types whose failures a model may diagnose (LLM_CALL, TOOL, CODE)."""
 
 
+ANSWER_SCHEMA_PATH = re.compile(r"input(\.[A-Za-z_][A-Za-z0-9_]*)+")
+"""What an LLM_CALL's `answer_schema` may be: `input.` and a dotted path of names (the compiler
+says so of any other text, with a hint, rather than the model's validation)."""
+
+
 class LlmCallNode(NodeBase):
     """Calls a model with a rendered prompt, optionally with tools and MCP servers. It has
     exactly one prompt source: `user_prompt_tpl`, `prompt_script` or `mcp_prompt`."""
@@ -191,6 +197,11 @@ class LlmCallNode(NodeBase):
     repair: Repair = None
     """Ask a model to diagnose a check that failed for good, or a provider's fault (`repair: true`
     for the defaults)."""
+    answer_schema: str | None = None
+    """A path into the run input, `input.<dotted path>`, to a JSON Schema object: the answer is
+    asked for under it as well as under the out-edge schemas, and must satisfy both. For a schema
+    that differs on every run (enums of ids the caller knows), which edge schemas, fixed per graph
+    version, cannot be."""
 
     @model_validator(mode="after")
     def _one_prompt_source(self) -> LlmCallNode:

@@ -12,6 +12,7 @@ from plait.deprecation import deprecated_alias
 from plait.redact import register
 from plait.store.batches import BatchRepository
 from plait.store.cache import CacheRepository
+from plait.store.chat import ChatRepository
 from plait.store.checkpoint import Checkpointer
 from plait.store.db import create_store_engine, upgrade
 from plait.store.decisions import DecisionRepository
@@ -93,6 +94,7 @@ class Store:
         self.outbox = OutboxRepository(self.db)
         self.decisions = DecisionRepository(self.db)
         self.drafts = DraftRepository(self.db)
+        self.chat = ChatRepository(self.db)
         self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

@@ -21,13 +21,26 @@ from plait import __version__
 from plait.api import errors
 from plait.api.auth import caller
 from plait.api.browser import BrowserGuard, BrowserPolicy
+from plait.api.chat import ChatHub
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
 from plait.api.handoff import HandOff
 from plait.api.limits import BodyLimit
 from plait.api.openapi import ERROR_RESPONSES, describe
 from plait.api.route_reader import ApiRouteReader
-from plait.api.routes import corrections, drafts, events, graphs, inspection, runs, schedules, seed, system, templates
+from plait.api.routes import (
+    chat,
+    corrections,
+    drafts,
+    events,
+    graphs,
+    inspection,
+    runs,
+    schedules,
+    seed,
+    system,
+    templates,
+)
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
 from plait.config import PlaitConfig, WorkersConfig, config_path, load_config
@@ -102,7 +115,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
     app.add_middleware(BrowserGuard, policy=BrowserPolicy.of(settings))  # added last: it runs first
     protected = [Depends(caller)]
     app.include_router(system.router, prefix="/api")
-    for module in (inspection, graphs, drafts, runs, corrections, events, templates, schedules):
+    for module in (inspection, graphs, drafts, runs, corrections, events, templates, schedules, chat):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # the original API's routes, at their exact paths
     mount_workbench(app)  # `/` and `/assets`: the page only calls the routes above, with the caller's token
@@ -145,7 +158,8 @@ def _lifespan(
             llm=describe_llm(settings.llm, settings.config),  # stored on its runs: they go on with this model
             routes=routes,
         )
-        app.state.plait = ServerState(settings, store, provider, config, executor, events, routes=routes)
+        hub = ChatHub(store, executor, events)
+        app.state.plait = ServerState(settings, store, provider, config, executor, events, routes=routes, chat=hub)
         background: list[asyncio.Task[None]] = []
         handoff = _handoff(settings, store, config, events)
         executor.handoff = handoff
@@ -161,6 +175,7 @@ def _lifespan(
         finally:
             for task in background:
                 task.cancel()
+            await hub.aclose()
             if handoff is not None:
                 handoff.close()
             await executor.aclose()

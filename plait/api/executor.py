@@ -48,6 +48,8 @@ log = logging.getLogger("plait.api")
 RECOVER_PAGE = 500
 WAKE_POLL_S = 1.0
 """How often the server looks for runs whose WAIT is due: a parked run continues within this."""
+SETTLE_POLL_S = 0.2
+"""How often `settled` looks at a run workers execute."""
 WAKE_RETRY_S = 60.0
 """How soon a due run the engine did not drive (it is still parked) is tried again."""
 RELAUNCH_S = 2.0
@@ -145,6 +147,19 @@ class RunExecutor:
         self._tasks[run_id] = task
         task.add_done_callback(lambda done: self._done(run_id, done))
         return True
+
+    async def settled(self, run_id: str) -> None:
+        """Wait until the run stops moving: this server's task for it ends or, handed to workers,
+        the store says it ended or waits for a person (looked at every `SETTLE_POLL_S`)."""
+        task = self._tasks.get(run_id)
+        if task is not None:
+            await asyncio.wait({task})
+            return
+        while self.handoff is not None:
+            record = await asyncio.to_thread(self.store.runs.get, run_id)
+            if record.status in TERMINAL_RUN_STATUSES or record.status == RunStatus.PAUSED:
+                return
+            await asyncio.sleep(SETTLE_POLL_S)
 
     async def stop(self, run_id: str) -> bool:
         """Stop driving a run (its lease is given up; it stays resumable). False: not driven here."""

@@ -57,6 +57,7 @@ NAMED_ELSEWHERE: frozenset[Operation] = frozenset(
         ("POST", "/api/templates/preview"),  # the template, or the run and node, to preview with
         ("POST", "/api/templates/generate"),
         ("POST", "/api/templates"),  # the template to start `from`
+        ("POST", "/api/chat/sessions"),  # the graph to work on
     }
 )
 READS_OUTPUTS: frozenset[Operation] = frozenset(
@@ -92,6 +93,11 @@ CONFLICTS: frozenset[Operation] = READS_OUTPUTS | {
     ("PUT", "/api/templates/{template_id}"),  # a system template is read-only
     ("DELETE", "/api/templates/{template_id}"),
     ("PUT", "/api/drafts/{slug}"),  # a stored graph's draft names the version it started from
+    ("POST", "/api/chat/sessions/{session_id}/messages"),  # the last turn is still being worked on
+    ("POST", "/api/chat/sessions/{session_id}/answers"),  # no question card waits
+    ("POST", "/api/chat/sessions/{session_id}/drafts/{draft_id}/accept"),  # not a valid proposal, graph changed
+    ("POST", "/api/chat/sessions/{session_id}/drafts/{draft_id}/reject"),  # decided already
+    ("POST", "/api/chat/sessions/{session_id}/runs"),
 }
 SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
     {

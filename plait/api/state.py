@@ -7,6 +7,7 @@ from typing import cast
 
 from fastapi import Request
 
+from plait.api.chat import ChatHub
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
 from plait.api.route_reader import ApiRouteReader
@@ -33,6 +34,8 @@ class ServerState:
     """How many prompt-script previews and generations run at once (`plait.api.script_slots`)."""
     routes: ApiRouteReader | None = None
     """Prompt scripts' `readRoute`: this app's own allowed GET routes, in-process."""
+    chat: ChatHub | None = None
+    """The chat: its turns in flight and its listeners (`plait.api.chat`)."""
 
 
 def server_state(request: Request) -> ServerState:

@@ -77,6 +77,7 @@ COMMANDS = _rules(
         (r"`plait resume (\S+?)`", r"POST /api/runs/\1/resume"),
         (r"`plait replay[^`]*`", "POST /api/node-runs/{id}/replay"),
         (r"`plait templates preview[^`]*`", "POST /api/templates/preview"),
+        (r"`plait chat --list`", "GET /api/chat/sessions"),
     )
 )
 LEFT_OVER = re.compile(r"\s*\(?`plait [^`]*`\)?|\s*\(?`?(?<![\w-])--[a-z][\w-]*(?:[ =][^\s,;()`]+)?`?\)?")

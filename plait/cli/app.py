@@ -19,6 +19,7 @@ from typer.models import CommandInfo, TyperInfo
 from plait import __version__
 from plait.cli import config, graphs, runs, schedules, templates
 from plait.cli.batch import batch_command
+from plait.cli.chat import chat_command
 from plait.cli.common import EXIT_FAILED, EXIT_INVALID, report_refusal
 from plait.cli.corrections import override_command, rerun_command, review_command, rollback_command
 from plait.cli.help import PlaitTyper
@@ -53,6 +54,7 @@ app.add_commands(
         "review": review_command,
         "rollback": rollback_command,
         "serve": serve_command,
+        "chat": chat_command,
     }
 )
 

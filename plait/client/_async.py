@@ -79,11 +79,13 @@ class AsyncClient:
         self._driving: set[asyncio.Task[RunOutcome]] = set()
         """Every run executing on this client now (started, resumed, continued after a correction)."""
         self._closed = False
+        from plait.client._chat import AsyncChat
         from plait.client._namespaces import AsyncSchedules, AsyncTemplates, AsyncTokens  # it imports `_sync`
 
         self.templates = AsyncTemplates(self)
         self.schedules = AsyncSchedules(self)
         self.tokens = AsyncTokens(self)
+        self.chat = AsyncChat(self)
 
     async def __aenter__(self) -> AsyncClient:
         self._open()

@@ -60,6 +60,7 @@ class Client:
         config: str | os.PathLike[str] | None = None,
         cache: bool = True,
     ) -> None:
+        from plait.client._chat import Chat
         from plait.client._namespaces import Schedules, Templates, Tokens  # they import `_blocking` from here
 
         self._portal = Portal()
@@ -67,6 +68,7 @@ class Client:
         self.templates = Templates(self._portal, self._client.templates)
         self.schedules = Schedules(self._portal, self._client.schedules)
         self.tokens = Tokens(self._portal, self._client.tokens)
+        self.chat = Chat(self._portal, self._client.chat)
 
     def __enter__(self) -> Client:
         return self

@@ -52,6 +52,7 @@ from plait.engine.state import CompiledRun, RunState
 from plait.engine.streaming import StreamChoice
 from plait.llm.provider import Provider
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
+from plait.model.graph import GraphDef
 from plait.store import ChildOf, RunRecord, Store, StoredGraph, StoreError
 from plait.store.faults import transient
 from plait.store.new_runs import CreateRun, NewRun
@@ -490,6 +491,11 @@ class Engine:
         executed yet, no provider serving a role, a model lacking a capability, an MCP server not
         configured): what `run` and `start` check, for callers that refuse before a run exists."""
         self._refuse_unexecutable(graph.graph_id, graph.version)
+
+    def check_graph(self, graph: GraphDef) -> None:
+        """Raise EngineError when this engine could not execute `graph`, a validated graph not
+        stored yet (a proposal a person has not accepted): the same checks as `check_executable`."""
+        refuse_unexecutable(CompiledRun.from_graph(graph), self.runtime)
 
     def _refuse_unexecutable(
         self, graph_id: str, version: int, body: str | None = None, compiled: CompiledRun | None = None

@@ -24,6 +24,7 @@ from plait.engine.runner import Engine
 from plait.engine.streaming import StreamChoice as StreamChoice  # what `stream` takes, for the surfaces
 from plait.llm.provider import Provider
 from plait.model.enums import RunStatus
+from plait.model.graph import GraphDef
 from plait.runs.children import settle
 from plait.store import Store, StoredGraph
 from plait.store.faults import RETRY_S, StoreUnavailable, transient
@@ -57,6 +58,10 @@ class RunSession:
         """Raise EngineError when this session could not execute a run of `graph`: a refusal
         before the run exists leaves nothing behind."""
         self.engine.check_executable(graph)
+
+    def check_graph(self, graph: GraphDef) -> None:
+        """Raise EngineError when this session could not execute `graph`, validated but not stored."""
+        self.engine.check_graph(graph)
 
     def stream(self, run_id: str, nodes: bool | str | Sequence[str]) -> None:
         """Pass on the answers of `nodes` (True: every node) in the run and its child runs as

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 import schemathesis
 from api_helpers import ECHO, REVIEWED, wait_for
@@ -39,6 +40,8 @@ from plait.testing import served_app
 EXAMPLES = os.environ.get("PLAIT_FUZZ_EXAMPLES")
 SEED = int(os.environ.get("PLAIT_FUZZ_SEED", "20261130"))
 EVENTS = "/api/runs/{run_id}/events"
+CHAT_EVENTS = "/api/chat/sessions/{session_id}/events"
+"""A conversation's stream stays open while the client listens: checked case by case too."""
 
 
 @dataclass
@@ -128,7 +131,7 @@ def test_every_operation_answers_as_documented(seeded: Seeded, tmp_path: Path) -
         # never does: every generated request would hang until its timeout. It is checked
         # case by case below (`test_the_event_stream_answers_as_documented`), and its
         # behaviour in tests/api/test_api_events.py.
-        "--exclude-path", EVENTS,
+        "--exclude-path", EVENTS, "--exclude-path", CHAT_EVENTS,
     ]  # fmt: skip
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, f"schemathesis found problems:\n{done.stdout[-20000:]}\n{done.stderr[-3000:]}"
@@ -151,3 +154,18 @@ def test_the_event_stream_answers_as_documented(seeded: Seeded) -> None:
     call(completed, last, 204)  # ended, nothing newer: tells EventSource to stop reconnecting
     call("nope", None, 404)
     call(completed, "abc", 422)
+
+
+def test_the_chat_stream_refuses_as_documented(seeded: Seeded) -> None:
+    operation = schemathesis.openapi.from_url(f"{seeded.url}/openapi.json")[CHAT_EVENTS]["GET"]
+    with httpx.Client(base_url=seeded.url, headers=seeded.auth) as client:
+        session = client.post("/api/chat/sessions", json={}).json()["id"]
+
+    def refused(session_id: str, last_id: str | None, status: int) -> None:
+        headers = {"Last-Event-ID": last_id} if last_id is not None else {}
+        case = operation.Case(path_parameters={"session_id": session_id}, headers=headers)
+        response = case.call_and_validate(headers=seeded.auth)
+        assert response.status_code == status, response.text
+
+    refused("nope", None, 404)
+    refused(session, "null", 422)

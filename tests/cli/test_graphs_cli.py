@@ -68,7 +68,8 @@ def test_fork_a_system_graph_diff_and_merge(tmp_path: Path) -> None:
     assert listed["my_video"]["source_type"] == "system_fork"
     assert listed["my_video"]["parent_updated"] is False
     assert [g["slug"] for g in as_json(plait("graphs", "list", "--source-type", "system", "--json", cwd=tmp_path))] == [
-        "plait.video_chapters"
+        "plait.designer",
+        "plait.video_chapters",
     ]
 
     exported = tmp_path / "mine.yaml"

@@ -41,6 +41,8 @@ def story(server: Served) -> tuple[Served, str, str]:
     [
         ("#/graphs", "table[aria-label='Stored graphs'] tbody tr"),
         ("#/graphs/video_chapters", ".box[data-node='chapter_split']"),
+        ("#/graphs/video_chapters?chat=new", ".box[data-node='chapter_split']"),  # the chat beside the canvas
+        ("#/chat", "aside[aria-label='Chat'] textarea"),
         ("#/runs", "table[aria-label='Runs'] tbody tr"),
         ("#/runs/{run}", ".box[data-node='review']"),
         ("#/schedules", "table[aria-label='Schedules'] tbody tr"),

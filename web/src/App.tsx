@@ -3,6 +3,7 @@ import { get, onUnauthorized, setToken, token, type Schemas } from "./api/client
 import { ErrorView } from "./components/ErrorView";
 import { href, useRoute } from "./router";
 import { CanvasPage } from "./pages/Canvas";
+import { ChatPage } from "./pages/Chat";
 import { DashboardPage } from "./pages/Dashboard";
 import { GraphsPage } from "./pages/Graphs";
 import { NewGraphPage } from "./pages/NewGraph";
@@ -80,7 +81,13 @@ function Page({ page, params, query }: { page: string; params: string[]; query: 
     case "new-graph":
       return <NewGraphPage />;
     case "graphs":
-      return params[0] ? <CanvasPage graphRef={params[0]} version={query.get("version")} /> : <GraphsPage />;
+      return params[0] ? (
+        <CanvasPage graphRef={params[0]} version={query.get("version")} chat={query.get("chat")} />
+      ) : (
+        <GraphsPage />
+      );
+    case "chat":
+      return <ChatPage sessionId={query.get("session")} />;
     case "runs":
       return params[0] ? <RunPage runId={params[0]} /> : <RunsPage graph={query.get("graph")} status={query.get("status")} />;
     case "schedules":

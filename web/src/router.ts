@@ -36,3 +36,14 @@ export function go(...parts: string[]): void {
 export function replaceWith(...parts: string[]): void {
   window.location.replace(href(...parts));
 }
+
+/** The current address with its query's `key` set to `value` (left out for null), in place of
+ * the current one: the page stays, and a reload opens it as it is now. */
+export function replaceQuery(key: string, value: string | null): void {
+  const [path, search = ""] = window.location.hash.split("?");
+  const query = new URLSearchParams(search);
+  if (value === null) query.delete(key);
+  else query.set(key, value);
+  const rest = query.toString();
+  window.location.replace(`${window.location.pathname}${window.location.search}${path || "#/"}${rest ? `?${rest}` : ""}`);
+}

@@ -1,8 +1,19 @@
 // The one way the page talks to the server: the public HTTP API, with the bearer token the
 // person gave (kept in this browser's localStorage), and every error in the API's one shape.
-import type { components } from "./schema";
+import type { components, paths } from "./schema";
 
 export type Schemas = components["schemas"];
+
+type Method = "get" | "post" | "put" | "delete";
+type Json<R> = R extends { content: { "application/json": infer T } } ? T : never;
+type Success<R> = R extends { 200: infer A } ? Json<A> : R extends { 201: infer A } ? Json<A> : never;
+
+/** The JSON route `path` answers `method` with (its 200 or 201), named by the route rather than
+ * by the model behind it: two models of one name in two modules get names the server makes up
+ * (`plait__api__routes__drafts__DraftOut`), and those may change when one is renamed. */
+export type Answer<P extends keyof paths, M extends Method = "get"> = paths[P][M] extends { responses: infer R }
+  ? Success<R>
+  : never;
 
 const TOKEN_KEY = "plait.token";
 

@@ -22,7 +22,7 @@ import {
 } from "@xyflow/react";
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { BOX_H, BOX_W, type Layout, layout, routeKey } from "./layout";
-import { type BoxData, END, type GraphDoc, placed, source, target, toFlow } from "./model";
+import { type BoxData, type DiffMark, END, type GraphDoc, placed, source, target, toFlow } from "./model";
 import { Overview } from "./Overview";
 import { RoutedEdge } from "./RoutedEdge";
 
@@ -36,9 +36,10 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
     // Too small to read: a light box in the node's colours, so big graphs draw fast.
     return (
       <div
-        className={`box far type-${kind.toLowerCase()} ${data.status ? `status-${data.status}` : ""} ${problems.length ? "has-problems" : ""}`}
+        className={`box far type-${kind.toLowerCase()} ${data.status ? `status-${data.status}` : ""} ${problems.length ? "has-problems" : ""} ${data.mark ? `diff-${data.mark}` : ""}`}
         data-node={id}
         data-status={data.status ?? ""}
+        data-diff={data.mark ?? undefined}
         title={def?.label || id}
       >
         <Handle type="target" position={Position.Left} />
@@ -48,9 +49,10 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
   }
   return (
     <div
-      className={`box type-${kind.toLowerCase()} ${data.status ? `status-${data.status}` : ""} ${selected ? "selected" : ""} ${problems.length ? "has-problems" : ""}`}
+      className={`box type-${kind.toLowerCase()} ${data.status ? `status-${data.status}` : ""} ${selected ? "selected" : ""} ${problems.length ? "has-problems" : ""} ${data.mark ? `diff-${data.mark}` : ""}`}
       data-node={id}
       data-status={data.status ?? ""}
+      data-diff={data.mark ?? undefined}
       title={problems.join("\n") || undefined}
     >
       <Handle type="target" position={Position.Left} />
@@ -59,6 +61,11 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
         {def?.label || id}
       </div>
       {def && def.label ? <div className="box-id">{id}</div> : null}
+      {data.mark ? (
+        <div className="box-diff" title={data.markNote}>
+          {MARK_WORDS[data.mark]}
+        </div>
+      ) : null}
       {data.status ? (
         <div className="box-status">{data.status === "waiting" ? "waiting for a person" : data.status}</div>
       ) : null}
@@ -71,6 +78,9 @@ const Box = memo(function Box({ id, data, selected }: NodeProps<Node<BoxData>>) 
     </div>
   );
 });
+
+/** A draft's marks in words: the colour is never the only sign. */
+const MARK_WORDS: Record<DiffMark, string> = { added: "added", removed: "removed", changed: "changed" };
 
 const NODE_TYPES = { box: Box };
 const NO_EDGES: Edge[] = [];
@@ -94,7 +104,7 @@ const FarEdges = memo(function FarEdges({ nodes, edges }: { nodes: Node<BoxData>
         targetY: to.position.y + (to.measured?.height ?? BOX_H) / 2,
         targetPosition: Position.Left,
       });
-      parts[edge.className ? 1 : 0].push(d);
+      parts[edge.className?.includes("edge-problem") ? 1 : 0].push(d);
     }
     return parts.map((p) => p.join(" "));
   }, [nodes, edges]);
@@ -185,6 +195,10 @@ export interface GraphViewProps {
   focus?: string | null;
   statuses?: Record<string, string>;
   problems?: Record<string, string[]>;
+  /** A draft drawn over the graph: nodes and edges (by id) added, removed or changed, with a
+   * note (the fields changed) shown on hover. */
+  marks?: Record<string, DiffMark>;
+  markNotes?: Record<string, string>;
   selected?: string | null;
   onSelect?: (nodeId: string | null, edgeId: string | null) => void;
 }
@@ -201,7 +215,7 @@ export function GraphView(props: GraphViewProps) {
 const NONE: Record<string, never> = {};
 
 function Canvas(props: GraphViewProps) {
-  const { graph, statuses = NONE, problems = NONE, selected = null, onSelect } = props;
+  const { graph, statuses = NONE, problems = NONE, marks = NONE, markNotes = NONE, selected = null, onSelect } = props;
   const { editable = false, onMoved, onConnected, onRemoved, freeSpot, focus } = props;
   const viewport = useReactFlow();
   const frame = useRef<HTMLDivElement>(null);
@@ -292,6 +306,8 @@ function Canvas(props: GraphViewProps) {
           old.data.def === node.data.def &&
           old.data.status === statuses[node.id] &&
           old.data.problems === problems[node.id] &&
+          old.data.mark === marks[node.id] &&
+          old.data.markNote === markNotes[node.id] &&
           old.selected === (node.id === selected) &&
           old.position.x === node.position.x &&
           old.position.y === node.position.y
@@ -302,11 +318,17 @@ function Canvas(props: GraphViewProps) {
           ...node,
           measured: old?.measured,
           selected: node.id === selected,
-          data: { ...node.data, status: statuses[node.id], problems: problems[node.id] },
+          data: {
+            ...node.data,
+            status: statuses[node.id],
+            problems: problems[node.id],
+            mark: marks[node.id],
+            markNote: markNotes[node.id],
+          },
         };
       });
     });
-  }, [flow, statuses, problems, selected]);
+  }, [flow, statuses, problems, marks, markNotes, selected]);
   const onNodesChange = useCallback(
     (changes: NodeChange<Node<BoxData>>[]) => setNodes((drawn) => applyNodeChanges(changes, drawn)),
     [],
@@ -322,11 +344,15 @@ function Canvas(props: GraphViewProps) {
         // a route meets the boxes where the layout put them; RoutedEdge checks it still does
         data: { ...edge.data, route: laidOut?.routes.get(routeKey(edge.source, edge.target)) },
         selected: picked.has(edge.id),
-        className: problems[edge.id]?.length ? "edge-problem" : undefined,
+        className:
+          [problems[edge.id]?.length ? "edge-problem" : "", marks[edge.id] ? `edge-${marks[edge.id]}` : ""]
+            .filter(Boolean)
+            .join(" ") || undefined,
+        ariaLabel: marks[edge.id] ? `Edge from ${edge.source} to ${edge.target}, ${MARK_WORDS[marks[edge.id]]}` : undefined,
         animated: statuses[edge.source] === "running",
       }));
     });
-  }, [flow, problems, statuses, laidOut]);
+  }, [flow, problems, statuses, marks, laidOut]);
   const onEdgesChange = useCallback((changes: EdgeChange[]) => setEdges((drawn) => applyEdgeChanges(changes, drawn)), []);
 
   const start = useMemo(

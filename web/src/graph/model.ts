@@ -33,10 +33,15 @@ export interface GraphDoc {
 
 export const END = "END";
 
+/** What a draft does to a node or an edge, drawn over the graph. */
+export type DiffMark = "added" | "removed" | "changed";
+
 export interface BoxData extends Record<string, unknown> {
   def: GraphNodeDef | null;
   status?: string;
   problems?: string[];
+  mark?: DiffMark;
+  markNote?: string;
 }
 
 export function source(edge: GraphEdgeDef): string {

@@ -8,7 +8,10 @@ import { useApi, when } from "../components/useApi";
 import { GraphView } from "../graph/GraphView";
 import { addNode, compact, connect, moveNode, removeEdges, removeNodes, renameNode, tidy, updateNode } from "../graph/edit";
 import { edgeId, type GraphDoc } from "../graph/model";
-import { go, href } from "../router";
+import { go, href, replaceQuery } from "../router";
+import { OverlayNote } from "./Chat";
+import { ChatPanel } from "./chat/ChatPanel";
+import { type DraftRef, useDraftOverlay } from "./chat/overlay";
 import { useHistory } from "./canvas/history";
 import { EdgeForm, NodeForm } from "./canvas/NodeForm";
 import { SchemaEditor } from "./canvas/SchemaEditor";
@@ -35,8 +38,10 @@ type Tab = "selection" | "yaml" | "schemas" | "versions";
 /** One graph: the canvas to edit it on, a palette of node types, the selected node's or edge's
  * form, its YAML kept in step both ways, its run input and schema registry, validation pinned on
  * the canvas, edits kept as a draft on the server as they are made, and saving. A graph never
- * stored (being built) is its draft alone: version 0, nothing to run until it is stored. */
-export function CanvasPage({ graphRef, version }: { graphRef: string; version: string | null }) {
+ * stored (being built) is its draft alone: version 0, nothing to run until it is stored.
+ * `chat` (`?chat=` in the address) opens the chat on a stored graph in place of the details: a
+ * conversation's id, or `new` for none yet; the draft it proposes is drawn over the graph. */
+export function CanvasPage({ graphRef, version, chat = null }: { graphRef: string; version: string | null; chat?: string | null }) {
   const loaded = useApi(() => openGraph(graphRef, version), [graphRef, version]);
   const [base, setBase] = useState<Schemas["GraphOut"] | null>(null);
   const [keepState, setKeepState] = useState<KeepState>({ state: "idle" });
@@ -50,6 +55,9 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
   const [notice, setNotice] = useState<string | null>(null);
   const [focus, setFocus] = useState<string | null>(null);
   const freeSpot = useRef<(() => { x: number; y: number }) | null>(null);
+  const [proposed, setProposed] = useState<DraftRef | null>(null);
+  const chatSession = chat && chat !== "new" ? chat : null;
+  const { overlay, error: overlayError } = useDraftOverlay(chat === null ? null : proposed);
 
   const { reset, commit: record } = history;
   useEffect(() => {
@@ -222,6 +230,16 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
           </>
         ) : null}
         {fresh ? null : (
+          <button
+            type="button"
+            aria-pressed={chat !== null}
+            title="A conversation that proposes changes to this graph, drawn on the canvas for you to accept or reject"
+            onClick={() => replaceQuery("chat", chat === null ? "new" : null)}
+          >
+            Chat
+          </button>
+        )}
+        {fresh ? null : (
           <>
             <a className="button" href={href("runs") + `?graph=${q(base.id)}`}>
               Runs
@@ -231,7 +249,9 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
         )}
       </div>
       <ErrorView error={problem} onDismiss={() => setProblem(null)} />
+      <ErrorView error={overlayError} />
       <Notice>{notice}</Notice>
+      {overlay ? <OverlayNote overlay={overlay} /> : null}
       {diagnostics ? <Diagnostics result={diagnostics} /> : null}
       {saving ? (
         <Suspense fallback={<p aria-busy="true">Loading…</p>}>
@@ -257,77 +277,98 @@ export function CanvasPage({ graphRef, version }: { graphRef: string; version: s
           />
         </Suspense>
       ) : null}
-      <div className={editable ? "split with-palette" : "split"}>
-        {editable ? <Palette onAdd={add} /> : null}
-        <GraphView
-          graph={draft}
-          problems={pins}
-          selected={selected.node}
-          editable={editable}
-          freeSpot={freeSpot}
-          focus={focus}
-          onSelect={(n, e) => {
-            setSelected({ node: n, edge: e });
-            if (n || e) setTab("selection");
-          }}
-          onMoved={(id, at) => commit(moveNode(draft, id, at))}
-          onConnected={(from, to) => {
-            const next = connect(draft, from, to);
-            commit(next);
-            setSelected({ node: null, edge: next.edges[next.edges.length - 1] ? edgeId(next.edges[next.edges.length - 1]) : null });
-          }}
-          onRemoved={(nodes, edges) => {
-            commit(removeEdges(removeNodes(draft, nodes), edges));
-            setSelected({ node: null, edge: null });
-          }}
-        />
-        <aside className="panel" aria-label="Details">
-          <div role="tablist" className="tabs">
-            {(["selection", "yaml", "schemas", "versions"] as const).map((name) => (
-              <button key={name} role="tab" type="button" aria-selected={tab === name} onClick={() => setTab(name)}>
-                {{ selection: "Selection", yaml: "YAML", schemas: "Schemas", versions: "Versions" }[name]}
-              </button>
-            ))}
-          </div>
-          {tab === "selection" ? (
-            node ? (
-              <NodeForm
-                key={node.id}
+      <div className={editable && !overlay ? "split with-palette" : "split"}>
+        {editable && !overlay ? <Palette onAdd={add} /> : null}
+        {overlay ? (
+          <GraphView key={`draft:${overlay.draftId}:${proposed?.seq}`} graph={overlay.graph} marks={overlay.marks} markNotes={overlay.notes} />
+        ) : (
+          <GraphView
+            key="graph"
+            graph={draft}
+            problems={pins}
+            selected={selected.node}
+            editable={editable}
+            freeSpot={freeSpot}
+            focus={focus}
+            onSelect={(n, e) => {
+              setSelected({ node: n, edge: e });
+              if (n || e) setTab("selection");
+            }}
+            onMoved={(id, at) => commit(moveNode(draft, id, at))}
+            onConnected={(from, to) => {
+              const next = connect(draft, from, to);
+              commit(next);
+              setSelected({ node: null, edge: next.edges[next.edges.length - 1] ? edgeId(next.edges[next.edges.length - 1]) : null });
+            }}
+            onRemoved={(nodes, edges) => {
+              commit(removeEdges(removeNodes(draft, nodes), edges));
+              setSelected({ node: null, edge: null });
+            }}
+          />
+        )}
+        {chat !== null ? (
+          <ChatPanel
+            sessionId={chatSession}
+            graph={{ ref: base.slug, name: base.name }}
+            onSession={(id) => replaceQuery("chat", id)}
+            onDraft={setProposed}
+            onAccepted={(graph, stored, session) => {
+              setNotice(`The chat's draft is stored as version ${stored} of ${graph}.`);
+              // the version stored now is the one to show (a system graph's draft is stored as a fork: its canvas)
+              if (graph !== base.slug || version) window.location.hash = href("graphs", graph) + `?chat=${q(session)}`;
+              else loaded.reload();
+            }}
+            onClose={() => replaceQuery("chat", null)}
+          />
+        ) : (
+          <aside className="panel" aria-label="Details">
+            <div role="tablist" className="tabs">
+              {(["selection", "yaml", "schemas", "versions"] as const).map((name) => (
+                <button key={name} role="tab" type="button" aria-selected={tab === name} onClick={() => setTab(name)}>
+                  {{ selection: "Selection", yaml: "YAML", schemas: "Schemas", versions: "Versions" }[name]}
+                </button>
+              ))}
+            </div>
+            {tab === "selection" ? (
+              node ? (
+                <NodeForm
+                  key={node.id}
+                  graph={draft}
+                  node={node}
+                  problems={pins[node.id]}
+                  onChange={(fields) => commit(updateNode(draft, node.id, fields), `node:${node.id}:${Object.keys(fields).join(",")}`)}
+                  onRename={(to) => {
+                    const next = renameNode(draft, node.id, to);
+                    if (next !== draft) {
+                      commit(next);
+                      setSelected({ node: to, edge: null });
+                      if (focus === node.id) setFocus(to);
+                    }
+                  }}
+                />
+              ) : edge ? (
+                <EdgeForm graph={draft} edge={edge} problems={pins[edgeId(edge)]} onGraph={commit} />
+              ) : (
+                <p className="muted">
+                  Select a node or an edge to edit it.{editable ? " Drag from a node's right handle to another node to connect them; Delete removes what is selected." : ""}
+                </p>
+              )
+            ) : null}
+            {tab === "yaml" ? <YamlView draft={draft} readOnly={!editable} onChange={(next) => commit(next, "yaml")} /> : null}
+            {tab === "schemas" ? (
+              <SchemaEditor
                 graph={draft}
-                node={node}
-                problems={pins[node.id]}
-                onChange={(fields) => commit(updateNode(draft, node.id, fields), `node:${node.id}:${Object.keys(fields).join(",")}`)}
-                onRename={(to) => {
-                  const next = renameNode(draft, node.id, to);
-                  if (next !== draft) {
-                    commit(next);
-                    setSelected({ node: to, edge: null });
-                    if (focus === node.id) setFocus(to);
-                  }
-                }}
+                onChange={(schemas) => commit({ ...draft, schemas }, "schemas")}
+                onInput={(input_schema) => commit({ ...draft, input_schema }, "input")}
               />
-            ) : edge ? (
-              <EdgeForm graph={draft} edge={edge} problems={pins[edgeId(edge)]} onGraph={commit} />
-            ) : (
-              <p className="muted">
-                Select a node or an edge to edit it.{editable ? " Drag from a node's right handle to another node to connect them; Delete removes what is selected." : ""}
-              </p>
-            )
-          ) : null}
-          {tab === "yaml" ? <YamlView draft={draft} readOnly={!editable} onChange={(next) => commit(next, "yaml")} /> : null}
-          {tab === "schemas" ? (
-            <SchemaEditor
-              graph={draft}
-              onChange={(schemas) => commit({ ...draft, schemas }, "schemas")}
-              onInput={(input_schema) => commit({ ...draft, input_schema }, "input")}
-            />
-          ) : null}
-          {tab === "versions" && !fresh ? (
-            <Suspense fallback={<p aria-busy="true">Loading…</p>}>
-              <Versions graph={base} onChanged={loaded.reload} />
-            </Suspense>
-          ) : null}
-        </aside>
+            ) : null}
+            {tab === "versions" && !fresh ? (
+              <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+                <Versions graph={base} onChanged={loaded.reload} />
+              </Suspense>
+            ) : null}
+          </aside>
+        )}
       </div>
     </section>
   );

@@ -1,8 +1,8 @@
 import { useState } from "react";
-import { put, q, type Schemas } from "../api/client";
+import { put, q } from "../api/client";
 import { ErrorView } from "../components/ErrorView";
 import { go, href } from "../router";
-import { draftOf } from "./canvas/drafts";
+import { draftOf, type DraftOut } from "./canvas/drafts";
 import type { Json } from "../schema/fields";
 import { SchemaForm } from "../schema/SchemaForm";
 
@@ -40,7 +40,7 @@ export function NewGraphPage() {
         return;
       }
       const graph = { plait: 1, id: slug, name: name.trim() || slug, ...(description.trim() ? { description: description.trim() } : {}), input_schema: input, nodes: [], edges: [] };
-      await put<Schemas["DraftOut"]>(`/api/drafts/${q(slug)}`, { graph });
+      await put<DraftOut>(`/api/drafts/${q(slug)}`, { graph });
       go("graphs", slug);
     } catch (cause) {
       setProblem(cause);
@@ -53,6 +53,10 @@ export function NewGraphPage() {
       <p className="muted">
         Name it and say what a run starts with; then add nodes on the canvas. It is kept as a draft (valid or not) until you store
         it as version 1.
+      </p>
+      <p className="muted">
+        Or say in words what it should do: <a href={href("chat")}>design it in a chat</a>, which proposes the graph for you to
+        accept.
       </p>
       <form
         className="new-graph"

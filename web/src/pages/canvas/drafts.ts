@@ -3,10 +3,10 @@
 // and a graph being built (invalid until it is finished) exists from its first edit. The draft
 // names the version it started from, so coming back after someone else saved says so instead of
 // silently basing the edit on theirs.
-import { ApiError, del, get, headers, put, q, type Schemas } from "../../api/client";
+import { type Answer, ApiError, del, get, headers, put, q, type Schemas } from "../../api/client";
 import type { GraphDoc } from "../../graph/model";
 
-export type DraftOut = Schemas["DraftOut"];
+export type DraftOut = Answer<"/api/drafts/{slug}">;
 
 /** What the canvas opens: a stored graph (and its draft, if it has one), or the draft of a graph
  * never stored. */

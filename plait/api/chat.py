@@ -61,6 +61,7 @@ class ChatHub:
         self._loop_thread = threading.get_ident()
         self._listeners: dict[str, set[asyncio.Queue[dict[str, Any]]]] = {}
         self._turns: dict[str, asyncio.Task[Any]] = {}
+        self._follows: set[asyncio.Task[Any]] = set()
 
     # -- what the chat needs ----------------------------------------------------------------------
 
@@ -88,12 +89,19 @@ class ChatHub:
             )
 
     def carry_out(self, session_id: str, work: Coroutine[Any, Any, Any]) -> None:
-        """Run `work` (a turn, or following a run) in the background of this server."""
+        """Run a turn in the background of this server: the session's one turn in flight."""
         task = asyncio.create_task(self._guarded(session_id, work), name=f"plait-chat-{session_id}")
         self._turns[session_id] = task
         task.add_done_callback(
             lambda done: self._turns.pop(session_id, None) if self._turns.get(session_id) is done else None
         )
+
+    def follow(self, session_id: str, work: Coroutine[Any, Any, Any]) -> None:
+        """Follow a run the chat started, in the background: the conversation goes on meanwhile
+        (a person asks about a run while it runs)."""
+        task = asyncio.create_task(self._guarded(session_id, work), name=f"plait-chat-run-{session_id}")
+        self._follows.add(task)
+        task.add_done_callback(self._follows.discard)
 
     async def _guarded(self, session_id: str, work: Coroutine[Any, Any, Any]) -> None:
         """A turn that fails unexpectedly leaves an error message in the chat, never a stuck session."""
@@ -108,9 +116,10 @@ class ChatHub:
             self.notify(session_id, {"event": "message"})
 
     async def aclose(self) -> None:
-        for task in list(self._turns.values()):
+        tasks = [*self._turns.values(), *self._follows]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._turns.values(), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # -- listeners --------------------------------------------------------------------------------
 

@@ -97,7 +97,6 @@ CONFLICTS: frozenset[Operation] = READS_OUTPUTS | {
     ("POST", "/api/chat/sessions/{session_id}/answers"),  # no question card waits
     ("POST", "/api/chat/sessions/{session_id}/drafts/{draft_id}/accept"),  # not a valid proposal, graph changed
     ("POST", "/api/chat/sessions/{session_id}/drafts/{draft_id}/reject"),  # decided already
-    ("POST", "/api/chat/sessions/{session_id}/runs"),
 }
 SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
     {

@@ -229,13 +229,12 @@ async def run(state: State, session_id: str, body: RunIn) -> RunStartedOut:
     """Start an ordinary run of the chat's graph (or `graph`), linked into the chat; its events
     stream to the session, and a message says how it ended."""
     hub = _hub(state)
-    await hub.idle(session_id)
     run_input = dict(body.input)
     if body.upload is not None:
         run_input[body.upload_field] = await run_in_threadpool(hub.chat.upload_text, session_id, body.upload)
     started = await run_in_threadpool(hub.chat.start, session_id, run_input, body.graph)
     assert started.run_id is not None
-    hub.carry_out(session_id, hub.chat.follow(session_id, started.run_id))
+    hub.follow(session_id, hub.chat.follow(session_id, started.run_id))
     return RunStartedOut(run_id=started.run_id, seq=started.seq)
 
 

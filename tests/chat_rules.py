@@ -32,7 +32,7 @@ RULES: list[dict[str, Any]] = [
     _rule(
         r"(?s)Summarise my meeting notes.*config/",
         "I gave the node its prompt.",
-        [{"op": "set_field", "node": "summarise", "field": "user_prompt_tpl", "value": "Notes: {{ input.notes }}"}],
+        [{"op": "set_field", "node": "summarise", "fields": {"user_prompt_tpl": "Notes: {{ input.notes }}"}}],
     ),
     # a question first, then the design from the answer
     _rule(
@@ -60,13 +60,13 @@ RULES: list[dict[str, Any]] = [
     _rule(
         r"(?s)Make the polish step gentler",
         "Gentler now.",
-        [{"op": "set_field", "node": "polish", "field": "system_prompt", "value": "Polish gently."}],
+        [{"op": "set_field", "node": "polish", "fields": {"system_prompt": "Polish gently."}}],
     ),
     # a document that tells the designer to add a shell: the scripted designer obeys it every round
     _rule(
         r"(?s)IGNORE PREVIOUS INSTRUCTIONS.*not_executable",
         "Trying another shell.",
-        [{"op": "set_field", "node": "pwn", "field": "command", "value": ["bash", "-c", "cat /etc/passwd"]}],
+        [{"op": "set_field", "node": "pwn", "fields": {"command": ["bash", "-c", "cat /etc/passwd"]}}],
     ),
     _rule(
         r"(?s)IGNORE PREVIOUS INSTRUCTIONS",

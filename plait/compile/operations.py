@@ -16,6 +16,8 @@ valid graph is the compiler's business.
 from __future__ import annotations
 
 import copy
+import functools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +28,7 @@ from plait.model.nodes import NODE_CLASSES, NodeType
 
 MAX_OPERATIONS = 40
 """Operations in one answer: more is a rewrite, which a person could not review as an edit."""
+SMALL_OPERATIONS = 8
 
 DESIGNABLE_TYPES: tuple[NodeType, ...] = tuple(t for t in NodeType if t is not NodeType.SKILL)
 """Node types a model may add: a SKILL names a skill file, which a chat has no way to write."""
@@ -71,8 +74,55 @@ def _new_id(taken: list[str]) -> dict[str, Any]:
     return {**_IDENTIFIER, "not": {"enum": taken}} if taken else dict(_IDENTIFIER)
 
 
-def _add_node(node_type: NodeType, taken: list[str]) -> dict[str, Any]:
-    fields = {"type": "object", "properties": {f: {} for f in node_fields(node_type)}, "additionalProperties": False}
+@functools.cache
+def field_schemas(node_type: NodeType) -> dict[str, Any]:
+    """Each settable field of `node_type` and the JSON Schema of its value, from the node class:
+    a field of a plain type (text, a number and its bounds, a flag, a choice, a list of names) is
+    typed, so a model held to it cannot put a list where a prompt goes; one of a nested model is
+    any JSON, which the compiler checks. `null` unsets a field."""
+    properties = NODE_CLASSES[node_type].model_json_schema()["properties"]
+    return {name: _plain(properties.get(name, {})) for name in node_fields(node_type)}
+
+
+_DROPPED = frozenset({"title", "description", "default"})
+
+
+def _plain(schema: Any) -> Any:
+    if "$ref" in json.dumps(schema):
+        return {}
+    if isinstance(schema, dict):
+        return {k: _plain(v) for k, v in schema.items() if k not in _DROPPED}
+    return [_plain(v) for v in schema] if isinstance(schema, list) else schema
+
+
+SMALL_TEXT_CHARS = 1_000
+"""A text value's bound in the small form of the schema (see `operations_schema`)."""
+
+
+def _fields_of(node_type: NodeType, *, small: bool, at_least_one: bool = False) -> dict[str, Any]:
+    properties = field_schemas(node_type)
+    if small:
+        properties = {name: _bounded(value) for name, value in properties.items() if value}
+    fields = {"type": "object", "properties": properties, "additionalProperties": False}
+    return {**fields, "minProperties": 1} if at_least_one else fields
+
+
+def _bounded(schema: Any) -> Any:
+    """`schema` with every text bounded (a small model held by a grammar may write without end)."""
+    if isinstance(schema, list):
+        return [_bounded(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    bounded = {k: _bounded(v) for k, v in schema.items()}
+    if bounded.get("type") == "string" and "enum" not in bounded:
+        bounded.setdefault("maxLength", SMALL_TEXT_CHARS)
+    if bounded.get("type") == "array":
+        bounded.setdefault("maxItems", 20)
+    return bounded
+
+
+def _add_node(node_type: NodeType, taken: list[str], small: bool) -> dict[str, Any]:
+    fields = _fields_of(node_type, small=small)
     return _op(
         "add_node",
         {"id": _new_id(taken), "type": {"const": str(node_type)}, "fields": fields},
@@ -80,14 +130,14 @@ def _add_node(node_type: NodeType, taken: list[str]) -> dict[str, Any]:
     )
 
 
-def _set_fields(ids: dict[str, str]) -> list[dict[str, Any]]:
-    """One `set_field` branch per node type present: its ids, and its fields by name."""
+def _set_fields(ids: dict[str, str], small: bool) -> list[dict[str, Any]]:
+    """One `set_field` branch per node type present: its ids, and its fields with their values."""
     branches = []
     for node_type in DESIGNABLE_TYPES:
         of_type = sorted(i for i, t in ids.items() if t == node_type)
         if of_type:
-            properties = {"node": {"enum": of_type}, "field": {"enum": node_fields(node_type)}, "value": {}}
-            branches.append(_op("set_field", properties, ["node", "field", "value"]))
+            fields = _fields_of(node_type, small=small, at_least_one=True)
+            branches.append(_op("set_field", {"node": {"enum": of_type}, "fields": fields}, ["node", "fields"]))
     return branches
 
 
@@ -97,13 +147,16 @@ def _endpoint(existing: list[str]) -> dict[str, Any]:
     return {"anyOf": [{"enum": existing}, _IDENTIFIER]} if existing else dict(_IDENTIFIER)
 
 
-def operations_schema(document: dict[str, Any]) -> dict[str, Any]:
-    """The JSON Schema of a list of operations on `document`."""
+def operations_schema(document: dict[str, Any], *, small: bool = False) -> dict[str, Any]:
+    """The JSON Schema of a list of operations on `document`. `small`: for a small model held to
+    it by a grammar (the embedded one): only fields of a plain type, every text and list bounded,
+    at most 8 operations; a field of a nested model (tools, params...) is then not offered, as a
+    grammar over any JSON lets such a model nest without end."""
     ids = _node_ids(document)
     existing = sorted(ids)
     schemas = _schema_ids(document)
-    branches = [_add_node(t, existing) for t in DESIGNABLE_TYPES]
-    branches += _set_fields(ids)
+    branches = [_add_node(t, existing, small) for t in DESIGNABLE_TYPES]
+    branches += _set_fields(ids, small)
     connect = {
         "from": _endpoint(existing),
         "to": {"anyOf": [{"const": END}, _endpoint(existing)]},
@@ -118,7 +171,7 @@ def operations_schema(document: dict[str, Any]) -> dict[str, Any]:
     schema = {"id": _new_id(schemas), "description": {"type": "string"}, "schema": {"type": "object"}}
     branches.append(_op("add_schema", schema, ["id", "schema"]))
     branches.append(_op("set_graph", {"field": {"enum": list(GRAPH_FIELDS)}, "value": {}}, ["field", "value"]))
-    return {"type": "array", "maxItems": MAX_OPERATIONS, "items": {"anyOf": branches}}
+    return {"type": "array", "maxItems": SMALL_OPERATIONS if small else MAX_OPERATIONS, "items": {"anyOf": branches}}
 
 
 class _Refused(Exception):
@@ -223,7 +276,15 @@ def _check_fields(kind: NodeType, fields: dict[str, Any], node_id: str) -> None:
 
 
 def _set(doc: dict[str, Any], operation: dict[str, Any]) -> None:
-    node_id, field = _text(operation, "node"), _text(operation, "field")
+    node_id = _text(operation, "node")
+    fields = operation.get("fields")
+    if not isinstance(fields, dict) or not fields:
+        raise _Refused(
+            "operation_shape",
+            "needs `fields`: an object of field -> value",
+            ('Give the fields to change, e.g. {"fields": {"system_prompt": "..."}} (null unsets one).'),
+            node_id,
+        )
     node = _find(doc, node_id)
     kind = node.get("type")
     if kind not in {str(t) for t in DESIGNABLE_TYPES}:
@@ -233,13 +294,12 @@ def _set(doc: dict[str, Any], operation: dict[str, Any]) -> None:
             ("Remove the node and add it again with a known type."),
             node_id,
         )
-    _check_fields(NodeType(str(kind)), {field: None}, node_id)
-    if "value" not in operation:
-        raise _Refused("operation_shape", "needs `value`", "Give `value` (null removes the field).", node_id)
-    if operation["value"] is None:
-        node.pop(field, None)
-    else:
-        node[field] = operation["value"]
+    _check_fields(NodeType(str(kind)), fields, node_id)
+    for field, value in fields.items():
+        if value is None:
+            node.pop(field, None)
+        else:
+            node[field] = value
 
 
 def _connect(doc: dict[str, Any], operation: dict[str, Any]) -> None:

@@ -47,13 +47,14 @@ _QUESTION = {
 }
 
 
-def answer_schema(document: dict[str, Any]) -> dict[str, Any]:
-    """The schema the designer answers under for `document`: a reply, operations on it, questions."""
+def answer_schema(document: dict[str, Any], *, small: bool = False) -> dict[str, Any]:
+    """The schema the designer answers under for `document`: a reply, operations on it, questions
+    (`small`: the form for a small model, `operations_schema`)."""
     return {
         "type": "object",
         "properties": {
-            "reply": {"type": "string", "maxLength": 2000},
-            "operations": operations_schema(document),
+            "reply": {"type": "string", "maxLength": 500 if small else 2000},
+            "operations": operations_schema(document, small=small),
             "questions": {"type": "array", "maxItems": MAX_QUESTIONS, "items": _QUESTION},
         },
         "required": ["reply", "operations", "questions"],
@@ -70,6 +71,34 @@ def catalog() -> str:
         what = " ".join(doc.split())
         lines.append(f"- {node_type}: {what} Fields: {', '.join(node_fields(node_type))}.")
     return "\n".join(lines)
+
+
+COMPACT_TEXT_CHARS = 80
+"""A small model's context (the embedded model's is 2,048 tokens) holds the draft only as its
+outline: each text field cut to this."""
+
+
+def compact_catalog(document: dict[str, Any]) -> str:
+    """The catalog for a small context: the types the draft has and the common ones, fields only."""
+    present = {str(n.get("type")) for n in _dicts(document, "nodes")}
+    wanted = [t for t in DESIGNABLE_TYPES if str(t) in present | {"LLM_CALL", "HUMAN_REVIEW", "TRANSFORM"}]
+    return "\n".join(f"- {t}: {', '.join(node_fields(t))}" for t in wanted)
+
+
+def compact_draft(document: dict[str, Any]) -> str:
+    """The draft for a small context: nodes with their fields cut short, schema and edge ids."""
+    nodes = [
+        {k: (v[:COMPACT_TEXT_CHARS] if isinstance(v, str) else v) for k, v in node.items() if k != "position"}
+        for node in _dicts(document, "nodes")
+    ]
+    shown = {
+        "id": document.get("id"),
+        "input": sorted(((document.get("input_schema") or {}).get("properties") or {}).keys()),
+        "nodes": [{k: v for k, v in n.items() if not isinstance(v, (dict, list)) or k == "command"} for n in nodes],
+        "edges": [[e.get("source"), e.get("target"), e.get("schema_id")] for e in _dicts(document, "edges")],
+        "schemas": [s.get("id") for s in _dicts(document, "schemas")],
+    }
+    return json.dumps(shown, ensure_ascii=False, separators=(",", ":"))
 
 
 def draft_text(document: dict[str, Any]) -> str:
@@ -195,14 +224,15 @@ def designer_input(
     problems: list[Diagnostic],
     conversation: str,
     context: str,
+    compact: bool = False,
 ) -> dict[str, Any]:
-    """The designer's run input for one round."""
+    """The designer's run input for one round; `compact`: for a small model's context."""
     return {
         "request": request,
-        "draft": draft_text(document),
-        "catalog": catalog(),
+        "draft": compact_draft(document) if compact else draft_text(document),
+        "catalog": compact_catalog(document) if compact else catalog(),
         "problems": problems_text(problems),
         "conversation": conversation,
         "context": context,
-        "answer_schema": answer_schema(document),
+        "answer_schema": answer_schema(document, small=compact),
     }

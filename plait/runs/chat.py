@@ -227,6 +227,7 @@ class Chat:
             problems=problems,
             conversation=conversation_text(messages[:-1]),
             context=context_text(self.store, request, linked, session.id),
+            compact=self._embedded_only(),
         )
         run_id = start_run(self.store, DESIGNER, run_input, files=False, check=self.ports.check_run, llm=self.ports.llm)
         self.ports.notify(session.id, {"event": "designer_run", "run_id": run_id})
@@ -321,6 +322,8 @@ class Chat:
         cause = error.get("node_error") or error
         reason = cause.get("message") or f"the designer run ended {run.status}"
         text = f"The designer could not answer: {reason} (its run {run_id} shows every attempt)."
+        if self._embedded_only():
+            text += " " + NEEDS_PROVIDER
         content = {"text": text, "code": "designer_failed", "error": error}
         self._say(session.id, "assistant", "error", content, run_id=run_id)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import jsonschema
@@ -49,9 +50,13 @@ def test_node_types_fields_and_existing_ids_are_closed_sets() -> None:
     assert not _valid(schema, [{"op": "add_node", "id": "judge", "type": "MERGE", "fields": {"system_prompt": "x"}}])
     assert not _valid(schema, [{"op": "add_node", "id": "tidy", "type": "MERGE", "fields": {}}])
     # set_field names an existing node and a field of its own type
-    assert _valid(schema, [{"op": "set_field", "node": "summarise", "field": "system_prompt", "value": "Be brief."}])
-    assert not _valid(schema, [{"op": "set_field", "node": "ghost", "field": "system_prompt", "value": "x"}])
-    assert not _valid(schema, [{"op": "set_field", "node": "tidy", "field": "system_prompt", "value": "x"}])
+    assert _valid(schema, [{"op": "set_field", "node": "summarise", "fields": {"system_prompt": "Be brief."}}])
+    assert not _valid(schema, [{"op": "set_field", "node": "ghost", "fields": {"system_prompt": "x"}}])
+    assert not _valid(schema, [{"op": "set_field", "node": "tidy", "fields": {"system_prompt": "x"}}])
+    # and a value of the field's own type: a prompt is text, a token limit a positive whole number
+    assert not _valid(schema, [{"op": "set_field", "node": "summarise", "fields": {"system_prompt": ["x"]}}])
+    assert not _valid(schema, [{"op": "set_field", "node": "summarise", "fields": {"max_tokens_override": 0}}])
+    assert not _valid(schema, [{"op": "set_field", "node": "summarise", "fields": {}}])
     assert not _valid(schema, [{"op": "remove_node", "node": "ghost"}])
     assert not _valid(schema, [{"op": "disconnect", "from": "ghost", "to": "tidy"}])
     assert not _valid(schema, [{"op": "rewrite_everything"}])
@@ -71,7 +76,7 @@ def test_operations_build_a_graph_that_compiles() -> None:
         {"op": "add_schema", "id": "verdict", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}},
         {"op": "connect", "from": "tidy", "to": "judge"},
         {"op": "connect", "from": "judge", "to": "END", "schema_id": "verdict"},
-        {"op": "set_field", "node": "summarise", "field": "system_prompt", "value": "Be brief."},
+        {"op": "set_field", "node": "summarise", "fields": {"system_prompt": "Be brief."}},
     ]
     assert _valid(operations_schema(BASE), ops)
     document, problems = apply_operations(BASE, ops)
@@ -90,7 +95,7 @@ def test_each_operation_that_cannot_apply_is_a_config_problem_and_the_others_sti
     ops: list[Any] = [
         {"op": "connect", "from": "tidy", "to": "nowhere"},
         {"op": "add_node", "id": "tidy", "type": "MERGE", "fields": {}},
-        {"op": "set_field", "node": "tidy", "field": "system_prompt", "value": "x"},
+        {"op": "set_field", "node": "tidy", "fields": {"system_prompt": "x"}},
         {"op": "disconnect", "from": "tidy", "to": "summarise"},
         {"op": "add_node", "id": "late", "type": "MERGE", "fields": {}},
         "not an operation",
@@ -115,7 +120,7 @@ def test_removing_a_node_drops_its_edges_and_null_unsets_a_field() -> None:
         BASE,
         [
             {"op": "remove_node", "node": "tidy"},
-            {"op": "set_field", "node": "summarise", "field": "label", "value": None},
+            {"op": "set_field", "node": "summarise", "fields": {"label": None}},
         ],
     )
     assert problems == []
@@ -145,25 +150,34 @@ def _drawn(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         return st.just(schema["const"])
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
-    if schema.get("type") == "string":
+    kind = schema.get("type")
+    if kind == "null":
+        return st.none()
+    if kind == "boolean":
+        return st.booleans()
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", -100) + 1)
+        return st.integers(min_value=int(low), max_value=int(schema.get("maximum", 100)))
+    if kind == "string":
         taken = set(schema.get("not", {}).get("enum", []))
         return st.from_regex(r"\A[a-z_][a-z0-9_]{0,6}\Z").filter(lambda s: s not in taken)
-    if schema.get("type") == "array":
-        return st.lists(_drawn(schema["items"]), max_size=4)
-    if schema.get("type") == "object" and "properties" in schema:
+    if kind == "array":
+        return st.lists(_drawn(schema.get("items", {})), min_size=schema.get("minItems", 0), max_size=4)
+    if kind == "object" and "properties" in schema:
         required = set(schema.get("required", []))
         props = schema["properties"]
-        return st.fixed_dictionaries(
+        drawn = st.fixed_dictionaries(
             {k: _drawn(v) for k, v in props.items() if k in required},
             optional={k: _drawn(v) for k, v in props.items() if k not in required},
         )
-    if schema.get("type") == "object":
+        return drawn.filter(jsonschema.Draft202012Validator(schema).is_valid)  # bounds the sketch leaves out
+    if kind == "object":
         return st.dictionaries(st.text(max_size=5), _ANY, max_size=3)
     return _ANY
 
 
 @pytest.mark.parametrize("document", [{"id": "x"}, BASE], ids=["empty", "filled"])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_whatever_the_schema_admits_applies_without_raising(document: dict[str, Any], data: st.DataObject) -> None:
     schema = operations_schema(document)
@@ -172,3 +186,18 @@ def test_whatever_the_schema_admits_applies_without_raising(document: dict[str, 
     patched, problems = apply_operations(document, ops)
     assert isinstance(patched["nodes"], list)
     assert all(str(p.category) == "config" and p.code.startswith("operation_") for p in problems)
+
+
+def test_the_small_form_offers_only_typed_bounded_fields() -> None:
+    """What a grammar-held small model answers under: nothing it can nest without end."""
+    schema = operations_schema(BASE, small=True)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["maxItems"] == 8
+    text = json.dumps(schema)
+    assert '"tools"' not in text  # a nested model's field is not offered
+    for branch in schema["items"]["anyOf"]:
+        for value in branch["properties"].get("fields", {}).get("properties", {}).values():
+            assert value != {}
+    summarise = next(b for b in schema["items"]["anyOf"] if b["properties"].get("node") == {"enum": ["summarise"]})
+    prompt = summarise["properties"]["fields"]["properties"]["system_prompt"]
+    assert {"type": "string", "maxLength": 1000} in prompt["anyOf"]

@@ -30,6 +30,8 @@ class ChatView:
         self._designer_runs: set[str] = set()
         self._written: dict[str, int] = {}
         """Designer run -> how much of its reply was written so far."""
+        self._replies: dict[str, str] = {}
+        """Designer run -> its reply as streamed (not printed again with its message)."""
         self._stream = StreamView()
 
     # -- progress ---------------------------------------------------------------------------------
@@ -79,6 +81,7 @@ class ChatView:
 
     def _reply_so_far(self, run_id: str, reply: str) -> None:
         written = self._written.get(run_id, 0)
+        self._replies[run_id] = reply
         if len(reply) > written:
             sys.stderr.write(reply[written:])
             sys.stderr.flush()
@@ -94,15 +97,18 @@ class ChatView:
         self.err.print(f"[red]{exc.message}[/red]" + (f"\n  hint: {exc.hint}" if exc.hint else ""))
 
     def message(self, message: Any) -> None:
-        """One stored message, as a person reads it."""
+        """One stored message, as a person reads it (a reply already streamed is not repeated)."""
         content = message.content
+        if content.get("text") and content["text"] == self._replies.get(message.run_id):
+            content = {**content, "text": ""}
         kind = str(message.kind)
         if kind == "text" and str(message.role) == "user":
             return
         if kind == "draft":
-            self._draft(message)
+            self._draft(message, content)
         elif kind == "questions":
-            self.out.print(content.get("text") or "")
+            if content.get("text"):
+                self.out.print(content["text"])
             for question in content["questions"]:
                 choices = f" ({', '.join(question.get('choices') or [])})" if question.get("choices") else ""
                 self.out.print(f"  ? [{question['id']}] {question['text']}{choices}")
@@ -114,8 +120,7 @@ class ChatView:
         else:
             self.out.print(content.get("text") or content)
 
-    def _draft(self, message: Any) -> None:
-        content = message.content
+    def _draft(self, message: Any, content: dict[str, Any]) -> None:
         status = content.get("status")
         if content.get("text"):
             self.out.print(content["text"])
@@ -126,6 +131,7 @@ class ChatView:
             body.append(line + "\n", style=_STYLES.get(line[:1], ""))
         for error in content.get("errors") or []:
             body.append(f"! {error['category']}/{error['code']}: {error['message']}\n", style="red")
+        body.rstrip()
         title = f"draft {message.draft_id} · {status} · {content.get('rounds', 1)} round(s)"
         self.out.print(Panel(body, title=title, expand=False))
 

@@ -124,8 +124,8 @@ def _model(args: argparse.Namespace, recorded: dict[str, Any] | None, task_id: s
         from plait.testing import scripted
 
         answers = recorded.get(task_id, [])
-        if answers == "retrieved":
-            return None, {"llm": "local"}
+        if answers == "retrieved":  # designed from a starter: no model answers, the design is retrieved again
+            return scripted(), {"llm": "local"}
         return scripted(in_order=answers), {"llm": "replay"}
     from plait.runs.model_choice import chosen
 
@@ -303,8 +303,9 @@ def _minimal(schema: Any) -> Any:
     if kind == "object" or "properties" in schema:
         props = schema.get("properties") or {}
         return {name: _minimal(props.get(name, {})) for name in schema.get("required") or []}
-    if kind == "array":
-        return [_minimal(schema.get("items") or {}) for _ in range(schema.get("minItems", 0))]
+    if kind == "array":  # one item at least: a required list left empty fails the node's non-empty check
+        count = max(schema.get("minItems", 1), 1) if schema.get("maxItems", 1) > 0 else 0
+        return [_minimal(schema.get("items") or {}) for _ in range(count)]
     if kind in ("integer", "number"):
         return schema.get("minimum", 1)
     if kind == "boolean":
@@ -321,7 +322,7 @@ def _report(outcomes: list[Outcome], args: argparse.Namespace) -> None:
     first = [o for o in valid if o.rounds <= 1]
     rounds = sorted(o.rounds for o in valid if o.rounds)
     asked = [o for o in outcomes if o.questions]
-    edits = [o for o in valid if not o.new and o.whole_tokens]
+    edits = [o for o in valid if not o.new and o.whole_tokens and o.ops_tokens > 2]
     mode = f"replay of {args.replay}" if args.replay else (args.llm or args.config or "the embedded model")
     print(f"designer bench: {total} tasks, {mode}")
     print(f"  valid on the first compile   {len(first)}/{total}")
@@ -331,7 +332,9 @@ def _report(outcomes: list[Outcome], args: argparse.Namespace) -> None:
     print(f"  never valid                  {total - len(valid)}/{total}")
     print(f"  questions asked              {sum(o.questions for o in asked)} in {len(asked)} turns, "
           f"{sum(o.answered_changed for o in asked)} of those turns changed the graph")  # fmt: skip
-    print(f"  task success                 {sum(o.passed for o in outcomes)}/{total}")
+    new, edited = [o for o in outcomes if o.new], [o for o in outcomes if not o.new]
+    print(f"  task success                 {sum(o.passed for o in outcomes)}/{total}: new graphs "
+          f"{sum(o.passed for o in new)}/{len(new)}, edits {sum(o.passed for o in edited)}/{len(edited)}")  # fmt: skip
     print(f"  designed by the model        {len(designed)}/{total} (the others retrieved a starter)")
     accepted = [o for o in outcomes if o.accepted and o.answers != "retrieved"]
     if accepted:

@@ -275,6 +275,10 @@ class Chat:
             ]
             self._ask_person(session, draft, turn.reply, questions, turn.request, turn.runs, document)
             return
+        if not problems and not turn.operations:  # a reply, no change: nothing to accept
+            text = turn.reply or "I did not change the graph."
+            self._say(session.id, "assistant", "text", {"text": text}, run_id=turn.runs[-1] if turn.runs else None)
+            return
         status = DraftStatus.INVALID if problems else DraftStatus.PROPOSED
         errors = [p.to_json() for p in problems]
         reply = turn.reply

@@ -72,3 +72,15 @@ def test_streaming_benchmark_prints_each_measure() -> None:
     for measure in ("first ", "rate ", "parse ", "memory "):
         assert re.search(rf"^{measure}.*[0-9]", proc.stdout, re.MULTILINE), proc.stdout
     assert re.search(r"\(([0-9.]+) % of the node's time\)", proc.stdout), proc.stdout
+
+
+def test_designer_benchmark_replays_recorded_answers_and_prints_its_figures() -> None:
+    recorded = ROOT / "bench" / "recorded" / "designer-gemma-3-270m.json"
+    command = [sys.executable, str(ROOT / "bench" / "designer.py"), "--replay", str(recorded),
+               "--only", "blog_writer,feedback_triage,edit_limit_tokens"]  # fmt: skip
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for figure in ("valid on the first compile", "never valid", "task success", "designed by the model"):
+        assert re.search(rf"{figure}\s+[0-9]+/3", proc.stdout), proc.stdout
+    assert re.search(r"new graphs [0-9]+/2, edits [0-9]+/1", proc.stdout), proc.stdout
+    assert re.search(r"^  blog_writer\s+proposed", proc.stdout, re.MULTILINE), proc.stdout

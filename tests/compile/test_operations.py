@@ -177,7 +177,7 @@ def _drawn(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
 
 
 @pytest.mark.parametrize("document", [{"id": "x"}, BASE], ids=["empty", "filled"])
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_whatever_the_schema_admits_applies_without_raising(document: dict[str, Any], data: st.DataObject) -> None:
     schema = operations_schema(document)

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from plait.api.events import ENDING_KINDS, EventLog, RunEvent
@@ -23,7 +23,7 @@ from plait.api.executor import RunExecutor
 from plait.api.history import history
 from plait.errors import PlaitError, Refusal
 from plait.model.graph import GraphDef
-from plait.runs.chat import Chat, ChatPorts
+from plait.runs.chat import Chat, ChatPorts, Turn
 from plait.store import Store
 
 log = logging.getLogger("plait.api")
@@ -87,6 +87,14 @@ class ChatHub:
                 "wait for its answer on the chat's event stream, then send again",
                 kind=Refusal.CONFLICT,
             )
+
+    async def begin(self, session_id: str, take: Callable[[], Turn]) -> Turn:
+        """Start a turn: once the session is idle, `take` stores the person's message or answers
+        (on a worker thread), and the turn's rounds go on in the background."""
+        await self.idle(session_id)
+        turn = await asyncio.to_thread(take)
+        self.carry_out(session_id, self.chat.design(turn))
+        return turn
 
     def carry_out(self, session_id: str, work: Coroutine[Any, Any, Any]) -> None:
         """Run a turn in the background of this server: the session's one turn in flight."""

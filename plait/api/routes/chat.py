@@ -11,6 +11,7 @@ answers included, are passed on to the session's stream while it runs.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -173,9 +174,7 @@ def messages(state: State, session_id: str, after: Annotated[int, Query(ge=0, le
 async def send(state: State, session_id: str, body: MessageIn) -> TakenOut:
     """Take a message and design from it in the background (409 while the last one is worked on)."""
     hub = _hub(state)
-    await hub.idle(session_id)
-    turn = await run_in_threadpool(hub.chat.take_message, session_id, body.text)
-    hub.carry_out(session_id, hub.chat.design(turn))
+    turn = await hub.begin(session_id, functools.partial(hub.chat.take_message, session_id, body.text))
     return TakenOut(session_id=session_id, seq=turn.first_seq)
 
 
@@ -183,9 +182,7 @@ async def send(state: State, session_id: str, body: MessageIn) -> TakenOut:
 async def answer(state: State, session_id: str, body: AnswersIn) -> TakenOut:
     """Answer the open question card; the design goes on from the answers (409 when none waits)."""
     hub = _hub(state)
-    await hub.idle(session_id)
-    turn = await run_in_threadpool(hub.chat.take_answers, session_id, body.answers)
-    hub.carry_out(session_id, hub.chat.design(turn))
+    turn = await hub.begin(session_id, functools.partial(hub.chat.take_answers, session_id, body.answers))
     return TakenOut(session_id=session_id, seq=turn.first_seq)
 
 

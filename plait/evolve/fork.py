@@ -133,7 +133,8 @@ def fork_graph(store: Store, ref: str, name: str | None = None, *, display_name:
     `name` is the fork's id; without it the id is derived from `display_name` (a free text the
     fork is shown by) or from the parent's id, made unique."""
     parent = store.graphs.get(ref)
-    slug = name or _free_slug(store, _slugify(display_name) if display_name else None, parent.slug)
+    wanted = (_slugify(display_name) if display_name else None) or f"{parent.slug.removeprefix('plait.')}_fork"
+    slug = name or free_graph_id(store, wanted)
     # model_copy below does not validate: an id the graph model refuses would be stored and
     # then break every read of the graph list.
     if not is_graph_slug(slug):
@@ -164,16 +165,15 @@ def _slugify(text: str) -> str | None:
     return slug[:120] or None
 
 
-def _free_slug(store: Store, wanted: str | None, parent_slug: str) -> str:
-    """`wanted` (default `<parent>_fork`), or with `_2`, `_3`, ... the first id no graph has yet."""
-    base = wanted or f"{parent_slug.removeprefix('plait.')}_fork"
+def free_graph_id(store: Store, wanted: str) -> str:
+    """`wanted`, or with `_2`, `_3`, ... the first id no graph has yet."""
     for n in range(1, 1000):
-        slug = base if n == 1 else f"{base}_{n}"
+        slug = wanted if n == 1 else f"{wanted}_{n}"
         try:
             store.graphs.get(slug)
         except StoreError:
             return slug
-    return f"{base}_{uuid.uuid4().hex[:8]}"
+    return f"{wanted}_{uuid.uuid4().hex[:8]}"
 
 
 def parent_of(store: Store, fork: StoredGraph) -> tuple[StoredGraph, StoredGraph]:

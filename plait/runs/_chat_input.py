@@ -7,7 +7,8 @@ import re
 from typing import Any
 
 from plait.errors import PlaitError, Refusal
-from plait.store import NotFoundError, Store
+from plait.evolve.fork import free_graph_id
+from plait.store import Store
 from plait.store.chat import ChatSession
 
 MAX_MESSAGE_CHARS = 8_000
@@ -70,12 +71,5 @@ def _checked(question: dict[str, Any], value: Any) -> Any:
 def empty_graph(store: Store, session: ChatSession) -> dict[str, Any]:
     """A new graph's document: an id free in the store, the session's title as its name."""
     stem = re.sub(r"[^a-z0-9]+", "_", session.title.lower()).strip("_")[:40] or "chat_graph"
-    slug, n = stem, 1
-    while True:
-        try:
-            store.graphs.get(slug)
-        except NotFoundError:
-            break
-        n += 1
-        slug = f"{stem}_{n}"
+    slug = free_graph_id(store, stem)
     return {"plait": 1, "id": slug, "name": session.title, "nodes": [], "edges": [], "schemas": []}

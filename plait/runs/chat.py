@@ -35,6 +35,7 @@ from plait.compile.diagnostics import Category, Diagnostic
 from plait.compile.document_diff import diff_documents
 from plait.compile.dump import graph_to_data
 from plait.compile.operations import apply_operations
+from plait.engine.run_input import stored_graph
 from plait.errors import PlaitError, Refusal
 from plait.evolve.fork import fork_graph
 from plait.evolve.upload import UploadMode, check_upload, save_upload
@@ -52,7 +53,7 @@ from plait.runs._designer import (
 from plait.runs._starters import nearest, operations_for, reply_for
 from plait.runs.start import start_run
 from plait.runs.stopped import with_cause
-from plait.store import NotFoundError, Store, StoredGraph
+from plait.store import Store, StoredGraph
 from plait.store.chat import ChatDraft, ChatMessage, ChatSession, ChatUpload, DraftStatus
 
 MAX_ROUNDS = 3
@@ -484,12 +485,8 @@ class Chat:
             ) from None
 
     def _graph(self, ref: str) -> StoredGraph:
-        try:
-            return self.store.graphs.get(ref)
-        except NotFoundError:
-            raise ChatError(
-                f"no stored graph '{ref}'", "`plait graphs list` lists them", kind=Refusal.NOT_FOUND
-            ) from None
+        """The live stored graph `ref` names (a deleted one is refused as for a run)."""
+        return stored_graph(self.store, ref, hint="list the stored graphs (`plait graphs list`, GET /api/graphs)")
 
 
 def _now() -> float:

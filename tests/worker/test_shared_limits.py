@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 
 import yaml
@@ -59,7 +58,7 @@ def _holder_script(url: str, namespace: str) -> str:
     return (
         "import asyncio, sys\n"
         "from plait.llm.shared_limits import SharedLimits\n"
-        f"limits = SharedLimits({url!r}, {namespace!r}, lease_s=1.5)\n"
+        f"limits = SharedLimits({url!r}, {namespace!r}, lease_s=3.0)\n"
         "async def main():\n"
         "    async with limits.slot('p', 1):\n"
         "        print('held', flush=True)\n"
@@ -69,6 +68,10 @@ def _holder_script(url: str, namespace: str) -> str:
 
 
 def test_a_crashed_holder_loses_its_slot_when_its_lease_ends(redis_url: str) -> None:
+    """Judged on Redis's own clock, not on how fast this host runs: the slot is given only once
+    the dead holder's last lease has ended, and it is given (not held forever)."""
+    import redis
+
     namespace = f"plait-test-{uuid.uuid4().hex[:8]}"
     holder = subprocess.Popen([sys.executable, "-c", _holder_script(redis_url, namespace)], stdout=subprocess.PIPE,
                               text=True, env={**os.environ})  # fmt: skip
@@ -76,14 +79,16 @@ def test_a_crashed_holder_loses_its_slot_when_its_lease_ends(redis_url: str) -> 
     assert holder.stdout.readline().strip() == "held"
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=10)
-    limits = SharedLimits(redis_url, namespace, lease_s=1.5)
+    client = redis.Redis.from_url(redis_url)
+    [(_, dead_lease_ends_ms)] = client.zrange(f"{namespace}:slots:p", 0, -1, withscores=True)
+    limits = SharedLimits(redis_url, namespace, lease_s=3.0)
 
-    async def wait_for_slot() -> float:
-        async with limits.slot("p", 1) as waited:
-            return waited
+    async def granted_at_ms() -> float:
+        async with limits.slot("p", 1):
+            seconds, micros = client.time()
+            return seconds * 1000 + micros / 1000
 
-    waited = asyncio.run(wait_for_slot())
-    assert 0.3 < waited < 4.0  # not at once (the dead holder's lease still ran), and not forever
+    assert asyncio.run(asyncio.wait_for(granted_at_ms(), 60)) >= dead_lease_ends_ms
 
 
 def test_rpm_holds_across_two_processes(redis_url: str) -> None:
@@ -99,8 +104,7 @@ def test_rpm_holds_across_two_processes(redis_url: str) -> None:
         "    await asyncio.wait([asyncio.create_task(one()) for _ in range(4)], timeout=3)\n"
         "asyncio.run(main())\n"
     )
-    started = time.time()
     processes = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(2)]
     sent = [float(line) for p in processes for line in p.communicate(timeout=30)[0].split()]
     assert len(sent) == 5  # 8 asked within the same minute, 5 allowed
-    assert all(t - started < 3 for t in sent)
+    assert max(sent) - min(sent) < 60

@@ -23,8 +23,8 @@ from sse_starlette.sse import EventSourceResponse
 
 from plait.api.chat import ChatHub
 from plait.api.errors import ApiError
-from plait.api.routes.events import PING_S, _parse_id
 from plait.api.schemas import CheckedIn
+from plait.api.sse import PING_S, parse_last_event_id
 from plait.api.state import ServerState, get_state
 from plait.compile.document_diff import diff_documents
 from plait.store.chat import ChatDraft, ChatMessage, ChatSession, UploadPurpose
@@ -274,7 +274,7 @@ async def events(
     """The conversation as Server-Sent Events: every message numbered after `Last-Event-ID`
     (`event: message`, `id` its number), then live ones, with the designer's progress
     (`event: progress`) and the events of the runs the chat follows (`event: run`), unnumbered."""
-    after = _parse_id(last_event_id)
+    after = parse_last_event_id(last_event_id)
     hub = _hub(state)
     await run_in_threadpool(hub.chat.session, session_id)
     queue = hub.listen(session_id)

@@ -18,17 +18,14 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from sse_starlette.sse import EventSourceResponse
 
 from plait.api.auth import CallerDep, token_watch
-from plait.api.errors import ApiError
 from plait.api.events import ENDING_KINDS, EventLog, RunEvent
 from plait.api.history import history
+from plait.api.sse import MAX_EVENT_ID, PING_S, parse_last_event_id
 from plait.api.state import ServerState, get_state
 from plait.model.enums import TERMINAL_RUN_STATUSES
 
 router = APIRouter(tags=["events"])
 State = Annotated[ServerState, Depends(get_state)]
-PING_S = 15
-MAX_EVENT_ID = 2**63 - 1
-"""The largest Last-Event-ID accepted (a run never numbers this many events)."""
 _WAKE = RunEvent(0, "stream:wake", "", None, 0.0, {})
 """Put on a stream's queue to make it look at `revoked` now (never sent)."""
 
@@ -49,7 +46,7 @@ async def run_events(
 ) -> Response:
     """The run's events as Server-Sent Events: every event after `Last-Event-ID`, then live ones
     until the run ends. 204 when the run has ended and nothing newer is kept."""
-    after = _parse_id(last_event_id)
+    after = parse_last_event_id(last_event_id)
     record = await asyncio.to_thread(state.store.runs.get, run_id)
     log = state.events
     if not log.has(run_id):
@@ -109,21 +106,3 @@ async def _stream(
         log.forget(run_id, queue)
         if unwatch is not None:
             unwatch()
-
-
-def _parse_id(value: str | None) -> int:
-    """An id this stream could have sent: digits only, at most `MAX_EVENT_ID` (a longer number
-    is no id of ours, and converting thousands of digits is work a client must not impose)."""
-    text = (value or "").strip()
-    if not text:
-        return 0
-    if len(text) > len(str(MAX_EVENT_ID)) or not text.isascii() or not text.isdigit() or int(text) > MAX_EVENT_ID:
-        shown = text if len(text) <= 40 else text[:40] + "..."
-        raise ApiError(
-            422,
-            "invalid_request",
-            f"Last-Event-ID must be an event id this stream sent (a whole number from 0 to {MAX_EVENT_ID}), "
-            f"not {shown!r}",
-            hint="omit it to receive the run's events from the start",
-        )
-    return int(text)

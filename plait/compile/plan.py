@@ -136,9 +136,10 @@ def _template_texts(node: NodeBase) -> Iterator[str]:
         yield decided_by.system_text()
     for text in node_field(node, "command", None) or ():
         yield text
-    stdin = node_field(node, "stdin", None)
-    if isinstance(stdin, str):
-        yield stdin
+    for name in ("stdin", "query", "knowledge_base", "document"):  # TOOL's, RETRIEVE's and PARSE's templates
+        text = node_field(node, name, None)
+        if isinstance(text, str):
+            yield text
     for text in node_field(node, "cleanup", None) or ():
         if isinstance(text, str):
             yield text

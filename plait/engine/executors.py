@@ -16,6 +16,7 @@ from typing import Any
 
 from plait.engine.ahead import evaluation, taken_ahead
 from plait.engine.graph_nodes import run_loop, run_map, run_subgraph
+from plait.engine.knowledge_nodes import run_chunk, run_index, run_parse, run_retrieve
 from plait.engine.llm_call import run_llm_call
 from plait.engine.llm_condition import run_llm_condition
 from plait.engine.program_nodes import run_code, run_tool
@@ -199,6 +200,10 @@ EXECUTORS: dict[NodeType, Executor] = {
     NodeType.SUBGRAPH: run_subgraph,
     NodeType.MAP: run_map,
     NodeType.LOOP: run_loop,
+    NodeType.PARSE: run_parse,
+    NodeType.CHUNK: run_chunk,
+    NodeType.INDEX: run_index,
+    NodeType.RETRIEVE: run_retrieve,
 }
 SUPPORTED = frozenset(EXECUTORS)
 """The node types this engine executes: those it has an executor for."""

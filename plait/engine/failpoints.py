@@ -4,7 +4,8 @@ At a named point for a named node the process dies at once (`os._exit`, like SIG
 cleanup, no flush), so tests can kill a run exactly "during a commit" and prove that
 `plait resume` loses nothing committed and re-executes nothing completed. The points:
 `execute` (as the node starts executing: a node that takes its process down), `before_commit`
-and `after_commit` (around the commit of its result). `#N` fires at the
+and `after_commit` (around the commit of its result), and `embedded` (an INDEX node, after
+each batch of vectors it kept). `#N` fires at the
 N-th time the point is reached for that node id in this process (the node of the third MAP
 item, of the third LOOP iteration); without it, the first time.
 """

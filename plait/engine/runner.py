@@ -44,7 +44,7 @@ from plait.engine.resources import ResourceGate
 from plait.engine.restore import restore, restore_ledger
 from plait.engine.run_budget import budget_for
 from plait.engine.run_input import GraphResolver, check_input, stored_graph
-from plait.engine.runtime import Runtime
+from plait.engine.runtime import KnowledgeStore, Runtime
 from plait.engine.scheduler import Kernel, Scheduler
 from plait.engine.script_host import no_routes
 from plait.engine.spread import Spread
@@ -169,6 +169,7 @@ class Engine:
             emit=self.events.emit,
             templates=self._template_code,
             routes=routes or no_routes,
+            knowledge=KnowledgeStore(store.knowledge, store.knowledge_index),
         )
         self.owner = new_owner()
         self.lease_ttl_s = lease_ttl_s

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from plait.sandbox import JsSandbox
     from plait.sandbox.scripts import ScriptPool
     from plait.store.cache import CacheRepository
+    from plait.store.knowledge import KnowledgeRepository
+    from plait.store.knowledge_index import KnowledgeIndex
     from plait.tools.mcp import McpSessions
 
 
@@ -90,6 +92,14 @@ class NodeResult:
         return cls(Phase.FAILED, None, snapshot, attempts, error, **usage)
 
 
+@dataclass(frozen=True, slots=True)
+class KnowledgeStore:
+    """The knowledge bases PARSE, CHUNK, INDEX and RETRIEVE read and write."""
+
+    bases: KnowledgeRepository
+    index: KnowledgeIndex
+
+
 class Runtime:
     """Shared by every node of every run an engine executes.
 
@@ -114,6 +124,7 @@ class Runtime:
         emit: EventSink = dropped,
         templates: TemplateLookup = no_templates,
         routes: RouteReader = no_routes,
+        knowledge: KnowledgeStore | None = None,
     ):
         self.provider = provider
         self.tools = tools
@@ -141,6 +152,8 @@ class Runtime:
         self.templates = templates
         """A stored prompt-script template's code by its id (None: not stored)."""
         self.routes = routes
+        self.knowledge = knowledge
+        """The store's knowledge bases (None: a runtime without a store refuses knowledge nodes)."""
         """Reads Plait's own GET routes for prompt scripts' `readRoute` (given by `plait serve`)."""
         self.degraded: set[str] = set()
         """Runs whose model calls go to `[pool] degrade_to` (a resource decision)."""

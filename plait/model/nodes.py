@@ -7,7 +7,6 @@ Fields shared by every type live on `NodeBase`.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -18,28 +17,14 @@ from plait.model.common import (
     Identifier,
     NonEmptyStr,
     PlaitModel,
-    Position,
-    Priority,
 )
-from plait.model.enums import FreezePolicy
+from plait.model.knowledge_nodes import ChunkNode, IndexNode, ParseNode, RetrieveNode
+from plait.model.node_base import INPUT_PATH
+from plait.model.node_base import FreezeSpec as FreezeSpec
+from plait.model.node_base import NodeBase as NodeBase
+from plait.model.node_base import NodeType as NodeType
+from plait.model.node_base import SkillScope as SkillScope
 from plait.model.tools import McpPromptRef, McpResourceRef, McpServerRef, ToolChoice, ToolDef
-
-
-class NodeType(StrEnum):
-    """The node types; each has its own class below, chosen by a node's `type`."""
-
-    LLM_CALL = "LLM_CALL"
-    CONDITION = "CONDITION"
-    MERGE = "MERGE"
-    TRANSFORM = "TRANSFORM"
-    HUMAN_REVIEW = "HUMAN_REVIEW"
-    TOOL = "TOOL"
-    CODE = "CODE"
-    SUBGRAPH = "SUBGRAPH"
-    MAP = "MAP"
-    LOOP = "LOOP"
-    WAIT = "WAIT"
-    SKILL = "SKILL"
 
 
 class FewshotSelection(StrEnum):
@@ -81,39 +66,6 @@ class InlineScript(PlaitModel):
     code: NonEmptyStr
 
 
-FreezeSpec = FreezePolicy | dict[str, FreezePolicy]
-"""One policy for the whole output, or one per top-level output field."""
-
-
-class SkillScope(PlaitModel):
-    """Set by SKILL expansion on every inlined node (not written by hand): how its names resolve."""
-
-    skill_node_id: str
-    prefix: str
-    """`__{skill node id}__`: the inlined node ids start with it; its templates use the ids without it."""
-    inputs: dict[str, Any] = Field(default_factory=dict)
-    """The SKILL node's `inputs` (templates over the parent graph): what `input` means inside the skill."""
-
-
-class NodeBase(PlaitModel):
-    """The fields every node type accepts. A field that means nothing for a type is not on its
-    class, so writing it is a validation error rather than ignored configuration."""
-
-    id: Identifier
-    type: NodeType
-    label: str | None = None
-    description: str | None = None
-    position: Position | None = None
-    context_include: list[str] | None = None
-    """Upstream node ids (or `input`) whose outputs go into this node's context; default: direct upstream."""
-    context_max_chars: Annotated[int, Field(gt=0)] | None = None
-    max_retries: Annotated[int, Field(ge=0, le=20)] = 0
-    timeout_s: Annotated[float, Field(gt=0)] | None = None
-    priority: Priority = 5
-    freeze: FreezeSpec | None = None
-    skill_scope: SkillScope | None = None
-
-
 class NodeChecks(PlaitModel):
     """The checks around an LLM_CALL's model call, each logic only (no tokens): `pre` before the
     call (the inputs it reads are present and typed, every path its prompts print resolves),
@@ -147,7 +99,7 @@ Repair = Annotated[RepairHook | None, BeforeValidator(_repair_switch)]
 """The `repair` field of the node types whose failures a model may diagnose (LLM_CALL, TOOL, CODE)."""
 
 
-ANSWER_SCHEMA_PATH = re.compile(r"input(\.[A-Za-z_][A-Za-z0-9_]*)+")
+ANSWER_SCHEMA_PATH = INPUT_PATH
 """What an LLM_CALL's `answer_schema` may be: `input.` and a dotted path of names (the compiler
 says so of any other text, with a hint, rather than the model's validation)."""
 
@@ -428,7 +380,11 @@ NodeDef = Annotated[
     | MapNode
     | LoopNode
     | WaitNode
-    | SkillNode,
+    | SkillNode
+    | ParseNode
+    | ChunkNode
+    | IndexNode
+    | RetrieveNode,
     Field(discriminator="type"),
 ]
 
@@ -445,6 +401,10 @@ NODE_CLASSES: dict[NodeType, type[NodeBase]] = {
     NodeType.LOOP: LoopNode,
     NodeType.WAIT: WaitNode,
     NodeType.SKILL: SkillNode,
+    NodeType.PARSE: ParseNode,
+    NodeType.CHUNK: ChunkNode,
+    NodeType.INDEX: IndexNode,
+    NodeType.RETRIEVE: RetrieveNode,
 }
 
 

@@ -25,6 +25,7 @@ from plait.model.nodes import NodeType
 from plait.model.output_meta import strip_meta, strip_meta_deep
 from plait.runs._correction_run import CorrectionError as CorrectionError  # re-exported: the refusal of a correction
 from plait.runs._correction_run import HeldRun, Lease, run_output, turns_branch
+from plait.runs._retrieve_corrections import checked_hits
 from plait.store import NodeRunRecord, Store
 from plait.store.corrections import (
     Change,
@@ -295,6 +296,8 @@ class Corrections:
             run.node(node_id)  # raises with the list of nodes
 
     def _checked_value(self, run: HeldRun, node_id: str, value: Any, current: Any) -> Any:
+        if run.compiled.nodes[node_id].type == NodeType.RETRIEVE:
+            value = checked_hits(self.store, node_id, value, strip_meta(current))
         contract = run.compiled.contracts[node_id]
         problems = contract.violations(value)
         if problems:

@@ -4,8 +4,9 @@ Replaying every migration on an empty database ends in the same schema, but each
 paid for loading Alembic and for thirteen migrations, a fifth of a second of the first command
 in a new folder (and of every test that opens a new store). So an empty database gets the
 tables the models describe, plus what models cannot say: the trigger that keeps a node run's
-output immutable (written by the first migration; here in the same words). The version table
-then names the newest migration, so every later release upgrades it with Alembic as usual.
+output immutable (written by the first migration; here in the same words) and the keyword index
+of knowledge-base chunks. The version table then names the newest migration, so every later
+release upgrades it with Alembic as usual.
 
 `tests/store/test_fresh_schema.py` makes a database both ways, on SQLite and PostgreSQL, and
 compares every table, column, default, index, constraint, trigger and function: a migration
@@ -22,6 +23,19 @@ from plait.store.models import full_metadata
 IMMUTABLE_MESSAGE = "prompt_node_run.output_json is immutable once written; record a correction as an override"
 """What a write that would change a stored output is refused with (the first migration's words)."""
 
+_SQLITE_KEYWORD_SEARCH = (
+    """CREATE VIRTUAL TABLE kb_chunk_fts USING fts5(heading, text, content='kb_chunk', content_rowid='id',
+    tokenize='porter unicode61')""",
+    """CREATE TRIGGER trg_kb_chunk_fts_insert AFTER INSERT ON kb_chunk BEGIN
+    INSERT INTO kb_chunk_fts(rowid, heading, text) VALUES (new.id, new.heading, new.text); END""",
+    """CREATE TRIGGER trg_kb_chunk_fts_delete AFTER DELETE ON kb_chunk BEGIN
+    INSERT INTO kb_chunk_fts(kb_chunk_fts, rowid, heading, text)
+    VALUES ('delete', old.id, old.heading, old.text); END""",
+)
+"""Keyword search over knowledge-base chunks (the migration that added them, in its words)."""
+_POSTGRESQL_KEYWORD_SEARCH = (
+    """CREATE INDEX idx_kb_chunk_tsv ON kb_chunk USING gin (to_tsvector('english', heading || ' ' || "text"))""",
+)
 _SQLITE_GUARD = (
     f"""CREATE TRIGGER trg_pnr_output_immutable BEFORE UPDATE OF output_json ON prompt_node_run
     FOR EACH ROW WHEN OLD.output_json IS NOT NULL AND NEW.output_json IS NOT OLD.output_json
@@ -54,7 +68,9 @@ def create_at_head(conn: Connection) -> None:
     nothing, like a migration). A table of the same name already there (another application's,
     in a shared PostgreSQL schema) fails it loudly rather than being taken over."""
     full_metadata().create_all(conn, checkfirst=False)
-    for statement in _SQLITE_GUARD if conn.dialect.name == "sqlite" else _POSTGRESQL_GUARD:
+    sqlite = conn.dialect.name == "sqlite"
+    extra = _SQLITE_GUARD + _SQLITE_KEYWORD_SEARCH if sqlite else _POSTGRESQL_GUARD + _POSTGRESQL_KEYWORD_SEARCH
+    for statement in extra:
         conn.exec_driver_sql(statement)
     # Alembic's own version table, as `alembic stamp` would make it.
     conn.exec_driver_sql(

@@ -503,3 +503,6 @@ def full_metadata() -> MetaData:
             postgresql_where=text("deleted_at IS NULL"),
         )
     return METADATA
+
+
+from plait.store import knowledge_models  # noqa: E402, F401  (registers its tables on METADATA)

@@ -20,7 +20,10 @@ from plait.store.drafts import DraftRepository
 from plait.store.errors import StoreError
 from plait.store.graph_admin import GraphAdmin
 from plait.store.graphs import GraphRepository
+from plait.store.knowledge import KnowledgeRepository
+from plait.store.knowledge_index import KnowledgeIndex
 from plait.store.ledger import LedgerRepository
+from plait.store.memory import MemoryRepository
 from plait.store.outbox import OutboxRepository
 from plait.store.run_admin import RunAdmin
 from plait.store.runs import RunRepository
@@ -95,6 +98,9 @@ class Store:
         self.decisions = DecisionRepository(self.db)
         self.drafts = DraftRepository(self.db)
         self.chat = ChatRepository(self.db)
+        self.knowledge = KnowledgeRepository(self.db)
+        self.knowledge_index = KnowledgeIndex(self.db)
+        self.memory = MemoryRepository(self.db)
         self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

@@ -179,7 +179,11 @@ def test_migrations_downgrade_and_upgrade_again(db_url: str) -> None:
 def test_models_match_the_migrations(store: Store) -> None:
     """The tables of `plait.store.models` and the hand-written migrations describe the same schema."""
     with store.db.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE, "compare_type": True})
+        # the keyword index of knowledge-base chunks is no model's (a model cannot say `USING fts5`,
+        # nor index a `tsvector` expression): FTS5's tables and the GIN index are left out
+        only_models = lambda name, kind, _: not str(name).startswith(("kb_chunk_fts", "idx_kb_chunk_tsv"))  # noqa: E731
+        opts = {"version_table": VERSION_TABLE, "compare_type": True, "include_name": only_models}
+        context = MigrationContext.configure(conn, opts=opts)
         assert compare_metadata(context, full_metadata()) == []
 
 

@@ -50,6 +50,7 @@ def story(server: Served) -> tuple[Served, str, str]:
         ("#/dashboard", "[data-testid='active-runs']"),
         ("#/scripts", "li[data-template='plait.summary']"),
         ("#/scripts/plait.summary", ".cm-content[aria-label='Prompt script']"),
+        ("#/knowledge", "form[aria-labelledby='new-kb']"),
     ],
 )
 def test_no_accessibility_violation(story: tuple[Served, str, str], page: Any, route: str, ready: str) -> None:

@@ -256,7 +256,7 @@ def test_the_palette_says_what_each_node_does_and_tidy_layout_forgets_placements
     review = palette.get_by_role("button", name="Add HUMAN_REVIEW")
     expect(review).to_have_accessible_description("Pauses the run until a person approves or corrects the value.")
     expect(palette.get_by_role("button", name="Add TRANSFORM")).to_contain_text("JavaScript expression")
-    expect(palette.get_by_role("button")).to_have_count(11)  # every node type
+    expect(palette.get_by_role("button")).to_have_count(15)  # every node type
 
     before = box(page, "second").bounding_box()
     page.get_by_role("button", name="Tidy layout").click()

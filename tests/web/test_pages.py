@@ -28,7 +28,9 @@ def test_the_graphs_page_lists_searches_and_deletes(server: Served, page: Any) -
     server.import_graph(EXAMPLES / "feedback_triage.yaml")
     page.goto(server.url + "/")
     rows = page.get_by_role("table", name="Stored graphs").locator("tbody tr")
-    expect(rows).to_have_count(4)  # the shipped system graphs (video chapters, the chat's designer), the two imported
+    # the shipped system graphs (video chapters, the chat's designer, knowledge-base ingestion and
+    # search), the two imported
+    expect(rows).to_have_count(6)
     system = page.locator('tr[data-graph="plait.video_chapters"]')
     expect(system.locator(".badge")).to_have_text("system")
     expect(system.get_by_role("button", name="delete")).to_have_count(0)  # system graphs are read-only

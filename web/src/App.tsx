@@ -6,6 +6,8 @@ import { CanvasPage } from "./pages/Canvas";
 import { ChatPage } from "./pages/Chat";
 import { DashboardPage } from "./pages/Dashboard";
 import { GraphsPage } from "./pages/Graphs";
+import { KnowledgePage } from "./pages/Knowledge";
+import { KnowledgeBasePage } from "./pages/KnowledgeBase";
 import { NewGraphPage } from "./pages/NewGraph";
 import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
@@ -19,6 +21,7 @@ const NAV = [
   ["schedules", "Schedules"],
   ["dashboard", "Dashboard"],
   ["scripts", "Scripts"],
+  ["knowledge", "Knowledge"],
 ] as const;
 
 export function App() {
@@ -96,6 +99,8 @@ function Page({ page, params, query }: { page: string; params: string[]; query: 
       return <DashboardPage />;
     case "scripts":
       return <ScriptsPage templateId={params[0] ?? null} />;
+    case "knowledge":
+      return params[0] ? <KnowledgeBasePage name={params[0]} document={query.get("document")} /> : <KnowledgePage />;
     default:
       return <ErrorView error={new Error(`no page '${page}': choose one above`)} />;
   }

@@ -13,6 +13,7 @@ from plait.compile.refs import NODE_ID_NAME, OUTPUT_STEP, STATE_ALIASES, RefErro
 from plait.compile.schemas import PathStatus, declared_fields, lookup_path
 from plait.compile.template_types import Segment, TemplateError
 from plait.compile.templates import parse_template, split_path
+from plait.model.knowledge_nodes import ParseNode, RetrieveNode
 from plait.model.nodes import (
     ConditionNode,
     HumanReviewNode,
@@ -71,6 +72,11 @@ def template_fields(node: NodeBase) -> Iterator[TemplateField]:
             yield TemplateField(("stdin",), node.stdin)
         if node.cwd is not None:
             yield TemplateField(("cwd",), node.cwd)
+    elif isinstance(node, RetrieveNode):
+        yield TemplateField(("knowledge_base",), node.knowledge_base)
+        yield TemplateField(("query",), node.query)
+    elif isinstance(node, ParseNode):
+        yield TemplateField(("document",), node.document)
     if isinstance(node, SubgraphNode | MapNode | SkillNode) or node.type == NodeType.LOOP:
         yield from _strings(node_field(node, "inputs", {}), ("inputs",))
 

@@ -100,6 +100,19 @@ export async function upload<T>(path: string, text: string, type: string): Promi
   return (await response.json()) as T;
 }
 
+/** A multipart form (files and fields) as `POST path` takes it; the browser writes the
+ * Content-Type with its boundary. */
+export async function sendForm<T>(path: string, form: FormData): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(path, { method: "POST", headers: headers(), body: form });
+  } catch (cause) {
+    throw new ApiError(0, "unreachable", "the server did not answer", "is `plait serve` still running?", [String(cause)]);
+  }
+  if (!response.ok) throw await failure(response);
+  return (await response.json()) as T;
+}
+
 export async function download(path: string): Promise<string> {
   const response = await fetch(path, { headers: headers({ Accept: "*/*" }) });
   if (!response.ok) throw await failure(response);

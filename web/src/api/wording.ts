@@ -17,6 +17,8 @@ const ROUTES: [RegExp, string][] = [
   [/POST \/api\/graphs\/[^/\s]+\/fork/g, "Fork on the graph's Versions tab"],
   [/GET \/api\/graphs\/[^/\s]+\/versions/g, "the graph's Versions tab"],
   [/GET \/api\/graphs\b(?!\/)/g, "the Graphs page"],
+  [/GET \/api\/kb\/[^/\s]+\/documents\b(?!\/)/g, "the base's Documents table"],
+  [/GET \/api\/kb\b(?!\/)/g, "the Knowledge page"],
 ];
 
 const HTTP = /\b(?:GET|POST|PUT|PATCH|DELETE) \/api\/\S*|\?raw=true|\/docs\b/;

@@ -15,6 +15,10 @@ export const NODE_TYPES = [
   "SUBGRAPH",
   "MAP",
   "LOOP",
+  "RETRIEVE",
+  "PARSE",
+  "CHUNK",
+  "INDEX",
 ] as const;
 
 /** What each node type does, in one line: shown beside the type picker before a node is added. */
@@ -30,6 +34,10 @@ export const NODE_DESCRIPTIONS: Record<(typeof NODE_TYPES)[number], string> = {
   SUBGRAPH: "Runs another graph (or an inline one) as one step, with its own record.",
   MAP: "Runs a graph once per item of a list, in parallel, and collects the results.",
   LOOP: "Runs a graph again and again while a condition holds, up to a limit.",
+  RETRIEVE: "Searches a knowledge base and passes on the best matching passages.",
+  PARSE: "Reads a document stored in a knowledge base into sections under its headings.",
+  CHUNK: "Splits the sections PARSE read into chunks of a bounded number of tokens.",
+  INDEX: "Makes the chunks CHUNK made searchable in the document's knowledge base.",
 };
 
 /** Every node back where the layout puts it: a person's own placements forgotten. */
@@ -53,6 +61,8 @@ const STARTERS: Record<string, Partial<GraphNodeDef>> = {
   SUBGRAPH: { body: STEP_BODY },
   MAP: { items: "input.items", body: STEP_BODY },
   LOOP: { while_expr: "last === null", max_iterations: 10, body: STEP_BODY },
+  RETRIEVE: { knowledge_base: "", query: "{{ input.question }}" },
+  PARSE: { document: "{{ input.document_id }}" },
 };
 
 /** The document without the fields that only say "the default" (null), as a person writes it. */

@@ -51,6 +51,17 @@ const FIELDS: Record<string, Field[]> = {
     { name: "on_max_iterations", label: "At the limit (fail or stop)", kind: "line" },
     { name: "graph", label: "Graph (stored id, or a graph file; an inline body is under Other fields)", kind: "line" },
   ],
+  RETRIEVE: [
+    { name: "knowledge_base", label: "Knowledge base (its name)", kind: "line" },
+    { name: "query", label: "Query", kind: "template" },
+    { name: "mode", label: "Mode (hybrid, keyword or dense)", kind: "line" },
+    { name: "top_k", label: "Results (1 to 50)", kind: "number" },
+    { name: "min_score", label: "Lowest score (empty: any)", kind: "number" },
+    { name: "expand", label: "Text of a hit (chunk or section)", kind: "line" },
+    { name: "settings_from", label: "Search settings from the run input (a path such as input.search)", kind: "line" },
+  ],
+  PARSE: [{ name: "document", label: "Document (its id, as a template)", kind: "template" }],
+  CHUNK: [{ name: "max_tokens", label: "Chunk size in tokens (empty: the knowledge base's)", kind: "number" }],
 };
 
 /** The editor language of a field: a CODE node's code is JavaScript or Python (shown as text). */

@@ -1,5 +1,6 @@
-import { type ReactElement, cloneElement, useId, useMemo, useState } from "react";
+import { useMemo, useState } from "react";
 import { get, post, q, type Schemas } from "../../api/client";
+import { Field } from "../../components/bits";
 import { ErrorView } from "../../components/ErrorView";
 import { InputFields, inputOf, inputProperties, type InputValues } from "../../components/InputFields";
 import { useApi } from "../../components/useApi";
@@ -183,19 +184,5 @@ export function ScheduleForm({ graphs, onCreated }: { graphs: GraphSummary[]; on
         ) : null}
       </div>
     </form>
-  );
-}
-
-/** A labelled control: the label names the control by its id (a label wrapped around a select
- * would add the chosen option to the control's name). */
-function Field({ label, children }: { label: string; children: ReactElement<{ id?: string }> }) {
-  const id = useId();
-  return (
-    <div className="field">
-      <label className="field-label" htmlFor={id}>
-        {label}
-      </label>
-      {cloneElement(children, { id })}
-    </div>
   );
 }

@@ -1,0 +1,2 @@
+"""Knowledge bases' pure parts: parsing documents, chunking them under a token bound, embedding, rank fusion.
+No storage here."""

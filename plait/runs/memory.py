@@ -1,0 +1,155 @@
+"""A chat's memory as a person and the chat use it: facts remembered with where they came from,
+recalled by what a question asks (words and meaning, fused by rank, then one hop through the
+people, places and things they share), corrected and retracted without losing their history.
+
+A correction stores a new fact that supersedes the old one; a retraction marks it retracted.
+Either way the old fact is never recalled again, and `history` still shows it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from plait.errors import PlaitError, Refusal
+from plait.store import Store
+from plait.store.memory import Fact, NewFact
+
+RECALL_K = 8
+HOP_K = 4
+"""Facts added by one hop: those sharing a name with the direct hits."""
+MAX_RECALLED_FACTS = 10_000
+"""Active facts of a scope recall reads; a scope holding more is recalled from its newest."""
+
+
+class FactError(PlaitError):
+    kind = Refusal.INVALID
+    code = "memory"
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    fact: Fact
+    score: float
+    via: str
+    """`search` (it matched the question) or `hop` (it shares a name with a fact that did)."""
+
+
+def normalised_name(name: str) -> str:
+    """A name as it is stored and matched: Unicode-normalised, case-folded, spaces collapsed,
+    quotes and trailing punctuation dropped (`"  Lyon. "` and `lyon` are one place)."""
+    text = unicodedata.normalize("NFKC", name).casefold()
+    text = re.sub(r"[\"'`\u2018\u2019\u201c\u201d]", "", text)
+    return re.sub(r"\s+", " ", text).strip(" .,;:!?")
+
+
+def new_fact(value: dict[str, Any], *, embed: bool = True) -> NewFact:
+    """A fact as a model or a person writes it (subject, predicate, object, text, valid_from),
+    checked, its names normalised, its sentence embedded when the embedder is installed."""
+    parts = {key: str(value.get(key) or "").strip() for key in ("subject", "predicate", "object", "text")}
+    missing = [key for key in ("subject", "predicate", "object") if not parts[key]]
+    if missing:
+        raise FactError(f"a fact needs {', '.join(missing)}", "give subject, predicate and object")
+    subject, obj = normalised_name(parts["subject"]), normalised_name(parts["object"])
+    text = parts["text"] or f"{parts['subject']} {parts['predicate']} {parts['object']}"
+    valid_from = value.get("valid_from")
+    vector, embedder_name = _embedded(text) if embed else (None, None)
+    since = float(valid_from) if isinstance(valid_from, int | float) else None
+    names = tuple(dict.fromkeys((subject, obj)))
+    return NewFact(subject, parts["predicate"].casefold(), obj, text, names, since, vector, embedder_name)
+
+
+def remember(store: Store, scope: str, facts: list[dict[str, Any]], *, source: dict[str, Any], by: str) -> list[Fact]:
+    """Store facts in `scope` with where they came from (`source`: messages, run, node run)."""
+    return store.memory.add(scope, [new_fact(f) for f in facts], source=source, by=by)
+
+
+def correct(store: Store, fact_id: str, changes: dict[str, Any], *, by: str, note: str | None = None) -> Fact:
+    """A new fact in place of `fact_id`: its parts with `changes` applied (subject, predicate,
+    object, text, valid_from). The old one is superseded, kept, never recalled again."""
+    old = store.memory.get(fact_id)
+    unknown = set(changes) - {"subject", "predicate", "object", "text", "valid_from"}
+    if unknown:
+        raise FactError(
+            f"a fact has no {', '.join(sorted(unknown))}", "change subject, predicate, object, text or valid_from"
+        )
+    merged = {"subject": old.subject, "predicate": old.predicate, "object": old.object, "valid_from": old.valid_from}
+    merged |= changes
+    if "text" not in changes:
+        merged["text"] = f"{merged['subject']} {merged['predicate']} {merged['object']}"
+    return store.memory.supersede(fact_id, new_fact(merged), by=by, note=note)
+
+
+def retract(store: Store, fact_id: str, *, by: str, note: str | None = None) -> Fact:
+    """Mark a fact wrong, with nothing in its place: never recalled again, kept in its history."""
+    return store.memory.retract(fact_id, by=by, note=note)
+
+
+def recall(store: Store, scope: str, question: str, k: int = RECALL_K) -> list[Recalled]:
+    """The active facts of `scope` that answer `question` best: by its words (BM25 over each
+    fact's sentence and names) and by meaning (cosine of sentence embeddings), fused by rank;
+    then up to `HOP_K` more that share a name with those."""
+    from plait.knowledge.fusion import reciprocal_rank_fusion
+
+    facts = store.memory.facts(scope, limit=MAX_RECALLED_FACTS)
+    if not facts or not question.strip():
+        return []
+    rankings = [ranking for ranking in (_by_words(facts, question), _by_meaning(facts, question)) if ranking]
+    hits = [Recalled(facts[i], score, "search") for i, score in reciprocal_rank_fusion(rankings)[:k]]
+    names = {name for hit in hits for name in hit.fact.entities}
+    taken = {hit.fact.id for hit in hits}
+    hops = [f for f in facts if f.id not in taken and names.intersection(f.entities)]
+    hops.sort(key=lambda f: f.created_at, reverse=True)  # the newest first: what is true now
+    return hits + [Recalled(f, 0.0, "hop") for f in hops[:HOP_K]]
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", text).casefold()) if len(w) > 1]
+
+
+def _by_words(facts: list[Fact], question: str) -> list[int]:
+    """Positions in `facts`, by BM25 (k1 1.2, b 0.75) of each fact's sentence and names against
+    the question's words."""
+    docs = {i: _words(f"{f.text} {f.subject} {f.object}") for i, f in enumerate(facts)}
+    asked = set(_words(question))
+    frequency = Counter(w for words in docs.values() for w in set(words) if w in asked)
+    average = sum(len(words) for words in docs.values()) / len(docs)
+    scores: dict[int, float] = {}
+    for position, words in docs.items():
+        counts = Counter(words)
+        score = 0.0
+        for word in asked & counts.keys():
+            idf = math.log(1 + (len(docs) - frequency[word] + 0.5) / (frequency[word] + 0.5))
+            tf = counts[word]
+            score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(words) / average))
+        if score > 0:
+            scores[position] = score
+    return sorted(scores, key=lambda i: (-scores[i], i))
+
+
+def _by_meaning(facts: list[Fact], question: str) -> list[int]:
+    """Positions in `facts`, by cosine between each sentence's vector and the question's (none
+    when the embedder is not installed, or no fact was embedded by it)."""
+    from plait.knowledge.embed import DEFAULT_EMBEDDER, available, embedder
+
+    embedded = [i for i, f in enumerate(facts) if f.vector is not None and f.embedder == DEFAULT_EMBEDDER]
+    if not embedded or not available():
+        return []
+    import numpy as np
+
+    vectors = b"".join(facts[i].vector or b"" for i in embedded)
+    matrix = np.frombuffer(vectors, dtype="<f4").reshape(len(embedded), -1)
+    scores = matrix @ embedder().embed([question])[0]
+    return [embedded[int(i)] for i in np.argsort(-scores, kind="stable")[:50]]
+
+
+def _embedded(text: str) -> tuple[bytes | None, str | None]:
+    from plait.knowledge.embed import DEFAULT_EMBEDDER, available, embedder
+
+    if not available():
+        return None, None
+    return embedder().embed([text])[0].astype("<f4").tobytes(), DEFAULT_EMBEDDER

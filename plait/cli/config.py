@@ -9,29 +9,45 @@ import typer
 
 from plait.cli.common import EXIT_INVALID, EXIT_OK, console, fail, print_json
 from plait.cli.help import PlaitTyper
-from plait.cli.options import ConfigOption, JsonOption
+from plait.cli.options import ConfigOption, DbOption, JsonOption
 
 app = PlaitTyper(help="Model provider configuration (plait.toml).", no_args_is_help=True)
 
 
 @app.command("check")
-def check(config: ConfigOption = None, json_output: JsonOption = False) -> None:
-    """Show providers, models and where each role goes; exit 2 when a role cannot be served here."""
+def check(config: ConfigOption = None, json_output: JsonOption = False, db: DbOption = None) -> None:
+    """Show providers, models and where each role goes, how programs are confined and how knowledge
+    bases search in the store; exit 2 when a role cannot be served here."""
     from plait.config import ConfigError, load_config
     from plait.llm.check import ConfigReport, check_config, report_json
+    from plait.runs.knowledge import backend
     from plait.sandbox.confinement import program_status
+    from plait.store.url import database_url
 
     try:
         report: ConfigReport = check_config(load_config(config))
     except ConfigError as exc:
         fail(str(exc))
     programs = program_status(report.config.jail, report.config.tools, report.config.code)
+    knowledge = backend(database_url(db))
     if json_output:
-        print_json({**report_json(report), "ok": report.ok and programs.problem is None, "programs": programs.json()})
+        ok = report.ok and programs.problem is None
+        print_json({**report_json(report), "ok": ok, "programs": programs.json(), "knowledge": knowledge})
     else:
         _print_report(report)
         _print_programs(programs)
+        _print_knowledge(knowledge)
     raise typer.Exit(EXIT_OK if report.ok and programs.problem is None else EXIT_INVALID)
+
+
+def _print_knowledge(knowledge: dict[str, Any]) -> None:
+    """How knowledge bases search here, and whether their embedder can run."""
+    out = console()
+    out.print(f"knowledge bases: keyword search by {knowledge['keyword']}; dense search {knowledge['dense']}")
+    if knowledge["embedder_missing"]:
+        out.print(f"[red]embedder {knowledge['embedder']}: missing {', '.join(knowledge['embedder_missing'])}[/]")
+    else:
+        out.print(f"embedder {knowledge['embedder']}: installed")
 
 
 def _print_programs(programs: Any) -> None:

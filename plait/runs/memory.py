@@ -64,8 +64,16 @@ def new_fact(value: dict[str, Any], *, embed: bool = True) -> NewFact:
 
 
 def remember(store: Store, scope: str, facts: list[dict[str, Any]], *, source: dict[str, Any], by: str) -> list[Fact]:
-    """Store facts in `scope` with where they came from (`source`: messages, run, node run)."""
-    return store.memory.add(scope, [new_fact(f) for f in facts], source=source, by=by)
+    """Store facts in `scope` with where they came from (`source`: messages, run, node run); one
+    the scope holds already, active, is not stored twice."""
+    held = {(f.subject, f.predicate, f.object) for f in store.memory.facts(scope)}
+    fresh: list[NewFact] = []
+    for value in facts:
+        fact = new_fact(value)
+        if (fact.subject, fact.predicate, fact.object) not in held:
+            held.add((fact.subject, fact.predicate, fact.object))
+            fresh.append(fact)
+    return store.memory.add(scope, fresh, source=source, by=by)
 
 
 def correct(store: Store, fact_id: str, changes: dict[str, Any], *, by: str, note: str | None = None) -> Fact:

@@ -75,6 +75,8 @@ class ChatSession:
     created_at: float
     updated_at: float
     last_seq: int
+    memory_seq: int = 0
+    """The newest message whose facts the chat's memory has taken (0: none yet)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +183,11 @@ class ChatRepository:
             self._touch(conn, session_id, graph_id=graph_id)
             row = conn.execute(select(CHAT_SESSION).where(CHAT_SESSION.c.id == session_id)).one()
         return _session(row)
+
+    def set_memory_seq(self, session_id: str, seq: int) -> None:
+        """Record that the facts of the messages up to `seq` are remembered."""
+        with self._writer.begin() as conn:
+            self._touch(conn, session_id, memory_seq=seq)
 
     def delete_session(self, session_id: str) -> bool:
         """Delete the session with its messages, drafts and uploads; False when there was none."""
@@ -373,7 +380,10 @@ def _unknown_session(session_id: str) -> NotFoundError:
 
 
 def _session(row: Any) -> ChatSession:
-    return ChatSession(row.id, row.title, row.graph_id, float(row.created_at), float(row.updated_at), int(row.last_seq))
+    return ChatSession(
+        row.id, row.title, row.graph_id, float(row.created_at), float(row.updated_at), int(row.last_seq),
+        int(row.memory_seq),
+    )  # fmt: skip
 
 
 def _message(row: Any) -> ChatMessage:

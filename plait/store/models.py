@@ -418,6 +418,8 @@ CHAT_SESSION = Table(
     # The seq of the session's newest message: the next one takes last_seq + 1, in the same
     # transaction that raises it, so two writers never take the same number.
     _required("last_seq", Integer, server_default=text("0")),
+    # The newest message whose facts the chat's memory has taken.
+    _required("memory_seq", Integer, server_default=text("0")),
     Index("idx_chat_session_updated", "updated_at"),
 )
 """A chat that designs a graph with a person (`chat.py`); `graph_id` is the stored graph it

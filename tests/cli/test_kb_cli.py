@@ -126,3 +126,13 @@ def _vector_count(store: Store, kb_id: str) -> int:
 def _children(store: Store, run_id: str) -> list[str]:
     [documents] = [n for n in store.runs.node_runs(run_id) if n.node_id == "documents"]
     return [child.id for child in store.runs.children(documents.id)]
+
+
+def test_config_check_says_how_knowledge_bases_search_in_the_store(db_url: str, tmp_path: Path) -> None:
+    said = ok(plait(db_url, tmp_path, "config", "check", "--json"))["knowledge"]
+    backend = "FTS5" if db_url.startswith("sqlite") else "tsvector"
+    assert backend in said["keyword"]
+    assert said["dense"].startswith("exact")
+    assert said["embedder_missing"] == []
+    shown = plait(db_url, tmp_path, "config", "check")
+    assert f"knowledge bases: keyword search by {said['keyword']}" in shown.stdout

@@ -73,3 +73,10 @@ def test_a_correction_supersedes_and_a_superseded_fact_is_never_recalled(store: 
         retract(store, gone.id, by="grace")
     everything = store.memory.facts(SCOPE, history=True)
     assert len(everything) == 6  # nothing deleted: five planted, one correction
+
+
+def test_a_fact_held_already_is_not_stored_twice(store: Store) -> None:
+    planted(store)
+    again = remember(store, SCOPE, [{"subject": "ADA", "predicate": "Lives in", "object": "Paris."}], source={}, by="x")
+    assert again == []
+    assert len(store.memory.facts(SCOPE)) == 5

@@ -47,7 +47,7 @@ def rss(pid, key):
     with open(f"/proc/{pid}/status") as handle:
         return int(re.search(rf"^{key}:\\s+(\\d+) kB", handle.read(), re.M).group(1)) * 1024
 
-with JsSandbox(timeout_s=30, max_memory_mb=LIMIT, workers=1, max_workers=1) as box:
+with JsSandbox(timeout_s=120, max_timeout_s=120, max_memory_mb=LIMIT, workers=1, max_workers=1) as box:
     assert box.evaluate("'warm'", {}) == "warm"
     [pid] = box.child_pids()
     baseline = rss(pid, "VmHWM")
@@ -63,7 +63,7 @@ with JsSandbox(timeout_s=30, max_memory_mb=LIMIT, workers=1, max_workers=1) as b
 
 
 def _peak(expression: str) -> tuple[str, int, str]:
-    proc = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, expression], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, expression], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     error, peak_mb, after = proc.stdout.split()
     return error, int(peak_mb), after

@@ -29,8 +29,8 @@ def test_the_graphs_page_lists_searches_and_deletes(server: Served, page: Any) -
     page.goto(server.url + "/")
     rows = page.get_by_role("table", name="Stored graphs").locator("tbody tr")
     # the shipped system graphs (video chapters, the chat's designer, knowledge-base ingestion and
-    # search), the two imported
-    expect(rows).to_have_count(6)
+    # search, memory extraction), the two imported
+    expect(rows).to_have_count(7)
     system = page.locator('tr[data-graph="plait.video_chapters"]')
     expect(system.locator(".badge")).to_have_text("system")
     expect(system.get_by_role("button", name="delete")).to_have_count(0)  # system graphs are read-only

@@ -125,10 +125,14 @@ def upgrade() -> None:
         sa.Column("updated_at", sa.Double(), nullable=False),
     )
     op.create_index("idx_memory_fact_scope", "memory_fact", ["scope", "status"])
+    with op.batch_alter_table("chat_session") as table:
+        table.add_column(sa.Column("memory_seq", sa.Integer(), nullable=False, server_default=sa.text("0")))
 
 
 def downgrade() -> None:
     """Drop what `upgrade` created, the keyword index and children first."""
+    with op.batch_alter_table("chat_session") as table:
+        table.drop_column("memory_seq")
     op.drop_index("idx_memory_fact_scope", table_name="memory_fact")
     op.drop_table("memory_fact")
     if op.get_bind().dialect.name == "sqlite":

@@ -25,6 +25,16 @@ from plait.store.errors import NotFoundError, StoreError
 from plait.store.knowledge import DocumentStatus
 from plait.store.knowledge_models import KB, KB_CHUNK, KB_DOCUMENT, KB_VECTOR
 
+STOP_WORDS = frozenset(
+    "a about above after again against all am an and any are as at be because been before being below between "
+    "both but by can did do does doing down during each few for from further had has have having he her here "
+    "hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now "
+    "of off on once only or other our ours ourselves out over own same she should so some such than that the "
+    "their theirs them themselves then there these they this those through to too under until up very was we "
+    "were what when where which while who whom why will with you your yours yourself yourselves".split()
+)
+"""Words a keyword query leaves out: they match nearly every chunk, so they only add noise and
+time. PostgreSQL's English configuration drops the same kind of words; this keeps SQLite alike."""
 MAX_KEYWORD_TERMS = 32
 """Words of a keyword query beyond these are left out (each is one more posting list to read)."""
 
@@ -214,7 +224,8 @@ class KnowledgeIndex:
         """(chunk id, score) of the chunks matching any word of `query` best, at generation
         `as_of`, of `documents` only and under `heading` only when given: BM25 over heading and
         text on SQLite, `ts_rank_cd` on PostgreSQL; higher is better."""
-        words = list(dict.fromkeys(w for w in re.findall(r"[^\W_]+", query.lower()) if len(w) > 1))
+        found = re.findall(r"[^\W_]+", query.lower())
+        words = list(dict.fromkeys(w for w in found if len(w) > 1 and w not in STOP_WORDS))
         if not words or documents == []:
             return []
         where = ["c.kb_id = :kb", *_VISIBLE_SQL]

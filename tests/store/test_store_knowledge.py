@@ -92,6 +92,7 @@ def test_keyword_search_finds_words_and_sees_the_generation_it_is_asked_for(stor
     assert [index.chunks([i])[i].text for i, _ in hits] == ["Backups run every night at two"]
     assert [c for c, _ in index.keyword_search(kb.id, "caching", 10, as_of=1)]  # a heading word
     assert index.keyword_search(kb.id, "?? !!", 10, as_of=1) == []
+    assert index.keyword_search(kb.id, "the and for at", 10, as_of=1) == []  # stop words match nothing, on both
     assert index.keyword_search(kb.id, 'quote" OR "injection', 10, as_of=1) == []
     store.knowledge.put_document(kb.id, "k.md", b"v2", "text/markdown")
     v2 = [chunk(0, "The cache keeps answers for a week", ("Caching",))]

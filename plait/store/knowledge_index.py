@@ -31,7 +31,7 @@ STOP_WORDS = frozenset(
     "hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now "
     "of off on once only or other our ours ourselves out over own same she should so some such than that the "
     "their theirs them themselves then there these they this those through to too under until up very was we "
-    "were what when where which while who whom why will with you your yours yourself yourselves".split()
+    "were what when where which while who whom why will with you your yours yourself yourselves".split()  # noqa: SIM905
 )
 """Words a keyword query leaves out: they match nearly every chunk, so they only add noise and
 time. PostgreSQL's English configuration drops the same kind of words; this keeps SQLite alike."""

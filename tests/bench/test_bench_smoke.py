@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "engine_vs_langgraph.py"
 
@@ -84,3 +86,31 @@ def test_designer_benchmark_replays_recorded_answers_and_prints_its_figures() ->
         assert re.search(rf"{figure}\s+[0-9]+/3", proc.stdout), proc.stdout
     assert re.search(r"new graphs [0-9]+/2, edits [0-9]+/1", proc.stdout), proc.stdout
     assert re.search(r"^  blog_writer\s+proposed", proc.stdout, re.MULTILINE), proc.stdout
+
+
+@pytest.mark.usefixtures("embedder_installed")
+def test_retrieval_benchmark_quick_prints_its_tables_with_figures_in_range() -> None:
+    command = [sys.executable, str(ROOT / "bench" / "retrieval.py"), "--quick"]
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out, number = proc.stdout, r"([0-9]+(?:\.[0-9]+)?)"
+    for mode in ("keyword", "dense", "hybrid"):
+        scores = re.search(rf"^  corpus\s+{mode}\s+{number}\s+{number}\s+{number}$", out, re.MULTILINE)
+        assert scores, out
+        assert all(0 <= float(value) <= 1 for value in scores.groups()), scores.group(0)
+        latency = re.search(rf"^\s+2000 {mode}\s+{number}\s+{number}\s+{number}$", out, re.MULTILINE)
+        assert latency, out
+        assert all(float(value) > 0 for value in latency.groups()), latency.group(0)
+    for embedder in ("minilm-l6-int8", "minilm-l6"):
+        ingested = re.search(rf"^  {embedder}\s+[0-9]+\s+([0-9]+)\s+{number}\s+{number}$", out, re.MULTILINE)
+        assert ingested, out
+        assert all(float(value) > 0 for value in ingested.groups()), ingested.group(0)
+    resumed = re.search(r"^  embedded:index\s+ok\s+([0-9]+)\s+([0-9]+)\s+64\s+([0-9]+)\s+0$", out, re.MULTILINE)
+    assert resumed, out
+    assert int(resumed.group(1)) == int(resumed.group(2)) == 64 + int(resumed.group(3))
+    edit = re.search(r"embedded ([0-9]+) \(([0-9.]+) %\)", out)
+    assert edit, out
+    assert 0 < float(edit.group(2)) <= 100
+    whole = re.search(rf"whole client\.kb\.search \(a run\)\s+p50\s+{number}", out)
+    assert whole, out
+    assert float(whole.group(1)) > 0

@@ -25,14 +25,15 @@ from plait.store.errors import NotFoundError, StoreError
 from plait.store.knowledge import DocumentStatus
 from plait.store.knowledge_models import KB, KB_CHUNK, KB_DOCUMENT, KB_VECTOR
 
-STOP_WORDS = frozenset(
+_STOP_WORDS = (
     "a about above after again against all am an and any are as at be because been before being below between "
     "both but by can did do does doing down during each few for from further had has have having he her here "
     "hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now "
     "of off on once only or other our ours ourselves out over own same she should so some such than that the "
     "their theirs them themselves then there these they this those through to too under until up very was we "
-    "were what when where which while who whom why will with you your yours yourself yourselves".split()  # noqa: SIM905
+    "were what when where which while who whom why will with you your yours yourself yourselves"
 )
+STOP_WORDS = frozenset(_STOP_WORDS.split())
 """Words a keyword query leaves out: they match nearly every chunk, so they only add noise and
 time. PostgreSQL's English configuration drops the same kind of words; this keeps SQLite alike."""
 MAX_KEYWORD_TERMS = 32

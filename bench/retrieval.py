@@ -471,6 +471,10 @@ def measure(client: Client, url: str, folder: Path, plan: Plan, figures: dict[st
     return scores
 
 
+def _recall_5(ranks: Sequence[int]) -> float:
+    return sum(1 for r in ranks if 1 <= r <= 5) / len(ranks) if ranks else 0.0
+
+
 def report(figures: dict[str, Any], scores: dict[str, list[Scores]]) -> None:
     m = figures["machine"]
     print(f"retrieval bench: {m['cores']} cores ({m['cpu']}), load {m['load'][0]:.2f} at start, "
@@ -483,6 +487,11 @@ def report(figures: dict[str, Any], scores: dict[str, list[Scores]]) -> None:
     for base, rows in scores.items():
         for s in rows:
             print(f"  {base:24} {s.mode:8} {s.recall_1:9.2f} {s.recall_5:9.2f} {s.mrr_10:8.3f}")
+    print("  recall@5 on the questions in even places (hybrid's weights were chosen on them) and odd places:")
+    for base, rows in scores.items():
+        for s in rows:
+            tuned, held_out = (_recall_5(list(s.ranks.values())[start::2]) for start in (0, 1))
+            print(f"  {base:24} {s.mode:8} {tuned:9.2f} {held_out:9.2f}")
     print()
     print("ingestion")
     print(f"  {'embedder':16} {'documents':>9} {'chunks':>7} {'seconds':>8} {'chunks/s':>9}   load after")

@@ -127,9 +127,12 @@ def _allowed_documents(documents: dict[str, Any], filters: RetrieveFilters) -> l
 
 
 def _fused(rankings: dict[str, list[tuple[int, float]]]) -> list[tuple[int, float]]:
-    from plait.knowledge.fusion import reciprocal_rank_fusion
+    """The keyword ranking counts less than the dense one (see plait.knowledge.fusion for why)."""
+    from plait.knowledge.fusion import KEYWORD_WEIGHT, SEARCH_K, reciprocal_rank_fusion
 
-    return reciprocal_rank_fusion([[chunk_id for chunk_id, _ in ranked] for ranked in rankings.values()])
+    weights = [KEYWORD_WEIGHT if name == "keyword" else 1.0 for name in rankings]
+    ranked = [[chunk_id for chunk_id, _ in ranking] for ranking in rankings.values()]
+    return reciprocal_rank_fusion(ranked, k=SEARCH_K, weights=weights)
 
 
 def _dense(

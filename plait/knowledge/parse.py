@@ -16,7 +16,7 @@ import re
 import zipfile
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from plait.errors import PlaitError, Refusal
 
@@ -116,7 +116,8 @@ def parse_document(content: bytes, *, name: str, media_type: str | None = None) 
     elif kind == "markdown":
         title, sections = _parse_markdown(_decode(content, name))
     else:
-        title, sections = None, _Sections().finish([_decode(content, name)])
+        # A text file may be code, a configuration or verse: its indentation is part of its meaning.
+        title, sections = None, _Sections().finish([_decode(content, name)], spacing="indent")
     return ParsedDocument(kind=kind, title=_one_line(title) or None, sections=sections)
 
 
@@ -125,17 +126,28 @@ def parse_document(content: bytes, *, name: str, media_type: str | None = None) 
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _SPACES = re.compile(r"[^\S\n]+")
 _BLANK_RUNS = re.compile(r"\n{3,}")
+Spacing = Literal["collapse", "indent", "verbatim"]
 
 
-def _normalise(text: str, *, keep_indent: bool = False) -> str:
-    """One space between words, lines trimmed, one blank line between paragraphs; no control
-    characters (a NUL from a PDF would not even fit in PostgreSQL's text)."""
+def _normalise(text: str, *, spacing: Spacing = "collapse") -> str:
+    """One blank line between paragraphs, no trailing spaces and no control characters (a NUL
+    from a PDF would not even fit in PostgreSQL's text). Within lines, `spacing`: "collapse" one
+    space between words, lines trimmed; "indent" the same but each line keeps its indentation;
+    "verbatim" as written."""
     text = _CONTROL.sub("", re.sub(r"\r\n?|[\x0b\x0c\x85\u2028\u2029]", "\n", text))
-    if keep_indent:
+    if spacing == "collapse":
+        lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
+        return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+    if spacing == "indent":
+        lines = [_indented(line) for line in text.split("\n")]
+    else:
         lines = [line.rstrip() for line in text.split("\n")]
-        return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
-    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
-    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def _indented(line: str) -> str:
+    body = line.lstrip()
+    return line[: len(line) - len(body)] + _SPACES.sub(" ", body).rstrip() if body else ""
 
 
 def _one_line(text: str | None) -> str:
@@ -190,11 +202,11 @@ class _Sections:
         return self._parts[-1][1].pop()
 
     def finish(
-        self, first: list[str] | None = None, *, joiner: str = "\n\n", keep_indent: bool = False
+        self, first: list[str] | None = None, *, joiner: str = "\n\n", spacing: Spacing = "collapse"
     ) -> tuple[Section, ...]:
         if first is not None:
             self._parts[0][1].extend(first)
-        bodies = ((path, _normalise(joiner.join(parts), keep_indent=keep_indent)) for path, parts in self._parts)
+        bodies = ((path, _normalise(joiner.join(parts), spacing=spacing)) for path, parts in self._parts)
         return tuple(Section(path, body) for path, body in bodies if body)
 
 
@@ -241,7 +253,7 @@ def _parse_markdown(text: str) -> tuple[str | None, tuple[Section, ...]]:
             previous_is_text = bool(line.strip()) and not _NOT_A_TITLE_LINE.match(line)
             continue
         previous_is_text = False
-    return sections.first_h1, sections.finish(joiner="\n", keep_indent=True)
+    return sections.first_h1, sections.finish(joiner="\n", spacing="verbatim")
 
 
 def _front_matter_end(lines: list[str]) -> int:

@@ -46,3 +46,17 @@ def test_nothing_in_nothing_out_and_repeats_count_once() -> None:
 def test_a_negative_k_is_refused() -> None:
     with pytest.raises(ValueError, match="k must be"):
         reciprocal_rank_fusion([[1]], k=-1)
+
+
+def test_weights_scale_each_rankings_share() -> None:
+    fused = dict(reciprocal_rank_fusion([[1, 2], [2, 1]], k=10, weights=[1.0, 0.3]))
+    assert fused[1] == pytest.approx(1 / 11 + 0.3 / 12)
+    assert fused[2] == pytest.approx(1 / 12 + 0.3 / 11)
+    assert [item for item, _ in reciprocal_rank_fusion([[1, 2], [2, 1]], k=10, weights=[1.0, 0.3])] == [1, 2]
+    assert [item for item, _ in reciprocal_rank_fusion([[1, 2], [2, 1]], k=10, weights=[0.3, 1.0])] == [2, 1]
+
+
+@pytest.mark.parametrize("weights", [[1.0], [1.0, -0.1]])
+def test_weights_one_per_ranking_none_negative(weights: list[float]) -> None:
+    with pytest.raises(ValueError, match="one weight of 0 or more per ranking"):
+        reciprocal_rank_fusion([[1], [2]], weights=weights)

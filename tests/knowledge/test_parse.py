@@ -87,6 +87,20 @@ def test_text_is_one_section_with_whitespace_normalised_and_paragraphs_kept() ->
     assert parsed.sections == (Section((), "First line here\n\nSecond paragraph"),)
 
 
+def test_text_of_any_suffix_is_read_as_text_with_its_indentation() -> None:
+    """Source code, configuration and reStructuredText are text files under names Plait does not
+    know: their lines keep their indentation (it is meaning there), words inside still get one space."""
+    source = b"def area(r):\n    if r < 0:\n        raise ValueError(r)   \n    return 3.14  *  r * r\n"
+    parsed = parse_document(source, name="geometry.py")
+    assert parsed.kind == "text"
+    assert parsed.sections == (
+        Section((), "def area(r):\n    if r < 0:\n        raise ValueError(r)\n    return 3.14 * r * r"),
+    )
+    assert parse_document(b"Title\n=====\n\n  indented quote", name="notes.rst").sections[0].text == (
+        "Title\n=====\n\n  indented quote"
+    )
+
+
 def test_utf16_with_a_bom_is_read_and_invalid_utf8_is_refused() -> None:
     assert parse_document("Grüße".encode("utf-16"), name="a.txt").sections[0].text == "Grüße"
     with pytest.raises(ParseError, match=r"latin\.txt: not valid UTF-8 text \(byte 2\)") as refused:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from plait.evolve.system import sync_system_graphs
+from plait.knowledge.fusion import KEYWORD_WEIGHT, SEARCH_K
 from plait.model.enums import RunStatus
 from plait.runs.knowledge import DocumentUpload, add_documents, create_base, documents, start_search
 from plait.runs.session import RunSession
@@ -92,6 +93,11 @@ def test_each_mode_finds_what_it_should_and_says_how_it_ranked(handbook: Store) 
     assert hybrid["hits"][0]["document"] == "faq.html"
     assert set(hybrid["hits"][0]["ranks"]) == {"keyword", "dense"}
     assert hybrid["generation"] == handbook.knowledge.get("handbook").generation
+    # a hybrid score is the weighted fusion of the ranks it shows: keyword counts less than dense
+    for hit in hybrid["hits"]:
+        weighted = {"dense": 1.0, "keyword": KEYWORD_WEIGHT}
+        expected = sum(weighted[name] / (SEARCH_K + rank) for name, rank in hit["ranks"].items() if rank)
+        assert hit["score"] == pytest.approx(expected, abs=1e-6)
 
 
 def test_filters_and_sections_narrow_and_widen_the_hits(handbook: Store) -> None:

@@ -31,13 +31,21 @@ HISTORY_TOKENS = 750
 """The conversation's share of the designer's prompt, in tokens (estimated: ~4 characters each):
 small, so that it fits beside the draft and the catalog in a small model's context too."""
 COMPRESS_AT = 0.8
-SPLIT = (0.60, 0.25, 0.15)
-"""Recent turns verbatim, the running summary, recalled facts."""
+SPLIT = (0.60, 0.15, 0.25)
+"""Recent turns verbatim, the running summary, recalled facts. The facts' share is the larger of
+the two older ones: the summary's first sentences are of turns whose facts are remembered
+anyway, and a fact recalled just past a smaller share was the answer lost most often
+(bench/memory.py). What the facts leave unspent goes to the summary."""
 SUMMARY_CHARS = 160
 """An older turn's share of the summary: its first sentence, at most this long."""
 EXTRACT = "plait.memory_extract"
 MAX_EXTRACTED_TURNS = 40
 """Turns one extraction reads; older ones not yet read are read by the next."""
+KNOWN_FACTS = 50
+"""The newest facts an extraction is shown, by subject and predicate, so that a changed value is
+written under the ones held and replaces it."""
+RECALL_MORE = 40
+"""Facts recalled past the best ones and their hops, for the facts' share to be spent on."""
 _COUNTER = EstimateCounter()
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
 
@@ -67,8 +75,9 @@ def conversation_shown(store: Store, session: ChatSession, messages: list[ChatMe
     if total <= COMPRESS_AT * HISTORY_TOKENS:
         return Shown("\n".join(line for _, line in lines) or "(this is the first message)", [s for s, _ in lines])
     recent, older = _newest_within(lines, SPLIT[0] * HISTORY_TOKENS)
-    summary, summarised = _summary(older, SPLIT[1] * HISTORY_TOKENS)
     facts, fact_ids = _facts(store, session, request, SPLIT[2] * HISTORY_TOKENS)
+    unspent = SPLIT[2] * HISTORY_TOKENS - _COUNTER.count(facts)  # few facts yet: the summary takes the rest
+    summary, summarised = _summary(older, SPLIT[1] * HISTORY_TOKENS + unspent)
     parts = [
         "Earlier in this conversation (first sentences):\n" + (summary or "(nothing kept)"),
         "Remembered facts:\n" + (facts or "(none recalled)"),
@@ -101,13 +110,14 @@ def _summary(older: list[tuple[int, str]], budget: float) -> tuple[str, list[int
 
 
 def _facts(store: Store, session: ChatSession, request: str, budget: float) -> tuple[str, list[str]]:
+    """The recalled facts within `budget`, best first: as many as fit, not a fixed number."""
     lines: list[str] = []
     ids: list[str] = []
     spent = 0
-    for hit in recall(store, scope_of(session.id), request):
-        cost = _COUNTER.count(hit.fact.text)
+    for hit in recall(store, scope_of(session.id), request, then=RECALL_MORE):
+        cost = _COUNTER.count(f"- {hit.fact.text}")
         if spent + cost > budget:
-            break
+            continue
         lines.append(f"- {hit.fact.text}")
         ids.append(hit.fact.id)
         spent += cost
@@ -138,7 +148,7 @@ def _leaving(store: Store, session_id: str) -> tuple[dict[str, Any], list[int]] 
     session = store.chat.get_session(session_id)
     if session is None:
         return None
-    messages = store.chat.messages(session_id)[:-1]
+    messages = store.chat.latest_messages(session_id)[:-1]
     lines = [(m.seq, line) for m in messages if (line := message_line(m)) is not None]
     if sum(_COUNTER.count(line) for _, line in lines) <= COMPRESS_AT * HISTORY_TOKENS:
         return None
@@ -146,7 +156,8 @@ def _leaving(store: Store, session_id: str) -> tuple[dict[str, Any], list[int]] 
     leaving = [(seq, line) for seq, line in older if seq > session.memory_seq][:MAX_EXTRACTED_TURNS]
     if not leaving:
         return None
-    known = "\n".join(f"- {f.text}" for f in store.memory.facts(scope_of(session_id))[-50:]) or "(none)"
+    held = store.memory.facts(scope_of(session_id), limit=KNOWN_FACTS)
+    known = "\n".join(f"- {f.subject} | {f.predicate} | {f.object}" for f in held) or "(none)"
     return {"turns": "\n".join(line for _, line in leaving), "known": known}, [seq for seq, _ in leaving]
 
 

@@ -223,7 +223,7 @@ class Chat:
         self, session: ChatSession, document: dict[str, Any], request: str, problems: list[Diagnostic]
     ) -> str:
         """Start one designer run for this round (the surface drives it)."""
-        messages = self.store.chat.messages(session.id)
+        messages = self.store.chat.latest_messages(session.id)
         linked = [m.run_id for m in messages if m.kind == "run" and m.run_id]
         shown = conversation_shown(self.store, session, messages[:-1], request)
         run_input = designer_input(

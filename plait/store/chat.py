@@ -236,6 +236,18 @@ class ChatRepository:
         with self._engine.connect() as conn:
             return [_message(row) for row in conn.execute(query).all()]
 
+    def latest_messages(self, session_id: str, limit: int = 1000) -> list[ChatMessage]:
+        """The session's newest `limit` messages, in order: what a long conversation shows is
+        its end, never its first thousand messages."""
+        newest = (
+            select(CHAT_MESSAGE)
+            .where(CHAT_MESSAGE.c.session_id == session_id)
+            .order_by(CHAT_MESSAGE.c.seq.desc())
+            .limit(limit)
+        )
+        with self._engine.connect() as conn:
+            return [_message(row) for row in reversed(conn.execute(newest).all())]
+
     # ------------------------------------------------------------------ drafts
 
     def add_draft(

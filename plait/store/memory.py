@@ -1,8 +1,9 @@
 """The facts a chat's memory keeps: subject, predicate, object and the sentence saying it, with
 where each came from. Nothing here deletes a fact: a correction stores a new fact that
 supersedes the old one (in one transaction, refused when the old one is not active any more),
-and a retraction marks one retracted. Only active facts are recalled; the others stay as the
-fact's history.
+a newly said value of a single-valued fact supersedes the value held ("I moved to Lyon"), and a
+retraction marks one retracted. Only active facts are recalled; the others stay as the fact's
+history.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ class NewFact:
     valid_from: float | None = None
     vector: bytes | None = None
     embedder: str | None = None
+    single_valued: bool = False
+    """The subject has one object for this predicate at a time (lives in, is due on): stored, it
+    supersedes the scope's active facts with the same subject and predicate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,14 +79,40 @@ class MemoryRepository:
         self._writer = writer(engine)
 
     def add(self, scope: str, facts: list[NewFact], *, source: dict[str, Any], by: str) -> list[Fact]:
-        """Remember `facts` in `scope`, each with `source` (the messages, run and node run it came from)."""
-        now = time.time()
-        # a microsecond apart: listed in the order given (ties would fall to the ids' order)
-        rows = [_row(new_id(), scope, fact, source, by, None, now + i * 1e-6) for i, fact in enumerate(facts)]
-        if rows:
-            with self._writer.begin() as conn:
-                conn.execute(insert(MEMORY_FACT), rows)
-        return [self.get(row["id"]) for row in rows]
+        """Remember `facts` in `scope`, each with `source` (the messages, run and node run it came
+        from), in one transaction. A single-valued fact supersedes the active ones with its
+        subject and predicate; one that became true before the value held (`valid_from`) is kept
+        as that value's history instead, superseded by it."""
+        now, ids = time.time(), []
+        with self._writer.begin() as conn:
+            for i, fact in enumerate(facts):  # a microsecond apart: listed in the order given
+                ids.append(self._insert(conn, scope, fact, source, by, now + i * 1e-6))
+        return [self.get(fact_id) for fact_id in ids]
+
+    def _insert(self, conn: Any, scope: str, fact: NewFact, source: dict[str, Any], by: str, now: float) -> str:
+        fact_id = new_id()
+        held = self._same_subject_and_predicate(conn, scope, fact) if fact.single_valued else []
+        newer = [f for f in held if _earlier(fact.valid_from, f.valid_from)]
+        if newer:  # older news: history of the value held now, never recalled
+            row = _row(fact_id, scope, fact, source, by, None, now) | {
+                "status": FactStatus.SUPERSEDED.value, "superseded_by": newer[-1].id}  # fmt: skip
+            conn.execute(insert(MEMORY_FACT).values(row))
+            return fact_id
+        conn.execute(insert(MEMORY_FACT).values(_row(fact_id, scope, fact, source, by, None, now,
+                                                     supersedes=held[-1].id if held else None)))  # fmt: skip
+        if held:
+            superseded = {"status": FactStatus.SUPERSEDED.value, "superseded_by": fact_id, "updated_at": now}
+            conn.execute(update(MEMORY_FACT).where(MEMORY_FACT.c.id.in_([f.id for f in held])).values(superseded))
+        return fact_id
+
+    def _same_subject_and_predicate(self, conn: Any, scope: str, fact: NewFact) -> list[Fact]:
+        """The scope's active facts with `fact`'s subject and predicate and another object, oldest first."""
+        query = select(MEMORY_FACT).where(
+            MEMORY_FACT.c.scope == scope, MEMORY_FACT.c.status == FactStatus.ACTIVE.value,
+            MEMORY_FACT.c.subject == fact.subject, MEMORY_FACT.c.predicate == fact.predicate,
+            MEMORY_FACT.c.object != fact.object)  # fmt: skip
+        rows = conn.execute(query.order_by(MEMORY_FACT.c.created_at, MEMORY_FACT.c.id).with_for_update()).all()
+        return [_fact(row) for row in rows]
 
     def get(self, fact_id: str) -> Fact:
         with self._engine.connect() as conn:
@@ -92,13 +122,15 @@ class MemoryRepository:
         return _fact(row)
 
     def facts(self, scope: str, *, history: bool = False, limit: int = 10_000) -> list[Fact]:
-        """The scope's active facts, oldest first (`history`: superseded and retracted ones too)."""
+        """The scope's active facts, oldest first (`history`: superseded and retracted ones too);
+        past `limit`, the newest `limit` of them."""
         query = select(MEMORY_FACT).where(MEMORY_FACT.c.scope == scope)
         if not history:
             query = query.where(MEMORY_FACT.c.status == FactStatus.ACTIVE.value)
+        newest = query.order_by(MEMORY_FACT.c.created_at.desc(), MEMORY_FACT.c.id.desc()).limit(limit)
         with self._engine.connect() as conn:
-            rows = conn.execute(query.order_by(MEMORY_FACT.c.created_at, MEMORY_FACT.c.id).limit(limit)).all()
-        return [_fact(row) for row in rows]
+            rows = conn.execute(newest).all()
+        return [_fact(row) for row in reversed(rows)]
 
     def scopes(self) -> list[tuple[str, int]]:
         """Every scope with its count of active facts."""
@@ -179,6 +211,10 @@ def _row(
             "status": FactStatus.ACTIVE.value, "supersedes": supersedes, "superseded_by": None,
             "source_json": source, "created_by": by[:120], "note": note, "created_at": now,
             "updated_at": now}  # fmt: skip
+
+
+def _earlier(when: float | None, than: float | None) -> bool:
+    return when is not None and than is not None and when < than
 
 
 def _fact(row: Any) -> Fact:

@@ -59,6 +59,10 @@ def test_messages_are_numbered_one_to_n_and_read_after_a_number(store: Store) ->
     assert [m.seq for m in store.chat.messages(session.id, after_seq=1, limit=1)] == [2]
     assert store.chat.messages(session.id, after_seq=3) == []
     assert store.chat.get_session(session.id).last_seq == 3  # type: ignore[union-attr]
+    # a long conversation is shown by its end: the newest messages, still in order
+    assert [m.seq for m in store.chat.latest_messages(session.id, limit=2)] == [2, 3]
+    assert store.chat.latest_messages(session.id) == added
+    assert store.chat.latest_messages("no-such-session") == []
 
 
 def test_messages_of_stores_writing_at_once_take_each_number_once(

@@ -82,6 +82,7 @@ class OutputContract:
         same (read-only) object every time: copy it before changing it."""
         if self._combined is None:
             value = combine_schemas([inline_refs(object_form(s.schema), self.registry) for s in self.enforced])
+            value = _without_scoring(value)
             object.__setattr__(self, "_combined", value)
             return value
         return self._combined
@@ -167,3 +168,28 @@ def schema_violations(schema: dict[str, Any] | bool, value: Any, registry: Itera
     """Every way `value` breaks `schema`, as `path: message` lines (empty when valid); `registry` is the
     graph's `schemas:`, which a `$ref: "label"` names (nothing outside it is ever fetched)."""
     return violations(schema_key(schema), registry_key(registry), value)
+
+
+def _without_scoring(schema: Any) -> Any:
+    """`schema` without its `x-eval` settings: how Plait scores an answer is not the model's to see
+    (nor, in strict mode, a keyword a provider must accept). Property names are kept, even
+    "x-eval", and values (`enum`, `const`, `default`, `examples`) are left as they are."""
+    if isinstance(schema, list):
+        return [_without_scoring(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "x-eval":
+            continue
+        if key in _NAMED_SCHEMAS and isinstance(value, dict):
+            kept[key] = {name: _without_scoring(sub) for name, sub in value.items()}
+        elif key in _VALUES:
+            kept[key] = value
+        else:
+            kept[key] = _without_scoring(value)
+    return kept
+
+
+_NAMED_SCHEMAS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+_VALUES = frozenset({"enum", "const", "default", "examples", "required", "dependentRequired"})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from plait.engine.contracts import BoundSchema, OutputContract
 
 TITLE = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
@@ -127,3 +129,26 @@ def test_the_model_is_shown_the_schemas_with_their_references_written_out() -> N
     assert bound.violations({"title": "ok", "tree": {"kids": [{"kids": [{"kids": 1}]}]}, "z": 1}) == [
         "tree/kids/0/kids/0/kids: 1 is not of type 'array' (schema 'bug')"
     ]
+
+
+def test_the_model_is_not_shown_how_its_answer_will_be_scored() -> None:
+    """`x-eval` (how an evaluation scores a field) is left out of what the model is asked to
+    produce, everywhere in the schema; a property that happens to be named so is kept, and so
+    are values; the answer is still checked against the whole schema."""
+    scored = {
+        "type": "object",
+        "x-eval": {"rule": "exact"},
+        "properties": {
+            "title": {"type": "string", "x-eval": {"rule": "meaning", "threshold": 0.9}},
+            "x-eval": {"type": "string", "enum": ["x-eval"]},
+            "chapters": {"type": "array", "items": {"type": "object", "properties": {
+                "start": {"type": "number", "x-eval": {"tolerance": 2}}}}},
+        },
+        "required": ["title"],
+    }  # fmt: skip
+    shown = OutputContract((BoundSchema("chapters", "1.0.0", scored),)).combined()
+    assert "x-eval" not in json.dumps({k: v for k, v in shown.items() if k != "properties"})
+    assert shown["properties"]["title"] == {"type": "string"}
+    assert shown["properties"]["x-eval"] == {"type": "string", "enum": ["x-eval"]}
+    assert shown["properties"]["chapters"]["items"]["properties"]["start"] == {"type": "number"}
+    assert OutputContract((BoundSchema("chapters", "1.0.0", scored),)).parse('{"title": 3}')[1]

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
+from plait.store import Store
+from plait.store.memory import NewFact
 from tests.web.conftest import EXAMPLES, Served
 
 RULES = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}
@@ -23,9 +25,9 @@ def violations(page: Any) -> list[str]:
 
 
 @pytest.fixture
-def story(server: Served) -> tuple[Served, str, str]:
-    """A server with the video-chapters graph, a run paused at its review, and a schedule of
-    the graph (9:00 on weekdays)."""
+def story(server: Served) -> tuple[Served, str, str, str]:
+    """A server with the video-chapters graph, a run paused at its review, a schedule of the
+    graph (9:00 on weekdays), and a fact a chat remembers from that run."""
     server.import_graph(EXAMPLES / "video_chapters.yaml")
     run_id = server.start("video_chapters", {"transcript": "We build a birdhouse."})
     server.wait_status(run_id, "paused")
@@ -33,7 +35,10 @@ def story(server: Served) -> tuple[Served, str, str]:
         "/api/schedules", json={"graph": "video_chapters", "cron": "0 9 * * 1-5", "input": {"transcript": "Daily."}}
     )
     assert made.status_code == 201, made.text
-    return server, run_id, str(made.json()["id"])
+    with Store(server.db) as store:
+        fact = NewFact("ada", "lives in", "paris", "Ada lives in Paris.", ("ada", "paris"))
+        remembered = store.memory.add("chat:s1", [fact], source={"messages": [3], "run_id": run_id}, by="memory")
+    return server, run_id, str(made.json()["id"]), remembered[0].id
 
 
 @pytest.mark.parametrize(
@@ -51,11 +56,12 @@ def story(server: Served) -> tuple[Served, str, str]:
         ("#/scripts", "li[data-template='plait.summary']"),
         ("#/scripts/plait.summary", ".cm-content[aria-label='Prompt script']"),
         ("#/knowledge", "form[aria-labelledby='new-kb']"),
+        ("#/memory/chat:s1?fact={fact}", "form[aria-labelledby='correct-fact']"),  # the facts, a history, the form
     ],
 )
-def test_no_accessibility_violation(story: tuple[Served, str, str], page: Any, route: str, ready: str) -> None:
-    server, run_id, schedule_id = story
-    page.goto(f"{server.url}/{route.format(run=run_id, schedule=schedule_id)}")
+def test_no_accessibility_violation(story: tuple[Served, str, str, str], page: Any, route: str, ready: str) -> None:
+    server, run_id, schedule_id, fact_id = story
+    page.goto(f"{server.url}/{route.format(run=run_id, schedule=schedule_id, fact=fact_id)}")
     page.locator(ready).first.wait_for()
     page.wait_for_timeout(300)  # let the canvas settle (fit to view, edge labels)
     assert violations(page) == []

@@ -3,11 +3,13 @@ serve`: a base made with the form (a bad name explained in the server's words), 
 and a broken PDF uploaded through the file input and the table read again until one is ready and
 the other failed with its reason, a search whose hit shows where each ranking put it, a
 document's chunks, removing a document and deleting the base after an inline confirmation;
-searching nothing, or a base that is gone, said in plain words; and the canvas offering the
-RETRIEVE node with its fields."""
+a search narrowed by metadata, heading, document and a minimum score returning exactly what the
+API returns with the same filters; searching nothing, or a base that is gone, and filters that
+cannot be sent, said in plain words; and the canvas offering the RETRIEVE node with its fields."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -15,7 +17,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
-from tests.knowledge.documents import GUIDE
+from tests.knowledge.documents import GUIDE, guide_with
 from tests.web.conftest import Served
 from tests.web.test_accessibility import violations
 from tests.web.test_canvas import editor_text, node
@@ -171,6 +173,92 @@ def test_a_base_is_filled_searched_and_emptied_in_the_page(server: Served, page:
     expect(page).to_have_url(f"{server.url}/#/knowledge")
     expect(page.get_by_text("No knowledge bases yet")).to_be_visible()
     assert server.client.get("/api/kb/handbook").status_code == 404
+
+
+def _searched(server: Served, kb: str, **settings: Any) -> list[dict[str, Any]]:
+    response = server.client.post(f"/api/kb/{kb}/search", json=settings, timeout=60)
+    assert response.status_code == 200, response.text
+    return list(response.json()["hits"])
+
+
+def _shown(page: Any) -> list[tuple[str, str, str]]:
+    """The search results on the page: each hit's chunk id, document and heading."""
+    rows = page.get_by_role("table", name="Search results").locator("tbody tr").all()
+    return [(r.get_attribute("data-chunk"), r.locator("td").nth(3).inner_text(), r.locator(".heading").inner_text())
+            for r in rows]  # fmt: skip
+
+
+def test_a_search_is_narrowed_by_metadata_heading_documents_and_a_minimum_score(server: Served, page: Any) -> None:
+    assert server.client.post("/api/kb", json={"name": "teams"}).status_code == 201
+    sales = guide_with("every ninety days", "every thirty days")
+    for name, text, team in (("ops.md", GUIDE, "ops"), ("sales.md", sales, "sales")):
+        sent = server.client.post("/api/kb/teams/documents", files={"files": (name, text.encode(), "text/markdown")},
+                                  data={"metadata": json.dumps({"team": team})})  # fmt: skip
+        assert sent.status_code == 202, sent.text
+        server.wait_status(sent.json()["run_id"], "completed", timeout=INGESTED / 1000)
+    page.goto(server.url + "/#/knowledge/teams")
+    search = page.get_by_role("search", name="Search")
+    summary = page.locator(".search-summary")
+    search.get_by_label("Search for").fill("rotate the encryption keys")
+    search.get_by_label("Results (at most)").fill("20")
+    search.get_by_role("button", name="Search").click()
+    expect(summary).to_contain_text("(hybrid) ·")
+    assert {document for _, document, _ in _shown(page)} == {"ops.md", "sales.md"}
+
+    # Only the documents whose metadata says team=sales: the API's hits with that filter, in order.
+    search.get_by_label("Only documents whose metadata has").fill("team=sales")
+    search.get_by_role("button", name="Search").click()
+    expect(summary).to_contain_text("(hybrid; only team=sales)")
+    wanted = _searched(server, "teams", query="rotate the encryption keys", top_k=20,
+                       filters={"metadata": {"team": "sales"}})  # fmt: skip
+    expect(page.get_by_role("table", name="Search results").locator("tbody tr")).to_have_count(len(wanted))
+    assert [(chunk, document) for chunk, document, _ in _shown(page)] == [
+        (str(h["chunk_id"]), "sales.md") for h in wanted
+    ]
+
+    # A minimum score between the best dense hit's and the next one's: the best one alone.
+    dense = _searched(server, "teams", query="rotate the encryption keys", mode="dense", top_k=20,
+                      filters={"metadata": {"team": "sales"}})  # fmt: skip
+    best, second = dense[0]["score"], dense[1]["score"]
+    threshold = f"{(best + second) / 2:.4f}"
+    assert second < float(threshold) <= best
+    search.get_by_label("Mode").select_option("dense")
+    search.get_by_label("Minimum score").fill(threshold)
+    search.get_by_role("button", name="Search").click()
+    said = f"1 hit for “rotate the encryption keys” (dense; only team=sales · score ≥ {float(threshold)})"
+    expect(summary).to_contain_text(said)
+    assert _shown(page) == [(str(dense[0]["chunk_id"]), "sales.md", "Handbook › Backups › Keys")]
+    kept = _searched(server, "teams", query="rotate the encryption keys", mode="dense", top_k=20,
+                     min_score=float(threshold), filters={"metadata": {"team": "sales"}})  # fmt: skip
+    assert [h["chunk_id"] for h in kept] == [dense[0]["chunk_id"]]
+
+    # One document, under one heading (typed with the page's own separator): nothing from elsewhere.
+    search.get_by_label("Minimum score").fill("")
+    search.get_by_label("Only documents whose metadata has").fill("")
+    search.get_by_label("Only these documents").fill("ops.md")
+    search.get_by_label("Only under the heading").fill("Handbook › Deployments")
+    search.get_by_role("button", name="Search").click()
+    expect(summary).to_contain_text("(dense; only documents ops.md · under Handbook > Deployments)")
+    shown = _shown(page)
+    under = _searched(server, "teams", query="rotate the encryption keys", mode="dense", top_k=20,
+                      filters={"documents": ["ops.md"], "heading": "Handbook > Deployments"})  # fmt: skip
+    assert [chunk for chunk, _, _ in shown] == [str(h["chunk_id"]) for h in under]
+    assert shown
+    assert all(d == "ops.md" and h.startswith("Handbook › Deployments") for _, d, h in shown)
+
+    # Filters that cannot be sent: said before anything is sent, the results left as they were.
+    search.get_by_label("Minimum score").fill("high")
+    search.get_by_role("button", name="Search").click()
+    expect(search.get_by_role("alert")).to_contain_text("the minimum score must be a number, e.g. 0.5, not 'high'")
+    search.get_by_label("Minimum score").fill("")
+    search.get_by_label("Only documents whose metadata has").fill('{"team": ["ops"]}')
+    expect(search.locator(".warning")).to_have_text(
+        'the metadata filter\'s value of "team" must be text, a number or true/false, not ["ops"]'
+    )
+    search.get_by_label("Only documents whose metadata has").fill("team")
+    expect(search.locator(".warning")).to_contain_text('line 1 of the metadata filter, "team", is not key=value')
+    assert [chunk for chunk, _, _ in _shown(page)] == [str(h["chunk_id"]) for h in under]
+    assert violations(page) == []
 
 
 def test_searching_nothing_or_a_base_that_is_gone_says_what_is_wrong(server: Served, page: Any) -> None:

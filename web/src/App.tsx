@@ -8,6 +8,7 @@ import { DashboardPage } from "./pages/Dashboard";
 import { GraphsPage } from "./pages/Graphs";
 import { KnowledgePage } from "./pages/Knowledge";
 import { KnowledgeBasePage } from "./pages/KnowledgeBase";
+import { MemoryPage } from "./pages/Memory";
 import { NewGraphPage } from "./pages/NewGraph";
 import { RunPage } from "./pages/Run";
 import { RunsPage } from "./pages/Runs";
@@ -22,6 +23,7 @@ const NAV = [
   ["dashboard", "Dashboard"],
   ["scripts", "Scripts"],
   ["knowledge", "Knowledge"],
+  ["memory", "Memory"],
 ] as const;
 
 export function App() {
@@ -101,6 +103,8 @@ function Page({ page, params, query }: { page: string; params: string[]; query: 
       return <ScriptsPage templateId={params[0] ?? null} />;
     case "knowledge":
       return params[0] ? <KnowledgeBasePage name={params[0]} document={query.get("document")} /> : <KnowledgePage />;
+    case "memory":
+      return <MemoryPage scope={params[0] ?? null} fact={query.get("fact")} all={query.get("show") === "all"} />;
     default:
       return <ErrorView error={new Error(`no page '${page}': choose one above`)} />;
   }

@@ -6,7 +6,9 @@ import { parseMetadata } from "./metadata";
 import { type Ingestion, kbPath } from "./types";
 
 /** The files a knowledge base reads. */
-export const ACCEPTED = ".txt,.md,.markdown,.html,.htm,.pdf,.docx";
+/** The kinds the server reads; `text/*` lets a picker offer any text file (source code,
+ * reStructuredText, CSV), which the server reads as text, keeping its indentation. */
+export const ACCEPTED = ".txt,.md,.markdown,.html,.htm,.pdf,.docx,text/*";
 
 /** Add documents: files (several at once) and optional metadata every one of them gets, sent as
  * one upload; the server answers at once and reads them in the background. */

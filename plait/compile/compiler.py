@@ -44,6 +44,7 @@ PASSES = (
     node_checks.check_tools,
     node_checks.check_program_env,
     node_checks.check_repair,
+    node_checks.check_context_overflow,
     node_checks.check_context_include,
     templates.check_templates,
     expressions.check_expression_paths,

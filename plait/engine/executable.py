@@ -1,15 +1,18 @@
 """What an engine refuses to start: a graph it could not execute to the end (a node type not
 executed yet, a model role no provider serves, a model lacking a capability a node needs, an MCP
-server or a program not configured). Checked before a run exists, so a refusal leaves nothing."""
+server or a program not configured, `context_overflow: retrieve` without the embedder). Checked
+before a run exists, so a refusal leaves nothing."""
 
 from __future__ import annotations
 
+from plait.engine import overflow
 from plait.engine.executors import SUPPORTED
 from plait.engine.llm_condition import asker
 from plait.engine.outcome import EngineError
 from plait.engine.program_nodes import refusal
 from plait.engine.runtime import Runtime
 from plait.engine.state import CompiledRun
+from plait.knowledge.embed import INSTALL_HINT
 from plait.model.nodes import NodeBase, NodeType, node_field
 
 
@@ -27,6 +30,7 @@ def refuse_unexecutable(compiled: CompiledRun, runtime: Runtime) -> None:
         if node.type == NodeType.LLM_CALL:
             _check_mcp_servers(node, runtime)
             _check_provider(node, runtime)
+            _check_overflow(node)
         call = asker(node)
         if call is not None:
             _check_provider(call, runtime)
@@ -51,6 +55,20 @@ def _check_mcp_servers(node: NodeBase, runtime: Runtime) -> None:
                 "with --config FILE (the examples': --config examples/mcp.toml), or register it under "
                 "[[mcp_servers]] in plait.toml (see docs/tools.md)"
             )
+
+
+def _check_overflow(node: NodeBase) -> None:
+    """Refuse `context_overflow: retrieve` where its passages cannot be ranked by meaning: ranking
+    them by words instead would show the model other passages than on a machine that has the
+    embedder, so one graph's prompts would depend on where it runs."""
+    lacking = overflow.unavailable() if overflow.retrieves(node) else []
+    if lacking:
+        raise EngineError(
+            f"node '{node.id}' has context_overflow: retrieve, which chunks and ranks a value over its budget "
+            f"with the local embedder, and this install lacks {'; '.join(lacking)}",
+            f"install it: {INSTALL_HINT}; or set context_overflow: truncate on the node",
+            lacking,
+        )
 
 
 def _check_provider(node: NodeBase, runtime: Runtime) -> None:

@@ -12,7 +12,9 @@ import functools
 from dataclasses import replace
 from typing import Any
 
+from plait.engine import overflow
 from plait.engine.answer_schema import contract_of, recorded, shown_contract
+from plait.engine.call_limits import cut_at_token_limit, over_budget
 from plait.engine.checks import judged, postcheck, precheck
 from plait.engine.contracts import OutputContract
 from plait.engine.fewshot import Fewshot, FewshotLookup, render_examples
@@ -69,7 +71,10 @@ async def _run_once(node: LlmCallNode, state: RunState, rt: Runtime) -> NodeResu
     fewshot = rt.fewshot_lookup(state) if node.use_overrides_as_fewshot else None
     counter = rt.counter(node.model_role, node.model_id_override)
     prompt = script.prompt if script else None
-    budget = await prepared(node, view, counter, mcp, prompt)
+    try:
+        budget = await prepared(node, view, counter, mcp, prompt)
+    except overflow.ContextOverflowFailed as exc:
+        return NodeResult.failed({"node_type": "LLM_CALL"}, [], kind="context", message=exc.message, hint=exc.hint)
     request, snapshot = build_request(
         node, state, counter, fewshot, mcp, contract, prompt=prompt, view=view, budget=budget
     )
@@ -130,7 +135,8 @@ async def prepared(
     are large), in the order `build_request` renders them: pass both to it."""
     budget = prompt_budget(node, counter)
     if mcp is None or mcp.messages is None:
-        await view.prepare([node.system_prompt, node.user_prompt_tpl or "" if prompt is None else None], budget)
+        user = node.user_prompt_tpl or "" if prompt is None else None
+        await overflow.prepare(node, view, [("system_prompt", node.system_prompt), ("user_prompt_tpl", user)], budget)
     return budget
 
 
@@ -206,6 +212,7 @@ def build_request(
             "predecessors": state.active_predecessors(node.id),
         },
         "truncated_chars": budget.truncated,
+        **overflow.record_of(budget),
     }
     snapshot.update(recorded(contract))
     if mcp is not None:
@@ -301,7 +308,7 @@ async def _asked(
     budgeted = state.compiled.graph.max_cost_usd is not None
     for tried in range(node.max_retries + 1):
         estimate = rt.estimate_cost(request) if budgeted else 0.0  # it only counts against a budget
-        over = _over_budget(state, estimate, usage["cost_usd"])
+        over = over_budget(state, estimate, usage["cost_usd"])
         if over is not None:
             return NodeResult.failed(snapshot, attempts, kind="budget", message=over, **usage)
         if stream is not None and tried:
@@ -329,7 +336,7 @@ async def _asked(
             stream.flush()  # the whole answer is shown, then judged
         if response.finish == "length":  # asked again, a deterministic decoder cuts it the same way
             record["kind"] = "truncated"
-            return _cut(node, request, response, snapshot, attempts, usage)
+            return cut_at_token_limit(node, request, response, snapshot, attempts, usage)
         value, problems = contract.parse(response.content)
         schema_ok = not problems
         value, problems = postcheck(node, contract, value, problems)
@@ -359,34 +366,6 @@ async def _asked(
     )
 
 
-def _cut(
-    node: LlmCallNode,
-    request: ChatRequest,
-    response: ChatResponse,
-    snapshot: dict[str, Any],
-    attempts: list[dict[str, Any]],
-    usage: dict[str, Any],
-) -> NodeResult:
-    """The node failed because the model stopped at the token limit: the answer is incomplete,
-    and asking again would stop at the same place."""
-    limit = request.max_tokens or response.limit
-    if request.max_tokens:
-        said = f"max_tokens {limit}"
-    elif limit:
-        said = f"{limit}, the model's default"
-    else:
-        said = "the model server's own limit"
-    message = (
-        f"the answer was cut at the token limit ({said}) after {response.usage.output_tokens} tokens, before it "
-        "was complete; asked again, it would be cut the same way"
-    )
-    raise_it = f"raise max_tokens_override of node '{node.id}'" + (f" above {limit}" if limit else "")
-    hint = f"{raise_it}, or ask for a shorter answer (maxLength, maxItems in the edge's schema, a shorter prompt)"
-    return NodeResult.failed(
-        snapshot, attempts, kind="truncated", message=message, hint=hint, last_output=response.content, **usage
-    )
-
-
 async def _judge(
     node: LlmCallNode,
     state: RunState,
@@ -406,20 +385,6 @@ async def _judge(
         return await judged(node, state, answer, send)
     except (ProviderError, TimeoutError) as exc:
         return f"the judge could not be asked: {exc or 'timed out'}"
-
-
-def _over_budget(state: RunState, estimate: float, spent_here: float) -> str | None:
-    """Why a call estimated at `estimate` may not be sent under the run's `max_cost_usd`, or None."""
-    limit = state.compiled.graph.max_cost_usd
-    if limit is None:
-        return None
-    total = state.spent_usd + state.reserved_usd + spent_here + estimate
-    if total <= limit:
-        return None
-    return (
-        f"the run's budget max_cost_usd = {limit} would be exceeded: spent ${state.spent_usd + spent_here:.6f}, "
-        f"${state.reserved_usd:.6f} in flight, this call ~${estimate:.6f}; raise max_cost_usd or use a cheaper model"
-    )
 
 
 def _feedback(problems: list[str]) -> str:
@@ -456,7 +421,7 @@ async def run_with_tools(
 
     async def one_round(ask: ChatRequest) -> ChatResponse:
         estimate = rt.estimate_cost(ask)
-        over = _over_budget(state, estimate, usage["cost_usd"])
+        over = over_budget(state, estimate, usage["cost_usd"])
         if over is not None:
             raise _OverBudget(over)
         record = new_attempt(attempts, tool_round=True)

@@ -6,7 +6,8 @@ line, an object one `key: value` line per field, `| tojson` for JSON; anywhere e
 program's arguments, an MCP URI, a child run's inputs) a value that is not a text is JSON, which
 is what a program parses. `context_max_chars` (characters) and `token_budget_input` (tokens of
 the node's model, see `prompt_budget`) are budgets shared by every insertion of one node's
-prompts: once spent, further values are cut with a visible marker.
+prompts: once spent, further values are cut with a visible marker, or, with `context_overflow:
+retrieve`, replaced by their most relevant passages (`overflow.py`).
 
 Every render is bounded by the render budget (`render_limits.py`). Executors render with
 `arender`, which renders on the event loop while the render stays small and starts it again on a
@@ -38,6 +39,7 @@ from plait.compile.refs import (
 )
 from plait.compile.template_types import Template
 from plait.compile.templates import split_path
+from plait.engine.insertions import Insertions
 from plait.engine.render_limits import (
     LIMITS,
     ON_THE_LOOP,
@@ -74,14 +76,22 @@ class PromptBudget:
     tokens: int | None = None
     """Tokens of `counter` inserted values may still take (None: no limit)."""
     counter: TokenCounter = ESTIMATE
+    log: Insertions | None = None
+    """The values inserted, and what replaces some of them (`context_overflow: retrieve`)."""
 
     def copy(self) -> PromptBudget:
         """`dataclasses.replace(self)`, without its field-by-field introspection (every render tries
         on a copy, see `arender`)."""
-        return PromptBudget(self.remaining, self.sanitize, self.truncated, self.tokens, self.counter)
+        log = self.log.copy() if self.log is not None else None
+        return PromptBudget(self.remaining, self.sanitize, self.truncated, self.tokens, self.counter, log)
 
     def take(self, text: str) -> str:
         """`text` as far as the budgets allow, with a marker saying how much was cut; the rest is spent."""
+        if self.log is not None and (planned := self.log.insert(text)) is not None:  # its chosen passages
+            self.truncated += planned.omitted_chars
+            if not planned.counted:
+                return planned.shown
+            text = planned.shown
         kept = text if self.remaining is None else text[: self.remaining]
         if self.tokens is not None:
             used = self.counter.count(kept)
@@ -444,7 +454,7 @@ async def arender(template: Template, names: dict[str, Any], budget: PromptBudge
         trial = budget.copy() if budget is not None else None
         text = await asyncio.to_thread(render, template, names, trial)
     if budget is not None and trial is not None:
-        budget.remaining, budget.tokens, budget.truncated = trial.remaining, trial.tokens, trial.truncated
+        vars(budget).update(vars(trial))  # what the try spent, cut and inserted
     return text
 
 

@@ -35,6 +35,13 @@ class FewshotSelection(StrEnum):
     SIMILAR = "similar"
 
 
+class ContextOverflow(StrEnum):
+    """What a value inserted in an LLM_CALL's prompts becomes when its budget cannot hold it whole."""
+
+    TRUNCATE = "truncate"
+    RETRIEVE = "retrieve"
+
+
 class ParamType(StrEnum):
     """Whether a template variable holds a static value or a path into upstream output."""
 
@@ -130,6 +137,11 @@ class LlmCallNode(NodeBase):
     sanitize_input: bool = False
     token_budget_input: Annotated[int, Field(gt=0)] | None = None
     token_budget_output: Annotated[int, Field(gt=0)] | None = None
+    context_overflow: ContextOverflow = ContextOverflow.TRUNCATE
+    """What a value that `context_max_chars` or `token_budget_input` cannot hold whole becomes:
+    its beginning (`truncate`), or its passages most relevant to the node's instructions, in their
+    order, with markers where passages were left out (`retrieve`: a long transcript or document
+    is otherwise read from its start only)."""
     cache: bool = True
     stream: bool = False
     """Pass the answer on as it arrives (`node:delta` events) to whoever follows the run, even

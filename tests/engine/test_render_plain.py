@@ -104,4 +104,5 @@ def test_a_prompt_budget_copy_is_a_copy_of_every_field() -> None:
         "truncated",
         "tokens",
         "counter",
+        "log",
     ]

@@ -1,5 +1,5 @@
 """Per-node passes: expressions, tools and their routing, context_include, sub-graph references,
-the repair hook."""
+the repair hook, context_overflow."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
 from plait.compile.source import Path_
 from plait.config.variables import unsafe_variable
-from plait.model.nodes import LlmCallNode, NodeBase, NodeType, ToolNode, is_graph_file, node_field
+from plait.model.nodes import ContextOverflow, LlmCallNode, NodeBase, NodeType, ToolNode, is_graph_file, node_field
 from plait.model.tools import ToolChoiceFunction, ToolHandler
 
 CONFIG, PLANNING = Category.CONFIG, Category.PLANNING
@@ -271,6 +271,24 @@ def check_repair(ctx: CheckContext) -> None:
             hint="remove min_confidence from the node's repair (keep model_role, or write `repair: true`)",
             warning=True,
         )
+
+
+def check_context_overflow(ctx: CheckContext) -> None:
+    """`context_overflow: retrieve` acts on a value over the node's prompt budget: without
+    `context_max_chars` or `token_budget_input`, no value ever is, so it does nothing (a warning)."""
+    for node_id, node in ctx.nodes.items():
+        if not isinstance(node, LlmCallNode) or node.context_overflow != ContextOverflow.RETRIEVE:
+            continue
+        if node.context_max_chars is None and node.token_budget_input is None:
+            ctx.report(
+                CONFIG,
+                "context_overflow_without_budget",
+                "context_overflow: retrieve does nothing without a budget: no value is ever over it",
+                node_id=node_id,
+                path=ctx.node_path(node_id, "context_overflow"),
+                hint="set token_budget_input (or context_max_chars) on the node, or remove context_overflow",
+                warning=True,
+            )
 
 
 def _check_out_edge(

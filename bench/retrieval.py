@@ -3,7 +3,7 @@ documents are ingested, that an ingestion killed anywhere resumes without embedd
 twice, what re-ingesting an edited document costs, and how long a search takes at 10k and 100k
 chunks.
 
-    .venv/bin/python bench/retrieval.py [--quick] [--db URL] [--json PATH]
+    .venv/bin/python bench/retrieval.py [--quick] [--latency-only] [--db URL] [--json PATH]
 
 1. Quality, offline: CPython's help topics (`pydoc_data.topics`, each topic a Markdown document
    `<key>.md`) and Plait's docs/*.md and README.md go into one base (the default embedder); the
@@ -18,14 +18,17 @@ chunks.
    that number. Then a ~100-page document ingested, one sentence of it changed, ingested again:
    the share of its chunks embedded again.
 3. Latency: `plait.engine.retrieval.search` (what RETRIEVE calls) on bases of 10k and 100k
-   chunks written straight through the store (sentences of the corpus, random unit vectors),
-   p50 and p95 per mode, and the whole `client.kb.search` (a run of `plait.kb_search`) p50.
+   chunks written straight through the store (sentences of the corpus, each chunk's vector the
+   mean of its sentences' embeddings), p50 and p95 per mode, the whole `client.kb.search` (a
+   run of `plait.kb_search`) p50, and the first dense search after a document of 20 chunks was
+   added. On PostgreSQL with pgvector, also recall@10 of the dense search through the HNSW
+   index against exact search, and whether the planner used the index.
 
 `--quick`: 10 questions on their own documents and the smallest topics, six small topics per
 embedder, one kill point, 15- and 10-page documents, 2k chunks: under a minute. `--db`: a
 SQLite URL (a new file), or a PostgreSQL URL (a new schema in that database, dropped
-afterwards); by default a SQLite file in a temporary folder. Progress goes to stderr, the
-tables to stdout.
+afterwards); by default a SQLite file in a temporary folder. `--latency-only`: section 3 alone
+(a few minutes at 10k and 100k chunks). Progress goes to stderr, the tables to stdout.
 """
 
 from __future__ import annotations
@@ -302,16 +305,20 @@ def sentences(documents: dict[str, str]) -> list[str]:
     return found
 
 
-def synthetic_base(store: Store, name: str, size: int, pool: Sequence[str], per_document: int = 1000) -> float:
-    """A base of `size` chunks (about 120 words of corpus sentences each, random unit vectors),
-    written through the store as INDEX writes them; the seconds it took."""
+def synthetic_base(
+    store: Store, name: str, size: int, pool: Sequence[str], pool_vectors: Any, per_document: int = 1000
+) -> float:
+    """A base of `size` chunks of about 120 words of corpus sentences each, written through the
+    store as INDEX writes them; the seconds it took. A chunk's vector is the normalised mean of
+    its sentences' embeddings (`pool_vectors`, row for row with `pool`): near what embedding the
+    chunk would give, and spread like real text, which an approximate index's recall depends on
+    (random unit vectors are its worst case)."""
     import numpy as np
 
     from plait.knowledge.chunk import Chunk, approximate_tokens, content_hash
     from plait.runs.knowledge import create_base
 
     pick = random.Random(size)
-    vectors_of = np.random.default_rng(size)
     began = time.perf_counter()
     base = create_base(store, name)
     for number in range(0, size, per_document):
@@ -319,14 +326,15 @@ def synthetic_base(store: Store, name: str, size: int, pool: Sequence[str], per_
         document, _ = store.knowledge.put_document(
             base.id, f"part-{number // per_document}.md", f"generated {name} {number}".encode(), "text/markdown"
         )
-        chunks = []
+        chunks, matrix = [], np.zeros((count, pool_vectors.shape[1]), dtype=np.float32)
         for position in range(count):
             words: list[str] = []
             while len(words) < 120:
-                words += pick.choice(pool).split()
+                sentence = pick.randrange(len(pool))
+                words += pool[sentence].split()
+                matrix[position] += pool_vectors[sentence]
             heading, text = (f"Part {number // per_document}", f"Section {position // 8}"), " ".join(words)
             chunks.append(Chunk(position, heading, text, approximate_tokens(text), content_hash(heading, text)))
-        matrix = vectors_of.standard_normal((count, 384)).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         store.knowledge_index.put_vectors(
             base.id, {c.content_hash: matrix[i].astype("<f4").tobytes() for i, c in enumerate(chunks)}
@@ -337,7 +345,8 @@ def synthetic_base(store: Store, name: str, size: int, pool: Sequence[str], per_
 
 def latency(client: Client, name: str, size: int, queries: Sequence[str]) -> dict[str, Any]:
     """p50 and p95 of the engine's search per mode, the first dense search (it reads the vectors),
-    and the p50 of the whole `client.kb.search` (hybrid), each over the same queries."""
+    the p50 of the whole `client.kb.search` (hybrid), each over the same queries; then the
+    recall of pgvector's index, where it serves, and the first dense search after a change."""
     from plait.engine.retrieval import Search, search
     from plait.model.knowledge_nodes import RetrieveFilters, RetrieveMode
 
@@ -362,9 +371,64 @@ def latency(client: Client, name: str, size: int, queries: Sequence[str]) -> dic
         client.kb.search(name, query, top_k=TOP_K)
         whole.append((time.perf_counter() - began) * 1000)
     row["client_hybrid_p50_ms"] = _percentile(whole, 50)
+    row |= index_recall(store, base, queries)
+    row["dense_after_change_ms"] = after_change(store, name, queries[0])
     row["load"] = os.getloadavg()[0]
     _progress(f"latency at {size} chunks: {row}")
     return row
+
+
+def index_recall(store: Store, base: Any, queries: Sequence[str]) -> dict[str, Any]:
+    """Where pgvector serves dense search: recall@10 of its top 10 (of the 40 a search asks it
+    for) against exact search over the same vectors, and whether the planner chose the index
+    for the search's statement (it may sort every chunk instead, exactly, when it finds that
+    cheaper). Nothing where search is exact."""
+    import numpy as np
+    from sqlalchemy import text
+
+    from plait.engine.retrieval import CANDIDATES
+    from plait.knowledge.embed import embedder
+    from plait.store.knowledge_vectors import HNSW_INDEX, nearest_statement
+
+    index = store.knowledge_index
+    vectors = index.vector_search(base.dimensions)
+    if vectors is None:
+        return {}
+    rows = index.vector_rows(base.id, base.generation)
+    ids = np.array([chunk_id for chunk_id, _ in rows], dtype=np.int64)
+    matrix = np.frombuffer(b"".join(v for _, v in rows), dtype="<f4").reshape(len(rows), base.dimensions)
+    found, wanted = 0, max(20, TOP_K * CANDIDATES)
+    for query in embedder(base.embedder).embed(list(queries)):
+        near = {chunk_id for chunk_id, _ in index.nearest(base.id, vectors, query, wanted, base.generation)[:TOP_K]}
+        found += len(near & set(ids[np.argsort(-(matrix @ query))[:TOP_K]].tolist()))
+    statement, values = nearest_statement(vectors, base.id, query, wanted, base.generation, [], {})
+    with store.db.connect() as conn:
+        plan = "\n".join(conn.execute(text(f"EXPLAIN {statement.text}"), values).scalars())
+    return {"dense_recall_10": found / (TOP_K * len(queries)), "dense_plan": "hnsw" if HNSW_INDEX in plan else "exact"}
+
+
+def after_change(store: Store, name: str, query: str, count: int = 20) -> float:
+    """Milliseconds of the first dense search after a new document of `count` chunks: exact
+    search brings its matrix up to the new generation, pgvector has nothing to do."""
+    import numpy as np
+
+    from plait.engine.retrieval import Search, search
+    from plait.knowledge.chunk import Chunk, content_hash
+    from plait.model.knowledge_nodes import RetrieveFilters, RetrieveMode
+
+    base = store.knowledge.get(name)
+    document, _ = store.knowledge.put_document(base.id, "change.md", b"one more document", "text/markdown")
+    chunks = [Chunk(i, ("Change",), f"added passage {i}", 3, content_hash(("Change",), f"added passage {i}"))
+              for i in range(count)]  # fmt: skip
+    matrix = np.random.default_rng(count).standard_normal((count, base.dimensions)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    store.knowledge_index.put_vectors(base.id, {c.content_hash: matrix[i].tobytes() for i, c in enumerate(chunks)})
+    store.knowledge_index.replace_chunks(document.id, document.version, chunks)
+    base = store.knowledge.get(name)
+    began = time.perf_counter()
+    search(store.knowledge, store.knowledge_index, base, Search(query, RetrieveMode.DENSE, TOP_K, None,
+                                                                 RetrieveFilters()))  # fmt: skip
+    return (time.perf_counter() - began) * 1000
 
 
 def _percentile(values: Sequence[float], pct: float) -> float:
@@ -419,6 +483,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes: under a minute")
     parser.add_argument("--db", help="sqlite:///FILE (new) or a PostgreSQL URL; default a temporary SQLite file")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--latency-only", action="store_true", help="only section 3, search latency")
     args = parser.parse_args()
     plan = Plan.of(args.quick)
     figures: dict[str, Any] = {"machine": machine(), "quick": args.quick, "command": " ".join(sys.argv)}
@@ -427,12 +492,18 @@ def main() -> None:
         client = Client(url)
         try:
             figures["database"] = "sqlite" if url.startswith("sqlite") else "postgresql"
-            scores = measure(client, url, Path(tmp), plan, figures)
+            if args.latency_only:
+                figures["latency"] = measure_latency(client, plan, questions(plan.quick), corpus())
+            else:
+                scores = measure(client, url, Path(tmp), plan, figures)
         finally:
             client.close()
     figures["machine"]["load_after"] = os.getloadavg()
     figures["seconds"] = time.perf_counter() - began
-    report(figures, scores)
+    if args.latency_only:
+        report_latency(figures, header=True)
+    else:
+        report(figures, scores)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
 
@@ -459,12 +530,7 @@ def measure(client: Client, url: str, folder: Path, plan: Plan, figures: dict[st
     long_document.write_text(pages(plan.resume_pages), encoding="utf-8")
     kills = [resume_after_kill(url, point, f"resume-{i}", long_document) for i, point in enumerate(plan.kill_points)]
     edit = reingest_one_edit(client, "reingest", plan.edit_pages)
-    pool, timed = sentences(documents), []
-    for size in plan.sizes:
-        name = f"latency-{size // 1000}k"
-        built = synthetic_base(client.store, name, size, pool)
-        _progress(f"{name}: {size} chunks written in {built:.1f} s")
-        timed.append(latency(client, name, size, [q.text for q in asked]) | {"built_s": built})
+    timed = measure_latency(client, plan, asked, documents)
     figures |= {"questions": len(asked), "scored": len(scored), "missing": [q.id for q in missing],
                 "quality": {b: [asdict(s) for s in rows] for b, rows in scores.items()}, "ingestion": ingestion,
                 "resume": kills, "reingest": edit, "latency": timed}  # fmt: skip
@@ -473,6 +539,26 @@ def measure(client: Client, url: str, folder: Path, plan: Plan, figures: dict[st
 
 def _recall_5(ranks: Sequence[int]) -> float:
     return sum(1 for r in ranks if 1 <= r <= 5) / len(ranks) if ranks else 0.0
+
+
+def measure_latency(
+    client: Client, plan: Plan, asked: Sequence[Question], documents: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Section 3 at each of the plan's sizes: a base written, then searched."""
+    from plait.knowledge.embed import embedder
+
+    pool, timed = sentences(documents), []
+    if plan.quick:  # fewer sentences to embed: the bases are small
+        pool = pool[:500]
+    began = time.perf_counter()
+    pool_vectors = embedder().embed(pool)
+    _progress(f"{len(pool)} sentences embedded in {time.perf_counter() - began:.1f} s")
+    for size in plan.sizes:
+        name = f"latency-{size // 1000}k"
+        built = synthetic_base(client.store, name, size, pool, pool_vectors)
+        _progress(f"{name}: {size} chunks written in {built:.1f} s")
+        timed.append(latency(client, name, size, [q.text for q in asked]) | {"built_s": built})
+    return timed
 
 
 def report(figures: dict[str, Any], scores: dict[str, list[Scores]]) -> None:
@@ -514,6 +600,16 @@ def report(figures: dict[str, Any], scores: dict[str, list[Scores]]) -> None:
           f"{edit['chunks']} chunks: embedded {edit['embedded']} ({edit['share'] * 100:.2f} %), "
           f"added {edit['added']}, kept {edit['kept']}, removed {edit['removed']}")  # fmt: skip
     print()
+    report_latency(figures)
+
+
+def report_latency(figures: dict[str, Any], *, header: bool = False) -> None:
+    """The latency table (section 3), with the machine's line first when it is printed alone."""
+    if header:
+        m = figures["machine"]
+        print(f"retrieval bench, latency only: {m['cores']} cores ({m['cpu']}), load {m['load'][0]:.2f} at start, "
+              f"{m['load_after'][0]:.2f} at the end; {figures['database']}; {figures['seconds']:.0f} s")  # fmt: skip
+        print()
     print("search latency, ms (the engine's search; first: the first search after the base was written)")
     print(f"  {'chunks':>7} {'mode':8} {'p50':>7} {'p95':>7} {'first':>7}")
     for row in figures["latency"]:
@@ -523,6 +619,11 @@ def report(figures: dict[str, Any], scores: dict[str, list[Scores]]) -> None:
         whole = row["client_hybrid_p50_ms"]
         print(f"  {row['chunks']:7} {'hybrid, the whole client.kb.search (a run)':44} p50 {whole:7.1f}   "
               f"(load after: {row['load']:.2f})")  # fmt: skip
+        after = row["dense_after_change_ms"]
+        print(f"  {row['chunks']:7} {'dense, first search after 20 chunks were added':44} {after:7.1f}")
+        if "dense_recall_10" in row:
+            print(f"  {row['chunks']:7} {'dense through pgvector: recall@10 vs exact':44} {row['dense_recall_10']:7.3f}"
+                  f"   (the planner chose: {row['dense_plan']})")  # fmt: skip
 
 
 def _progress(message: str) -> None:

@@ -25,15 +25,27 @@ def replay_command(
     json_output: JsonOption = False,
 ) -> None:
     """Re-send a model call exactly as recorded, to the model its run used unless --llm or --config
-    names another, and diff the new answer against the stored one."""
+    names another, and diff the new answer against the stored one. A RETRIEVE node run searches
+    again at the knowledge base's generation it recorded, and now; no model is called."""
     from plait.cli.drive import provider_from_options
     from plait.engine import eventloop
     from plait.llm.pool import roles_of
     from plait.llm.types import ProviderError
     from plait.runs.replay import ReplayError, replay
+    from plait.runs.replay_search import SearchReplayError, is_search, replay_search
 
     with store_for(db) as store:
         record = store.runs.node_run(resolve_node_run(store, node_run_id))
+        if is_search(record):
+            try:
+                searched = replay_search(store, record)
+            except SearchReplayError as exc:
+                fail(str(exc), exc.hint)
+            if json_output:
+                print_json(searched.as_json())
+            else:
+                _print_search(searched)
+            return
         own = store.runs.get(record.run_id).llm if llm is None and config is None else None
     provider = _own_model(own, record.run_id) if own is not None else provider_from_options(llm, config)
     if provider is None:
@@ -74,6 +86,26 @@ def _print(result: Any) -> None:
     for problem in result.violations:
         out.print(f"[red]the new answer breaks the recorded schema:[/] {escape(problem)}")
     out.print(f"{result.tokens_input}+{result.tokens_output} tokens, ${result.cost_usd:.6f}; nothing was stored")
+
+
+def _print_search(result: Any) -> None:
+    from rich.markup import escape
+
+    out = console()
+    out.print(
+        f"searched '{escape(result.knowledge_base)}' for {escape(json.dumps(result.query, ensure_ascii=False))} "
+        f"at generation {result.generation} (the base is at {result.current_generation} now)"
+    )
+    out.print(f"recorded hits: {result.stored}")
+    out.print(f"replayed hits: {result.replayed}")
+    out.print("[green]the same hits, in the same order[/]" if result.same else "[yellow]the hits differ:[/]")
+    for reason in result.explanations:
+        out.print(f"  {escape(reason)}")
+    if result.current_generation != result.generation:
+        changed = ", ".join(result.changed_since) or "none left"
+        out.print(f"at generation {result.current_generation}: {result.now}")
+        out.print(f"documents changed since: {escape(changed)}")
+    out.print("nothing was stored")
 
 
 def _own_model(selection: Any, run_id: str) -> Any:

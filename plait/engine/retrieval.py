@@ -2,28 +2,29 @@
 generation. The RETRIEVE node, `plait kb search` and the HTTP search all come here (the last two
 as a one-node run of RETRIEVE), so what a person tests is what a graph gets.
 
-Dense search is exact: the vectors of the chunks searchable at a generation are read once into
-a matrix (kept, most recently used first, within `MATRIX_BYTES`) and scored with one product.
-A base holds at most `MAX_EXACT_CHUNKS` chunks for it: past that, dense and hybrid searches are
-refused with the reason, and keyword search still answers.
+Dense search, on PostgreSQL with pgvector, asks the database: an HNSW index over the chunks'
+vectors (`plait/store/knowledge_vectors.py`), approximate at scale. Elsewhere (SQLite, PostgreSQL
+without pgvector, a base of other dimensions) it is exact: the vectors of the chunks searchable
+at the generation searched, held in memory between searches and brought up to each new
+generation with only what changed (`vector_matrix.py`), scored with one product. A base holds at
+most `MAX_EXACT_CHUNKS` chunks for exact search: past that, dense and hybrid searches are refused
+with the reason, and keyword search still answers.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from plait.engine.vector_matrix import Matrix, matrix
 from plait.errors import PlaitError, Refusal
 from plait.model.knowledge_nodes import RetrieveFilters, RetrieveMode
 from plait.store.knowledge import KnowledgeBase, KnowledgeRepository
 from plait.store.knowledge_index import KnowledgeIndex, StoredChunk
 
 MAX_EXACT_CHUNKS = 200_000
-"""Chunks of one base dense search scores exactly (384 float32 each: about 300 MB at the limit)."""
-MATRIX_BYTES = 512 * 1024 * 1024
-"""Vector matrices kept between searches, over all bases."""
+"""Chunks of one base dense search scores exactly, in numpy (384 float32 each: about 300 MB at
+the limit); pgvector's index has no such limit."""
 CANDIDATES = 4
 """Each ranking fused in hybrid mode is `top_k` times this long (at least 20)."""
 SECTION_CHARS = 8000
@@ -72,9 +73,18 @@ class Search:
                 "expand": self.expand}  # fmt: skip
 
 
-def search(bases: KnowledgeRepository, index: KnowledgeIndex, base: KnowledgeBase, ask: Search) -> list[Hit]:
-    """The hits of `ask` in `base` at its generation now, best first (blocking: run it in a thread)."""
-    generation = base.generation
+def search(
+    bases: KnowledgeRepository, index: KnowledgeIndex, base: KnowledgeBase, ask: Search, as_of: int | None = None
+) -> list[Hit]:
+    """The hits of `ask` in `base` at generation `as_of` (its generation now by default), best
+    first (blocking: run it in a thread). An earlier generation is searched as it was: chunks
+    are marked with the generations they were searchable between, never overwritten."""
+    generation = base.generation if as_of is None else as_of
+    if not 0 <= generation <= base.generation:
+        raise RetrievalError(
+            f"knowledge base '{base.name}' has no generation {generation}: it is at {base.generation}",
+            f"give a generation from 0 to {base.generation}",
+        )
     documents = {d.id: d for d in bases.documents(base.id)}
     allowed = _allowed_documents(documents, ask.filters)
     wanted = max(20, ask.top_k * CANDIDATES)
@@ -84,7 +94,7 @@ def search(bases: KnowledgeRepository, index: KnowledgeIndex, base: KnowledgeBas
             base.id, ask.query, wanted, generation, documents=allowed, heading=ask.filters.heading
         )
     if ask.mode in (RetrieveMode.DENSE, RetrieveMode.HYBRID):
-        rankings["dense"] = _dense(index, base, ask, wanted, allowed)
+        rankings["dense"] = _dense(index, base, generation, ask, wanted, allowed)
     scored = _fused(rankings) if ask.mode == RetrieveMode.HYBRID else next(iter(rankings.values()))
     if ask.min_score is not None:
         scored = [(i, s) for i, s in scored if s >= ask.min_score]
@@ -136,19 +146,24 @@ def _fused(rankings: dict[str, list[tuple[int, float]]]) -> list[tuple[int, floa
 
 
 def _dense(
-    index: KnowledgeIndex, base: KnowledgeBase, ask: Search, wanted: int, allowed: list[str] | None
+    index: KnowledgeIndex, base: KnowledgeBase, generation: int, ask: Search, wanted: int, allowed: list[str] | None
 ) -> list[tuple[int, float]]:
     import numpy as np
 
     from plait.knowledge.embed import embedder
 
-    ids, matrix = _matrix(index, base)
-    if len(ids) == 0:
+    vectors = index.vector_search(base.dimensions)
+    if vectors is not None:
+        query = embedder(base.embedder).embed([ask.query])[0]
+        return index.nearest(
+            base.id, vectors, query, wanted, generation, documents=allowed, heading=ask.filters.heading
+        )
+    held = _matrix(index, base, generation)
+    if held.chunks == 0:
         return []
-    query = embedder(base.embedder).embed([ask.query])[0]
-    scores = matrix @ query
+    ids, scores = held.ids, held.scores(embedder(base.embedder).embed([ask.query])[0])
     if allowed is not None or ask.filters.heading:
-        keep = set(index.chunk_ids(base.id, base.generation, documents=allowed, heading=ask.filters.heading))
+        keep = set(index.chunk_ids(base.id, generation, documents=allowed, heading=ask.filters.heading))
         scores = np.where(np.isin(ids, np.fromiter(keep, dtype=np.int64, count=len(keep))), scores, -np.inf)
     count = min(wanted, len(ids))
     best = np.argpartition(-scores, count - 1)[:count]
@@ -156,33 +171,18 @@ def _dense(
     return [(int(ids[i]), float(scores[i])) for i in best if np.isfinite(scores[i])]
 
 
-_matrices: OrderedDict[tuple[int, str, int], tuple[Any, Any]] = OrderedDict()
-_matrices_lock = threading.Lock()
+def _matrix(index: KnowledgeIndex, base: KnowledgeBase, generation: int) -> Matrix:
+    """The vectors of the chunks searchable at `generation`, kept between searches and brought
+    up to each new generation with what changed (`vector_matrix.py`)."""
+    return matrix(index, base, generation, MAX_EXACT_CHUNKS, lambda chunks: _too_many(base, chunks))
 
 
-def _matrix(index: KnowledgeIndex, base: KnowledgeBase) -> tuple[Any, Any]:
-    """(chunk ids, unit vectors as rows) of the chunks searchable at the base's generation."""
-    import numpy as np
-
-    key = (id(index), base.id, base.generation)
-    with _matrices_lock:
-        if key in _matrices:
-            _matrices.move_to_end(key)
-            return _matrices[key]
-    rows = index.vector_rows(base.id, base.generation)
-    if len(rows) > MAX_EXACT_CHUNKS:
-        raise RetrievalError(
-            f"knowledge base '{base.name}' has {len(rows):,} chunks; exact dense search takes at most "
-            f"{MAX_EXACT_CHUNKS:,}",
-            "search it with mode: keyword, or split it into several knowledge bases",
-        )
-    ids = np.fromiter((chunk_id for chunk_id, _ in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(v for _, v in rows), dtype="<f4").reshape(len(rows), base.dimensions)
-    with _matrices_lock:
-        _matrices[key] = (ids, matrix)
-        while sum(m.nbytes for _, m in _matrices.values()) > MATRIX_BYTES and len(_matrices) > 1:
-            _matrices.popitem(last=False)
-    return ids, matrix
+def _too_many(base: KnowledgeBase, chunks: int) -> RetrievalError:
+    return RetrievalError(
+        f"knowledge base '{base.name}' has {chunks:,} chunks; exact dense search takes at most {MAX_EXACT_CHUNKS:,}",
+        "search it with mode: keyword, or split it into several knowledge bases (on PostgreSQL, pgvector "
+        "searches past this limit: see docs/knowledge.md)",
+    )
 
 
 def _section_text(index: KnowledgeIndex, chunk: StoredChunk, generation: int) -> str:

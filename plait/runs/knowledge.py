@@ -196,13 +196,26 @@ def search_result(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def backend(url: str) -> dict[str, Any]:
-    """How knowledge bases search in the store at `url`, and whether their embedder can run here
-    (what `plait config check` says; the store is not opened)."""
+    """How knowledge bases search in the store at `url` (on PostgreSQL, whether pgvector's index
+    serves dense search: one connection asks), and whether their embedder can run here (what
+    `plait config check` says; the store is not opened)."""
     from plait.engine.retrieval import MAX_EXACT_CHUNKS
     from plait.knowledge.embed import available, missing
 
     sqlite = url.startswith("sqlite")
-    keyword = "SQLite FTS5 (BM25, Porter stemmer)" if sqlite else "PostgreSQL tsvector with a GIN index (ts_rank_cd)"
-    dense = f"exact, numpy, at most {MAX_EXACT_CHUNKS:,} chunks a base" + ("" if sqlite else " (pgvector not used)")
+    keyword = (
+        "SQLite FTS5 (BM25, Porter stemmer)" if sqlite else "PostgreSQL's stored tsvector with a GIN index (ts_rank_cd)"
+    )
+    exact = f"exact, numpy, at most {MAX_EXACT_CHUNKS:,} chunks a base"
+    dense, vector_index = exact, None
+    if not sqlite:
+        from plait.store.knowledge_vectors import in_database
+
+        found, why_not = in_database(url)
+        if found is None:
+            dense = f"{exact} (no pgvector index: {why_not})"
+        else:
+            dense, vector_index = f"by {found.describe()}; other bases {exact}", found.describe()
     lacking = [] if available(DEFAULT_EMBEDDER) else missing(DEFAULT_EMBEDDER)
-    return {"keyword": keyword, "dense": dense, "embedder": DEFAULT_EMBEDDER, "embedder_missing": lacking}
+    return {"keyword": keyword, "dense": dense, "vector_index": vector_index, "embedder": DEFAULT_EMBEDDER,
+            "embedder_missing": lacking}  # fmt: skip

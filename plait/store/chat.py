@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 
+from plait.store.chat_models import CHAT_DRAFT, CHAT_MESSAGE, CHAT_SESSION, CHAT_UPLOAD
 from plait.store.db import new_id, writer
 from plait.store.errors import NotFoundError
-from plait.store.models import CHAT_DRAFT, CHAT_MESSAGE, CHAT_SESSION, CHAT_UPLOAD
 
 
 class ChatRole(StrEnum):

@@ -20,10 +20,12 @@ from sqlalchemy import Connection, Engine, and_, bindparam, insert, or_, select,
 from sqlalchemy.sql.elements import ColumnElement
 
 from plait.knowledge.chunk import Chunk
+from plait.store import knowledge_vectors
 from plait.store.db import is_sqlite, writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.knowledge import DocumentStatus
 from plait.store.knowledge_models import KB, KB_CHUNK, KB_DOCUMENT, KB_VECTOR
+from plait.store.knowledge_vectors import VectorIndex
 
 _STOP_WORDS = (
     "a about above after again against all am an and any are as at be because been before being below between "
@@ -73,6 +75,22 @@ class KnowledgeIndex:
         self._engine = engine
         self._writer = writer(engine)
         self._sqlite = is_sqlite(engine)
+        self._vector_index: list[VectorIndex | None] = []
+
+    def vector_index(self) -> VectorIndex | None:
+        """pgvector's HNSW index over the chunks, when this database has it (asked once)."""
+        if not self._vector_index:
+            if self._sqlite:
+                self._vector_index.append(None)
+            else:
+                with self._engine.connect() as conn:
+                    self._vector_index.append(knowledge_vectors.vector_index(conn))
+        return self._vector_index[0]
+
+    def vector_search(self, dimensions: int) -> VectorIndex | None:
+        """The pgvector index that serves dense search of a base whose vectors have `dimensions`
+        (None: search it exactly, in numpy)."""
+        return self.vector_index() if dimensions == knowledge_vectors.DIMENSIONS else None
 
     def remove_document(self, document_id: str) -> IndexChange:
         """Mark the document and its chunks removed (searchable no more; kept for earlier generations)."""
@@ -132,7 +150,9 @@ class KnowledgeIndex:
         and those the new list lacks are marked removed. Every new hash must have its vector."""
         with self._writer.begin() as conn:
             doc = conn.execute(
-                select(KB_DOCUMENT.c.kb_id, KB_DOCUMENT.c.version).where(KB_DOCUMENT.c.id == document_id)
+                select(KB_DOCUMENT.c.kb_id, KB_DOCUMENT.c.version, KB.c.dimensions)
+                .join(KB, KB.c.id == KB_DOCUMENT.c.kb_id)
+                .where(KB_DOCUMENT.c.id == document_id)
             ).first()
             if doc is None or doc.version != version:
                 raise StoreError(
@@ -157,7 +177,9 @@ class KnowledgeIndex:
             gone = [i for ids in by_hash.values() for i in ids]
             unchanged = not add and not gone
             generation = _current_generation(conn, doc.kb_id) if unchanged else _next_generation(conn, doc.kb_id)
-            missing = {c.content_hash for c in add} - _vectors_held(conn, doc.kb_id, {c.content_hash for c in add})
+            vectors = self.vector_search(doc.dimensions)
+            held = _vectors_held(conn, doc.kb_id, {c.content_hash for c in add}, read=vectors is not None)
+            missing = {c.content_hash for c in add} - set(held)
             if missing:
                 raise StoreError(
                     f"{len(missing)} chunks of document '{document_id}' have no vector", "embed them first"
@@ -171,9 +193,13 @@ class KnowledgeIndex:
             removed = _remove_chunks(conn, [KB_CHUNK.c.id.in_(gone)], generation) if gone else 0
             now = time.time()
             if add:
-                conn.execute(
-                    insert(KB_CHUNK), [_chunk_row(doc.kb_id, document_id, version, c, generation, now) for c in add]
-                )
+                rows = [_chunk_row(doc.kb_id, document_id, version, c, generation, now) for c in add]
+                if vectors is None:
+                    conn.execute(insert(KB_CHUNK), rows)
+                else:  # each chunk with its vector, in pgvector's column
+                    literal = knowledge_vectors.literal
+                    embedded = [row | {"embedding": literal(held[row["content_hash"]])} for row in rows]
+                    conn.execute(insert(knowledge_vectors.chunk_table(vectors)), embedded)
             conn.execute(
                 update(KB_DOCUMENT)
                 .where(KB_DOCUMENT.c.id == document_id)
@@ -212,6 +238,29 @@ class KnowledgeIndex:
         with self._engine.connect() as conn:
             return [(int(row.id), bytes(row.vector)) for row in conn.execute(query)]
 
+    def vector_rows_changed(self, kb_id: str, since: int, until: int) -> tuple[list[tuple[int, bytes]], list[int]]:
+        """What changed between generations `since` and `until` (later) of the chunks
+        `vector_rows` gives: (chunk id, vector) of those searchable at `until` but not at
+        `since`, and the ids of those searchable at `since` but not at `until`."""
+        added = (
+            select(KB_CHUNK.c.id, KB_VECTOR.c.vector)
+            .join(
+                KB_VECTOR,
+                and_(KB_VECTOR.c.kb_id == KB_CHUNK.c.kb_id, KB_VECTOR.c.content_hash == KB_CHUNK.c.content_hash),
+            )
+            .where(KB_CHUNK.c.kb_id == kb_id, KB_CHUNK.c.added_generation > since, *_visible(until))
+            .order_by(KB_CHUNK.c.id)
+        )
+        removed = select(KB_CHUNK.c.id).where(
+            KB_CHUNK.c.kb_id == kb_id,
+            KB_CHUNK.c.removed_generation > since,
+            KB_CHUNK.c.removed_generation <= until,
+            KB_CHUNK.c.added_generation <= since,
+        )
+        with self._engine.connect() as conn:
+            rows = [(int(row.id), bytes(row.vector)) for row in conn.execute(added)]
+            return rows, [int(i) for i in conn.execute(removed).scalars()]
+
     def keyword_search(
         self,
         kb_id: str,
@@ -229,14 +278,9 @@ class KnowledgeIndex:
         words = list(dict.fromkeys(w for w in found if len(w) > 1 and w not in STOP_WORDS))
         if not words or documents == []:
             return []
-        where = ["c.kb_id = :kb", *_VISIBLE_SQL]
-        params: dict[str, Any] = {"kb": kb_id, "limit": limit, "as_of": as_of}
-        if documents is not None:
-            where.append("c.document_id IN :documents")
-            params["documents"] = list(documents)
-        if heading:
-            where.append("(c.heading = :heading OR c.heading LIKE :under ESCAPE '\\')")
-            params |= {"heading": heading, "under": _like_prefix(heading + " > ")}
+        filters, params = _filters(documents, heading)
+        where = ["c.kb_id = :kb", *_VISIBLE_SQL, *filters]
+        params |= {"kb": kb_id, "limit": limit, "as_of": as_of}
         if self._sqlite:
             params["match"] = " OR ".join(f'"{w}"' for w in words[:MAX_KEYWORD_TERMS])
             sql = (
@@ -245,11 +289,11 @@ class KnowledgeIndex:
                 f"AND {' AND '.join(where)} ORDER BY score DESC, c.id LIMIT :limit"
             )
         else:
+            # `tsv`: the stored `tsvector` of heading and text, which the GIN index covers
             params["match"] = " | ".join(words[:MAX_KEYWORD_TERMS])
-            vector = "to_tsvector('english', c.heading || ' ' || c.\"text\")"
             sql = (
-                f"SELECT c.id, ts_rank_cd({vector}, q) AS score FROM kb_chunk c, to_tsquery('english', :match) q "
-                f"WHERE {vector} @@ q AND {' AND '.join(where)} ORDER BY score DESC, c.id LIMIT :limit"
+                "SELECT c.id, ts_rank_cd(c.tsv, q) AS score FROM kb_chunk c, to_tsquery('english', :match) q "
+                f"WHERE c.tsv @@ q AND {' AND '.join(where)} ORDER BY score DESC, c.id LIMIT :limit"
             )
         statement = text(sql)
         if documents is not None:
@@ -257,6 +301,25 @@ class KnowledgeIndex:
         with self._engine.connect() as conn:
             rows = conn.execute(statement, params).all()
         return [(int(row.id), float(row.score)) for row in rows]
+
+    def nearest(
+        self,
+        kb_id: str,
+        vectors: VectorIndex,
+        query: Sequence[float],
+        limit: int,
+        as_of: int,
+        *,
+        documents: Sequence[str] | None = None,
+        heading: str | None = None,
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the `limit` chunks nearest the unit vector `query`
+        at generation `as_of`, of `documents` and under `heading` when given, through pgvector
+        (`knowledge_vectors.nearest`); higher is better."""
+        if documents == []:
+            return []
+        filters, params = _filters(documents, heading)
+        return knowledge_vectors.nearest(self._engine, vectors, kb_id, query, limit, as_of, filters, params)
 
     def chunk_ids(
         self, kb_id: str, as_of: int, *, documents: Sequence[str] | None = None, heading: str | None = None
@@ -278,6 +341,28 @@ class KnowledgeIndex:
         )
         with self._engine.connect() as conn:
             return [_chunk(row) for row in conn.execute(query.order_by(KB_CHUNK.c.position))]
+
+    def documents_changed_since(self, kb_id: str, generation: int) -> set[str]:
+        """The ids of the documents of which a chunk was added or removed after `generation`
+        (a deleted document's chunks are deleted with it: it is not among them)."""
+        changed = or_(KB_CHUNK.c.added_generation > generation, KB_CHUNK.c.removed_generation > generation)
+        query = select(KB_CHUNK.c.document_id).where(KB_CHUNK.c.kb_id == kb_id, changed).distinct()
+        with self._engine.connect() as conn:
+            return set(conn.execute(query).scalars())
+
+
+def _filters(documents: Sequence[str] | None, heading: str | None) -> tuple[list[str], dict[str, Any]]:
+    """SQL conditions over chunk `c` (and their parameters) for a search's document and heading
+    filters; `documents` binds as an expanding parameter."""
+    where: list[str] = []
+    params: dict[str, Any] = {}
+    if documents is not None:
+        where.append("c.document_id IN :documents")
+        params["documents"] = list(documents)
+    if heading:
+        where.append("(c.heading = :heading OR c.heading LIKE :under ESCAPE '\\')")
+        params |= {"heading": heading, "under": _like_prefix(heading + " > ")}
+    return where, params
 
 
 _VISIBLE_SQL = ("c.added_generation <= :as_of", "(c.removed_generation IS NULL OR c.removed_generation > :as_of)")
@@ -317,11 +402,13 @@ def _remove_chunks(conn: Connection, where: list[ColumnElement[bool]], generatio
     return int(conn.execute(marked.values(status="removed", removed_generation=generation)).rowcount)
 
 
-def _vectors_held(conn: Connection, kb_id: str, hashes: set[str]) -> set[str]:
-    held: set[str] = set()
+def _vectors_held(conn: Connection, kb_id: str, hashes: set[str], *, read: bool) -> dict[str, bytes]:
+    """The hashes among `hashes` the base holds a vector for, with the vector when `read`."""
+    held: dict[str, bytes] = {}
+    columns = (KB_VECTOR.c.content_hash, KB_VECTOR.c.vector) if read else (KB_VECTOR.c.content_hash,)
     for part in _parts(sorted(hashes)):
-        query = select(KB_VECTOR.c.content_hash).where(KB_VECTOR.c.kb_id == kb_id, KB_VECTOR.c.content_hash.in_(part))
-        held.update(conn.execute(query).scalars())
+        query = select(*columns).where(KB_VECTOR.c.kb_id == kb_id, KB_VECTOR.c.content_hash.in_(part))
+        held.update((row.content_hash, bytes(row.vector) if read else b"") for row in conn.execute(query))
     return held
 
 

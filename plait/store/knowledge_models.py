@@ -7,9 +7,11 @@ chunk that comes back unchanged in a new version of its document, or appears in 
 document, is never embedded twice, and vectors written while an ingestion was killed are found
 when it resumes.
 
-What a model cannot say is created next to the tables, by the migration and by `fresh.py` in
+What a model cannot say is created next to the tables, by the migrations and by `fresh.py` in
 the same words: on SQLite, the FTS5 table `kb_chunk_fts` over `heading` and `text`, kept by
-triggers on insert and delete; on PostgreSQL, a GIN index over the chunk's `tsvector`.
+triggers on insert and delete; on PostgreSQL, the chunk's stored `tsvector` (`tsv`) with a GIN
+index, and, when the server has pgvector, the chunk's vector (`embedding`) with an HNSW index
+(`knowledge_vectors.py`).
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ KB_CHUNK = Table(
     _required("created_at", Double),
     Index("idx_kb_chunk_document", "document_id", "status"),
     Index("idx_kb_chunk_kb", "kb_id", "status"),
+    # what changed between two generations, without reading every chunk (exact dense search's
+    # matrix follows a base's generations with these)
+    Index("idx_kb_chunk_added", "kb_id", "added_generation"),
+    Index("idx_kb_chunk_removed", "kb_id", "removed_generation"),
 )
 """A piece of a document under the knowledge base's token bound, with the headings it sits under;
 searchable from `added_generation` until `removed_generation`."""

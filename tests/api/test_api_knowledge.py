@@ -84,6 +84,18 @@ def test_searches_give_hits_with_their_ranks_in_each_mode(handbook: httpx.Client
     assert {h["document"] for h in narrowed.json()["hits"]} == {"guide.md"}
 
 
+def test_a_search_node_run_replays_at_its_generation(handbook: httpx.Client) -> None:
+    body = handbook.post("/api/kb/handbook/search", json={"query": "rotate the encryption keys"}).json()
+    [node] = [n for n in handbook.get(f"/api/runs/{body['run_id']}").json()["nodes"] if n["node_id"] == "retrieve"]
+    replayed = handbook.post(f"/api/node-runs/{node['id']}/replay")
+    assert replayed.status_code == 200, replayed.text
+    answer = replayed.json()
+    assert answer["kind"] == "search"
+    assert answer["same"] is True
+    assert answer["generation"] == body["generation"]
+    assert answer["replayed"] == [hit["chunk_id"] for hit in body["hits"]]
+
+
 def test_refusals_have_their_statuses(handbook: httpx.Client) -> None:
     assert handbook.post("/api/kb/nowhere/search", json={"query": "x"}).status_code == 404
     assert handbook.post("/api/kb/handbook/search", json={"query": "x", "mode": "fuzzy"}).status_code == 422

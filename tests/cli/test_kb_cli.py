@@ -1,6 +1,6 @@
 """`plait kb` as a person uses it (real `plait` processes, SQLite and PostgreSQL): a base created,
 documents added (a broken one fails alone and the command exits 1), listed, searched in each
-mode, a document removed, the base deleted only with --yes; bad options exit 2 in the command
+mode, a search replayed, a document removed, the base deleted only with --yes; bad options exit 2 in the command
 line's words; and an ingestion killed (SIGKILL at a failpoint) between two batches of embeddings
 resumes with `plait resume` without embedding any chunk twice."""
 
@@ -53,6 +53,11 @@ def test_a_base_is_created_filled_listed_searched_and_emptied(db_url: str, tmp_p
         assert found["mode"] == str(mode)
         assert found["hits"][0]["heading_path"] == ["Handbook", "Backups", "Keys"], mode
         assert 1 <= len(found["hits"]) <= 2  # PostgreSQL leaves stop words out of keyword queries
+    with Store(db_url) as store:  # the last search, replayed at the generation it saw
+        [retrieve] = [n.id for n in store.runs.node_runs(found["run_id"]) if n.node_id == "retrieve"]
+    replayed = ok(plait(db_url, tmp_path, "replay", retrieve, "--json"))
+    assert (replayed["kind"], replayed["same"], replayed["generation"]) == ("search", True, found["generation"])
+    assert "the same hits, in the same order" in ok(plait(db_url, tmp_path, "replay", retrieve))
     table = ok(plait(db_url, tmp_path, "kb", "search", "handbook", "rollback", "--heading", "Handbook > Deployments"))
     assert "Rollbacks" in table
     assert "Backups" not in table

@@ -9,6 +9,7 @@ import pytest
 
 from plait import AsyncClient, Client
 from plait.errors import PlaitError
+from plait.runs.replay_search import SearchReplay
 from tests.knowledge.documents import GUIDE, html_page
 
 pytestmark = pytest.mark.usefixtures("embedder_installed")
@@ -23,6 +24,11 @@ def test_a_base_filled_searched_and_emptied_from_python(tmp_path: Path) -> None:
         found = client.kb.search("handbook", "rotate the encryption keys", mode="keyword", top_k=2)
         assert found["hits"][0]["heading_path"] == ["Handbook", "Backups", "Keys"]
         assert client.get_run(found["run_id"]).run.status == "completed"
+        [retrieve] = [n for n in client.get_run(found["run_id"]).nodes if n.node_id == "retrieve"]
+        replayed = client.replay(retrieve.id)  # a search replays without a model
+        assert isinstance(replayed, SearchReplay)
+        assert replayed.same
+        assert replayed.replayed == [hit["chunk_id"] for hit in found["hits"]]
         with pytest.raises(PlaitError, match=r"settings at input\.settings are not valid"):
             client.kb.search("handbook", "keys", mode="fuzzy")
         assert client.kb.remove("handbook", "faq.html").removed > 0

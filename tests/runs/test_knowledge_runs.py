@@ -139,6 +139,37 @@ def test_re_ingesting_an_edited_document_embeds_only_new_chunks(handbook: Store)
     assert again.run_id is None  # the same content: nothing to ingest
 
 
+def test_a_search_replays_at_the_generation_it_saw_and_says_what_changed_since(handbook: Store) -> None:
+    from plait.runs.knowledge import remove_document
+    from plait.runs.replay_search import SearchReplayError, replay_search
+
+    run_id = start_search(handbook, "handbook", "how often do backups run", {"mode": "keyword", "top_k": 3})
+    assert drive(handbook, run_id).status == RunStatus.COMPLETED
+    [retrieve] = [n for n in handbook.runs.node_runs(run_id) if n.input_snapshot.get("node_type") == "RETRIEVE"]
+    before = retrieve.output["hits"]
+    assert any("every night at two" in hit["text"] for hit in before)
+    seen = retrieve.input_snapshot["generation"]
+    # the answering chunk is replaced, and another document is removed
+    edited = guide_with("Backups run every night at two.", "Backups run every six hours, on the hour.")
+    ingestion = add_documents(handbook, "handbook", [DocumentUpload("guide.md", edited.encode())])
+    assert ingestion.run_id is not None
+    assert drive(handbook, ingestion.run_id).status == RunStatus.COMPLETED
+    remove_document(handbook, "handbook", "faq.html")
+
+    replayed = replay_search(handbook, handbook.runs.node_run(retrieve.id))
+    assert replayed.generation == seen < replayed.current_generation
+    assert replayed.same
+    assert replayed.explanations == []
+    assert replayed.replayed == replayed.stored == [hit["chunk_id"] for hit in before]
+    assert [hit["text"] for hit in replayed.hits] == [hit["text"] for hit in before]
+    assert replayed.now != replayed.stored  # today's search no longer finds the night-time sentence
+    assert replayed.changed_since == ["faq.html", "guide.md"]
+
+    ingest_node = next(n for n in handbook.runs.node_runs(ingestion.run_id) if n.input_snapshot)
+    with pytest.raises(SearchReplayError, match="is not a completed search"):
+        replay_search(handbook, ingest_node)
+
+
 ANSWER_GRAPH = {
     "id": "answer_from_handbook",
     "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},

@@ -179,9 +179,14 @@ def test_migrations_downgrade_and_upgrade_again(db_url: str) -> None:
 def test_models_match_the_migrations(store: Store) -> None:
     """The tables of `plait.store.models` and the hand-written migrations describe the same schema."""
     with store.db.connect() as conn:
-        # the keyword index of knowledge-base chunks is no model's (a model cannot say `USING fts5`,
-        # nor index a `tsvector` expression): FTS5's tables and the GIN index are left out
-        only_models = lambda name, kind, _: not str(name).startswith(("kb_chunk_fts", "idx_kb_chunk_tsv"))  # noqa: E731
+        # the search indexes of knowledge-base chunks are no model's (a model cannot say `USING
+        # fts5`, nor a column PostgreSQL alone has): FTS5's tables, PostgreSQL's stored `tsvector`
+        # and pgvector's column, and their indexes are left out
+        def only_models(name: str | None, kind: str, parents: dict[str, str | None]) -> bool:
+            search_only = str(name).startswith(("kb_chunk_fts", "idx_kb_chunk_tsv", "idx_kb_chunk_hnsw"))
+            column = kind == "column" and parents.get("table_name") == "kb_chunk" and name in ("tsv", "embedding")
+            return not (search_only or column)
+
         opts = {"version_table": VERSION_TABLE, "compare_type": True, "include_name": only_models}
         context = MigrationContext.configure(conn, opts=opts)
         assert compare_metadata(context, full_metadata()) == []

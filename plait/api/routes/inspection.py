@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from plait.api.errors import ApiError
@@ -22,6 +23,7 @@ from plait.llm.types import ProviderError
 from plait.runs.check import check_run
 from plait.runs.dry_run import dry_run_on
 from plait.runs.replay import ReplayError, replay
+from plait.runs.replay_search import SearchReplayError, is_search, replay_search
 from plait.runs.start import resolve_graph
 
 router = APIRouter(tags=["inspect"])
@@ -72,8 +74,15 @@ async def dry_run_graph(state: State, ref: str, body: DryRunIn) -> dict[str, Any
 @router.post("/node-runs/{node_run_id}/replay", response_model=dict[str, Any])
 async def replay_node_run(state: State, node_run_id: str, body: ReplayIn | None = None) -> dict[str, Any]:
     """`plait replay`: re-send a recorded model call exactly (or to another role or model) and
-    diff the new answer against the stored one. Nothing is stored."""
+    diff the new answer against the stored one. A RETRIEVE node run is searched again at the
+    knowledge base's generation it recorded, and now (`kind: search`); no model is called.
+    Nothing is stored."""
     record = state.store.runs.node_run(node_run_id)
+    if is_search(record):
+        try:
+            return (await run_in_threadpool(replay_search, state.store, record)).as_json()
+        except SearchReplayError as exc:
+            raise ApiError(422, "invalid", str(exc), hint=exc.hint) from None
     provider = state.provider
     if provider is None:
         raise ApiError(

@@ -22,6 +22,7 @@ from plait.api import errors
 from plait.api.auth import caller
 from plait.api.browser import BrowserGuard, BrowserPolicy
 from plait.api.chat import ChatHub
+from plait.api.evaluation_tasks import stop_evaluations
 from plait.api.events import EventLog
 from plait.api.executor import RunExecutor
 from plait.api.handoff import HandOff
@@ -32,6 +33,8 @@ from plait.api.routes import (
     chat,
     corrections,
     drafts,
+    evaluation_runs,
+    evaluations,
     events,
     graphs,
     inspection,
@@ -129,6 +132,8 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
         chat,
         knowledge,
         memory,
+        evaluations,
+        evaluation_runs,
     ):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # the original API's routes, at their exact paths
@@ -190,6 +195,7 @@ def _lifespan(
             for task in background:
                 task.cancel()
             await hub.aclose()
+            await stop_evaluations(executor)
             if handoff is not None:
                 handoff.close()
             await executor.aclose()

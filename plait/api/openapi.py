@@ -98,6 +98,8 @@ CONFLICTS: frozenset[Operation] = READS_OUTPUTS | {
     ("POST", "/api/chat/sessions/{session_id}/drafts/{draft_id}/accept"),  # not a valid proposal, graph changed
     ("POST", "/api/chat/sessions/{session_id}/drafts/{draft_id}/reject"),  # decided already
     ("POST", "/api/kb"),  # the name is taken
+    ("POST", "/api/graphs/{ref}/eval-sets"),  # another build of the same set wrote that revision first
+    ("POST", "/api/graphs/{ref}/promote"),  # refused by the gate: no passing verdict for the version
     ("POST", "/api/memory/facts/{fact_id}/correct"),  # no longer active
     ("POST", "/api/memory/facts/{fact_id}/retract"),
 }
@@ -111,6 +113,7 @@ SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
         ("POST", "/PromptGraphDefUpdateRoute"),
         ("POST", "/PromptGraphDefDeleteRoute"),
         ("PUT", "/api/drafts/{slug}"),  # system graphs have no drafts
+        ("POST", "/api/graphs/{ref}/promote"),  # the version Plait ships is the one that runs
     }
 )
 

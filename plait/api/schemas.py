@@ -158,12 +158,45 @@ class GraphPage(BaseModel):
     limit: int
 
 
+class PromotionOut(BaseModel):
+    """One promotion of a graph's version: what it went through (the gate's set and the verdict of
+    its evaluation) or, when forced, the note that overrode it."""
+
+    version: int
+    previous_version: int | None = Field(description="The version promoted before (null: the latest ran).")
+    evaluation_id: str | None = Field(description="The evaluation that let it through (forced: the one overridden).")
+    gate: str | None = Field(description="The evaluation set of that evaluation, NAME@REV.")
+    verdict: str | None = Field(description="That evaluation's verdict: pass, fail or inconclusive.")
+    forced: bool
+    note: str | None
+    promoted_by: str
+    promoted_at: float
+
+
+class PromoteIn(CheckedIn):
+    """Which version to promote, and through which gate (or forced, with a note saying why)."""
+
+    version: int = Field(ge=1, le=MAX_INT)
+    gate: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=140,
+        description="The evaluation set: NAME (newest revision) or NAME@REV.",
+    )
+    force: bool = Field(default=False, description="Promote even though the gate refuses (needs a `note`).")
+    note: str | None = Field(default=None, max_length=2000, description="Why; required with `force`.")
+
+
 class GraphOut(GraphSummaryOut):
     """One version of a graph, with its body."""
 
     latest_version: int
     created_at: float
     graph: dict[str, Any] = Field(description="The graph in file-format fields, schema registry included.")
+    promoted_version: int | None = Field(
+        default=None, description="The version runs use by default (null: none was promoted, the latest runs)."
+    )
+    promotions: list[PromotionOut] = Field(default_factory=list, description="Every promotion, newest first.")
 
 
 class SchemaChangeOut(BaseModel):
@@ -291,7 +324,12 @@ class ForkDiffOut(BaseModel):
 class StartIn(_In):
     """What to run, and with which input."""
 
-    graph: str = Field(description="A stored graph's id or slug (its latest version runs).", min_length=1)
+    graph: str = Field(
+        description="A stored graph's id or slug (its promoted version runs, else its latest).", min_length=1
+    )
+    version: int | None = Field(
+        default=None, ge=1, le=MAX_INT, description="A stored version to run instead (default: as `graph` says)."
+    )
     input: dict[str, Any] = Field(default_factory=dict, description="The run input (checked against input_schema).")
     stream: bool | Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=1000)] = Field(
         default=False,

@@ -30,11 +30,17 @@ CORRECTION_WAIT_S = 2.0
 
 
 async def start_and_launch(
-    state: ServerState, ref: str, run_input: dict[str, Any], *, stream: bool | list[str] = False
+    state: ServerState,
+    ref: str,
+    run_input: dict[str, Any],
+    *,
+    stream: bool | list[str] = False,
+    version: int | None = None,
 ) -> str:
-    """Create a run of a stored graph's latest version (404 unknown graph, 422 bad input or a
-    graph this server cannot execute) and execute it in the background; its id. `stream`: the
-    nodes whose answers its events pass on as they arrive (True: every node)."""
+    """Create a run of a stored graph at `version`, else the version it runs by default (its
+    promoted version, else its latest; 404 unknown graph or version, 422 bad input or a graph
+    this server cannot execute) and execute it in the background; its id. `stream`: the nodes
+    whose answers its events pass on as they arrive (True: every node)."""
     handoff = state.executor.handoff
     announce = "start" if handoff is not None else None  # written with the run, for the workers
     chosen: str | None = None
@@ -51,6 +57,7 @@ async def start_and_launch(
         llm=state.executor.llm,
         announce=announce,
         run_id=chosen,
+        version=version,
     )
     state.executor.launch(run_id, fresh=True, stream=stream)
     return run_id

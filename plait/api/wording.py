@@ -54,6 +54,14 @@ PHRASES = _rules(
             r'"to_version": N}',
         ),
         (r"`plait runs show (\S+) --ledger(?: --json)?`", r"GET /api/runs/\1/ledger"),
+        # promotion (plait/runs/promote.py)
+        (
+            r"`plait eval run (\S+) --set (\S+) --version (\d+)`",
+            r'POST /api/graphs/\1/evaluations with {"set": "\2", "version": \3}',
+        ),
+        (r"pass --force --note TEXT to promote anyway", "send `force: true` with a `note` to promote anyway"),
+        (r"pass --note TEXT with --force", "send a `note` with `force: true`"),
+        (r"pass --gate NAME", "send `gate`: NAME"),
     )
 )
 COMMANDS = _rules(
@@ -78,6 +86,8 @@ COMMANDS = _rules(
         (r"`plait replay[^`]*`", "POST /api/node-runs/{id}/replay"),
         (r"`plait templates preview[^`]*`", "POST /api/templates/preview"),
         (r"`plait chat --list`", "GET /api/chat/sessions"),
+        (r"`plait eval show[^`]*`", "GET /api/graphs/{id}/eval-sets"),
+        (r"`plait eval build[^`]*`", "POST /api/graphs/{id}/eval-sets"),
     )
 )
 LEFT_OVER = re.compile(r"\s*\(?`plait [^`]*`\)?|\s*\(?`?(?<![\w-])--[a-z][\w-]*(?:[ =][^\s,;()`]+)?`?\)?")

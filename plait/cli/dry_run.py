@@ -18,6 +18,7 @@ from plait.cli.common import (
     fail,
     print_json,
     read_file_option,
+    refuse,
     store_for,
 )
 
@@ -30,6 +31,7 @@ def dry_run_command(
     json_output: bool,
     upstream: Path | None,
     config: str | None = None,
+    version: int | None = None,
 ) -> None:
     """`plait run GRAPH --dry-run`: print what each node would send, with its estimates, and store
     nothing. Exits 2 (EXIT_INVALID, as for a run refused before it starts) when the input does not
@@ -39,7 +41,7 @@ def dry_run_command(
     from plait.engine.run_input import input_violations
     from plait.runs.dry_run import dry_run_on
 
-    graph = _graph(ref, db)
+    graph = _graph(ref, db, version)
     missing = _unconfigured_mcp(graph, config)
     problems = input_violations(graph.input_schema, run_input, graph.schemas)
     if problems:
@@ -99,12 +101,17 @@ def _upstream(path: Path | None) -> dict[str, Any] | None:
     return data
 
 
-def _graph(ref: str, db: str | None) -> Any:
-    """The graph as a run would execute it (SKILLs expanded), without storing anything."""
+def _graph(ref: str, db: str | None, version: int | None = None) -> Any:
+    """The graph as a run would execute it (SKILLs expanded; a stored one at `version`, else the
+    version it runs by default), without storing anything."""
     from plait.runs.start import looks_like_file
 
     if Path(ref).is_file():
         from plait.compile import compile_file
+
+        if version is not None:
+            fail(f"{ref} is a graph file: --version names a version of a stored graph",
+                 "dry-run the stored graph by its id or slug with --version, or the file without it")  # fmt: skip
 
         compiled = compile_file(ref)
         if not compiled.valid or compiled.expanded is None:
@@ -112,10 +119,16 @@ def _graph(ref: str, db: str | None) -> Any:
                 sys.stderr.write(diagnostic.format() + "\n")
             fail(f"{ref} is not a valid graph ({len(compiled.errors)} errors)", f"run `plait validate {ref}`")
         return compiled.expanded
+    from plait.engine.run_input import StartError, stored_graph
+
     if looks_like_file(ref):
         fail(f"no such graph file: {ref}", "check the path")
     with store_for(db, STORED_GRAPH_HINT) as store:
-        return store.graphs.get(ref).graph
+        try:
+            return stored_graph(store, ref, version=version, missing="no graph file or stored graph named",
+                                hint=STORED_GRAPH_HINT).graph  # fmt: skip
+        except StartError as exc:
+            refuse(exc)
 
 
 def _print(result: Any) -> None:

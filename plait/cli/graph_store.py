@@ -15,14 +15,22 @@ GraphRef = Annotated[str, typer.Argument(help="A stored graph's id or slug.")]
 
 
 def versions_command(ref: GraphRef, db: DbOption = None, json_output: JsonOption = False) -> None:
-    """Every version of a graph: number, schema version, when, how many runs pinned it."""
+    """Every version of a graph: number, schema version, when, how many runs pinned it; the
+    promoted one (what runs by default) is marked."""
     with store_for(db) as store:
         stored = store.graphs.get(ref)
         rows = store.graph_admin.versions(stored.graph_id)
+        promoted = store.evaluations.promoted_version(stored.graph_id)
     if json_output:
         print_json(
             [
-                {"version": v.version, "schema_version": v.schema_version, "created_at": v.created_at, "runs": v.runs}
+                {
+                    "version": v.version,
+                    "schema_version": v.schema_version,
+                    "created_at": v.created_at,
+                    "runs": v.runs,
+                    "promoted": v.version == promoted,
+                }
                 for v in rows
             ]
         )
@@ -33,8 +41,10 @@ def versions_command(ref: GraphRef, db: DbOption = None, json_output: JsonOption
     for column in ("version", "schema", "saved", "runs"):
         table.add_column(column, no_wrap=True)
     for v in rows:
-        latest = " (latest)" if v.version == stored.latest_version else ""
-        table.add_row(f"{v.version}{latest}", v.schema_version, when(v.created_at), str(v.runs))
+        flags = (("latest", v.version == stored.latest_version), ("promoted", v.version == promoted))
+        marks = [mark for mark, on in flags if on]
+        shown = f"{v.version} ({', '.join(marks)})" if marks else str(v.version)
+        table.add_row(shown, v.schema_version, when(v.created_at), str(v.runs))
     print_table(table)
 
 

@@ -8,12 +8,13 @@ from typing import Annotated, Any
 
 import typer
 
-from plait.cli.common import STORED_GRAPH_HINT, console, fail, print_json, print_table, store_for
+from plait.cli.common import STORED_GRAPH_HINT, console, fail, print_json, print_table, store_for, when
 from plait.cli.drafts import drafts_command
 from plait.cli.forks import diff_command, fork_command, merge_command
 from plait.cli.graph_store import delete_command, export_command, import_command, versions_command
 from plait.cli.help import PlaitTyper
 from plait.cli.options import DbOption, JsonOption
+from plait.cli.promote import promote_command
 
 app = PlaitTyper(help="Stored graphs: versions, import/export, forks.", no_args_is_help=True)
 app.add_commands(
@@ -26,6 +27,7 @@ app.add_commands(
         "diff": diff_command,
         "merge": merge_command,
         "drafts": drafts_command,
+        "promote": promote_command,
     }
 )
 
@@ -52,7 +54,9 @@ def show(
         print_json(graph_json(graph_def, topology) | ({"stored": facts} if facts else {}))
         return
     if facts is not None:
-        console().print(_stored_line(facts), markup=False, highlight=False, soft_wrap=True)
+        out = console()
+        for line in (_stored_line(facts), *_promotion_lines(facts)):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
     render_graph(graph_def, topology)
 
 
@@ -65,6 +69,18 @@ def _stored_line(facts: dict[str, Any]) -> str:
     if parent is not None:
         line += f", parent {parent['slug'] or parent['id']} (forked at its version {parent['version_at_fork']})"
     return line
+
+
+def _promotion_lines(facts: dict[str, Any]) -> list[str]:
+    """Which version runs by default, and each promotion that made it so, newest first."""
+    promoted = facts["promoted_version"]
+    if promoted is None:
+        return [f"runs by default: the latest version ({facts['latest_version']}); no version was promoted"]
+    lines = [f"runs by default: version {promoted} (promoted; `plait graphs promote` moves it)"]
+    for p in facts["promotions"]:
+        was = f" (was {p['previous_version']})" if p["previous_version"] is not None else ""
+        lines.append(f"  {when(p['promoted_at'])}  version {p['version']}{was} by {p['promoted_by']}, {p['how']}")
+    return lines
 
 
 def _from_file(graph: str) -> tuple[Any, Any]:
@@ -88,7 +104,7 @@ def _from_store(ref: str, version: int | None, db: str | None) -> tuple[Any, Any
         except StoreError:
             named = f"no graph file or stored graph named '{ref}'" + (f" (version {version})" if version else "")
             fail(named, STORED_GRAPH_HINT)
-        facts = _stored_facts(store, stored)
+        facts = _stored_facts(store, stored) | _promotion_facts(store, stored)
     compiled = CompiledRun.from_graph(stored.graph)
     return stored.graph, compiled.topology, facts
 
@@ -119,6 +135,17 @@ def _stored_facts(store: Any, stored: Any) -> dict[str, Any]:
         "schema_version": stored.schema_version,
         "source_type": stored.source_type,
         "parent": parent,
+    }
+
+
+def _promotion_facts(store: Any, stored: Any) -> dict[str, Any]:
+    """The graph's promoted version (None: its latest runs) and its promotions, newest first."""
+    from plait.runs.promote import promotions
+
+    found = promotions(store, stored.graph_id)
+    return {
+        "promoted_version": found.promoted_version,
+        "promotions": [p.as_json() | {"how": p.describe()} for p in found.history],
     }
 
 

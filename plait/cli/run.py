@@ -57,6 +57,10 @@ NoCacheOption = Annotated[
 
 def run_command(
     graph: Annotated[str, typer.Argument(help="A graph file, or the id/slug of a stored graph.")],
+    version: Annotated[
+        int | None,
+        typer.Option("--version", help="A stored version to run (default: the promoted version, else the latest)."),
+    ] = None,
     inputs: Annotated[list[str], typer.Option("-i", "--input", help="Run input as key=value (repeatable).")] = [],  # noqa: B006
     input_file: Annotated[Path | None, typer.Option("--input-file", help="Run input from a JSON/YAML file.")] = None,
     db: DbOption = None,
@@ -81,7 +85,8 @@ def run_command(
     if dry_run:
         from plait.cli.dry_run import dry_run_command
 
-        dry_run_command(graph, run_input, provider_from_options(llm, config), db, json_output, upstream, config)
+        dry_run_command(graph, run_input, provider_from_options(llm, config), db, json_output, upstream, config,
+                        version=version)  # fmt: skip
         return
     if upstream is not None:
         fail("--upstream only applies with --dry-run")
@@ -99,7 +104,8 @@ def run_command(
             chosen = streamed_id(store, workers, how)
         try:
             run_id = start_run(store, graph, run_input, llm=selection, check=session.check_executable,
-                               announce="start" if workers is not None else None, run_id=chosen)  # fmt: skip
+                               announce="start" if workers is not None else None, run_id=chosen,
+                               version=version)  # fmt: skip
         except StartError as exc:
             refuse(exc)
         except EngineError as exc:  # refused before the run exists: nothing is left behind

@@ -28,12 +28,13 @@ def list_runs(
     children: Annotated[
         bool, typer.Option("--children", help="Include child runs (of SUBGRAPH, MAP and LOOP nodes).")
     ] = False,
+    every: Annotated[bool, typer.Option("--all", help="Include the runs evaluations made (`plait eval run`).")] = False,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
-    """List runs, newest first (child runs with --children)."""
+    """List runs, newest first (child runs with --children, the runs of evaluations with --all)."""
     with store_for(db) as store:
-        runs = store.runs.list(graph=graph, status=status, limit=limit, children=children)
+        runs = store.runs.list(graph=graph, status=status, limit=limit, children=children, evaluations=every)
         if not runs and not json_output:
             sys.stderr.write(f"no runs{' that match' if graph or status else ''} in {store_named(store, db)}\n")
     if json_output:

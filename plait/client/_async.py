@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from plait.client import _corrections, _graphs
 from plait.client._flights import Flights
 from plait.client._results import ClientClosed, RunResult, result_from, result_of
+from plait.client._wiring import open_engines, provider_of
 from plait.client._wording import for_python
 from plait.errors import PlaitError
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
@@ -37,9 +38,12 @@ if TYPE_CHECKING:
     from plait.runs.diff import RunDiff
     from plait.runs.dry_run import DryRun
     from plait.runs.engines import RunEngines
+    from plait.runs.promote import Promotions
     from plait.runs.read import RunView
     from plait.runs.replay import Replay
+    from plait.runs.replay_search import SearchReplay
     from plait.store import RunRecord, Store, StoredGraph
+    from plait.store.evaluations import Promotion
     from plait.store.ledger import FieldVersion
 
 T = TypeVar("T")
@@ -80,6 +84,7 @@ class AsyncClient:
         """Every run executing on this client now (started, resumed, continued after a correction)."""
         self._closed = False
         from plait.client._chat import AsyncChat
+        from plait.client._evals import AsyncEvals
         from plait.client._knowledge import AsyncKnowledge, AsyncMemory
         from plait.client._namespaces import AsyncSchedules, AsyncTemplates, AsyncTokens  # it imports `_sync`
 
@@ -89,6 +94,7 @@ class AsyncClient:
         self.chat = AsyncChat(self)
         self.kb = AsyncKnowledge(self)
         self.memory = AsyncMemory(self)
+        self.evals = AsyncEvals(self)
 
     async def __aenter__(self) -> AsyncClient:
         self._open()
@@ -145,6 +151,16 @@ class AsyncClient:
         """Delete a stored graph; one with runs needs `force` (the runs stay readable)."""
         return self._refused(_graphs.delete, self.store, ref, force=force)
 
+    async def promote_graph(self, ref: str, version: int, *, gate: str | None = None, force: bool = False,
+                            note: str | None = None) -> Promotion:  # fmt: skip
+        """Make `version` what runs of the graph use by default, as `plait graphs promote` does:
+        through the `gate` set's passing verdict (else `GateRefused`), or `force` with a `note`."""
+        return self._refused(_graphs.promote, self.store, ref, version, gate=gate, force=force, note=note)
+
+    async def graph_promotions(self, ref: str) -> Promotions:
+        """The graph's promoted version (None: its latest runs) and every promotion, newest first."""
+        return self._refused(_graphs.promotions, self.store, ref)
+
     async def fork(self, ref: str, name: str | None = None) -> StoredGraph:
         """A copy of the graph to change on its own, that can take its parent's changes later."""
         from plait.evolve.fork import fork_graph
@@ -189,12 +205,14 @@ class AsyncClient:
         input: dict[str, Any] | None = None,
         *,
         stream: bool | str | Sequence[str] | None = None,
+        version: int | None = None,
     ) -> str:
         """Create a run of `graph` (stored first when it is a file, a `GraphDef` or a builder)
         and start executing it on this client's loop; its id. `wait` or `events` follow it.
         `stream`: node ids (or True: every node) whose answers `events` passes on as they
-        arrive (`NodeDelta`), besides the nodes the graph marks `stream: true`."""
-        run_id = self._create(graph, input)
+        arrive (`NodeDelta`), besides the nodes the graph marks `stream: true`. A stored graph
+        runs its promoted version, else its latest, unless `version` names another."""
+        run_id = self._create(graph, input, version)
         engine = self._open()[1].default  # the model a new run executes on
         if stream:
             from plait.engine.streaming import StreamChoice
@@ -203,30 +221,33 @@ class AsyncClient:
         self._flights.start(run_id, self._drive(run_id, engine))
         return run_id
 
-    def _create(self, graph: GraphSource, input: dict[str, Any] | None) -> str:
+    def _create(self, graph: GraphSource, input: dict[str, Any] | None, version: int | None = None) -> str:
         """The new run of `graph` (refused before it exists when the input or the graph is wrong)."""
         store, engines = self._open()
         ref = _graphs.reference(store, graph)
         from plait.runs.start import start_run
 
-        run_id = self._refused(
-            start_run, store, ref, dict(input or {}), llm=engines.default.llm, check=engines.default.check_executable
-        )
+        run_id = self._refused(start_run, store, ref, dict(input or {}), llm=engines.default.llm,
+                               check=engines.default.check_executable, version=version)  # fmt: skip
         return run_id
 
     @overload
-    async def run(self, graph: GraphSource, input: dict[str, Any] | None = None) -> RunResult[Any]: ...
+    async def run(
+        self, graph: GraphSource, input: dict[str, Any] | None = None, *, version: int | None = None
+    ) -> RunResult[Any]: ...
     @overload
     async def run(
-        self, graph: GraphSource, input: dict[str, Any] | None = None, *, output_type: type[T]
-    ) -> RunResult[T]: ...
+        self, graph: GraphSource, input: dict[str, Any] | None = None, *, output_type: type[T],
+        version: int | None = None,
+    ) -> RunResult[T]: ...  # fmt: skip
     async def run(
-        self, graph: GraphSource, input: dict[str, Any] | None = None, *, output_type: Any = None
-    ) -> RunResult[Any]:
+        self, graph: GraphSource, input: dict[str, Any] | None = None, *, output_type: Any = None,
+        version: int | None = None,
+    ) -> RunResult[Any]:  # fmt: skip
         """Start a run and wait until it completes, fails or waits for a person. With
         `output_type` (a pydantic model, a dataclass, any type pydantic validates), the output
-        is validated into it (`OutputMismatch` when it does not fit)."""
-        run_id = self._create(graph, input)
+        is validated into it (`OutputMismatch` when it does not fit). `version` as for `start`."""
+        run_id = self._create(graph, input, version)
         return await self._finished(self._drive(run_id, self._open()[1].default), output_type)
 
     async def wait(self, run_id: str, *, output_type: Any = None, timeout: float | None = None) -> RunResult[Any]:
@@ -289,7 +310,7 @@ class AsyncClient:
         from plait.runs.dry_run import dry_run_on
 
         store, engines = self._open()
-        stored = self._refused(store.graphs.get, _graphs.reference(store, graph))
+        stored = self._refused(store.graphs.get_default, _graphs.reference(store, graph))  # as a run would
         return await dry_run_on(stored.graph, dict(input or {}), engines.provider, upstream or {})
 
     async def batch(
@@ -352,10 +373,19 @@ class AsyncClient:
         return self._refused(read_run, self.store, run_id, raw=raw)
 
     async def list_runs(
-        self, *, graph: str | None = None, status: str | None = None, limit: int = 100, children: bool = False
+        self,
+        *,
+        graph: str | None = None,
+        status: str | None = None,
+        limit: int = 100,
+        children: bool = False,
+        evaluations: bool = False,
     ) -> list[RunRecord]:
-        """Runs, newest first; child runs only with `children`."""
-        return self._refused(self.store.runs.list, graph=graph, status=status, limit=limit, children=children)
+        """Runs, newest first; child runs only with `children`, the runs evaluations made only
+        with `evaluations`."""
+        return self._refused(
+            self.store.runs.list, graph=graph, status=status, limit=limit, children=children, evaluations=evaluations
+        )
 
     async def ledger(self, run_id: str, owner: str | None = None) -> list[FieldVersion]:
         """Every version of the run's values (of one node, or `input`), oldest first: who set
@@ -376,13 +406,19 @@ class AsyncClient:
 
         return self._refused(check_run, self.store, run_id)
 
-    async def replay(self, node_run_id: str, *, llm: str | None = None, model: str | None = None) -> Replay:
-        """Send a recorded model call again (on the run's model unless `llm`), and compare."""
+    async def replay(
+        self, node_run_id: str, *, llm: str | None = None, model: str | None = None
+    ) -> Replay | SearchReplay:
+        """Send a recorded model call again (on the run's model unless `llm`), and compare. A
+        RETRIEVE node run searches again at the generation it recorded (no model is called)."""
         from plait.runs.replay import replay
+        from plait.runs.replay_search import is_search, replay_search
 
         store, engines = self._open()
         record = self._refused(store.runs.node_run, node_run_id)
-        provider = self._refused(engines.provider_of, record.run_id) if llm is None else _provider(llm, self._config)
+        if is_search(record):
+            return self._refused(replay_search, store, record)
+        provider = self._refused(engines.provider_of, record.run_id) if llm is None else provider_of(llm, self._config)
         if provider is None:
             raise PlaitError(
                 f"no model to replay node run {node_run_id} on",
@@ -397,7 +433,7 @@ class AsyncClient:
         if self._closed:
             raise ClientClosed("this client is closed", "open a new one")
         if self._store is None or self._engines is None:
-            self._store, self._engines = self._refused(_open, self._db, self._llm, self._config, self._cache)
+            self._store, self._engines = self._refused(open_engines, self._db, self._llm, self._config, self._cache)
             self._flights.listen_to(self._engines.default.events)
         return self._store, self._engines
 
@@ -459,29 +495,3 @@ class AsyncClient:
 def _stopped(record: RunRecord) -> bool:
     """The run will not go on by itself: it ended, or it waits for a person."""
     return RunStatus(record.status) in TERMINAL_RUN_STATUSES or record.status == RunStatus.PAUSED
-
-
-def _open(db: str | None, llm: str | Provider | None, config: str | None, cache: bool) -> tuple[Store, RunEngines]:
-    """The store (migrated, system graphs synced) and the engines, wired as the CLI wires them."""
-    from plait.config import configured_servers
-    from plait.engine.events import EventBus
-    from plait.evolve.system import open_store
-    from plait.runs.engines import RunEngines
-    from plait.runs.model_choice import chosen
-    from plait.runs.start import local_graphs
-
-    if isinstance(llm, str) or llm is None:
-        provider, selection = chosen(llm, config)
-    else:
-        provider, selection = llm, None
-    servers = configured_servers(config)
-    store = open_store(db)
-    engines = RunEngines(store, provider, llm=selection, here="this client", events=EventBus(), cache=cache,
-                         mcp_servers=servers, graphs=local_graphs(store))  # fmt: skip
-    return store, engines
-
-
-def _provider(llm: str, config: str | None) -> Any:
-    from plait.llm.select import provider_from_spec
-
-    return provider_from_spec(llm, config)

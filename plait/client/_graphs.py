@@ -12,7 +12,9 @@ from plait.errors import PlaitError, Refusal
 if TYPE_CHECKING:
     from plait.compile.builder import GraphBuilder
     from plait.model import GraphDef
+    from plait.runs.promote import Promotions
     from plait.store import Store, StoredGraph
+    from plait.store.evaluations import Promotion
 
 GraphSource = Union[str, "os.PathLike[str]", "GraphDef", "GraphBuilder", dict[str, Any]]
 """A stored graph's id or slug, a graph file, a `GraphDef`, a `GraphBuilder` or a graph's data."""
@@ -72,6 +74,18 @@ def export(store: Store, ref: str, version: int | None, *, as_json: bool) -> str
 def delete(store: Store, ref: str, *, force: bool) -> Any:
     stored = store.graphs.get(ref)
     return store.graph_admin.delete(stored.graph_id, stored.slug, stored.source_type, force=force)
+
+
+def promote(store: Store, ref: str, version: int, *, gate: str | None, force: bool, note: str | None) -> Promotion:
+    from plait.runs.promote import promote as promote_version
+
+    return promote_version(store, ref, version, gate=gate, force=force, note=note, by="python")
+
+
+def promotions(store: Store, ref: str) -> Promotions:
+    from plait.runs.promote import promotions as of_graph
+
+    return of_graph(store, ref)
 
 
 def merge(store: Store, ref: str, keys: list[str], *, refork: bool) -> StoredGraph:

@@ -61,6 +61,7 @@ class Client:
         cache: bool = True,
     ) -> None:
         from plait.client._chat import Chat
+        from plait.client._evals import Evals
         from plait.client._knowledge import Knowledge, Memory
         from plait.client._namespaces import Schedules, Templates, Tokens  # they import `_blocking` from here
 
@@ -72,6 +73,7 @@ class Client:
         self.chat = Chat(self._portal, self._client.chat)
         self.kb = Knowledge(self._portal, self._client.kb)
         self.memory = Memory(self._portal, self._client.memory)
+        self.evals = Evals(self._portal, self._client.evals)
 
     def __enter__(self) -> Client:
         return self
@@ -101,6 +103,8 @@ class Client:
     graph_versions = _blocking(AsyncClient.graph_versions)
     export_graph = _blocking(AsyncClient.export_graph)
     delete_graph = _blocking(AsyncClient.delete_graph)
+    promote_graph = _blocking(AsyncClient.promote_graph)
+    graph_promotions = _blocking(AsyncClient.graph_promotions)
     fork = _blocking(AsyncClient.fork)
     fork_diff = _blocking(AsyncClient.fork_diff)
     merge = _blocking(AsyncClient.merge)

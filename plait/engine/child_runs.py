@@ -7,8 +7,9 @@ The key is unique per node run, so a node executed again after a crash or a paus
 children where they are: a finished child is not run again, an unfinished one is continued.
 
 Which graph a child runs is decided once per node run: a body of the graph version, a stored
-graph at its pinned `graph_version`, or the newest version when the node first started (the
-version of its first child, on resume). A stored graph that is among the run's ancestors is a
+graph at its pinned `graph_version`, or the version the graph runs by default (its promoted
+version, else its newest: `run_input.stored_graph`) when the node first started (the version
+of its first child, on resume). A stored graph that is among the run's ancestors is a
 cycle, and children nest at most `MAX_CHILD_DEPTH` deep: both fail the node, not the engine.
 """
 

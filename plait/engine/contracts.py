@@ -81,8 +81,8 @@ class OutputContract:
         """The schemas as the model is shown them: references written out, then combined. The
         same (read-only) object every time: copy it before changing it."""
         if self._combined is None:
-            value = combine_schemas([inline_refs(object_form(s.schema), self.registry) for s in self.enforced])
-            value = _without_scoring(value)
+            shown = combine_schemas([inline_refs(object_form(s.schema), self.registry) for s in self.enforced])
+            value: dict[str, Any] = _without_scoring(shown)
             object.__setattr__(self, "_combined", value)
             return value
         return self._combined

@@ -7,6 +7,12 @@ this call's prompt: all-MiniLM-L6-v2 sentence embeddings when `plait[similar]` i
 see `plait.llm.embedding`, else a cosine over word counts). The pairs are
 appended to the system prompt, and recorded in the input snapshot (`fewshot`).
 
+A run an evaluation makes says which corrections its pool must leave out (`RunRecord.options`,
+`fewshot_exclude`: the evaluated case's own correction, and with a time split every correction
+made after it), so that a case is never answered by learning its expected value; what the run
+says is read with the run, so a resumed run leaves out the same ones. Runs evaluations make are
+never in any pool (`RunRepository.corrections_of`).
+
 A correction written under another major version of the node's out-edge schema (or under a
 schema its out-edges no longer name) has a shape the model must no longer produce: shown, it
 would teach the old shape. Migrating it is the evolve layer's work, above the engine, so it is
@@ -31,6 +37,11 @@ from plait.store import NodeRunRecord, Store
 
 CANDIDATES = 200
 """Corrections considered per call (the newest ones)."""
+EXCLUSIONS_KEPT = 256
+"""Runs whose exclusions a source remembers (a run's options never change)."""
+FEWSHOT_EXCLUDE = "fewshot_exclude"
+"""The key of `RunRecord.options` that leaves corrections out of a run's pools: `{"runs": [run
+ids], "node_runs": [node run ids], "before": Unix seconds or null}`."""
 LEFT_OUT_LISTED = 20
 """Left-out corrections named in a snapshot (the newest); `fewshot_left_out_count` counts them all."""
 
@@ -93,6 +104,7 @@ class FewshotSource:
     def __init__(self, store: Store, embed: Embed | None = None):
         self.store = store
         self._embed = embed
+        self._exclusions: dict[str, dict[str, Any]] = {}
 
     def examples(
         self, node: LlmCallNode, graph_id: str, run_id: str, prompt: str, schemas: Mapping[str, str]
@@ -101,7 +113,16 @@ class FewshotSource:
         major versions of `schemas` (the node's out-edge schemas now: {schema id: version})."""
         if not node.use_overrides_as_fewshot or node.fewshot_max_count == 0:
             return Fewshot()
-        records = self.store.runs.corrections_of(graph_id, node.id, exclude_run=run_id, limit=CANDIDATES)
+        excluded = self.exclusions(run_id)
+        records = self.store.runs.corrections_of(
+            graph_id,
+            node.id,
+            exclude_run=run_id,
+            exclude_runs=[str(r) for r in excluded.get("runs") or ()],
+            exclude_node_runs=[str(n) for n in excluded.get("node_runs") or ()],
+            before=float(excluded["before"]) if excluded.get("before") is not None else None,
+            limit=CANDIDATES,
+        )
         pool: list[Example] = []
         left_out: list[LeftOut] = []
         for record in records:
@@ -112,6 +133,16 @@ class FewshotSource:
                 left_out.append(outdated)
         embed = (self._embed or embedder()) if node.fewshot_selection == FewshotSelection.SIMILAR else None
         return Fewshot(select(pool, node.fewshot_selection, node.fewshot_max_count, prompt, embed), left_out)
+
+    def exclusions(self, run_id: str) -> dict[str, Any]:
+        """What the run's options leave out of its pools (empty for a run no evaluation made)."""
+        if run_id not in self._exclusions:
+            options = self.store.runs.get(run_id).options or {}
+            found = options.get(FEWSHOT_EXCLUDE)
+            if len(self._exclusions) >= EXCLUSIONS_KEPT:
+                self._exclusions.pop(next(iter(self._exclusions)))
+            self._exclusions[run_id] = dict(found) if isinstance(found, dict) else {}
+        return self._exclusions[run_id]
 
 
 def left_out_of(record: NodeRunRecord, schemas: Mapping[str, str]) -> LeftOut | None:

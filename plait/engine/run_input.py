@@ -24,12 +24,20 @@ class StartError(PlaitError):
 
 
 def stored_graph(
-    store: Store, ref: str, *, missing: str = "no stored graph named", hint: str = "give a stored graph id or slug"
+    store: Store,
+    ref: str,
+    *,
+    version: int | None = None,
+    missing: str = "no stored graph named",
+    hint: str = "give a stored graph id or slug",
 ) -> StoredGraph:
-    """The live stored graph `ref` names; StartError when there is none (`missing '<ref>'`, `hint`)
-    or it was deleted."""
+    """The version of the live stored graph `ref` a run starts on: `version`, or by default its
+    promoted version, else its latest (`GraphRepository.get_default`). Every way of starting a
+    run without a pinned version comes here (a run, a batch, a child graph, a WORKFLOW_TASK), so a
+    promotion moves them all. StartError when there is no such graph (`missing '<ref>'`, `hint`)
+    or version, or the graph was deleted."""
     try:
-        stored = store.graphs.get(ref)
+        stored = store.graphs.get_default(ref) if version is None else store.graphs.get(ref)
     except StoreError:
         raise StartError(f"{missing} '{ref}'", hint, kind=Refusal.NOT_FOUND) from None
     if stored.deleted_at is not None:
@@ -38,6 +46,14 @@ def stored_graph(
             "store it again (`plait graphs import FILE`, or run the graph file) to run it",
             kind=Refusal.NOT_FOUND,
         )
+    if version is not None and version != stored.version:
+        if not 1 <= version <= stored.latest_version:
+            raise StartError(
+                f"graph '{stored.slug}' has no version {version}: its versions are 1 to {stored.latest_version}",
+                f"`plait graphs versions {stored.slug}` lists them",
+                kind=Refusal.NOT_FOUND,
+            )
+        stored = store.graphs.get(stored.graph_id, version)
     return stored
 
 

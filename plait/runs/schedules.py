@@ -189,7 +189,7 @@ class Scheduler:
         """The firing's run, under the id the firing names; False when it exists already."""
         schedule = firing.schedule
         try:
-            stored = self.store.graphs.get(schedule.graph_id)
+            stored = self.store.graphs.get_default(schedule.graph_id)  # its promoted version, else its latest
         except PlaitError as exc:
             log.warning("schedule %s cannot fire: %s", schedule.id, exc)
             return False

@@ -18,11 +18,19 @@ def looks_like_file(ref: str) -> bool:
     return "/" in ref or Path(ref).suffix.lower() in (".yaml", ".yml", ".json")
 
 
-def resolve_graph(store: Store, ref: str, *, files: bool = True) -> StoredGraph:
-    """The stored graph `ref` names; with `files`, a graph file path is validated and stored first.
+def resolve_graph(store: Store, ref: str, *, files: bool = True, version: int | None = None) -> StoredGraph:
+    """The stored graph `ref` names, at `version` or else the version it runs by default (its
+    promoted version, else its latest: `stored_graph`); with `files`, a graph file path is
+    validated and stored first, and runs as it is written.
 
     The HTTP API passes `files=False`: a client must never make the server read its own files."""
     if files and Path(ref).is_file():
+        if version is not None:
+            raise StartError(
+                f"{ref} is a graph file: --version names a version of a stored graph",
+                "run the stored graph by its id or slug with --version, or the file without it",
+                kind=Refusal.INVALID,
+            )
         try:
             return save_graph_file(store, ref)
         except GraphInvalid as exc:
@@ -35,10 +43,13 @@ def resolve_graph(store: Store, ref: str, *, files: bool = True) -> StoredGraph:
     if files and looks_like_file(ref):
         raise StartError(f"no such graph file: {ref}", "check the path", kind=Refusal.NOT_FOUND)
     if not files:
-        return stored_graph(store, ref, hint="give a stored graph id or slug (GET /api/graphs lists them)")
+        return stored_graph(
+            store, ref, version=version, hint="give a stored graph id or slug (GET /api/graphs lists them)"
+        )
     return stored_graph(
         store,
         ref,
+        version=version,
         missing="no graph file or stored graph named",
         hint="give a .yaml/.json path, or a stored graph id or slug (`plait graphs list`)",
     )
@@ -59,6 +70,7 @@ def start_run(
     llm: dict[str, Any] | None = None,
     announce: str | None = None,
     run_id: str | None = None,
+    version: int | None = None,
 ) -> str:
     """Create a `pending` run of a graph file or stored graph; `Engine.run` executes it.
 
@@ -66,8 +78,9 @@ def start_run(
     CLI and the HTTP API ask their engine whether it can execute the graph at all: a refused
     run is never created). `llm`: the model selection its executions use
     (`plait.runs.model_choice`). `announce`: hand the run to workers (its message is written with
-    it, `plait.store.outbox`). `run_id`: the id to give it (one told to the workers before)."""
-    stored = resolve_graph(store, ref, files=files)
+    it, `plait.store.outbox`). `run_id`: the id to give it (one told to the workers before).
+    `version`: a stored version to run instead of the one the graph runs by default."""
+    stored = resolve_graph(store, ref, files=files, version=version)
     check_input(stored, run_input)
     if check is not None:
         check(stored)

@@ -15,6 +15,7 @@ from plait.caches import ByteBoundCache, small
 from plait.model.enums import SourceType
 from plait.store.db import json_dumps, writer
 from plait.store.errors import NotFoundError, StoreError
+from plait.store.evaluation_models import GRAPH_PROMOTION
 from plait.store.fastpath import Statements
 from plait.store.graph_admin import ReadOnlyGraph
 from plait.store.models import GRAPH_DEF, GRAPH_DEF_VERSION
@@ -108,8 +109,18 @@ def _lookup(version: Any) -> Any:
     )
 
 
+_PROMOTED = (
+    select(GRAPH_PROMOTION.c.version)
+    .where(GRAPH_PROMOTION.c.graph_id == GRAPH_DEF.c.id)
+    .order_by(GRAPH_PROMOTION.c.promoted_at.desc())
+    .limit(1)
+    .correlate(GRAPH_DEF)
+    .scalar_subquery()
+)
+"""The graph's promoted version: its newest promotion (docs/versions.md, "The promoted version")."""
 _LATEST = _lookup(GRAPH_DEF.c.version)
 _VERSION = _lookup(bindparam("version"))
+_DEFAULT = _lookup(func.coalesce(_PROMOTED, GRAPH_DEF.c.version))
 _CONTENT = select(GRAPH_DEF_VERSION.c.content_json).where(
     GRAPH_DEF_VERSION.c.def_id == bindparam("def_id"), GRAPH_DEF_VERSION.c.version == bindparam("version")
 )
@@ -148,7 +159,7 @@ class GraphRepository:
         self._writer = writer(engine)
         self._parsed: ByteBoundCache[GraphDef] = ByteBoundCache("parsed graph versions", _PARSED_BYTES, weigh=small)
         """Validated content by (def id, version): versions are immutable, so this never goes stale."""
-        lookups = {"latest": _LATEST, "version": _VERSION, "content": _CONTENT}
+        lookups = {"latest": _LATEST, "version": _VERSION, "default": _DEFAULT, "content": _CONTENT}
         self._statements = Statements(engine, lookups, frozenset(), json_dumps)
 
     def close(self) -> None:
@@ -288,6 +299,17 @@ class GraphRepository:
             if version is not None and possible
             else ("latest", {"ref": ref})
         )
+        return self._read(ref, query, params, version, possible=possible)
+
+    def get_default(self, ref: str) -> StoredGraph:
+        """The version of a graph a run uses when none is named: the promoted one (its newest
+        promotion), else the latest. One query, as `get`; the one place that choice is made
+        (`plait.engine.run_input.stored_graph` and the scheduler ask here)."""
+        return self._read(ref, "default", {"ref": ref}, None, possible=True)
+
+    def _read(
+        self, ref: str, query: str, params: dict[str, Any], version: int | None, *, possible: bool
+    ) -> StoredGraph:
         with self._statements.reading() as session:
             rows = session.rows(query, params)
             if not rows:

@@ -130,6 +130,12 @@ class RunRecord:
     body: str | None = None
     """A child run of an inline body: the path of node ids to it in the graph version (`map1`,
     `outer/inner`); None when the run executes the graph version itself."""
+    purpose: str | None = None
+    """Why the run exists when no person asked for it: "evaluation" for a run an evaluation made
+    (left out of run listings and few-shot pools); None for every other run."""
+    options: dict[str, Any] | None = None
+    """What the engine is told beside the graph and the input, for an evaluation's run
+    (`{"fewshot_exclude": {...}}`: corrections its few-shot pool leaves out); None otherwise."""
 
     def summary(self) -> dict[str, Any]:
         """The run as `plait runs list --json` and `GET /api/runs` present it."""
@@ -277,6 +283,8 @@ def run_from_row(row: Any) -> RunRecord:
         parent_node_run_id=row.workflow_node_run_id,
         child_key=row.child_key,
         body=row.body,
+        purpose=row.purpose,
+        options=row.options_json or None,
     )
 
 

@@ -245,12 +245,17 @@ class RunRepository:
         limit: int = 100,
         offset: int = 0,
         children: bool = False,
+        evaluations: bool = True,
     ) -> list[RunRecord]:
         """Newest first; `graph` is a graph id or slug, `status` a `RunStatus` value; `offset`
-        skips that many (paging). Child runs are listed only with `children`."""
+        skips that many (paging). Child runs are listed only with `children`; the runs
+        evaluations made (`purpose` "evaluation") unless `evaluations` is False, as the listings
+        people read ask."""
         query = select(*_RUN_COLS).select_from(_RUNS)
         if not children:
             query = query.where(GRAPH_RUN.c.workflow_run_id.is_(None))
+        if not evaluations:
+            query = query.where(GRAPH_RUN.c.purpose.is_(None))
         if graph is not None:
             query = query.where((GRAPH_RUN.c.prompt_graph_def_id == graph) | (GRAPH_DEF.c.slug == graph))
         if status is not None:
@@ -596,15 +601,26 @@ class RunRepository:
         return node_run_from_row(row)
 
     def corrections_of(
-        self, graph_id: str, node_id: str, *, exclude_run: str | None = None, limit: int = 200
+        self,
+        graph_id: str,
+        node_id: str,
+        *,
+        exclude_run: str | None = None,
+        exclude_runs: Collection[str] = (),
+        exclude_node_runs: Collection[str] = (),
+        before: float | None = None,
+        limit: int = 200,
     ) -> builtins.list[NodeRunRecord]:
         """The overridden node runs of one node over every run of a graph, newest correction
-        first: the few-shot examples an LLM_CALL node can learn from."""
+        first: the few-shot examples an LLM_CALL node can learn from. Never those of runs an
+        evaluation made; `exclude_runs`, `exclude_node_runs` and `before` (only corrections made
+        earlier) leave out what an evaluated case must not learn from."""
         query = (
             select(NODE_RUN)
             .join(GRAPH_RUN, GRAPH_RUN.c.id == NODE_RUN.c.prompt_graph_run_id)
             .where(
                 GRAPH_RUN.c.prompt_graph_def_id == graph_id,
+                GRAPH_RUN.c.purpose.is_(None),
                 NODE_RUN.c.node_def_id == node_id,
                 NODE_RUN.c.override_json.is_not(None),
                 NODE_RUN.c.input_snapshot_json.is_not(None),
@@ -614,6 +630,12 @@ class RunRepository:
         )
         if exclude_run is not None:
             query = query.where(NODE_RUN.c.prompt_graph_run_id != exclude_run)
+        if exclude_runs:
+            query = query.where(NODE_RUN.c.prompt_graph_run_id.not_in(list(exclude_runs)))
+        if exclude_node_runs:
+            query = query.where(NODE_RUN.c.id.not_in(list(exclude_node_runs)))
+        if before is not None:
+            query = query.where(NODE_RUN.c.override_at < before)
         with self._engine.connect() as conn:
             return [node_run_from_row(row) for row in conn.execute(query).all()]
 

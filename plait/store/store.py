@@ -18,6 +18,7 @@ from plait.store.db import create_store_engine, upgrade
 from plait.store.decisions import DecisionRepository
 from plait.store.drafts import DraftRepository
 from plait.store.errors import StoreError
+from plait.store.evaluations import EvaluationRepository
 from plait.store.graph_admin import GraphAdmin
 from plait.store.graphs import GraphRepository
 from plait.store.knowledge import KnowledgeRepository
@@ -101,6 +102,7 @@ class Store:
         self.knowledge = KnowledgeRepository(self.db)
         self.knowledge_index = KnowledgeIndex(self.db)
         self.memory = MemoryRepository(self.db)
+        self.evaluations = EvaluationRepository(self.db)
         self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

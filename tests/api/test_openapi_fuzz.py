@@ -41,6 +41,7 @@ EXAMPLES = os.environ.get("PLAIT_FUZZ_EXAMPLES")
 SEED = int(os.environ.get("PLAIT_FUZZ_SEED", "20261130"))
 EVENTS = "/api/runs/{run_id}/events"
 CHAT_EVENTS = "/api/chat/sessions/{session_id}/events"
+EVALUATION_EVENTS = "/api/evaluations/{evaluation_id}/events"
 KB_UPLOAD = "/api/kb/{kb}/documents"
 """A conversation's stream stays open while the client listens: checked case by case too."""
 
@@ -138,8 +139,9 @@ def test_every_operation_answers_as_documented(seeded: Seeded, tmp_path: Path) -
         # The SSE stream stays open (a ping every 15 s) until the run ends, which a paused run
         # never does: every generated request would hang until its timeout. It is checked
         # case by case below (`test_the_event_stream_answers_as_documented`), and its
-        # behaviour in tests/api/test_api_events.py.
-        "--exclude-path", EVENTS, "--exclude-path", CHAT_EVENTS,
+        # behaviour in tests/api/test_api_events.py (an evaluation's in
+        # tests/api/test_api_evaluation_runs.py).
+        "--exclude-path", EVENTS, "--exclude-path", CHAT_EVENTS, "--exclude-path", EVALUATION_EVENTS,
     ]  # fmt: skip
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, f"schemathesis found problems:\n{done.stdout[-20000:]}\n{done.stderr[-3000:]}"

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from plait.api.auth import CallerDep
 from plait.api.previews import SavePreviewOut, preview_out
 from plait.api.responses import graph_out, saved_out, summary_out, version_out
 from plait.api.schemas import (
@@ -19,6 +20,8 @@ from plait.api.schemas import (
     GraphSource,
     MergeIn,
     MergeRefork,
+    PromoteIn,
+    PromotionOut,
     SavedOut,
     SourceTypeName,
     VersionOut,
@@ -30,6 +33,7 @@ from plait.evolve.catalog import list_graphs
 from plait.evolve.fork import diff_fork, fork_graph, merge_from_parent, refork
 from plait.evolve.save import preview_save
 from plait.evolve.upload import UploadMode, save_upload, update_of
+from plait.runs.promote import promote, promotions, shown
 
 router = APIRouter(prefix="/graphs", tags=["graphs"])
 State = Annotated[ServerState, Depends(get_state)]
@@ -67,9 +71,16 @@ def import_graph(state: State, body: GraphSource, response: Response) -> SavedOu
 
 @router.get("/{ref}", response_model=GraphOut)
 def get(state: State, ref: str, version: VersionQuery = None) -> GraphOut:
-    """One graph version (default: latest) by id or slug, with its schema registry."""
+    """One graph version (default: latest) by id or slug, with its schema registry, the version
+    runs use by default (`promoted_version`) and every promotion."""
     stored, parent_updated = get_graph(state.store, ref, version)
-    return graph_out(stored, parent_updated)
+    found = promotions(state.store, stored.graph_id)
+    return graph_out(stored, parent_updated).model_copy(
+        update={
+            "promoted_version": found.promoted_version,
+            "promotions": [PromotionOut(**p.as_json()) for p in found.history],
+        }
+    )
 
 
 @router.put("/{ref}", response_model=SavedOut)
@@ -149,3 +160,14 @@ def merge(state: State, ref: str, body: MergeIn) -> SavedOut:
     if isinstance(body, MergeRefork):
         return saved_out(refork(state.store, ref))
     return saved_out(merge_from_parent(state.store, ref, body.from_parent))
+
+
+@router.post("/{ref}/promote", response_model=PromotionOut)
+def promote_version(state: State, caller: CallerDep, ref: str, body: PromoteIn) -> PromotionOut:
+    """Make `version` what runs of the graph use by default, like `plait graphs promote`: the
+    newest completed evaluation of the `gate` set for that version must say pass, or `force`
+    with a `note` promotes anyway (recorded as forced). 404 unknown graph, version or set; 403 a
+    system graph; 409 refused by the gate (the verdict in `details`); 422 no gate without force,
+    force without note."""
+    done = promote(state.store, ref, body.version, gate=body.gate, force=body.force, note=body.note, by=caller.by)
+    return PromotionOut(**shown(state.store, done).as_json())

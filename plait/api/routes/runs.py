@@ -62,10 +62,11 @@ State = Annotated[ServerState, Depends(get_state)]
 
 @router.post("/runs", response_model=StartedOut, status_code=202)
 async def start(state: State, body: StartIn) -> StartedOut:
-    """Start a run of a stored graph's latest version; it executes in the background (watch its
-    events, or poll it). 404 for an unknown graph, 422 for an input that breaks input_schema or
-    a graph this server cannot execute (e.g. no provider for its model calls)."""
-    run_id = await start_and_launch(state, body.graph, body.input, stream=body.stream)
+    """Start a run of a stored graph: its promoted version, else its latest (or `version`); it
+    executes in the background (watch its events, or poll it). 404 for an unknown graph or
+    version, 422 for an input that breaks input_schema or a graph this server cannot execute
+    (e.g. no provider for its model calls)."""
+    run_id = await start_and_launch(state, body.graph, body.input, stream=body.stream, version=body.version)
     return StartedOut(run_id=run_id, status="pending", run=f"/api/runs/{run_id}", events=f"/api/runs/{run_id}/events")
 
 
@@ -77,9 +78,12 @@ def list_runs(
     offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     children: Annotated[bool, Query(description="Include child runs (of SUBGRAPH, MAP and LOOP nodes).")] = False,
+    evaluations: Annotated[bool, Query(description="Include the runs evaluations made.")] = False,
 ) -> RunPage:
-    """Runs, newest first; child runs only with `children`."""
-    runs = state.store.runs.list(graph=graph, status=status, limit=limit + 1, offset=offset, children=children)
+    """Runs, newest first; child runs only with `children`, the runs evaluations made only with `evaluations`."""
+    runs = state.store.runs.list(
+        graph=graph, status=status, limit=limit + 1, offset=offset, children=children, evaluations=evaluations
+    )
     items = [RunOut(**run_fields(r, state.executor.driving(r.id))) for r in runs[:limit]]
     return RunPage(items=items, offset=offset, limit=limit, next_offset=offset + limit if len(runs) > limit else None)
 

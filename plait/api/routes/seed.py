@@ -147,7 +147,7 @@ def _new_slug(store: Store, name: str | None) -> str:
 
 @router.post("/PromptGraphRunStartRoute", response_model=PromptGraphRunStarted)
 async def run_start(state: State, body: PromptGraphRunStartIn) -> PromptGraphRunStarted:
-    """Start a run of a graph's latest version; it executes in the background (poll
+    """Start a run of a graph (its promoted version, else its latest); it executes in the background (poll
     PromptGraphRunGetRoute). 404 unknown graph, 422 input that breaks the graph's input_schema."""
     run_id = await start_and_launch(state, body.prompt_graph_def_id, body.initial_context)
     record = await run_in_threadpool(state.store.runs.get, run_id)

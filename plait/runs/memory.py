@@ -69,7 +69,9 @@ def new_fact(value: dict[str, Any], *, embed: bool = True) -> NewFact:
         raise FactError(f"a fact needs {', '.join(missing)}", "give subject, predicate and object")
     subject, obj = normalised_name(parts["subject"]), normalised_name(parts["object"])
     text = parts["text"] or f"{parts['subject']} {parts['predicate']} {parts['object']}"
-    vector, embedder_name = _embedded(text) if embed else (None, None)
+    # what is embedded holds the fact's parts too: a question may name the subject the sentence leaves implicit
+    meaning = f"{parts['subject']} {parts['predicate']} {parts['object']}. {text}"
+    vector, embedder_name = _embedded(meaning) if embed else (None, None)
     names = tuple(dict.fromkeys((subject, obj)))
     single = not value.get("one_of_many")
     return NewFact(subject, normalised_name(parts["predicate"]), obj, text, names, _since(value.get("valid_from")),
@@ -132,13 +134,16 @@ def recall(store: Store, scope: str, question: str, k: int = RECALL_K, *, then: 
     fact's sentence and names) and by meaning (cosine of sentence embeddings), fused by rank;
     then up to `HOP_K` more that share a name with those; then the next `then` by rank, for a
     caller that fills a budget with as many as fit."""
-    from plait.knowledge.fusion import reciprocal_rank_fusion
+    from plait.knowledge.fusion import KEYWORD_WEIGHT, SEARCH_K, reciprocal_rank_fusion
 
     facts = store.memory.facts(scope, limit=MAX_RECALLED_FACTS)
     if not facts or not question.strip():
         return []
-    rankings = [ranking for ranking in (_by_words(facts, question), _by_meaning(facts, question)) if ranking]
-    ranked = reciprocal_rank_fusion(rankings)
+    by_words, by_meaning = _by_words(facts, question), _by_meaning(facts, question)
+    if by_meaning:  # words count less than meaning, as in knowledge-base search (see fusion)
+        ranked = reciprocal_rank_fusion([by_words, by_meaning], k=SEARCH_K, weights=[KEYWORD_WEIGHT, 1.0])
+    else:
+        ranked = reciprocal_rank_fusion([by_words])
     hits = [Recalled(facts[i], score, "search") for i, score in ranked[:k]]
     held = Counter(name for f in facts for name in f.entities)
     names = {name for hit in hits for name in hit.fact.entities if held[name] <= HOP_MAX_FACTS}

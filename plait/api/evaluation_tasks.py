@@ -19,7 +19,7 @@ from typing import Any
 from plait.api.executor import RunExecutor, ServiceStopping
 from plait.api.state import ServerState
 from plait.model.enums import RunStatus
-from plait.runs.eval_run import Interrupted, default_similarity, run_evaluation
+from plait.runs.eval_run import CONCURRENCY, Interrupted, default_similarity, run_evaluation
 
 log = logging.getLogger("plait.api")
 
@@ -34,11 +34,13 @@ class EvaluationTasks:
     def driving(self, evaluation_id: str) -> bool:
         return evaluation_id in self._tasks
 
-    def start(self, state: ServerState, evaluation_id: str) -> bool:
-        """Drive the evaluation in the background; False when this server drives it already."""
+    def start(self, state: ServerState, evaluation_id: str, *, concurrency: int = CONCURRENCY) -> bool:
+        """Drive the evaluation in the background, `concurrency` cases at once; False when this
+        server drives it already."""
         if evaluation_id in self._tasks:
             return False
-        task = asyncio.create_task(self._drive(state, evaluation_id), name=f"plait-evaluation-{evaluation_id}")
+        driven = self._drive(state, evaluation_id, concurrency)
+        task = asyncio.create_task(driven, name=f"plait-evaluation-{evaluation_id}")
         self._tasks[evaluation_id] = task
         task.add_done_callback(lambda _: self._done(evaluation_id))
         return True
@@ -53,7 +55,7 @@ class EvaluationTasks:
         if signal is not None:
             signal.set()
 
-    async def _drive(self, state: ServerState, evaluation_id: str) -> None:
+    async def _drive(self, state: ServerState, evaluation_id: str, concurrency: int) -> None:
         executor = state.executor
 
         async def drive(run_id: str) -> None:
@@ -73,7 +75,7 @@ class EvaluationTasks:
 
         try:
             await run_evaluation(state.store, evaluation_id, drive, similarity=default_similarity(),
-                                 llm=executor.llm, on_event=said)  # fmt: skip
+                                 llm=executor.llm, concurrency=concurrency, on_event=said)  # fmt: skip
         except Interrupted as exc:
             log.warning("evaluation %s stopped: %s; starting it again goes on", evaluation_id, exc)
         except Exception:

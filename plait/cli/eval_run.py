@@ -50,6 +50,10 @@ MinCasesOption = Annotated[
 TimeSplitOption = Annotated[
     bool, typer.Option("--time-split", help="Few-shot pools leave out every correction made after the case's.")
 ]
+ConcurrencyOption = Annotated[
+    int,
+    typer.Option("--concurrency", min=1, max=256, help="Cases driven at once (the provider pool still limits calls)."),
+]
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Print each side's calls, estimated tokens and cost; call no model.")
 ]
@@ -67,6 +71,7 @@ def run_command(
     max_approved_drop: DropOption = 0.0,
     min_cases: MinCasesOption = 10,
     time_split: TimeSplitOption = False,
+    concurrency: ConcurrencyOption = 4,
     dry_run: DryRunOption = False,
     db: DbOption = None,
     *,
@@ -91,7 +96,7 @@ def run_command(
             return
         evaluation = start_evaluation(store, graph, set_ref, candidate_version=version, baseline=baseline,
                                       repetitions=repeat, rules=rules, by=BY, time_split=time_split)  # fmt: skip
-        report = _drive(store, evaluation.id, provider, selection, how)
+        report = _drive(store, evaluation.id, provider, selection, how, concurrency)
     _print(report, how)
     raise typer.Exit(report.exit_code if report.exit_code is not None else 1)
 
@@ -106,7 +111,7 @@ def _chosen(how: Driving) -> tuple[Any, Any]:
         fail(str(exc))
 
 
-def _drive(store: Any, evaluation_id: str, provider: Any, selection: Any, how: Driving) -> Any:
+def _drive(store: Any, evaluation_id: str, provider: Any, selection: Any, how: Driving, concurrency: int) -> Any:
     """Drive the evaluation here (each case's runs on `provider`), saying each case as it is scored."""
     from plait.cli import interrupt
     from plait.cli.drive import session_for
@@ -128,7 +133,7 @@ def _drive(store: Any, evaluation_id: str, provider: Any, selection: Any, how: D
         sys.stderr.write(f"evaluation {evaluation_id} of version {evaluation.candidate_version}{again}\n")
     said = None if how.quiet or how.json_output else _say
     main = run_evaluation(store, evaluation_id, session.finish, similarity=default_similarity(), llm=selection,
-                          on_event=said)  # fmt: skip
+                          concurrency=concurrency, on_event=said)  # fmt: skip
     try:
         return interrupt.run(main, cleanup=session.aclose)
     except interrupt.Interrupted:

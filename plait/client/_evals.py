@@ -61,13 +61,14 @@ class AsyncEvals:
 
     async def run(
         self, graph: str, *, set: str, version: int | None = None, baseline_version: int | None = None,
-        repeat: int = 1, rules: GateRules | None = None, time_split: bool = False,
+        repeat: int = 1, rules: GateRules | None = None, time_split: bool = False, concurrency: int = 4,
     ) -> EvaluationReport:  # fmt: skip
         """Score version `version` of `graph` (default: its newest) on the set `set` (`NAME` or
         `NAME@REV`) against the recorded outputs (or `baseline_version` run afresh), each case's
         runs executed here on the client's model; the report, whose `verdict` holds the gate's
         `status`, `exit_code` and `lines`. An evaluation stopped part-way goes on from where it
-        stopped when asked again."""
+        stopped when asked again. `concurrency`: cases driven at once (the provider pool still
+        limits the calls)."""
         from plait.runs.eval_run import RECORDED, default_similarity, run_evaluation, start_evaluation
 
         client = self._client
@@ -83,7 +84,8 @@ class AsyncEvals:
             return await client._drive(run_id, engine)
 
         try:
-            return await run_evaluation(store, evaluation.id, drive, similarity=default_similarity(), llm=engine.llm)
+            return await run_evaluation(store, evaluation.id, drive, similarity=default_similarity(), llm=engine.llm,
+                                        concurrency=concurrency)  # fmt: skip
         except PlaitError as exc:
             exc.hint = for_python(exc.hint)
             raise

@@ -285,7 +285,8 @@ def _checks(outcomes: list[CaseOutcome], rules: GateRules) -> list[Check]:
         Check(
             "mcnemar",
             Status.FAIL if worse else Status.PASS,
-            f"McNemar p = {p:.4g} {'<' if worse else '>='} {rules.alpha:g} ({regressions} regressions, {fixes} fixes)",
+            f"McNemar p = {_p_text(p)} {'<' if worse else '>='} {rules.alpha:g} ({regressions} regressions, "
+            f"{fixes} fixes)",
         )
     )
     checks.append(_approved([o for o in comparable if o.label is CaseLabel.APPROVED], rules))
@@ -350,3 +351,13 @@ def _share(share: Share, what: str, none: str) -> str:
     if not share.of:
         return none
     return f"{share.count} of {share.of} {what} ({share.count / share.of:.1%})"
+
+
+def _p_text(p: float) -> str:
+    """`p` to four significant digits, more when four would round a p below 1 up to 1 (3
+    regressions against 20 fixes is 0.999967, not a certainty)."""
+    for digits in range(4, 16):
+        text = f"{p:.{digits}g}"
+        if p >= 1 or float(text) < 1:
+            return text
+    return text

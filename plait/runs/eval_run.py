@@ -153,6 +153,12 @@ def start_evaluation(
     )  # fmt: skip
 
 
+CONCURRENCY = 4
+"""Cases whose runs an evaluation drives at once, by default: their model calls still go through
+the provider pool's own limits."""
+MAX_CONCURRENCY = 256
+
+
 async def run_evaluation(
     store: Store,
     evaluation_id: str,
@@ -160,7 +166,7 @@ async def run_evaluation(
     *,
     similarity: Similarity | None = None,
     llm: dict[str, Any] | None = None,
-    concurrency: int = 4,
+    concurrency: int = CONCURRENCY,
     on_event: Emit | None = None,
 ) -> EvaluationReport:
     """Drive the evaluation to its verdict (see the module); its report. A run stopped before it

@@ -105,6 +105,8 @@ def test_refusals_say_what_is_wrong(client: httpx.Client) -> None:
     version = client.post("/api/graphs/feedback/evaluations", json={"set": "fixes", "version": 9})
     assert version.status_code == 404
     assert client.post("/api/graphs/feedback/evaluations", json={"set": "fixes", "repeat": 0}).status_code == 422
+    none_at_once = client.post("/api/graphs/feedback/evaluations", json={"set": "fixes", "concurrency": 0})
+    assert none_at_once.status_code == 422
     assert client.post("/api/graphs/nothing/evaluations", json={"set": "fixes"}).status_code == 404
     assert client.get("/api/evaluations/nope").status_code == 404
     assert client.get("/api/evaluations/nope/events").status_code == 404

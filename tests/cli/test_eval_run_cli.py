@@ -39,7 +39,7 @@ def as_json(done: subprocess.CompletedProcess[str]) -> Any:
 def test_the_verdict_is_printed_and_is_the_exit_code(store: Store, db_url: str, tmp_path: Path) -> None:
     judged(store)
     new_version(store, graph("Label v2: {{ current.text }}"))
-    passed = evaluate(db_url, tmp_path, "--min-cases", "2")
+    passed = evaluate(db_url, tmp_path, "--min-cases", "2", "--concurrency", "2")
     assert passed.returncode == 0, passed.stderr
     rows = [line for line in passed.stdout.splitlines() if line.startswith("│")]
     assert re.search(r"│ 1 │ corrected │ label │ node\s+│ fail\s+│ pass\s+│ fixed\s+│", rows[0]), rows[0]
@@ -94,3 +94,6 @@ def test_a_bad_request_exits_2_in_the_command_lines_words(store: Store, db_url: 
     alpha = evaluate(db_url, tmp_path, "--alpha", "0")
     assert alpha.returncode == 2
     assert "gate rule alpha is 0.0" in alpha.stderr
+    none_at_once = evaluate(db_url, tmp_path, "--concurrency", "0")
+    assert none_at_once.returncode == 2
+    assert "--concurrency" in none_at_once.stderr

@@ -313,3 +313,11 @@ def test_wrong_inputs_are_refused() -> None:
     assert wrong_alpha.value.hint == "set alpha to more than 0 and at most 1, e.g. 0.05"
     with pytest.raises(EvaluationError, match="gate rule max_regressions is -1"):
         GateRules(max_regressions=-1)
+
+
+def test_a_p_value_below_one_is_never_printed_as_one() -> None:
+    from plait.evaluation.gate import _p_text
+
+    assert _p_text(mcnemar_p(3, 20)) == "0.99997"  # 1 - 277/2**23: many fixes, few regressions
+    assert _p_text(1.0) == "1"
+    assert _p_text(0.0107421875) == "0.01074"

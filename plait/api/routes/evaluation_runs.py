@@ -31,6 +31,8 @@ from plait.api.sse import MAX_EVENT_ID, PING_S, parse_last_event_id
 from plait.api.state import ServerState, get_state
 from plait.evaluation import GateRules
 from plait.runs.eval_run import (
+    CONCURRENCY,
+    MAX_CONCURRENCY,
     MAX_REPETITIONS,
     RECORDED,
     EvaluationReport,
@@ -60,6 +62,12 @@ class EvaluationIn(CheckedIn):
     max_approved_drop: float = Field(0.0, ge=0, le=1)
     min_cases: int = Field(10, ge=0, le=2**31 - 1, description="Fewer comparable cases: inconclusive.")
     time_split: bool = Field(False, description="Few-shot pools leave out every correction made after the case's.")
+    concurrency: int = Field(
+        CONCURRENCY,
+        ge=1,
+        le=MAX_CONCURRENCY,
+        description="Cases driven at once (the provider pool still limits calls).",
+    )
 
 
 class EvaluationStartedOut(BaseModel):
@@ -120,7 +128,7 @@ async def start(state: State, caller: CallerDep, ref: str, body: EvaluationIn) -
     if target.baseline is not None:
         state.executor.preflight(target.baseline)
     made = await run_in_threadpool(start_evaluation, state.store, ref, body.set, by=caller.by, **options)
-    evaluation_tasks(state).start(state, made.id)
+    evaluation_tasks(state).start(state, made.id, concurrency=body.concurrency)
     return EvaluationStartedOut(
         id=made.id, status=made.status, evaluation=f"/api/evaluations/{made.id}",
         events=f"/api/evaluations/{made.id}/events",

@@ -11,6 +11,7 @@ from axe_playwright_python.sync_playwright import Axe
 
 from plait.store import Store
 from plait.store.memory import NewFact
+from plait.testing import wait_for
 from tests.web.conftest import EXAMPLES, Served
 
 RULES = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}}
@@ -57,14 +58,40 @@ def story(server: Served) -> tuple[Served, str, str, str]:
         ("#/scripts/plait.summary", ".cm-content[aria-label='Prompt script']"),
         ("#/knowledge", "form[aria-labelledby='new-kb']"),
         ("#/memory/chat:s1?fact={fact}", "form[aria-labelledby='correct-fact']"),  # the facts, a history, the form
+        ("#/evaluations/{evaluation}", "table[aria-label='Fields of case #1']"),  # verdict, promotion, cases
     ],
 )
 def test_no_accessibility_violation(story: tuple[Served, str, str, str], page: Any, route: str, ready: str) -> None:
     server, run_id, schedule_id, fact_id = story
-    page.goto(f"{server.url}/{route.format(run=run_id, schedule=schedule_id, fact=fact_id)}")
+    evaluation_id = evaluated(server) if "{evaluation}" in route else ""
+    page.goto(f"{server.url}/{route.format(run=run_id, schedule=schedule_id, fact=fact_id, evaluation=evaluation_id)}")
     page.locator(ready).first.wait_for()
     page.wait_for_timeout(300)  # let the canvas settle (fit to view, edge labels)
     assert violations(page) == []
+
+
+def evaluated(server: Served) -> str:
+    """A finished evaluation of the video-chapters graph on a set of one case: a review that moved
+    a chapter boundary (so a field fails, and the gate cannot pass on one case)."""
+    run_id = server.start("video_chapters", {"transcript": "We build a birdhouse."})
+    server.wait_status(run_id, "paused")
+    chapters = [{"title": "Introduction", "start_sec": 0, "end_sec": 10},
+                {"title": "Cutting the pieces", "start_sec": 10, "end_sec": 70},
+                {"title": "Assembly and painting", "start_sec": 70, "end_sec": 140}]  # fmt: skip
+    reviewed = server.client.post(f"/api/runs/{run_id}/nodes/review/review", json={"value": {"chapters": chapters}})
+    assert reviewed.status_code == 200, reviewed.text
+    server.wait_status(run_id, "completed")
+    built = server.client.post("/api/graphs/video_chapters/eval-sets", json={"name": "chapters"})
+    assert built.status_code == 201, built.text
+    started = server.client.post("/api/graphs/video_chapters/evaluations", json={"set": "chapters"})
+    assert started.status_code == 202, started.text
+    evaluation_id = str(started.json()["id"])
+    wait_for(
+        lambda: server.client.get(f"/api/evaluations/{evaluation_id}").json()["status"] == "completed",
+        timeout=120,
+        what="the evaluation to complete",
+    )
+    return evaluation_id
 
 
 def test_the_keyboard_reaches_the_navigation_first(server: Served, page: Any) -> None:

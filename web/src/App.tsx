@@ -5,6 +5,7 @@ import { href, useRoute } from "./router";
 import { CanvasPage } from "./pages/Canvas";
 import { ChatPage } from "./pages/Chat";
 import { DashboardPage } from "./pages/Dashboard";
+import { EvaluationPage } from "./pages/Evaluation";
 import { GraphsPage } from "./pages/Graphs";
 import { KnowledgePage } from "./pages/Knowledge";
 import { KnowledgeBasePage } from "./pages/KnowledgeBase";
@@ -87,7 +88,13 @@ function Page({ page, params, query }: { page: string; params: string[]; query: 
       return <NewGraphPage />;
     case "graphs":
       return params[0] ? (
-        <CanvasPage graphRef={params[0]} version={query.get("version")} chat={query.get("chat")} />
+        <CanvasPage
+          graphRef={params[0]}
+          version={query.get("version")}
+          chat={query.get("chat")}
+          tab={query.get("tab")}
+          evaluate={query.get("evaluate")}
+        />
       ) : (
         <GraphsPage />
       );
@@ -97,6 +104,12 @@ function Page({ page, params, query }: { page: string; params: string[]; query: 
       return params[0] ? <RunPage runId={params[0]} /> : <RunsPage graph={query.get("graph")} status={query.get("status")} />;
     case "schedules":
       return params[0] ? <SchedulePage scheduleId={params[0]} /> : <SchedulesPage />;
+    case "evaluations":
+      return params[0] ? (
+        <EvaluationPage evaluationId={params[0]} outcome={query.get("outcome")} />
+      ) : (
+        <ErrorView error={new Error("no evaluation named: open one from a graph's Versions tab, under Evaluations")} />
+      );
     case "dashboard":
       return <DashboardPage />;
     case "scripts":

@@ -1,5 +1,5 @@
-// A run's Server-Sent Events read over fetch, so that the bearer token goes in a header
-// (EventSource cannot send one). Reconnects with Last-Event-ID until the run's stream ends.
+// Server-Sent Events (a run's, an evaluation's) read over fetch, so that the bearer token goes in
+// a header (EventSource cannot send one). Reconnects with Last-Event-ID until the stream ends.
 import { token } from "./client";
 
 export interface RunEvent {
@@ -21,6 +21,18 @@ export function followRun(
   onEnd?: () => void,
   after = 0,
 ): () => void {
+  return followStream<RunEvent>(`/api/runs/${encodeURIComponent(runId)}/events`, onEvent, onEnd, after);
+}
+
+/** Follow the numbered Server-Sent Events of `path` (each one's data a JSON object with its
+ * `id`) after event `after`, reconnecting with Last-Event-ID until the stream ends (204, or an
+ * error answer); `onEnd` then. Returns a function that stops. */
+export function followStream<T extends { id: number }>(
+  path: string,
+  onEvent: (event: T) => void,
+  onEnd?: () => void,
+  after = 0,
+): () => void {
   const controller = new AbortController();
   let lastId = after;
   let stopped = false;
@@ -30,7 +42,7 @@ export function followRun(
     const bearer = token();
     if (bearer) sent.Authorization = `Bearer ${bearer}`;
     if (lastId) sent["Last-Event-ID"] = String(lastId);
-    const response = await fetch(`/api/runs/${encodeURIComponent(runId)}/events`, {
+    const response = await fetch(path, {
       headers: sent,
       signal: controller.signal,
     });
@@ -51,7 +63,7 @@ export function followRun(
           .map((line) => line.slice(5).trimStart())
           .join("\n");
         if (!data) continue; // a ping
-        const event = JSON.parse(data) as RunEvent;
+        const event = JSON.parse(data) as T;
         lastId = event.id;
         onEvent(event);
       }

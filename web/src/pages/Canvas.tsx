@@ -33,7 +33,8 @@ interface Diagnostic {
   hint?: string | null;
 }
 
-type Tab = "selection" | "yaml" | "schemas" | "versions";
+const TABS = ["selection", "yaml", "schemas", "versions"] as const;
+type Tab = (typeof TABS)[number];
 
 /** One graph: the canvas to edit it on, a palette of node types, the selected node's or edge's
  * form, its YAML kept in step both ways, its run input and schema registry, validation pinned on
@@ -41,14 +42,26 @@ type Tab = "selection" | "yaml" | "schemas" | "versions";
  * stored (being built) is its draft alone: version 0, nothing to run until it is stored.
  * `chat` (`?chat=` in the address) opens the chat on a stored graph in place of the details: a
  * conversation's id, or `new` for none yet; the draft it proposes is drawn over the graph. */
-export function CanvasPage({ graphRef, version, chat = null }: { graphRef: string; version: string | null; chat?: string | null }) {
+export function CanvasPage({
+  graphRef,
+  version,
+  chat = null,
+  tab: opened = null,
+  evaluate = null,
+}: {
+  graphRef: string;
+  version: string | null;
+  chat?: string | null;
+  tab?: string | null;
+  evaluate?: string | null;
+}) {
   const loaded = useApi(() => openGraph(graphRef, version), [graphRef, version]);
   const [base, setBase] = useState<Schemas["GraphOut"] | null>(null);
   const [keepState, setKeepState] = useState<KeepState>({ state: "idle" });
   const history = useHistory<GraphDoc | null>(null);
   const draft = history.value;
   const [selected, setSelected] = useState<{ node: string | null; edge: string | null }>({ node: null, edge: null });
-  const [tab, setTab] = useState<Tab>("selection");
+  const [tab, setTab] = useState<Tab>(TABS.includes(opened as Tab) ? (opened as Tab) : "selection");
   const [diagnostics, setDiagnostics] = useState<{ errors: Diagnostic[]; warnings: Diagnostic[] } | null>(null);
   const [problem, setProblem] = useState<unknown>(null);
   const [saving, setSaving] = useState(false);
@@ -323,7 +336,7 @@ export function CanvasPage({ graphRef, version, chat = null }: { graphRef: strin
         ) : (
           <aside className="panel" aria-label="Details">
             <div role="tablist" className="tabs">
-              {(["selection", "yaml", "schemas", "versions"] as const).map((name) => (
+              {TABS.map((name) => (
                 <button key={name} role="tab" type="button" aria-selected={tab === name} onClick={() => setTab(name)}>
                   {{ selection: "Selection", yaml: "YAML", schemas: "Schemas", versions: "Versions" }[name]}
                 </button>
@@ -364,7 +377,7 @@ export function CanvasPage({ graphRef, version, chat = null }: { graphRef: strin
             ) : null}
             {tab === "versions" && !fresh ? (
               <Suspense fallback={<p aria-busy="true">Loading…</p>}>
-                <Versions graph={base} onChanged={loaded.reload} />
+                <Versions graph={base} onChanged={loaded.reload} evaluate={evaluate && /^\d+$/.test(evaluate) ? Number(evaluate) : null} />
               </Suspense>
             ) : null}
           </aside>

@@ -147,7 +147,13 @@ export function GraphsPage() {
               <td>{graph.nodes}</td>
               <td>{when(graph.updated_at)}</td>
               <td className="actions">
-                <a href={href("runs") + `?graph=${q(graph.id)}`}>runs</a>
+                <a href={href("runs") + `?graph=${q(graph.id)}`}>runs</a>{" "}
+                <a
+                  href={href("graphs", graph.id) + `?tab=versions&evaluate=${graph.version}`}
+                  title={`Score version ${graph.version} on what people corrected and approved, before promoting it`}
+                >
+                  evaluate
+                </a>
                 <button type="button" className="link" onClick={() => void exportGraph(graph)}>
                   export
                 </button>

@@ -4,6 +4,7 @@ import { ApiError, get, post, put, q, type Schemas } from "../../api/client";
 import { ErrorView } from "../../components/ErrorView";
 import type { GraphDoc } from "../../graph/model";
 import { compact } from "../../graph/edit";
+import { useEscape } from "../../components/useEscape";
 
 type Preview = Schemas["SavePreviewOut"];
 
@@ -55,13 +56,7 @@ export function SaveDialog({
 
   // Esc, a click beside the dialog and its Close button all leave it: a graph the server refuses
   // to preview (an invalid one) must not trap the person in the dialog.
-  useEffect(() => {
-    function onKey(event: KeyboardEvent) {
-      if (event.key === "Escape") onClose();
-    }
-    window.addEventListener("keydown", onKey);
-    return () => window.removeEventListener("keydown", onKey);
-  }, [onClose]);
+  useEscape(onClose);
 
   return (
     <>

@@ -6,29 +6,68 @@ import { ErrorView } from "../../components/ErrorView";
 import { useApi, when } from "../../components/useApi";
 import { compact } from "../../graph/edit";
 import type { GraphDoc } from "../../graph/model";
-import { go } from "../../router";
+import { go, replaceQuery } from "../../router";
 import { Head, Notice } from "../../components/bits";
+import { EvaluateDialog } from "./Evaluate";
+import { Promotions } from "./Promotions";
 
-/** A graph's versions with a diff between any two; for a fork, the three-way comparison with its
- * parent, merging chosen parent changes and re-forking; for any graph, forking it. */
-export function Versions({ graph, onChanged }: { graph: Schemas["GraphOut"]; onChanged: () => void }) {
+/** A graph's versions with a diff between any two, which one runs by default and how it came to,
+ * and evaluating a version against the people's corrections; for a fork, the three-way comparison
+ * with its parent, merging chosen parent changes and re-forking; for any graph, forking it.
+ * `evaluate` (`?evaluate=N` in the address) opens the evaluation of version N. */
+export function Versions({
+  graph,
+  onChanged,
+  evaluate = null,
+}: {
+  graph: Schemas["GraphOut"];
+  onChanged: () => void;
+  evaluate?: number | null;
+}) {
   const versions = useApi(() => get<Schemas["VersionOut"][]>(`/api/graphs/${q(graph.id)}/versions`), [graph.id, graph.latest_version]);
   const list = versions.data ?? [];
   const [a, setA] = useState<number | null>(null);
   const [b, setB] = useState<number | null>(null);
+  const [evaluating, setEvaluating] = useState<number | null>(evaluate);
   const older = a ?? Math.max(1, graph.latest_version - 1);
   const newer = b ?? graph.latest_version;
+  const byDefault = graph.promoted_version ?? graph.latest_version;
   return (
     <div className="fields versions" data-testid="versions">
       <ErrorView error={versions.error} />
       <ol reversed aria-label="Version history">
         {[...list].reverse().map((v) => (
-          <li key={v.version}>
+          <li key={v.version} data-version={v.version}>
             <a href={`#/graphs/${encodeURIComponent(graph.id)}?version=${v.version}`}>v{v.version}</a> · schema {v.schema_version} ·{" "}
             {when(v.created_at)} · {v.runs} runs
+            {v.version === byDefault ? (
+              <span
+                className="badge promoted"
+                title={graph.promoted_version ? "The promoted version: runs that name no version use it" : "Never promoted: the latest version runs"}
+              >
+                runs by default
+              </span>
+            ) : null}
+            <div>
+              <button type="button" className="link" onClick={() => setEvaluating(v.version)}>
+                Evaluate v{v.version} against corrections…
+              </button>
+            </div>
           </li>
         ))}
       </ol>
+      {evaluating !== null ? (
+        <EvaluateDialog
+          graph={graph}
+          version={evaluating}
+          versions={list.map((v) => v.version)}
+          onClose={() => {
+            setEvaluating(null);
+            if (evaluate !== null) replaceQuery("evaluate", null);
+          }}
+        />
+      ) : null}
+      <Promotions graph={graph} />
       {list.length > 1 ? (
         <>
           <div className="row">

@@ -11,7 +11,6 @@ kept, and only what is missing runs. `evaluation_report` reads one back, finishe
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from plait.runs._eval_driver import (
     pair_of,
     rules_of,
 )
+from plait.runs.eval_build import set_ref as parse_set_ref
 from plait.store import Store, StoredGraph
 from plait.store.errors import StoreError
 from plait.store.evaluations import EvalCase, EvalResult, EvalSet, Evaluation
@@ -41,7 +41,6 @@ RECORDED = "recorded"
 """The baseline by default: each case's recorded output (it costs nothing)."""
 MAX_REPETITIONS = 20
 UNFINISHED = ("pending", "running")
-_SET_REF = re.compile(r"^(?P<name>[^@]+?)(?:@(?P<revision>\d+))?$")
 
 
 class EvaluationRunError(PlaitError):
@@ -67,15 +66,6 @@ class Target:
         return {**asdict(self.rules), "time_split": self.time_split}
 
 
-def parse_set_ref(ref: str) -> tuple[str, int | None]:
-    """`NAME` (its newest revision) or `NAME@REV`."""
-    found = _SET_REF.match(ref.strip())
-    if found is None:
-        raise EvaluationRunError(f"'{ref}' names no evaluation set", "write NAME or NAME@REVISION, e.g. fixes@2")
-    revision = found.group("revision")
-    return found.group("name"), int(revision) if revision is not None else None
-
-
 def resolve(
     store: Store,
     graph_ref: str,
@@ -89,7 +79,10 @@ def resolve(
 ) -> Target:
     """What `start_evaluation` would evaluate, each part checked; nothing is written."""
     graph = stored_graph(store, graph_ref)
-    name, revision = parse_set_ref(set_ref)
+    try:
+        name, revision = parse_set_ref(set_ref.strip())
+    except PlaitError as exc:  # NAME@ with no revision number
+        raise EvaluationRunError(exc.message, exc.hint) from None
     eval_set = store.evaluations.get_set(graph.graph_id, name, revision)
     if not 1 <= repetitions <= MAX_REPETITIONS:
         raise EvaluationRunError(

@@ -1,13 +1,23 @@
 """What every Server-Sent Events stream of the API shares: the keep-alive period, and how a
-client's `Last-Event-ID` is read (a run's events and a chat session's alike)."""
+client's `Last-Event-ID` is declared and read (a run's events, a chat session's, an evaluation's)."""
 
 from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Header
 
 from plait.api.errors import ApiError
 
 PING_S = 15
 MAX_EVENT_ID = 2**63 - 1
 """The largest Last-Event-ID accepted (no stream numbers this many events)."""
+
+
+LastEventId = Annotated[
+    str | None, Header(description=f"Resume after this event id (a whole number, 0 to {MAX_EVENT_ID}).")
+]
+"""The `Last-Event-ID` header of a stream's request, as every stream declares it."""
 
 
 def parse_last_event_id(value: str | None) -> int:

@@ -19,7 +19,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 from sse_starlette.sse import EventSourceResponse
@@ -27,7 +27,7 @@ from sse_starlette.sse import EventSourceResponse
 from plait.api.auth import CallerDep
 from plait.api.evaluation_tasks import evaluation_tasks
 from plait.api.schemas import CheckedIn
-from plait.api.sse import MAX_EVENT_ID, PING_S, parse_last_event_id
+from plait.api.sse import PING_S, LastEventId, parse_last_event_id
 from plait.api.state import ServerState, get_state
 from plait.evaluation import GateRules
 from plait.runs.eval_run import (
@@ -173,9 +173,7 @@ async def evaluation_events(
     state: State,
     request: Request,
     evaluation_id: str,
-    last_event_id: Annotated[
-        str | None, Header(description=f"Resume after this event id (a whole number, 0 to {MAX_EVENT_ID}).")
-    ] = None,
+    last_event_id: LastEventId = None,
 ) -> Response:
     """The evaluation's events: `case` per case scored (id: its position), then `verdict` or
     `failed`; every event after `Last-Event-ID`, then live ones until it ends. 204 when it has

@@ -14,13 +14,13 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from sse_starlette.sse import EventSourceResponse
 
 from plait.api.auth import CallerDep, token_watch
 from plait.api.events import ENDING_KINDS, EventLog, RunEvent
 from plait.api.history import history
-from plait.api.sse import MAX_EVENT_ID, PING_S, parse_last_event_id
+from plait.api.sse import PING_S, LastEventId, parse_last_event_id
 from plait.api.state import ServerState, get_state
 from plait.model.enums import TERMINAL_RUN_STATUSES
 
@@ -40,9 +40,7 @@ async def run_events(
     request: Request,
     run_id: str,
     who: CallerDep,
-    last_event_id: Annotated[
-        str | None, Header(description=f"Resume after this event id (a whole number, 0 to {MAX_EVENT_ID}).")
-    ] = None,
+    last_event_id: LastEventId = None,
 ) -> Response:
     """The run's events as Server-Sent Events: every event after `Last-Event-ID`, then live ones
     until the run ends. 204 when the run has ended and nothing newer is kept."""

@@ -43,9 +43,11 @@ from plait.api.routes import (
     runs,
     schedules,
     seed,
+    skills,
     system,
     templates,
 )
+from plait.api.routes import settings as settings_routes
 from plait.api.settings import ServerSettings
 from plait.api.state import ServerState
 from plait.config import PlaitConfig, WorkersConfig, config_path, load_config
@@ -55,6 +57,7 @@ from plait.llm.provider import Provider
 from plait.llm.select import provider_from_spec
 from plait.runs.model_choice import describe as describe_llm
 from plait.runs.schedules import Scheduler
+from plait.runs.settings_in_force import SettingsInForce, following_provider
 from plait.sandbox.shared import close_shared_sandbox
 from plait.store import Store
 from plait.web import mount as mount_workbench
@@ -92,7 +95,11 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
                 f"this server asks every client for a token ({why}), but {store.display_url} has none: "
                 "create one with `plait token create --name NAME`"
             )
-        provider = provider_from_spec(settings.llm, settings.config)
+        # without --llm, the runs here follow the settings: plait.toml with the store's changes over it
+        in_force = SettingsInForce(store, settings.config) if settings.llm is None else None
+        provider = (
+            following_provider(in_force) if in_force is not None else provider_from_spec(settings.llm, settings.config)
+        )
         config = load_config(settings.config) if config_path(settings.config) is not None else None
     except BaseException:
         if own_store:
@@ -105,7 +112,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
         title="Plait",
         version=__version__,
         description="Prompt graphs with typed edge contracts, recorded runs and human corrections.",
-        lifespan=_lifespan(settings, store, provider, config, own_store),
+        lifespan=_lifespan(settings, store, provider, config, own_store, in_force),
         responses=ERROR_RESPONSES,
     )
     errors.install(app, hidden=_database_texts(store))
@@ -134,6 +141,8 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
         memory,
         evaluations,
         evaluation_runs,
+        skills,
+        settings_routes,
     ):
         app.include_router(module.router, prefix="/api", dependencies=protected)
     app.include_router(seed.router, dependencies=protected)  # the original API's routes, at their exact paths
@@ -159,10 +168,16 @@ def _database_texts(store: Store) -> tuple[str, ...]:
 
 
 def _lifespan(
-    settings: ServerSettings, store: Store, provider: Provider | None, config: PlaitConfig | None, own_store: bool
+    settings: ServerSettings,
+    store: Store,
+    provider: Provider | None,
+    config: PlaitConfig | None,
+    own_store: bool,
+    in_force: SettingsInForce | None,
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        unfollow = in_force.follow() if in_force is not None else None  # the tables of plait.config follow too
         bus = EventBus()
         events = EventLog(bus)
         routes = ApiRouteReader(app)
@@ -176,9 +191,12 @@ def _lifespan(
             cache=settings.cache,
             llm=describe_llm(settings.llm, settings.config),  # stored on its runs: they go on with this model
             routes=routes,
+            settings=in_force,
         )
         hub = ChatHub(store, executor, events)
-        app.state.plait = ServerState(settings, store, provider, config, executor, events, routes=routes, chat=hub)
+        app.state.plait = ServerState(
+            settings, store, provider, config, executor, events, routes=routes, chat=hub, settings_in_force=in_force
+        )
         background: list[asyncio.Task[None]] = []
         handoff = _handoff(settings, store, config, events)
         executor.handoff = handoff
@@ -200,6 +218,8 @@ def _lifespan(
                 handoff.close()
             await executor.aclose()
             close_shared_sandbox()  # the readers' sandbox (migrations on read): killed, not waited for
+            if unfollow is not None:
+                unfollow()
             if own_store:
                 store.close()
 

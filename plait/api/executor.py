@@ -40,6 +40,7 @@ from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.runs.engines import RunEngines, refuse
 from plait.runs.model_choice import Selection
 from plait.runs.session import StreamChoice
+from plait.runs.settings_in_force import SettingsInForce
 from plait.store import RunRecord, Store, StoredGraph
 from plait.store.faults import StoreUnavailable, transient
 
@@ -79,9 +80,13 @@ class RunExecutor:
         lease_ttl_s: float = 30.0,
         llm: Selection = None,
         routes: RouteReader | None = None,
+        settings: SettingsInForce | None = None,
     ) -> None:
         """`llm`: the model selection `provider` stands for (stored on the runs started here);
-        `routes`: answers prompt scripts' `readRoute` in the runs executed here."""
+        `routes`: answers prompt scripts' `readRoute` in the runs executed here;
+        `settings`: the settings the runs here follow (their revision is looked at as each run
+        starts, `[resources]` read from them at each decision)."""
+        self.settings = settings
         self.store = store
         self.bus = bus
         self.events = events
@@ -97,6 +102,8 @@ class RunExecutor:
             lease_ttl_s=lease_ttl_s,
             routes=routes,
             # no `graphs`: sub-runs name stored graphs only, a graph sent here must not make the server read its files
+            before_run=settings.check if settings is not None else None,
+            resources=settings.resources if settings is not None else None,
         )
         """This server's engine, and one per other model the runs driven here record."""
         self.engine = self.engines.default
@@ -111,7 +118,10 @@ class RunExecutor:
 
     def preflight(self, stored: StoredGraph) -> None:
         """Refuse, before a run row exists, a graph this server cannot execute (a node type not
-        executable yet, no provider for its model calls, an MCP server not configured)."""
+        executable yet, no provider for its model calls, an MCP server not configured), with
+        the settings in force now."""
+        if self.settings is not None:
+            self.settings.check()
         try:
             self.engine.check_executable(stored)
         except EngineError as exc:

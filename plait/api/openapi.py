@@ -12,9 +12,9 @@ happen to it. Most are derived from what the document already says of the operat
 - 503 where the database is read (every route but `NO_DATABASE`).
 
 What only the route's logic knows is listed here, one table per status: `CONFLICTS` (409: the
-state forbids it) and `SYSTEM_GRAPHS` (403: it changes a graph, and system graphs are
-read-only). A client generated from the document, or a fuzzer, then expects exactly the
-errors that come.
+state forbids it), `SYSTEM_GRAPHS` (403: it changes a graph, and system graphs are
+read-only) and `SETTINGS_FIXED` (403: the deployer fixed the settings it changes). A client
+generated from the document, or a fuzzer, then expects exactly the errors that come.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse, "description": text}
     for status, text in (
         (401, "A bearer token is needed, or the one sent is not valid."),
-        (403, "Refused: changing a system graph."),
+        (403, "Refused: changing a system graph, or settings the deployer fixed."),
         (404, "Something the request names does not exist."),
         (409, "The current state forbids it (busy, ended, exists, conflicts, not migratable)."),
         (413, "The request body is over the limit."),
@@ -92,6 +92,8 @@ CONFLICTS: frozenset[Operation] = READS_OUTPUTS | {
     ("POST", "/api/templates"),  # the id is taken
     ("PUT", "/api/templates/{template_id}"),  # a system template is read-only
     ("DELETE", "/api/templates/{template_id}"),
+    ("POST", "/api/skills"),  # the name is taken
+    ("PUT", "/api/skills/{name}"),  # a new version was stored meanwhile
     ("PUT", "/api/drafts/{slug}"),  # a stored graph's draft names the version it started from
     ("POST", "/api/chat/sessions/{session_id}/messages"),  # the last turn is still being worked on
     ("POST", "/api/chat/sessions/{session_id}/answers"),  # no question card waits
@@ -102,6 +104,8 @@ CONFLICTS: frozenset[Operation] = READS_OUTPUTS | {
     ("POST", "/api/graphs/{ref}/promote"),  # refused by the gate: no passing verdict for the version
     ("POST", "/api/memory/facts/{fact_id}/correct"),  # no longer active
     ("POST", "/api/memory/facts/{fact_id}/retract"),
+    ("PUT", "/api/settings"),  # the settings changed since base_revision
+    ("POST", "/api/settings/history/{revision}/revert"),  # changed meanwhile by another change
 }
 SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
     {
@@ -116,6 +120,10 @@ SYSTEM_GRAPHS: frozenset[Operation] = frozenset(
         ("POST", "/api/graphs/{ref}/promote"),  # the version Plait ships is the one that runs
     }
 )
+SETTINGS_FIXED: frozenset[Operation] = frozenset(
+    {("PUT", "/api/settings"), ("POST", "/api/settings/history/{revision}/revert")}
+)
+"""403: `[settings] enabled = false`, or a section `[settings] fixed` names."""
 
 
 def error_statuses(method: str, path: str, operation: dict[str, Any], *, auth: bool) -> set[int]:
@@ -136,7 +144,7 @@ def error_statuses(method: str, path: str, operation: dict[str, Any], *, auth: b
         statuses.add(503)
     if key in CONFLICTS:
         statuses.add(409)
-    if key in SYSTEM_GRAPHS:
+    if key in SYSTEM_GRAPHS or key in SETTINGS_FIXED:
         statuses.add(403)
     return statuses
 

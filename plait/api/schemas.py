@@ -427,7 +427,11 @@ class RunDetailOut(RunOut):
     nodes: list[NodeRunOut]
     decisions: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="Resource-aware decisions on the run (queued, paused, degraded, rejected), with their probe.",
+        description=(
+            "Resource-aware decisions on the run and on its nodes (queued, paused, degraded, rejected, and the "
+            "execute that ends a queue), oldest first: run_id, node_id and node_run_id (null for a decision on "
+            "the run), action, rule (disk, memory, providers, capacity, cpu), reason, probe, at."
+        ),
     )
 
 

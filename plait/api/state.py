@@ -15,6 +15,7 @@ from plait.api.script_slots import ScriptSlots
 from plait.api.settings import ServerSettings
 from plait.config import PlaitConfig
 from plait.llm.provider import Provider
+from plait.runs.settings_in_force import SettingsInForce
 from plait.store import Store
 
 
@@ -36,6 +37,9 @@ class ServerState:
     """Prompt scripts' `readRoute`: this app's own allowed GET routes, in-process."""
     chat: ChatHub | None = None
     """The chat: its turns in flight and its listeners (`plait.api.chat`)."""
+    settings_in_force: SettingsInForce | None = None
+    """The settings this server's runs follow (None: `--llm` chose one model, which settings do
+    not change)."""
 
 
 def server_state(request: Request) -> ServerState:

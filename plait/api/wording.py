@@ -38,6 +38,7 @@ PHRASES = _rules(
         ),
         (r"pass --force to delete it anyway", "send `force=true` to delete it anyway"),
         (r"choose another name with --name", "choose another `name`"),
+        (r"give one with --name \(or `name` in the `skill:` block\)", "send one as `name`"),
         (
             r"configure the server \(--llm, --config\)",
             "ask the server's operator to configure its models and MCP servers",
@@ -66,6 +67,8 @@ PHRASES = _rules(
 )
 COMMANDS = _rules(
     (
+        (r"`plait config show[^`]*`", "GET /api/settings"),
+        (r"`plait settings history[^`]*`", "GET /api/settings/history"),
         (r"`plait runs list[^`]*`", "GET /api/runs"),
         (r"`plait runs show RUN_ID[^`]*`", "GET /api/runs/{id}"),
         (r"`plait runs show (\S+?)[^`]*`", r"GET /api/runs/\1"),
@@ -88,6 +91,12 @@ COMMANDS = _rules(
         (r"`plait chat --list`", "GET /api/chat/sessions"),
         (r"`plait eval show[^`]*`", "GET /api/graphs/{id}/eval-sets"),
         (r"`plait eval build[^`]*`", "POST /api/graphs/{id}/eval-sets"),
+        (r"`plait skills list[^`]*`", "GET /api/skills"),
+        (r"`plait skills show (?:NAME|\{name\})`", "GET /api/skills/{name}"),
+        (r"`plait skills show (\S+?)`", r"GET /api/skills/\1"),
+        (r"`plait skills add[^`]*`", "POST /api/skills"),
+        (r"`plait skills update (?:NAME )?FILE`", "PUT /api/skills/{name}"),
+        (r"`plait skills update (\S+?) FILE`", r"PUT /api/skills/\1"),
     )
 )
 LEFT_OVER = re.compile(r"\s*\(?`plait [^`]*`\)?|\s*\(?`?(?<![\w-])--[a-z][\w-]*(?:[ =][^\s,;()`]+)?`?\)?")

@@ -17,7 +17,8 @@ from typer.main import get_command_name
 from typer.models import CommandInfo, TyperInfo
 
 from plait import __version__
-from plait.cli import config, evals, graphs, kb, memory, runs, schedules, templates
+from plait.cli import config, evals, graphs, kb, memory, runs, schedules, skills, templates
+from plait.cli import settings as settings_cli
 from plait.cli.batch import batch_command
 from plait.cli.chat import chat_command
 from plait.cli.common import EXIT_FAILED, EXIT_INVALID, report_refusal
@@ -44,7 +45,9 @@ app.add_typer(templates.app, name="templates")
 app.add_typer(schedules.app, name="schedules")
 app.add_typer(kb.app, name="kb")
 app.add_typer(memory.app, name="memory")
+app.add_typer(settings_cli.app, name="settings")
 app.add_typer(evals.app, name="eval")
+app.add_typer(skills.app, name="skills")
 app.add_commands(
     {
         "run": run_command,

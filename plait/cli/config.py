@@ -1,9 +1,10 @@
 """`plait config check`: the resolved provider configuration, without secrets (key names, not values;
-URL credentials masked: see plait/redact.py)."""
+URL credentials masked: see plait/redact.py); `plait config show`: the settings in force, plait.toml
+with the changes made while the server runs over it, and where each value comes from."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -38,6 +39,52 @@ def check(config: ConfigOption = None, json_output: JsonOption = False, db: DbOp
         _print_programs(programs)
         _print_knowledge(knowledge)
     raise typer.Exit(EXIT_OK if report.ok and programs.problem is None else EXIT_INVALID)
+
+
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        "--db",
+        help="The store whose settings changes apply (sqlite:///… or postgresql://…); default $PLAIT_DB, else the "
+        "store found from here",
+    ),
+]
+
+
+@app.command("show")
+def show(config: ConfigOption = None, store: StoreOption = None, json_output: JsonOption = False) -> None:
+    """The settings in force: plait.toml with the changes made while the server runs (kept in the
+    store) over it, and where each value comes from (plait.toml, settings rev N, default)."""
+    from plait.cli.common import store_for
+    from plait.runs.settings import effective
+    from plait.runs.settings_view import settings_view, value_rows
+
+    with store_for(store) as opened:
+        found = effective(opened, config)
+    if json_output:
+        print_json({**settings_view(found), "values": value_rows(found)})
+        return
+    _print_settings(found, value_rows(found))
+
+
+def _print_settings(found: Any, rows: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from plait.cli.common import print_table
+
+    out = console()
+    source = found.base.source or "built-in defaults (no plait.toml)"
+    out.print(f"config: {escape(source)}; settings revision {found.revision}")
+    if found.problem is not None:
+        typer.echo(f"plait: {found.problem}", err=True)
+    table = Table("key", "value", "from")
+    for row in rows:
+        value = row["value"]
+        shown = ", ".join(str(v) for v in value) if isinstance(value, list) else ("" if value is None else str(value))
+        table.add_row(escape(row["key"]), escape(shown), row["from"])
+    print_table(table)
 
 
 def _print_knowledge(knowledge: dict[str, Any]) -> None:

@@ -113,7 +113,9 @@ def _graph(ref: str, db: str | None, version: int | None = None) -> Any:
             fail(f"{ref} is a graph file: --version names a version of a stored graph",
                  "dry-run the stored graph by its id or slug with --version, or the file without it")  # fmt: skip
 
-        compiled = compile_file(ref)
+        from plait.evolve.skill_lookup import skill_source_at
+
+        compiled = compile_file(ref, skills=skill_source_at(db))
         if not compiled.valid or compiled.expanded is None:
             for diagnostic in compiled.errors:
                 sys.stderr.write(diagnostic.format() + "\n")

@@ -47,7 +47,7 @@ def show(
         fail(f"no such graph file: {graph}", "give the path of a .yaml/.yml/.json file, or a stored graph id")
     facts: dict[str, Any] | None = None
     if Path(graph).is_file():
-        graph_def, topology = _from_file(graph)
+        graph_def, topology = _from_file(graph, db)
     else:
         graph_def, topology, facts = _from_store(graph, version, db)
     if json_output:
@@ -83,10 +83,11 @@ def _promotion_lines(facts: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _from_file(graph: str) -> tuple[Any, Any]:
+def _from_file(graph: str, db: str | None) -> tuple[Any, Any]:
     from plait.compile import compile_file
+    from plait.evolve.skill_lookup import skill_source_at
 
-    result = compile_file(graph)
+    result = compile_file(graph, skills=skill_source_at(db))
     if not result.valid or result.expanded is None or result.topology is None:
         for diag in result.errors:
             sys.stderr.write(diag.format() + "\n")

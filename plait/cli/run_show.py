@@ -46,9 +46,10 @@ def show_command(
         return
     out = console()
     _render(out, run, nodes, outputs, latest)
-    for d in decisions:  # resource-aware decisions: queued, paused, degraded, rejected
+    for d in decisions:  # resource-aware decisions on the run or one of its nodes: queued, paused, degraded...
+        on = "" if d.node_id is None else f" node '{d.node_id}'"
         out.print(
-            f"[yellow]resources:[/] {when(d.at)} {d.action} ({d.rule}): {d.reason}", soft_wrap=True, highlight=False
+            f"[yellow]resources:[/] {when(d.at)}{on} {d.action} ({d.rule}): {d.reason}", soft_wrap=True, highlight=False
         )
     for n in nodes:
         if n.id in migrated:

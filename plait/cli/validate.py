@@ -40,7 +40,10 @@ def run_validate(target: Path, json_output: bool, db: str | None = None) -> int:
             sys.stderr.write(f"plait: no graph files (.yaml, .yml, .json) in {target}\n")
             return 2
         versions = _stored_versions(db)
-        results = [compile_file(path, versions=versions) for path in files]
+        from plait.evolve.skill_lookup import skill_source_at
+
+        skills = skill_source_at(db)
+        results = [compile_file(path, versions=versions, skills=skills) for path in files]
         for result in results:
             result.warnings.extend(unknown_templates(result, db))
     if json_output:

@@ -87,6 +87,8 @@ class AsyncClient:
         from plait.client._evals import AsyncEvals
         from plait.client._knowledge import AsyncKnowledge, AsyncMemory
         from plait.client._namespaces import AsyncSchedules, AsyncTemplates, AsyncTokens  # it imports `_sync`
+        from plait.client._settings import AsyncSettings
+        from plait.client._skills import AsyncSkills
 
         self.templates = AsyncTemplates(self)
         self.schedules = AsyncSchedules(self)
@@ -95,6 +97,8 @@ class AsyncClient:
         self.kb = AsyncKnowledge(self)
         self.memory = AsyncMemory(self)
         self.evals = AsyncEvals(self)
+        self.skills = AsyncSkills(self)
+        self.settings = AsyncSettings(self)
 
     async def __aenter__(self) -> AsyncClient:
         self._open()

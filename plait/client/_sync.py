@@ -64,6 +64,8 @@ class Client:
         from plait.client._evals import Evals
         from plait.client._knowledge import Knowledge, Memory
         from plait.client._namespaces import Schedules, Templates, Tokens  # they import `_blocking` from here
+        from plait.client._settings import Settings
+        from plait.client._skills import Skills
 
         self._portal = Portal()
         self._client = AsyncClient(db, llm=llm, config=config, cache=cache)
@@ -74,6 +76,8 @@ class Client:
         self.kb = Knowledge(self._portal, self._client.kb)
         self.memory = Memory(self._portal, self._client.memory)
         self.evals = Evals(self._portal, self._client.evals)
+        self.skills = Skills(self._portal, self._client.skills)
+        self.settings = Settings(self._portal, self._client.settings)
 
     def __enter__(self) -> Client:
         return self

@@ -58,7 +58,7 @@ def embed_bodies(
     if not any(runs_graph(n) for n in graph.nodes):
         return result
     file = loaded.doc.file
-    base_dir = Path(file).parent if file else Path.cwd()
+    base_dir = loaded.doc.files_folder()  # None: content with no file reads no file it names
     nodes: list[NodeBase] = []
     for node in graph.nodes:
         source = _inline_source(loaded, node)
@@ -73,7 +73,9 @@ def embed_bodies(
 @dataclass(frozen=True)
 class _Where:
     file: str | None
-    base_dir: Path
+    base_dir: Path | None
+    """The folder graph files are found in; None: the graph came as content (an upload, a model's
+    draft, a stored document), and no file it names is read."""
     chain: tuple[str, ...]
     line: int | None
     """The node's `body:` (or `graph:`) line."""
@@ -87,10 +89,16 @@ def _inline_source(loaded: LoadedGraph, node: NodeBase) -> SourceDoc | None:
         return None
     named = {"id": f"{loaded.graph.id}.{node.id}", "name": node.label or node.id, **body}
     if path is None:  # an inlined SKILL's node: its lines are in the skill's file
-        return SourceDoc(data=named)
+        return SourceDoc(data=named, folder=loaded.doc.folder)
     prefix = (*path, "body")
     lines = {p[len(prefix) :]: line for p, line in loaded.doc.lines.items() if p[: len(prefix)] == prefix}
-    return SourceDoc(data=named, file=loaded.doc.file, lines=lines)
+    return SourceDoc(data=named, file=loaded.doc.file, lines=lines, folder=loaded.doc.folder)
+
+
+NO_FOLDER_HINT = (
+    "put the child graph inline (`body:`), name a stored graph by its id, or import the file with "
+    "`plait graphs import FILE` on the machine that has it (files are embedded then)"
+)
 
 
 def _body_of(
@@ -124,6 +132,10 @@ def _body_of(
         sub = compile_body(source, (*chain, f"{chain[-1] if chain else '-'}#{node.id}"))
         label = f"the body of '{node.id}'"
     elif isinstance(ref, str) and is_graph_file(ref):
+        if where.base_dir is None:
+            message = f"this node names the graph file '{ref}', and a graph sent as content reads no files"
+            fail(Category.CONFIG, "file_in_content", message, NO_FOLDER_HINT)
+            return None
         path = (where.base_dir / ref).resolve()
         if not path.is_file():
             return None  # reported by check_graph_files

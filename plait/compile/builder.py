@@ -16,6 +16,7 @@ that lies there.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from plait.compile.compiler import compile_doc
@@ -85,7 +86,8 @@ class GraphBuilder:
 
     def check(self) -> CompileResult:
         """Every check `plait validate` makes on a file with this content: errors and warnings."""
-        return compile_doc(check_values(SourceDoc(data=self.data())))
+        here = str(Path.cwd())  # code run by the person who owns this machine: files from here
+        return compile_doc(check_values(SourceDoc(data=self.data(), folder=here)))
 
     def build(self) -> GraphDef:
         """The compiled graph; raises GraphInvalid with every diagnostic when it is not valid."""

@@ -23,7 +23,8 @@ from plait.compile.diagnostics import Category, Diagnostic, GraphLoadError
 from plait.compile.load import LoadedGraph, load_graph
 from plait.compile.result import CompileResult
 from plait.compile.run_bounds import run_bounds
-from plait.compile.skills import expand_skills
+from plait.compile.skill_params import SkillSource, StoredSkill
+from plait.compile.skills import SkillLookup, expand_skills
 from plait.compile.source import SourceDoc, max_graph_bytes, read_source
 from plait.compile.topology import Topology
 from plait.model.documents import DocumentError, read_limited
@@ -53,7 +54,11 @@ PASSES = (
 
 
 def compile_file(
-    path: str | os.PathLike[str], *, versions: VersionsFor | None = None, _chain: tuple[str, ...] = ()
+    path: str | os.PathLike[str],
+    *,
+    versions: VersionsFor | None = None,
+    skills: SkillSource | None = None,
+    _chain: tuple[str, ...] = (),
 ) -> CompileResult:
     """Compile the graph file at `path` (YAML, or JSON for a `.json` name) with every pass, and
     inline its SKILLs.
@@ -61,8 +66,10 @@ def compile_file(
     Never raises for a bad graph or a file it cannot read: every problem comes back as a
     diagnostic in the result. The SKILL files it names are compiled the same way, relative to
     this file. `versions`: the schema versions the graph would be stored at (see
-    `CheckContext.versions`). `_chain` is internal: the files being compiled above this one, so
-    that a SKILL that includes itself is reported instead of followed.
+    `CheckContext.versions`). `skills`: where stored skills (`skill: name[@N]`) are looked up;
+    without it a SKILL naming one is an error. `_chain` is internal: the files (and stored
+    skills) being compiled above this one, so that a SKILL that includes itself is reported
+    instead of followed.
     """
     file = str(path)
     with _javascript_preloaded(path):
@@ -71,7 +78,7 @@ def compile_file(
         except GraphLoadError as exc:
             return CompileResult(file=file, errors=exc.diagnostics)
         chain = _chain or (str(Path(path).resolve()),)
-        return compile_doc(doc, chain=chain, versions=versions)
+        return compile_doc(doc, chain=chain, versions=versions, skills=skills)
 
 
 _JAVASCRIPT_KEYS = (b"_expr", b"code")
@@ -100,16 +107,22 @@ def _javascript_preloaded(path: str | os.PathLike[str]) -> Iterator[None]:
             loader.join()
 
 
-def compile_data(data: Any, *, file: str | None = None) -> CompileResult:
+def compile_data(data: Any, *, file: str | None = None, skills: SkillSource | None = None) -> CompileResult:
     """Compile already-parsed data (API bodies, stored defs): same checks, no line numbers."""
-    return compile_doc(SourceDoc(data=data, file=file))
+    return compile_doc(SourceDoc(data=data, file=file), skills=skills)
 
 
-def compile_doc(doc: SourceDoc, *, chain: tuple[str, ...] = (), versions: VersionsFor | None = None) -> CompileResult:
+def compile_doc(
+    doc: SourceDoc,
+    *,
+    chain: tuple[str, ...] = (),
+    versions: VersionsFor | None = None,
+    skills: SkillSource | None = None,
+) -> CompileResult:
     """Compile already-parsed source: load it into a GraphDef, run every pass over what validated,
-    and, only when no pass found an error, inline its SKILLs (relative to `doc.file`, else to the
-    working directory). `chain`: the files being compiled above this one (see `compile_file`).
-    Never raises for a bad graph."""
+    and, only when no pass found an error, inline its SKILLs (files relative to `doc.file`; content
+    without a file reads none; stored skills from `skills`). `chain`: the files being compiled
+    above this one (see `compile_file`). Never raises for a bad graph."""
     loaded = load_graph(doc)
     result = CompileResult(file=doc.file, graph=loaded.graph, errors=list(loaded.diagnostics))
     if not isinstance(doc.data, dict):
@@ -124,7 +137,7 @@ def compile_doc(doc: SourceDoc, *, chain: tuple[str, ...] = (), versions: Versio
     result.topology = ctx.topo
     if result.errors:
         return result
-    _expand(result, loaded, chain)
+    _expand(result, loaded, chain, skills)
     if result.expanded is not None and not result.errors:
         result.errors.extend(budget_problems(result.expanded, loaded))
     return result
@@ -164,21 +177,26 @@ def budget_problems(graph: GraphDef, loaded: LoadedGraph) -> list[Diagnostic]:
     return problems
 
 
-def _expand(result: CompileResult, loaded: LoadedGraph, chain: tuple[str, ...]) -> None:
+def _expand(result: CompileResult, loaded: LoadedGraph, chain: tuple[str, ...], skills: SkillSource | None) -> None:
     def compile_skill(path: Path, sub_chain: tuple[str, ...]) -> CompileResult:
-        return compile_file(path, _chain=sub_chain)
+        return compile_file(path, skills=skills, _chain=sub_chain)
+
+    def compile_stored(skill: StoredSkill, sub_chain: tuple[str, ...]) -> CompileResult:
+        return compile_doc(SourceDoc(data=skill.document), chain=sub_chain, skills=skills)
 
     def skill_line(node_id: str) -> int | None:
         return loaded.node_line(node_id, "skill")  # the `skill:` line is the one to fix
 
-    expansion = expand_skills(loaded.graph, loaded.doc.file, chain, compile_skill, skill_line)
+    stored = SkillLookup(skills, compile_stored) if skills is not None else None
+    folder = loaded.doc.files_folder()
+    expansion = expand_skills(loaded.graph, loaded.doc.file, chain, compile_skill, skill_line, stored, folder)
     result.errors.extend(expansion.errors)
     result.warnings.extend(expansion.warnings)
     if expansion.errors:
         return
 
     def compile_body(doc: SourceDoc, sub_chain: tuple[str, ...]) -> CompileResult:
-        return compile_doc(doc, chain=sub_chain)
+        return compile_doc(doc, chain=sub_chain, skills=skills)
 
     embedded = embed_bodies(expansion.graph, loaded, chain, compile_skill, compile_body)
     result.errors.extend(embedded.errors)

@@ -66,6 +66,11 @@ def _short_edge(edge: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in {**out, **edge}.items() if v is not None}
 
 
+def dump_document(data: dict[str, Any]) -> str:
+    """Graph-file data (a skill's document with its `skill:` block, say) as YAML, as `dump_yaml` writes it."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
 def dump_yaml(graph: GraphDef) -> str:
     """`graph` as graph-file YAML (file field names, defaults left out) that loads back to an equal graph."""
     return yaml.dump(graph_to_data(graph), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -1,7 +1,11 @@
 """SKILL expansion: inline a skill graph's nodes under the namespace `__{skill_node}__`.
 
-The skill file is compiled on its own first (its errors point into its own
-file); only a valid skill is inlined. In-edges of the SKILL node are rewired
+A skill is a graph file (a path: relative to the graph file) or a stored skill (`name` or
+`name@N`, looked up through the `SkillSource` the caller passes: the compiler cannot read the
+store). It is compiled on its own first (its errors point into its own file); only a valid
+skill is inlined. A stored skill's parameters check the SKILL node's `inputs`, and its inlined
+nodes record the version expanded (`SkillScope.skill`), so a stored graph keeps meaning what it
+meant when a newer version of the skill is stored. In-edges of the SKILL node are rewired
 to the skill's entry nodes and its out-edges leave from the skill's exits.
 Inner nodes keep their templates unchanged: their `skill_scope` records how the
 renderer must read `input` (the SKILL node's `inputs`) and the inner ids.
@@ -12,9 +16,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from plait.compile.diagnostics import Category, Diagnostic
+from plait.compile.skill_params import (
+    STORED_PREFIX,
+    SkillSource,
+    StoredSkill,
+    check_inputs,
+    is_skill_file,
+    scope_inputs,
+    skill_ref,
+)
 from plait.compile.topology import Topology
 from plait.model.graph import END, EdgeDef, GraphDef
 from plait.model.nodes import NodeBase, SkillNode, SkillScope
@@ -37,6 +50,19 @@ class Expansion:
 
 
 CompileFn = Callable[[Path, tuple[str, ...]], "CompileResult"]
+CompileStoredFn = Callable[[StoredSkill, tuple[str, ...]], "CompileResult"]
+NO_SOURCE_HINT = (
+    "stored skills come from the store: store it with `plait skills add FILE` and compile through a "
+    "command that opens the store (`plait graphs import`, `plait run`), or name a skill file (a path ending in .yaml)"
+)
+
+
+@dataclass(frozen=True)
+class SkillLookup:
+    """Where stored skills come from, and how one is compiled (None: no store at hand)."""
+
+    source: SkillSource
+    compile: CompileStoredFn
 
 
 def expand_skills(
@@ -45,33 +71,153 @@ def expand_skills(
     chain: tuple[str, ...],
     compile_file: CompileFn,
     line_of: Callable[[str], int | None],
+    stored: SkillLookup | None = None,
+    folder: Path | None = None,
 ) -> Expansion:
-    """`graph` with each SKILL node replaced by its skill file's nodes (paths relative to `file`,
-    else to the working directory). Each skill is compiled with `compile_file` first and only a
-    valid one is inlined; a missing, invalid, self-including or too deeply nested skill is an
-    error in the result, and its own errors follow it. Never raises for a bad skill."""
+    """`graph` with each SKILL node replaced by its skill's nodes: a skill file (paths relative
+    to `folder`; None: no file is read) or a stored skill (`stored`). Each skill is
+    compiled first and only a valid one is inlined; a missing, invalid, self-including or too
+    deeply nested skill is an error in the result, and its own errors follow it. Never raises
+    for a bad skill."""
     result = Expansion(graph)
     skills = [n for n in graph.nodes if isinstance(n, SkillNode)]
     if not skills:
         return result
-    base_dir = Path(file).parent if file else Path.cwd()
+    base_dir = folder
     for node in skills:
-        _expand_one(result, node, base_dir, file, chain, compile_file, line_of(node.id))
+        where = _Site(node, file, chain, line_of(node.id), result)
+        if skill_ref(node.skill) is not None:
+            _expand_stored(where, stored)
+        elif not is_skill_file(node.skill):
+            where.fail(
+                Category.CONFIG,
+                "unknown_skill",
+                f"'{node.skill}' is neither a skill file nor a stored skill's name",
+                "name a skill file (a path ending in .yaml or .yml) or a stored skill: `name` or `name@VERSION`, "
+                "a name being letters, digits, '_' and '-'",
+            )
+        else:
+            _expand_one(where, base_dir, compile_file)
     return result
 
 
-def _expand_one(
-    result: Expansion,
-    node: SkillNode,
-    base_dir: Path,
-    file: str | None,
-    chain: tuple[str, ...],
-    compile_file: CompileFn,
-    line: int | None,
-) -> None:
-    def fail(category: Category, code: str, message: str, hint: str) -> None:
-        result.errors.append(Diagnostic(category, code, message, node_id=node.id, file=file, line=line, hint=hint))
+@dataclass(frozen=True)
+class _Site:
+    """One SKILL node being expanded, and where its errors go."""
 
+    node: SkillNode
+    file: str | None
+    chain: tuple[str, ...]
+    line: int | None
+    result: Expansion
+
+    def fail(self, category: Category, code: str, message: str, hint: str) -> None:
+        self.result.errors.append(
+            Diagnostic(category, code, message, node_id=self.node.id, file=self.file, line=self.line, hint=hint)
+        )
+
+    def trail(self, key: str) -> str:
+        return " → ".join(_shown(p) for p in (*self.chain, key))
+
+    def too_deep(self, key: str) -> bool:
+        if len(self.chain) <= MAX_SKILL_DEPTH:
+            return False
+        self.fail(
+            Category.PLANNING,
+            "skill_recursion",
+            f"skills nest deeper than {MAX_SKILL_DEPTH} levels: {self.trail(key)}",
+            f"flatten the skills; at most {MAX_SKILL_DEPTH} levels of SKILL inside SKILL",
+        )
+        return True
+
+    def sub_failed(self, sub: CompileResult, what: str, fix: str) -> bool:
+        """Report a skill that did not compile (with its own errors after); True when it did not."""
+        self.result.warnings.extend(sub.warnings)
+        if sub.valid and sub.expanded is not None:
+            return False
+        if any(d.code == "skill_recursion" for d in sub.errors):
+            self.fail(
+                Category.PLANNING,
+                "skill_recursion",
+                f"{what} nests skills too deeply or includes itself (see the errors that follow)",
+                f"at most {MAX_SKILL_DEPTH} levels of SKILL inside SKILL",
+            )
+        else:
+            count = f"{len(sub.errors)} error{'s' if len(sub.errors) != 1 else ''}"
+            self.fail(Category.CONFIG, "invalid_skill", f"{what} is not valid ({count})", fix)
+        self.result.errors.extend(sub.errors)  # after the SKILL node's own error: "see the errors that follow"
+        return True
+
+
+def _shown(entry: str) -> str:
+    return entry[len(STORED_PREFIX) :] if entry.startswith(STORED_PREFIX) else Path(entry).name
+
+
+def _expand_stored(site: _Site, stored: SkillLookup | None) -> None:
+    """Inline the stored skill `name[@N]` the node names (the newest version when none is given)."""
+    name, version = skill_ref(site.node.skill) or ("", None)
+    if stored is None:
+        site.fail(
+            Category.CONFIG,
+            "unknown_skill",
+            f"'{site.node.skill}' names a stored skill, and no store is at hand to read it from",
+            NO_SOURCE_HINT,
+        )
+        return
+    skill = stored.source(name, version)
+    if skill is None:
+        which = f"version {version} of the stored skill '{name}'" if version else f"stored skill '{name}'"
+        site.fail(
+            Category.CONFIG,
+            "unknown_skill",
+            f"there is no {which}",
+            "`plait skills list` shows the stored skills and `plait skills show NAME` their versions",
+        )
+        return
+    key = f"{STORED_PREFIX}{skill.ref}"
+    if any(entry.startswith(f"{STORED_PREFIX}{name}@") for entry in site.chain):  # any version: a@2 in a@1 loops too
+        site.fail(
+            Category.PLANNING,
+            "skill_recursion",
+            f"skill includes itself: {site.trail(key)}",
+            "a skill cannot contain itself, directly or through other skills",
+        )
+        return
+    if site.too_deep(key):
+        return
+    problems = check_inputs(site.node.inputs, skill)
+    for problem in problems:
+        site.fail(Category.CONFIG, problem.code, problem.message, problem.hint)
+    if problems:
+        return
+    sub = stored.compile(skill, (*site.chain, key))
+    if site.sub_failed(
+        sub, f"stored skill '{skill.ref}'", f"store a fixed version (`plait skills update {name} FILE`)"
+    ):
+        return
+    assert sub.expanded is not None
+    _inline(site.result, site.node, sub.expanded, scope_inputs(site.node.inputs, skill), skill.ref)
+
+
+def _expand_one(site: _Site, base_dir: Path | None, compile_file: CompileFn) -> None:
+    node, chain, fail = site.node, site.chain, site.fail
+    if chain and chain[-1].startswith(STORED_PREFIX):
+        fail(
+            Category.CONFIG,
+            "skill_file_in_stored_skill",
+            f"a stored skill cannot name the skill file '{node.skill}'",
+            "store that skill too (`plait skills add FILE`) and name it, or inline its nodes",
+        )
+        return
+    if base_dir is None:
+        fail(
+            Category.CONFIG,
+            "skill_in_upload",
+            f"this SKILL names the skill file '{node.skill}', and a graph sent as content reads no files",
+            "store the skill (`plait skills add FILE`) and name it: `skill: NAME`, or import the graph file "
+            "with `plait graphs import FILE` on the machine that has it (it inlines the skills)",
+        )
+        return
     path = (base_dir / node.skill).resolve()
     if not path.is_file():
         fail(
@@ -81,46 +227,24 @@ def _expand_one(
             "skill paths are relative to the graph file",
         )
         return
-    trail = " → ".join(Path(p).name for p in (*chain, str(path)))
     if str(path) in chain:
         fail(
             Category.PLANNING,
             "skill_recursion",
-            f"skill includes itself: {trail}",
+            f"skill includes itself: {site.trail(str(path))}",
             "a skill cannot contain itself, directly or through other skills",
         )
         return
-    if len(chain) > MAX_SKILL_DEPTH:
-        fail(
-            Category.PLANNING,
-            "skill_recursion",
-            f"skills nest deeper than {MAX_SKILL_DEPTH} levels: {trail}",
-            f"flatten the skills; at most {MAX_SKILL_DEPTH} levels of SKILL inside SKILL",
-        )
+    if site.too_deep(str(path)):
         return
     sub = compile_file(path, (*chain, str(path)))
-    result.warnings.extend(sub.warnings)
-    if not sub.valid or sub.expanded is None:
-        if any(d.code == "skill_recursion" for d in sub.errors):
-            fail(
-                Category.PLANNING,
-                "skill_recursion",
-                f"skill '{node.skill}' nests skills too deeply or includes itself (see the errors that follow)",
-                f"at most {MAX_SKILL_DEPTH} levels of SKILL inside SKILL",
-            )
-        else:
-            fail(
-                Category.CONFIG,
-                "invalid_skill",
-                f"skill '{node.skill}' is not valid ({len(sub.errors)} error{'s' if len(sub.errors) != 1 else ''})",
-                "fix the errors reported in the skill file",
-            )
-        result.errors.extend(sub.errors)  # after the SKILL node's own error: "see the errors that follow"
+    if site.sub_failed(sub, f"skill '{node.skill}'", "fix the errors reported in the skill file"):
         return
-    _inline(result, node, sub.expanded)
+    assert sub.expanded is not None
+    _inline(site.result, node, sub.expanded, dict(node.inputs), None)
 
 
-def _inline(result: Expansion, node: SkillNode, skill: GraphDef) -> None:
+def _inline(result: Expansion, node: SkillNode, skill: GraphDef, inputs: dict[str, Any], ref: str | None) -> None:
     prefix = f"__{node.id}__"
     graph = result.graph
     topo = Topology.build([n.id for n in skill.nodes], [(e.source_node_id, e.target_node_id) for e in skill.edges])
@@ -134,7 +258,7 @@ def _inline(result: Expansion, node: SkillNode, skill: GraphDef) -> None:
             scope = (
                 nested.model_copy(update={"prefix": prefix + nested.prefix})
                 if nested is not None
-                else SkillScope(skill_node_id=node.id, prefix=prefix, inputs=dict(node.inputs))
+                else SkillScope(skill_node_id=node.id, prefix=prefix, inputs=inputs, skill=ref)
             )
             nodes.append(inner.model_copy(update={"id": prefix + inner.id, "skill_scope": scope}))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import pathlib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -46,6 +47,16 @@ class SourceDoc:
     data: Any
     file: str | None = None
     lines: dict[Path_, int] = field(default_factory=dict)
+    folder: str | None = None
+    """Where graph and skill files named by content without a `file` are found: a trusted
+    caller's choice (the Python builder passes its working directory). None, the default for
+    uploads, models' drafts and stored documents: no file they name is read."""
+
+    def files_folder(self) -> pathlib.Path | None:
+        """The folder the files this document names are read from, or None: it reads none."""
+        if self.file:
+            return pathlib.Path(self.file).parent
+        return pathlib.Path(self.folder) if self.folder else None
 
     def line_of(self, path: Path_) -> int | None:
         """Line of `path`, or of its nearest ancestor that has one."""

@@ -6,6 +6,7 @@ validated by `loader`. Only the model and the
 redactor are below it: every other package reads its settings from here.
 """
 
+from plait.config.editable import ContextConfig, SettingsConfig
 from plait.config.files import CONFIG_ENV, DEFAULT_FILE, config_path
 from plait.config.loader import (
     ConfigError,
@@ -13,6 +14,10 @@ from plait.config.loader import (
     builtin_config,
     code_settings,
     configured_servers,
+    context_settings,
+    file_data,
+    follow_settings,
+    followed,
     forget_loaded,
     jail_settings,
     load_config,
@@ -48,6 +53,7 @@ __all__ = [
     "Capability",
     "CodeConfig",
     "ConfigError",
+    "ContextConfig",
     "JailConfig",
     "JsonMode",
     "McpServerConfig",
@@ -59,6 +65,7 @@ __all__ = [
     "ResourcesConfig",
     "RunsConfig",
     "SandboxConfig",
+    "SettingsConfig",
     "Tokenizer",
     "ToolsConfig",
     "WorkersConfig",
@@ -66,6 +73,10 @@ __all__ = [
     "code_settings",
     "config_path",
     "configured_servers",
+    "context_settings",
+    "file_data",
+    "follow_settings",
+    "followed",
     "forget_loaded",
     "jail_settings",
     "load_config",

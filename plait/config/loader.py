@@ -40,12 +40,13 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import tomli
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from plait.config.editable import ContextConfig, SettingsConfig
 from plait.config.files import config_path
 from plait.config.mcp import McpServerConfig
 from plait.config.providers import (
@@ -78,6 +79,8 @@ class ConfigError(PlaitError, ValueError):
 
 _in_force: PlaitConfig | None = None
 """The configuration this process loaded last (None: none loaded yet)."""
+_following: Callable[[], PlaitConfig] | None = None
+"""The settings in force of a process whose settings change while it runs (`follow_settings`)."""
 
 
 class PlaitConfig(Strict):
@@ -98,6 +101,10 @@ class PlaitConfig(Strict):
     """What the engine does when the machine or the providers are short (plait/config/resources.py)."""
     runs: RunsConfig = RunsConfig()
     """The budget of one run, its child runs included (plait/config/runs.py)."""
+    context: ContextConfig = ContextConfig()
+    """How much of a conversation the chat's designer reads (plait/config/editable.py)."""
+    settings: SettingsConfig = SettingsConfig()
+    """What the settings page may change while the server runs (plait/config/editable.py)."""
     """Where runs execute: here, or on Celery workers (plait/config/workers.py)."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     """MCP servers nodes may use (plait/config/mcp.py)."""
@@ -130,6 +137,12 @@ class PlaitConfig(Strict):
                 self._check_target(role, target)
         if self.pool.degrade_to is not None:
             self._check_target("pool.degrade_to", self.pool.degrade_to)
+        for provider_id in self.pool.order:
+            if self.provider(provider_id) is None or self.pool.order.count(provider_id) > 1:
+                known = ", ".join(p.id for p in self.providers) or "none"
+                raise ValueError(
+                    f"pool.order: {provider_id!r} is not a provider, or is listed twice (providers: {known})"
+                )
         return self
 
     def _check_target(self, role: str, target: str) -> None:
@@ -148,9 +161,17 @@ class PlaitConfig(Strict):
         """The provider with that id, or None."""
         return next((p for p in self.providers if p.id == provider_id), None)
 
+    def ordered(self, role: str) -> tuple[str, ...]:
+        """The "provider/model" targets of `role` in the order they are tried: those on the
+        providers `[pool] order` lists first, in its order, then the others as the role lists them."""
+        targets = self.roles.get(role, ())
+        rank = {provider_id: index for index, provider_id in enumerate(self.pool.order)}
+        last = len(rank)
+        return tuple(sorted(targets, key=lambda target: rank.get(target.partition("/")[0], last)))
+
     def targets(self, role: str) -> Iterator[tuple[ProviderConfig, str]]:
-        """The (provider, model) pairs serving `role`, in failover order."""
-        for target in self.roles.get(role, ()):
+        """The (provider, model) pairs serving `role`, in failover order (`ordered`)."""
+        for target in self.ordered(role):
             provider_id, _, model = target.partition("/")
             provider = self.provider(provider_id)
             if provider is not None:
@@ -215,31 +236,78 @@ def configured_servers(config: str | None = None) -> tuple[McpServerConfig, ...]
     return load_config(config).mcp_servers if config_path(config) is not None else ()
 
 
+def follow_settings(current: Callable[[], PlaitConfig] | None) -> None:
+    """Make the settings in force those `current` returns, from now on (a server or a worker
+    whose settings change while it runs: plait.toml with the stored settings over it); None
+    goes back to the loaded file. `current` is called wherever a table is read: it must return
+    at once, without I/O."""
+    global _following
+    _following = current
+
+
+def followed() -> Callable[[], PlaitConfig] | None:
+    """What `follow_settings` was last given (None: the loaded file is in force)."""
+    return _following
+
+
+def _current() -> PlaitConfig | None:
+    """The configuration in force: the followed settings, else the file loaded last."""
+    return _following() if _following is not None else _in_force
+
+
 def tools_settings() -> ToolsConfig:
-    """The `[tools]` table in force: the loaded configuration's, else the file's own table, else
-    the defaults (which allow no program)."""
-    return _in_force.tools if _in_force is not None else _table_alone("tools", ToolsConfig)
+    """The `[tools]` table in force: the followed settings' or the loaded configuration's, else
+    the file's own table, else the defaults (which allow no program)."""
+    config = _current()
+    return config.tools if config is not None else _table_alone("tools", ToolsConfig)
 
 
 def code_settings() -> CodeConfig:
     """The `[code]` table in force, found like `tools_settings` (by default Python CODE is off)."""
-    return _in_force.code if _in_force is not None else _table_alone("code", CodeConfig)
+    config = _current()
+    return config.code if config is not None else _table_alone("code", CodeConfig)
 
 
 def jail_settings() -> JailConfig:
     """The `[jail]` table in force, found like `tools_settings` (by default: bubblewrap)."""
-    return _in_force.jail if _in_force is not None else _table_alone("jail", JailConfig)
+    config = _current()
+    return config.jail if config is not None else _table_alone("jail", JailConfig)
 
 
 def resources_settings() -> ResourcesConfig:
     """The `[resources]` table in force, found like `tools_settings` (the seed's defaults)."""
-    return _in_force.resources if _in_force is not None else _table_alone("resources", ResourcesConfig)
+    config = _current()
+    return config.resources if config is not None else _table_alone("resources", ResourcesConfig)
 
 
 def runs_settings() -> RunsConfig:
     """The `[runs]` table in force, found like `tools_settings` (validating a graph checks its
     static bounds against it; engines enforce it while runs execute)."""
-    return _in_force.runs if _in_force is not None else _table_alone("runs", RunsConfig)
+    config = _current()
+    return config.runs if config is not None else _table_alone("runs", RunsConfig)
+
+
+def context_settings() -> ContextConfig:
+    """The `[context]` table in force, found like `tools_settings` (the chat's designer reads it
+    at each turn, so a change made at run time applies to the next turn)."""
+    config = _current()
+    return config.context if config is not None else _table_alone("context", ContextConfig)
+
+
+def file_data(explicit: str | None = None) -> dict[str, object] | None:
+    """The tables of the configuration file as written (`explicit`, else `$PLAIT_CONFIG`, else
+    `./plait.toml`), unvalidated; None without a file. Says which values the file sets itself
+    (the others are defaults); load it with `load_config` first, which reports its problems."""
+    path = config_path(explicit)
+    if path is None:
+        return None
+    try:
+        text = decode_text(read_limited(path, f"the config file {path}"), f"the config file {path}")
+        return dict(tomli.loads(text))
+    except DocumentError as exc:
+        raise ConfigError(exc.message) from None
+    except tomli.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
 def _table_alone(name: str, model: type[T]) -> T:
@@ -259,8 +327,9 @@ def _table_alone(name: str, model: type[T]) -> T:
 def sandbox_settings() -> SandboxConfig:
     """The `[sandbox]` table in force: the loaded configuration's, else the file's own table
     read alone (validating a graph must not set up providers), else the defaults."""
-    if _in_force is not None:
-        return _in_force.sandbox
+    config = _current()
+    if config is not None:
+        return config.sandbox
     path = config_path()
     if path is None:
         return SandboxConfig()

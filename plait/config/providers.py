@@ -140,3 +140,6 @@ class PoolConfig(Strict):
 
     degrade_to: str | None = None
     """"provider/model" tried when every target of a role failed (a smaller or local model)."""
+    order: tuple[str, ...] = ()
+    """Provider ids in the order a role's targets are tried: the targets on these providers go
+    first, in this order, the others after them in the role's own order (empty: the role's order)."""

@@ -35,9 +35,10 @@ from plait.engine.child_runs import ChildRuns, driven_by_parent, driving_path, d
 from plait.engine.collector import tune_collector
 from plait.engine.commits import GroupCommit
 from plait.engine.compiled import load_compiled
-from plait.engine.events import EventBus, RunStarted
+from plait.engine.events import EventBus, RunPaused, RunStarted
 from plait.engine.executable import refuse_unexecutable
 from plait.engine.fewshot import FewshotSource
+from plait.engine.node_gate import ResourcesShort
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.ports import ChildGraph, RouteReader
 from plait.engine.resources import ResourceGate
@@ -119,7 +120,7 @@ class Engine:
         jail: JailConfig | None = None,
         child_settled: Callable[[RunRecord], str | None] | None = None,
         routes: RouteReader | None = None,
-        resources: ResourcesConfig | None = None,
+        resources: ResourcesConfig | Callable[[], ResourcesConfig] | None = None,
         spread: Spread | None = None,
         retry_lost: bool = False,
         runs: RunsConfig | None = None,
@@ -137,8 +138,10 @@ class Engine:
         Without it such a child's new output stays in the child.
         `routes`: answers prompt scripts' `readRoute` (the server's own GET routes); without
         it, `readRoute` refuses, saying where it works.
-        `resources`: the resource-aware decisions made before each new run starts (default:
-        `[resources]` of plait.toml, `plait.engine.resources`).
+        `resources`: the resource-aware decisions made before each new run starts and before
+        each node executes, and the nodes of a run executing at once (default: `[resources]` of
+        plait.toml; `plait.engine.resources`, `plait.engine.node_gate`); a callable gives the
+        settings in force at each decision (a process whose settings change while it runs).
         `spread`: MAP items are announced to the workers as runs of their own (a worker's
         engine; see `plait.engine.spread`); without it this engine executes them itself.
         `retry_lost`: a person asked to continue (`plait resume`): a node whose process went down
@@ -178,7 +181,7 @@ class Engine:
         )
         """Graph versions compiled for execution, the most recently used within `COMPILED_BYTES`."""
         self.commits = GroupCommit(store.runs.nodes)
-        settings = resources if resources is not None else resources_settings()
+        settings = resources if isinstance(resources, ResourcesConfig) else resources_settings()
         self._driving = 0
         self._driven: set[str] = set()
         """The runs this engine executes now: a second call for one of them is refused."""
@@ -189,7 +192,9 @@ class Engine:
         """Graph versions (and inline bodies) found executable here (`_refuse_unexecutable`)."""
         self._retrying: set[str] = set()
         """Runs a person asked to continue here (`run(retry_lost=True)`), while they execute."""
-        self.gate = ResourceGate(settings, store, provider, lambda: self._driving) if settings.enabled else None
+        self.resources: Callable[[], ResourcesConfig] = resources if callable(resources) else (lambda: settings)
+        """The `[resources]` settings in force: the gate and the run's slots read them here."""
+        self.gate: ResourceGate | None = ResourceGate(self.resources, store, provider, lambda: self._driving)
         self._admission = asyncio.Semaphore(start_concurrency)
         """Runs being set up at once (begin, restore, first claims). Many runs started together
         would otherwise all be set up before any of them executes a node: the loop would run
@@ -224,7 +229,7 @@ class Engine:
             self._retrying.add(run_id)
         try:
             with self._counted() as ended:
-                ended(outcome := await self._run(run_id))
+                ended(outcome := await self._run(run_id, bounded=bounded))
                 if outcome.status in TERMINAL_RUN_STATUSES:
                     self.runtime.streams.pop(run_id, None)
                 return outcome
@@ -249,7 +254,7 @@ class Engine:
     async def _gated(self, run_id: str, *, bounded: bool) -> RunOutcome | None:
         """The resource decision before a new run starts: None to go on (degraded or not), else
         the outcome of a run paused or rejected for lack of resources."""
-        if self.gate is None or self.gate.verdict(self.gate.probe(), bounded=bounded) is None:
+        if self.gate is None or self.gate.verdict(await self.gate.probed(), bounded=bounded) is None:
             return None  # the common case costs a clock reading (a probe every `probe_s`)
         record = await asyncio.to_thread(self.store.runs.get, run_id)
         if record.started_at is not None or record.status != RunStatus.PENDING or record.parent_run_id is not None:
@@ -264,15 +269,16 @@ class Engine:
         await asyncio.to_thread(self.store.runs.set_status, run_id, status, error=error)
         return RunOutcome(run_id, status, None, error)
 
-    async def _run(self, run_id: str) -> RunOutcome:
-        record, outcome = await self._execute(run_id)
+    async def _run(self, run_id: str, *, bounded: bool = False) -> RunOutcome:
+        record, outcome = await self._execute(run_id, bounded=bounded)
         if record is not None and record.parent_run_id is not None and not driven_by_parent():
             await self._continue_parent(record)
         return outcome
 
-    async def _execute(self, run_id: str) -> tuple[RunRecord | None, RunOutcome]:
+    async def _execute(self, run_id: str, *, bounded: bool = False) -> tuple[RunRecord | None, RunOutcome]:
         """Drive the run until it ends or pauses: its record as begun (None: it had ended, and
-        this engine did nothing), and its outcome."""
+        this engine did nothing), and its outcome. A child run's items are bounded by the node
+        that started them (`bounded`)."""
         if run_id in self._driven:  # two drivers under one owner would pass each other's lease checks
             raise EngineError(f"run {run_id} is being executed by this engine already; wait for it to end")
         self._driven.add(run_id)
@@ -297,7 +303,9 @@ class Engine:
                     restore_ledger(state, self.store, run_id)
                 state.budget = budget_for(self.store, record, self.run_limits)
                 graph = (record.graph_slug, record.graph_version)
-                return record, await self._drive(run_id, state, graph, set_up, seen=record.corrections)
+                bounded = bounded or record.parent_run_id is not None
+                drive = self._drive(run_id, state, graph, set_up, seen=record.corrections, bounded=bounded)
+                return record, await drive
         finally:
             self._driven.discard(run_id)
 
@@ -343,7 +351,9 @@ class Engine:
         that the decision is recorded on it. `bounded`: as in `run`.
         """
         compiled = self.compiled_for(graph.graph_id, graph.version)
-        short = gated and self.gate is not None and self.gate.verdict(self.gate.probe(), bounded=bounded) is not None
+        short = (
+            gated and self.gate is not None and self.gate.verdict(await self.gate.probed(), bounded=bounded) is not None
+        )
         if short:
             created = self.store.runs.add(graph_id=graph.graph_id, graph_version=graph.version,
                                           schema_version=graph.schema_version, input=run_input, llm=self.llm,
@@ -351,13 +361,20 @@ class Engine:
             return await self.run(created, bounded=bounded)
         target = ChildGraph(graph.graph_id, graph.version, graph.schema_version, graph.slug, None, compiled)
         with self._counted() as ended:
-            ended(outcome := await self._create(target, run_input, None, run_id=run_id))
+            ended(outcome := await self._create(target, run_input, None, run_id=run_id, bounded=bounded))
             return outcome
 
     async def _create(
-        self, target: ChildGraph, run_input: dict[str, Any], child: ChildOf | None, *, run_id: str | None = None
+        self,
+        target: ChildGraph,
+        run_input: dict[str, Any],
+        child: ChildOf | None,
+        *,
+        run_id: str | None = None,
+        bounded: bool = False,
     ) -> RunOutcome:
-        """Write the run of `target` once admitted, already begun, and drive it."""
+        """Write the run of `target` once admitted, already begun, and drive it (a child run is
+        bounded by the node that starts it)."""
         async with self._admitted() as set_up:
             self._refuse_unexecutable(target.graph_id, target.version, target.body, target.compiled)
             lease = (self.owner, self.lease_ttl_s)
@@ -375,7 +392,9 @@ class Engine:
             )
             state.budget = budget_for(self.store, None, self.run_limits)
             state.path = () if child is None else driving_path()
-            return await self._drive(create.run_id, state, (target.slug, target.version), set_up, create=create)
+            graph = (target.slug, target.version)
+            bounded = bounded or child is not None
+            return await self._drive(create.run_id, state, graph, set_up, create=create, bounded=bounded)
 
     @contextlib.asynccontextmanager
     async def _admitted(self) -> AsyncIterator[Callable[[], None]]:
@@ -404,10 +423,11 @@ class Engine:
         seen: int = 0,
         *,
         create: CreateRun | None = None,
+        bounded: bool = False,
     ) -> RunOutcome:
         """Execute a run this engine has begun (it holds the lease), or with `create` one it
-        creates in its first commit, until it ends or pauses; `graph` is (slug, version) for the
-        events."""
+        creates in its first commit, until it ends or pauses (a node's resource decision may
+        pause it); `graph` is (slug, version) for the events."""
         began = time.monotonic()
         renew = asyncio.create_task(self._renew(run_id))
         scheduler: Scheduler | None = None
@@ -415,12 +435,16 @@ class Engine:
             self.events.paths[run_id] = state.path
         try:
             retry_lost = self.retry_lost or run_id in self._retrying
-            kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store, retry_lost)
-            scheduler = Scheduler(kernel, run_id, state, seen, create=create)
+            kernel = Kernel(self.owner, self.runtime, self.commits, self.events, self.store, retry_lost,
+                            self.gate, self.resources().max_concurrent_nodes)  # fmt: skip
+            scheduler = Scheduler(kernel, run_id, state, seen, create=create, bounded=bounded)
             return await scheduler.execute(
                 on_started=set_up,
                 on_begun=lambda: self.events.emit(RunStarted(run_id, graph=graph[0], version=graph[1])),
             )
+        except ResourcesShort as short:
+            self.stopping.add(run_id)  # given up `paused` below, in the step that gives its nodes back
+            paused = short
         finally:
             renew.cancel()
             # stopped mid-way (cancelled, lease lost, error); for a run whose creation failed it changes nothing
@@ -428,6 +452,15 @@ class Engine:
                 self._give_up(run_id, time.monotonic() - began)
             self.events.paths.pop(run_id, None)
             await self.runtime.end_run(run_id)
+        return await self._paused_short(run_id, paused)
+
+    async def _paused_short(self, run_id: str, short: ResourcesShort) -> RunOutcome:
+        """A run a node's resource decision paused (given up `paused` already): its reason on it."""
+        error = short.error()
+        await asyncio.to_thread(self.store.runs.set_status, run_id, RunStatus.PAUSED, expected=[RunStatus.PAUSED],
+                                error=error)  # fmt: skip
+        self.events.emit(RunPaused(run_id, reason="resources"))
+        return RunOutcome(run_id, RunStatus.PAUSED, None, error)
 
     def _give_up(self, run_id: str, active_s: float) -> None:
         """`RunRepository.give_up`; when the database fails it too, the run is left to its lease

@@ -21,6 +21,7 @@ from plait.engine.executors import EXECUTORS
 from plait.engine.failpoints import failpoint
 from plait.engine.guard import committable, internal_failure, lost_failure, lost_too_often
 from plait.engine.ledger import commit_versions, consumed, input_version
+from plait.engine.node_gate import NodeGate
 from plait.engine.outcome import EngineError, RunOutcome
 from plait.engine.recording import Records, Verdict, announce, cache_put, encode_records, finish_write, run_verdict
 from plait.engine.render_limits import RenderLimitError
@@ -41,6 +42,7 @@ from plait.store.node_writes import Claim, EndRun, Skip, Stale, Watch, Write
 if TYPE_CHECKING:
     from plait.engine.commits import GroupCommit
     from plait.engine.events import EventBus
+    from plait.engine.resources import ResourceGate
     from plait.engine.runtime import Runtime
     from plait.store import Store
 
@@ -58,6 +60,10 @@ class Kernel:
     retry_lost: bool = False
     """Execute a node again however often its process went down while executing it (an explicit
     `plait resume` by a person); otherwise such a node fails (`plait.engine.guard.lost_too_often`)."""
+    gate: ResourceGate | None = None
+    """Decides each node before it executes (`plait.engine.node_gate`); None: nothing is decided."""
+    max_nodes: int = 3
+    """The nodes of one run executing at once (`[resources] max_concurrent_nodes`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +88,22 @@ class Scheduler:
     """Event-driven readiness: finishing a node decides its successors (run or skip) at once,
     and its result, their claims and the skips commit together in one unit of the group commit."""
 
-    def __init__(self, kernel: Kernel, run_id: str, state: RunState, seen: int = 0, *, create: CreateRun | None = None):
+    def __init__(
+        self,
+        kernel: Kernel,
+        run_id: str,
+        state: RunState,
+        seen: int = 0,
+        *,
+        create: CreateRun | None = None,
+        bounded: bool = False,
+    ):
         """`create`: the run does not exist yet; it is created in the first commit, with its
-        input and first claims."""
+        input and first claims. `bounded`: its caller bounds its runs in flight (the provider
+        capacity rule does not apply to its nodes)."""
         self.kernel = kernel
+        self.admission = NodeGate(kernel.gate, run_id, kernel.max_nodes, bounded=bounded,
+                                  degraded=kernel.runtime.degraded)  # fmt: skip
         self.create = create
         self.seen = seen
         """The run's count of corrections as this scheduler last took them up (see absorb.py)."""
@@ -251,7 +269,15 @@ class Scheduler:
             following = await self._execute_node(following)
 
     async def _execute_node(self, claimed: NodeRunRecord) -> NodeRunRecord | None:
-        """Execute one claimed node and commit its unit; a successor it claimed, to continue with."""
+        """Once the node has a slot of its run and the resource gate's go, execute it and commit
+        its unit; a successor it claimed, to continue with."""
+        release = await self.admission.enter(self.state.nodes[claimed.node_id].node, claimed.id)
+        try:
+            return await self._execute_admitted(claimed)
+        finally:
+            release()
+
+    async def _execute_admitted(self, claimed: NodeRunRecord) -> NodeRunRecord | None:
         node_id = claimed.node_id
         node = self.state.nodes[node_id].node
         if self.kernel.events.listened:
@@ -319,8 +345,9 @@ class Scheduler:
         completed = result.phase == Phase.COMPLETED
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
+        ahead = self.admission.may_start_ahead()
         for write in follow:  # their evaluations run while this commit is written
-            if isinstance(write, Claim):
+            if ahead and isinstance(write, Claim):
                 start_ahead(self.state, self.state.nodes[write.node_id].node, self.kernel.runtime)
         remember = cache_put(self.run_id, claimed.id, result)
         last = self._last(follow)

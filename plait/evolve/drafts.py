@@ -14,6 +14,7 @@ from typing import Any
 
 from plait.compile import CompileResult
 from plait.errors import PlaitError, Refusal
+from plait.evolve.skills import skill_source
 from plait.evolve.upload import check_upload
 from plait.model.graph import SLUG_RULE, is_graph_slug
 from plait.store import NotFoundError, Store
@@ -65,7 +66,9 @@ def keep_draft(store: Store, slug: str, document: dict[str, Any], base_version: 
     stored = _stored(store, slug)
     _check_base(slug, stored, base_version)
     record = store.drafts.keep(slug, {**document, "id": slug}, base_version)
-    return Draft(record, check_upload(record.document), stored.latest_version if stored else None)
+    return Draft(
+        record, check_upload(record.document, skills=skill_source(store)), stored.latest_version if stored else None
+    )
 
 
 def read_draft(store: Store, slug: str) -> Draft:
@@ -77,7 +80,9 @@ def read_draft(store: Store, slug: str) -> Draft:
             hint="edits are kept as a draft while a graph is edited in the workbench and not yet stored",
         )
     stored = _stored(store, slug)
-    return Draft(record, check_upload(record.document), stored.latest_version if stored else None)
+    return Draft(
+        record, check_upload(record.document, skills=skill_source(store)), stored.latest_version if stored else None
+    )
 
 
 def list_drafts(store: Store) -> list[DraftListing]:

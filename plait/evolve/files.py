@@ -10,6 +10,7 @@ from plait.caches import ByteBoundCache
 from plait.compile import GraphInvalid, compile_file
 from plait.evolve.classify import RegistryChange
 from plait.evolve.save import Saved, save_graph, versions_on_save
+from plait.evolve.skills import skill_source
 from plait.model.nodes import NodeType
 from plait.store import NotFoundError, Store, StoredGraph
 
@@ -57,7 +58,7 @@ class SavedFile:
     stored: StoredGraph
     change: RegistryChange
     skills: bool
-    """The file inlines SKILL graphs (read from other files)."""
+    """The file inlines SKILL graphs (read from other files or the store, which may change)."""
     saved: Saved
     """The save itself: its warnings, and the stored outputs it left without a migration."""
 
@@ -69,7 +70,7 @@ class SavedFile:
 def save_file(store: Store, path: str | os.PathLike[str]) -> SavedFile:
     """Validate and store a graph file; with how its schema registry changed (`plait graphs import`).
     Its migrations are checked against the schema versions the store gives it (`versions_on_save`)."""
-    result = compile_file(path, versions=versions_on_save(store))
+    result = compile_file(path, versions=versions_on_save(store), skills=skill_source(store))
     if not result.valid or result.expanded is None or result.graph is None:
         raise GraphInvalid(result.errors)
     saved = save_graph(store, result.expanded)

@@ -3,8 +3,9 @@
 The content is validated exactly like a file (`compile_doc`: every check, all errors at once)
 and stored through `save_graph`, like `plait graphs import`. What differs is what a graph
 may reach: an uploaded graph has no folder, and the server must never read its own files on a
-client's behalf, so SKILL nodes (which inline a file at compile time) are refused; expand the
-skills first with `plait graphs import FILE` on a machine that has them, or export and upload.
+client's behalf, so SKILL nodes naming a skill file are refused; expand those skills first with
+`plait graphs import FILE` on a machine that has them, or export and upload. A SKILL naming a
+stored skill (`skill: name[@N]`) is expanded from the store, as it is everywhere.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Any
 
 from plait.compile import Category, CompileResult, Diagnostic, GraphInvalid, GraphLoadError, compile_doc
 from plait.compile.context import VersionsFor
+from plait.compile.skill_params import SkillSource, is_skill_file
 from plait.compile.source import SourceDoc, check_values, parse_source
 from plait.errors import PlaitError, Refusal
 from plait.evolve.save import Saved, save_graph, versions_on_save
+from plait.evolve.skills import skill_source
 from plait.model import GraphDef
 from plait.store import NotFoundError, Store
 
@@ -37,11 +40,16 @@ class UploadError(PlaitError):
 
 
 def check_upload(
-    source: str | dict[str, Any], *, as_json: bool = False, versions: VersionsFor | None = None
+    source: str | dict[str, Any],
+    *,
+    as_json: bool = False,
+    versions: VersionsFor | None = None,
+    skills: SkillSource | None = None,
 ) -> CompileResult:
     """Every check of `plait validate` on `source` (YAML or JSON text, or already-parsed data):
     the errors (each with its line when `source` is text) and warnings; nothing is stored.
-    `versions`: the schema versions a save would store (`versions_on_save`)."""
+    `versions`: the schema versions a save would store (`versions_on_save`); `skills`: where
+    stored skills come from (`skill_source`)."""
     try:
         doc = (
             parse_source(source, as_json=as_json)  # no file: nothing is looked up beside it
@@ -50,17 +58,21 @@ def check_upload(
         )
     except GraphLoadError as exc:
         return CompileResult(file=None, errors=list(exc.diagnostics))
-    skills = _skill_nodes(doc)
-    if skills:
-        return CompileResult(file=None, errors=skills)
-    return compile_doc(doc, versions=versions)
+    files = _skill_files(doc)
+    if files:
+        return CompileResult(file=None, errors=files)
+    return compile_doc(doc, versions=versions, skills=skills)
 
 
 def compile_upload(
-    source: str | dict[str, Any], *, as_json: bool = False, versions: VersionsFor | None = None
+    source: str | dict[str, Any],
+    *,
+    as_json: bool = False,
+    versions: VersionsFor | None = None,
+    skills: SkillSource | None = None,
 ) -> GraphDef:
     """The validated graph in `source`; raises GraphInvalid with every problem."""
-    result = check_upload(source, as_json=as_json, versions=versions)
+    result = check_upload(source, as_json=as_json, versions=versions, skills=skills)
     if not result.valid or result.expanded is None:
         raise GraphInvalid(result.errors)
     return result.expanded
@@ -84,7 +96,7 @@ def save_upload(
         if ref is None:
             raise ValueError("an update names the graph it updates")
         return save_graph(store, update_of(store, ref, source, as_json=as_json), base_version=base_version)
-    graph = compile_upload(source, as_json=as_json, versions=versions_on_save(store))
+    graph = compile_upload(source, as_json=as_json, versions=versions_on_save(store), skills=skill_source(store))
     if mode == UploadMode.CREATE and _exists(store, graph.id):
         raise UploadError(
             f"a graph with id '{graph.id}' exists already",
@@ -98,7 +110,7 @@ def update_of(store: Store, ref: str, source: str | dict[str, Any], *, as_json: 
     current = store.graphs.get(ref)  # NotFoundError: nothing to update
     if isinstance(source, dict) and "id" not in source:
         source = {**source, "id": current.slug}
-    graph = compile_upload(source, as_json=as_json, versions=versions_on_save(store))
+    graph = compile_upload(source, as_json=as_json, versions=versions_on_save(store), skills=skill_source(store))
     if graph.id != current.slug:
         raise UploadError(
             f"the graph's id is '{graph.id}' but this updates '{current.slug}'",
@@ -116,21 +128,22 @@ def _exists(store: Store, slug: str) -> bool:
     return True
 
 
-def _skill_nodes(doc: SourceDoc) -> list[Diagnostic]:
+def _skill_files(doc: SourceDoc) -> list[Diagnostic]:
     nodes = doc.data.get("nodes") if isinstance(doc.data, dict) else None
     found: list[Diagnostic] = []
     for index, node in enumerate(nodes if isinstance(nodes, list) else []):
-        if isinstance(node, dict) and node.get("type") == "SKILL":
+        skill = node.get("skill") if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get("type") == "SKILL" and isinstance(skill, str) and is_skill_file(skill):
             found.append(
                 Diagnostic(
                     Category.CONFIG,
                     "skill_in_upload",
-                    "SKILL nodes inline a graph file, and an uploaded graph has no files to read",
+                    f"this SKILL names the skill file '{skill}', and an uploaded graph has no files to read",
                     node_id=str(node.get("id")) if node.get("id") is not None else None,
                     file=doc.file,
                     line=doc.line_of(("nodes", index, "type")),
                     hint="import the graph file with `plait graphs import FILE` (it inlines the skills), "
-                    "or export that stored graph and upload the export",
+                    "or store the skill (`plait skills add FILE`) and name it: `skill: NAME`",
                 )
             )
     return found

@@ -67,8 +67,8 @@ def check_config(config: PlaitConfig) -> ConfigReport:
     by_id = {s.provider.id: s for s in providers}
     roles: list[RoleStatus] = []
     problems: list[str] = []
-    for role, targets in config.roles.items():
-        rows = tuple((target, by_id[target.partition("/")[0]].problems) for target in targets)
+    for role in config.roles:
+        rows = tuple((target, by_id[target.partition("/")[0]].problems) for target in config.ordered(role))
         status = RoleStatus(role, rows)
         roles.append(status)
         if status.resolves_to is None:

@@ -447,5 +447,9 @@ def _estimate_tokens(request: ChatRequest, counter: TokenCounter) -> int:
 
 
 def roles_of(provider: Provider | None) -> dict[str, tuple[str, ...]]:
-    """The roles a provider routes (a pool's plait.toml roles; none for a single provider)."""
+    """The roles a provider routes (a pool's plait.toml roles, as the settings in force change
+    them; none for a single provider)."""
+    from plait.llm.following import serving
+
+    provider = serving(provider)
     return dict(provider.config.roles) if isinstance(provider, ProviderPool) else {}

@@ -50,6 +50,9 @@ class SkillScope(PlaitModel):
     """`__{skill node id}__`: the inlined node ids start with it; its templates use the ids without it."""
     inputs: dict[str, Any] = Field(default_factory=dict)
     """The SKILL node's `inputs` (templates over the parent graph): what `input` means inside the skill."""
+    skill: str | None = None
+    """The stored skill expanded here, `name@version` (None: a skill file), so a stored graph says
+    which version it inlined."""
 
 
 class NodeBase(PlaitModel):

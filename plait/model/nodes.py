@@ -376,7 +376,8 @@ class SkillNode(NodeBase):
 
     type: Literal[NodeType.SKILL] = NodeType.SKILL
     skill: NonEmptyStr
-    """A skill graph file relative to this file (stored skills come with the skills store)."""
+    """A skill graph file relative to this file (a path: a `/` or a .yaml/.yml/.json name), or a
+    stored skill: `name` (its newest version when the graph is compiled) or `name@N`."""
     inputs: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -1,7 +1,8 @@
 """What of a long conversation the chat's designer reads, and what the chat remembers of it.
 
-Up to `COMPRESS_AT` of `HISTORY_TOKENS` the conversation goes in whole. Past it, the budget is
-split `SPLIT`: the newest turns verbatim, a bounded running summary of the older ones (each
+Up to `compress_at` of `history_tokens` (`[context]` of the settings in force: a change made
+while the server runs applies to the next turn) the conversation goes in whole. Past it, the
+budget is split by the three shares: the newest turns verbatim, a bounded running summary of the older ones (each
 turn's first sentence, newest first until its share is spent), and the facts the chat's memory
 recalls for the request. Which turns, summaries and facts went in is returned with the text, and
 the chat records it in the designer run's input, so a run says what it was shown.
@@ -19,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from plait.config import ContextConfig, context_settings
 from plait.llm.tokens import EstimateCounter
 from plait.model.enums import RunStatus
 from plait.runs._designer import message_line
@@ -27,15 +29,16 @@ from plait.runs.start import start_run
 from plait.store import Store
 from plait.store.chat import ChatMessage, ChatSession
 
-HISTORY_TOKENS = 750
-"""The conversation's share of the designer's prompt, in tokens (estimated: ~4 characters each):
-small, so that it fits beside the draft and the catalog in a small model's context too."""
-COMPRESS_AT = 0.8
-SPLIT = (0.60, 0.15, 0.25)
-"""Recent turns verbatim, the running summary, recalled facts. The facts' share is the larger of
-the two older ones: the summary's first sentences are of turns whose facts are remembered
-anyway, and a fact recalled just past a smaller share was the answer lost most often
-(bench/memory.py). What the facts leave unspent goes to the summary."""
+HISTORY_TOKENS = ContextConfig().history_tokens
+"""The default of the conversation's share of the designer's prompt, in tokens (estimated: ~4
+characters each): small, so that it fits beside the draft and the catalog in a small model's
+context too (`[context] history_tokens`)."""
+COMPRESS_AT = ContextConfig().compress_at
+SPLIT = ContextConfig().split
+"""The default shares: recent turns verbatim, the running summary, recalled facts. The facts'
+share is the larger of the two older ones: the summary's first sentences are of turns whose
+facts are remembered anyway, and a fact recalled just past a smaller share was the answer lost
+most often (bench/memory.py). What the facts leave unspent goes to the summary."""
 SUMMARY_CHARS = 160
 """An older turn's share of the summary: its first sentence, at most this long."""
 EXTRACT = "plait.memory_extract"
@@ -69,15 +72,17 @@ class Shown:
 
 
 def conversation_shown(store: Store, session: ChatSession, messages: list[ChatMessage], request: str) -> Shown:
-    """The conversation before the request within `HISTORY_TOKENS`, as the module doc says."""
+    """The conversation before the request within `history_tokens`, as the module doc says."""
+    context = context_settings()
+    budget, (recent_share, summary_share, facts_share) = context.history_tokens, context.split
     lines = [(m.seq, line) for m in messages if (line := message_line(m)) is not None]
     total = sum(_COUNTER.count(line) for _, line in lines)
-    if total <= COMPRESS_AT * HISTORY_TOKENS:
+    if total <= context.compress_at * budget:
         return Shown("\n".join(line for _, line in lines) or "(this is the first message)", [s for s, _ in lines])
-    recent, older = _newest_within(lines, SPLIT[0] * HISTORY_TOKENS)
-    facts, fact_ids = _facts(store, session, request, SPLIT[2] * HISTORY_TOKENS)
-    unspent = SPLIT[2] * HISTORY_TOKENS - _COUNTER.count(facts)  # few facts yet: the summary takes the rest
-    summary, summarised = _summary(older, SPLIT[1] * HISTORY_TOKENS + unspent)
+    recent, older = _newest_within(lines, recent_share * budget)
+    facts, fact_ids = _facts(store, session, request, facts_share * budget)
+    unspent = facts_share * budget - _COUNTER.count(facts)  # few facts yet: the summary takes the rest
+    summary, summarised = _summary(older, summary_share * budget + unspent)
     parts = [
         "Earlier in this conversation (first sentences):\n" + (summary or "(nothing kept)"),
         "Remembered facts:\n" + (facts or "(none recalled)"),
@@ -150,9 +155,10 @@ def _leaving(store: Store, session_id: str) -> tuple[dict[str, Any], list[int]] 
         return None
     messages = store.chat.latest_messages(session_id)[:-1]
     lines = [(m.seq, line) for m in messages if (line := message_line(m)) is not None]
-    if sum(_COUNTER.count(line) for _, line in lines) <= COMPRESS_AT * HISTORY_TOKENS:
+    context = context_settings()
+    if sum(_COUNTER.count(line) for _, line in lines) <= context.compress_at * context.history_tokens:
         return None
-    _recent, older = _newest_within(lines, SPLIT[0] * HISTORY_TOKENS)
+    _recent, older = _newest_within(lines, context.recent_share * context.history_tokens)
     leaving = [(seq, line) for seq, line in older if seq > session.memory_seq][:MAX_EXTRACTED_TURNS]
     if not leaving:
         return None

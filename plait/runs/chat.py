@@ -38,6 +38,7 @@ from plait.compile.operations import apply_operations
 from plait.engine.run_input import stored_graph
 from plait.errors import PlaitError, Refusal
 from plait.evolve.fork import fork_graph
+from plait.evolve.skills import skill_source
 from plait.evolve.upload import UploadMode, check_upload, save_upload
 from plait.model.enums import RunStatus, SourceType
 from plait.model.graph import GraphDef
@@ -252,7 +253,7 @@ class Chat:
 
     def _check(self, document: dict[str, Any]) -> list[Diagnostic]:
         """The compiler's errors for `document`, and what this process could not execute."""
-        result = check_upload(document)
+        result = check_upload(document, skills=skill_source(self.store))
         if not result.valid or result.expanded is None:
             return list(result.errors)
         try:

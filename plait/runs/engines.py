@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from plait.engine.runner import Engine
@@ -32,12 +33,24 @@ class RunEngines:
     leases, MCP servers, MAP spreading), opened as a run session opens its engine (`open_engine`:
     child runs settled into their parents)."""
 
-    def __init__(self, store: Store, provider: Provider | None, *, llm: Selection, here: str, **options: Any):
+    def __init__(
+        self,
+        store: Store,
+        provider: Provider | None,
+        *,
+        llm: Selection,
+        here: str,
+        before_run: Callable[[], None] | None = None,
+        **options: Any,
+    ):
         """`provider`, `llm`: the process's own model and the selection it stands for;
         `here`: the process in a refusal's words ("this server", "this worker");
+        `before_run`: called as each run is about to execute (where a process following the
+        settings looks at their revision: `plait.runs.settings_in_force`);
         `options`: the rest of every engine's arguments (`Engine`)."""
         self.store = store
         self.here = here
+        self._before_run = before_run
         self._options = options
         self.default = open_engine(store, provider, llm=llm, **options)
         self._others: dict[str, Engine] = {}
@@ -48,6 +61,8 @@ class RunEngines:
         """The engine for the model the run executes on. It reads the run and may build a
         provider: call it off the event loop. Raises LlmConfigError when that model cannot be
         used here, naming it and why."""
+        if self._before_run is not None:
+            self._before_run()
         selection = self.store.runs.get(run_id).llm
         if selection is None or selection == self.default.llm:
             return self.default

@@ -251,6 +251,22 @@ SETTING = Table(
 )
 """Store-wide facts worth one indexed read (e.g. which system graphs were last synced)."""
 
+SETTINGS_CHANGE = Table(
+    "plait_settings_change",
+    METADATA,
+    Column("revision", Integer, primary_key=True, autoincrement=False),
+    _required("at", Double),
+    _required("by", String(200)),
+    _optional("note", Text),
+    _required("overlay_json", Json),
+    _required("previous_json", Json),
+    _optional("reverts", Integer),
+)
+"""Every change of the settings made while the server runs (plait/config/overlay.py): the whole
+overlay over plait.toml after it (the newest row's is in force) and before it, who made it and
+why. `revision` counts from 1 and is written as the one read plus one, so of two changes made
+on the same revision one is refused; `reverts` names the change a revert undid."""
+
 API_TOKEN = Table(
     "plait_api_token",
     METADATA,
@@ -432,4 +448,5 @@ def full_metadata() -> MetaData:
     return METADATA
 
 
+import plait.store.skill_models  # noqa: E402, F401  (registers its tables)
 from plait.store import chat_models, evaluation_models, knowledge_models  # noqa: E402, F401  (register their tables)

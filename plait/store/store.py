@@ -30,6 +30,8 @@ from plait.store.run_admin import RunAdmin
 from plait.store.runs import RunRepository
 from plait.store.schedules import ScheduleRepository
 from plait.store.settings import SettingsRepository
+from plait.store.settings_changes import SettingsChanges
+from plait.store.skills import SkillRepository
 from plait.store.templates import TemplateRepository
 from plait.store.tokens import TokenRepository
 from plait.store.url import database_url, parse_url, redact
@@ -60,6 +62,8 @@ class Store:
     cache: CacheRepository
     ledger: LedgerRepository
     settings: SettingsRepository
+    settings_changes: SettingsChanges
+    """The settings changed while the server runs (`plait.runs.settings`)."""
     tokens: TokenRepository
 
     def __init__(self, url: str | None = None, *, migrate: bool = True) -> None:
@@ -91,6 +95,7 @@ class Store:
         self.cache = CacheRepository(self.db)
         self.ledger = LedgerRepository(self.db)
         self.settings = SettingsRepository(self.db)
+        self.settings_changes = SettingsChanges(self.db)
         self.tokens = TokenRepository(self.db)
         self.templates = TemplateRepository(self.db)
         self.batches = BatchRepository(self.db)
@@ -103,6 +108,7 @@ class Store:
         self.knowledge_index = KnowledgeIndex(self.db)
         self.memory = MemoryRepository(self.db)
         self.evaluations = EvaluationRepository(self.db)
+        self.skills = SkillRepository(self.db)
         self._checkpointer = Checkpointer(self.db) if _wal_file(self.db) else None
         if self._checkpointer is not None:  # a store dropped without close() still stops its thread
             weakref.finalize(self, self._checkpointer.close)

@@ -2,6 +2,10 @@
 process executes on the same model shares one `Engine` (one provider pool, one store); Celery's
 threads hand it runs and wait for them.
 
+Without `--llm`, the worker's own model follows the settings (`plait.runs.settings_in_force`):
+plait.toml with the changes made while the deployment runs over it, looked at as each run
+starts and at most every second before a model call, so a change applies here without a restart.
+
 A run executes on the model it records (`llm` of its record, the one it was started or last
 continued on: `plait.runs.model_choice`), as on the server: a run on the worker's own model
 (`--llm`/`--config`, else plait.toml, else the embedded model) or on none recorded goes to the
@@ -36,9 +40,11 @@ from plait.engine.events import EventBus, RunFailed
 from plait.engine.outcome import EngineError
 from plait.engine.spread import Spread
 from plait.engine.streaming import FOLLOWED, StreamChoice
+from plait.llm.provider import Provider
 from plait.llm.select import LlmConfigError
 from plait.model.enums import TERMINAL_RUN_STATUSES, RunStatus
 from plait.runs.engines import RunEngines, refuse
+from plait.runs.settings_in_force import SettingsInForce, following_provider
 from plait.store import Store
 from plait.worker.app import WorkerSettings
 from plait.worker.events import CONTROL, EventFollower, EventPublisher, signing_key
@@ -67,7 +73,14 @@ class WorkerRuntime:
         self.publisher = EventPublisher(settings.broker, settings.queue, key)
         self.bus = bus = EventBus()
         bus.subscribe(self.publisher)
-        provider = provider_from_spec(settings.llm, settings.config)
+        # without --llm, the runs here follow the settings: plait.toml with the store's changes over it
+        self.in_force = SettingsInForce(self.store, settings.config) if settings.llm is None else None
+        """The settings this worker's runs follow (None: `--llm` chose one model)."""
+        self._unfollow = self.in_force.follow() if self.in_force is not None else None
+        if self.in_force is not None:
+            provider: Provider | None = following_provider(self.in_force)
+        else:
+            provider = provider_from_spec(settings.llm, settings.config)
         own = describe(settings.llm, settings.config)  # the runs recorded on it go to the worker's engine
         servers = configured_servers(settings.config)
 
@@ -75,10 +88,13 @@ class WorkerRuntime:
         """Called when the engine announced MAP items: the process's relay sends them at once."""
         spread = Spread(lambda: self.nudge(), settings.spread_grace_s) if settings.spread_map else None
 
+        in_force = self.in_force
+
         async def build() -> RunEngines:
             return RunEngines(self.store, provider, llm=own, here="this worker", events=bus,
-                              lease_ttl_s=settings.lease_ttl_s, mcp_servers=servers,
-                              spread=spread)  # fmt: skip
+                              lease_ttl_s=settings.lease_ttl_s, mcp_servers=servers, spread=spread,
+                              before_run=in_force.check if in_force is not None else None,
+                              resources=in_force.resources if in_force is not None else None)  # fmt: skip
 
         self.engines = asyncio.run_coroutine_threadsafe(build(), self.loop).result()
         """The worker's engine, and one per other model the runs executed here record."""
@@ -193,4 +209,6 @@ class WorkerRuntime:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         self.publisher.close()
+        if self._unfollow is not None:
+            self._unfollow()
         self.store.close()

@@ -4,6 +4,7 @@ fork, diff, merge; and their refusals (404, 403, 409, 422)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -63,6 +64,19 @@ def test_skill_nodes_are_refused_in_uploads(api: Api) -> None:
     refused = api.client.post("/api/graphs", json={"graph": graph})
     assert refused.status_code == 422
     assert refused.json()["error"]["details"][0]["code"] == "skill_in_upload"
+
+
+def test_a_graph_file_named_inside_an_uploaded_body_is_refused_unread(api: Api, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.yaml"
+    secret.write_text(yaml.safe_dump({"plait": 1, "id": "marker_in_secret", "nodes": [
+        {"id": "t", "type": "TRANSFORM", "transform_expr": "current"}]}))  # fmt: skip
+    inner = {"nodes": [{"id": "inner", "type": "SUBGRAPH", "graph": str(secret)}], "edges": []}
+    graph = {"plait": 1, "id": "reaching", "nodes": [{"id": "outer", "type": "LOOP", "while_expr": "false",
+                                                      "body": inner}]}  # fmt: skip
+    refused = api.client.post("/api/graphs", json={"graph": graph})
+    assert refused.status_code == 422
+    assert "file_in_content" in [d["code"] for d in refused.json()["error"]["details"]]
+    assert "marker_in_secret" not in refused.text
 
 
 def test_update_stores_a_new_version_and_versions_lists_them(api: Api) -> None:

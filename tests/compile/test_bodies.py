@@ -88,3 +88,27 @@ def test_a_map_or_loop_inputs_template_may_read_the_item_and_the_loop(tmp_path: 
     edges = [{"source": "m", "target": "l"}, {"source": "l", "target": "s"}]
     result = compile_file(write(tmp_path, "g.yaml", {"id": "g", "nodes": nodes, "edges": edges}))
     assert [(d.code, d.node_id) for d in result.errors] == [("bad_template_path", "s")]  # no item outside a MAP
+
+
+def test_content_without_a_file_reads_no_graph_file_it_names_however_deep(tmp_path: Path) -> None:
+    """An upload, a model's draft or a stored document has no folder: a file it names, at the
+    top or inside an inline body, is refused without being read (it could be any file the
+    server can read)."""
+    from plait.compile.compiler import compile_data
+
+    secret = write(tmp_path, "secret.yaml", {"id": "secret_marker_graph", **STEP})
+    top = {"plait": 1, "id": "top", "nodes": [{"id": "s", "type": "SUBGRAPH", "graph": str(secret)}]}
+    nested = {
+        "plait": 1,
+        "id": "nested",
+        "nodes": [{"id": "outer", "type": "SUBGRAPH", "body": {"nodes": [{"id": "inner", "type": "SUBGRAPH",
+                                                                          "graph": str(secret)}], "edges": []}}],
+    }  # fmt: skip
+    for data in (top, nested):
+        result = compile_data(data)
+        assert "file_in_content" in [d.code for d in result.errors], result.errors
+        assert "secret_marker_graph" not in repr(result)
+    skill = {"plait": 1, "id": "skilled", "nodes": [{"id": "k", "type": "SKILL", "skill": str(secret)}]}
+    assert [d.code for d in compile_data(skill).errors] == ["skill_in_upload"]
+    from_file = write(tmp_path, "main.yaml", {"id": "main", "nodes": top["nodes"]})
+    assert compile_file(from_file).errors == []  # a graph file may name its neighbours: the person owns both

@@ -1,8 +1,8 @@
-"""Resource-aware decisions before a new run starts: the seed's defaults (disk under 1 GB rejects,
-memory over 85 % queues, CPU over 80 % queues briefly and only while runs are in flight, the
-providers' free capacity under 20 % queues), each action (queue until the resource frees, pause,
-degrade to `[pool] degrade_to`, reject), every decision recorded on the run with its probe; the
-probe itself reads the real machine."""
+"""Resource-aware decisions before a new run starts (before each node:
+tests/engine/test_node_resources.py): the defaults (disk under 1 GB rejects, memory over 85 %
+queues, the providers' free capacity under 20 % queues), each action (queue until the resource
+frees, pause, degrade to `[pool] degrade_to`, reject), every decision recorded on the run with
+its probe; the probe itself reads the real machine."""
 
 from __future__ import annotations
 
@@ -50,8 +50,7 @@ def gate_of(store: Store, probes: list[Probe], in_flight: int = 0, **config: Any
         (seen(disk_free_gb=0.5), 0, ("reject", "disk")),
         (seen(memory_percent=90), 0, ("queue", "memory")),
         (seen(capacity_percent=10), 0, ("queue", "capacity")),
-        (seen(cpu_percent=95), 3, ("queue", "cpu")),
-        (seen(cpu_percent=95), 0, None),  # an idle engine does not wait for someone else's load
+        (seen(cpu_percent=95), 3, None),  # the CPU is decided node by node (tests/engine/test_node_resources.py)
         (seen(disk_free_gb=0.5, memory_percent=90), 0, ("reject", "disk")),  # disk first
         (CALM, 5, None),
     ],
@@ -67,7 +66,6 @@ def test_the_seeds_defaults_decide(store: Store, probe_seen: Probe, in_flight: i
         (seen(capacity_percent=10), None),
         (seen(memory_percent=90), ("queue", "memory")),
         (seen(disk_free_gb=0.5), ("reject", "disk")),
-        (seen(cpu_percent=95), ("queue", "cpu")),
     ],
 )
 def test_a_caller_that_bounds_its_runs_itself_is_not_queued_for_provider_capacity(
@@ -115,9 +113,11 @@ def test_a_run_queued_past_the_limit_starts_anyway_saying_so(store: Store, tmp_p
     started = time.monotonic()
     assert drive(engine, run_id).status == RunStatus.COMPLETED
     assert time.monotonic() - started >= 0.5
-    last = store.decisions.of_run(run_id)[-1]
-    assert (last.action, last.rule) == ("execute", "capacity")
-    assert "the most a run waits" in last.reason
+    on_run = [d for d in store.decisions.of_run(run_id) if d.node_id is None]
+    assert (on_run[-1].action, on_run[-1].rule) == ("execute", "capacity")
+    assert "the most a run waits" in on_run[-1].reason
+    on_node = [(d.action, d.rule, d.node_id) for d in store.decisions.of_run(run_id) if d.node_id is not None]
+    assert on_node == [("queue", "capacity", "a"), ("execute", "capacity", "a")]  # its model call is decided too
 
 
 def test_low_disk_rejects_a_new_run_with_the_reason(store: Store, tmp_path: Path) -> None:
@@ -133,13 +133,15 @@ def test_low_disk_rejects_a_new_run_with_the_reason(store: Store, tmp_path: Path
 
 
 def test_a_run_paused_for_resources_is_resumed_as_any_paused_run(store: Store, tmp_path: Path) -> None:
+    """Resumed once memory is back, it completes (resumed while memory is still short, its
+    first node pauses it again: tests/engine/test_node_resources.py)."""
     run_id, provider = new_run(store, tmp_path)
     engine = Engine(store, provider)
     engine.gate = gate_of(store, [seen(memory_percent=99)], on_memory="pause")
     assert drive(engine, run_id).status == RunStatus.PAUSED
     again = Engine(store, provider)
-    again.gate = gate_of(store, [seen(memory_percent=99)], on_memory="pause")
-    assert drive(again, run_id).status == RunStatus.COMPLETED  # resuming is a person's decision
+    again.gate = gate_of(store, [CALM], on_memory="pause")
+    assert drive(again, run_id).status == RunStatus.COMPLETED
 
 
 def test_a_degraded_run_sends_its_model_calls_to_degrade_to(store: Store, tmp_path: Path) -> None:

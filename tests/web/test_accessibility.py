@@ -59,6 +59,9 @@ def story(server: Served) -> tuple[Served, str, str, str]:
         ("#/knowledge", "form[aria-labelledby='new-kb']"),
         ("#/memory/chat:s1?fact={fact}", "form[aria-labelledby='correct-fact']"),  # the facts, a history, the form
         ("#/evaluations/{evaluation}", "table[aria-label='Fields of case #1']"),  # verdict, promotion, cases
+        ("#/skills", "table[aria-label='Skills']"),
+        ("#/settings?tab=providers", "table[aria-label='Providers']"),
+        ("#/settings?tab=scheduling", "[role='group'][aria-label='Resources']"),
     ],
 )
 def test_no_accessibility_violation(story: tuple[Served, str, str, str], page: Any, route: str, ready: str) -> None:

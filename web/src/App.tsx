@@ -16,6 +16,8 @@ import { RunsPage } from "./pages/Runs";
 import { SchedulePage } from "./pages/Schedule";
 import { SchedulesPage } from "./pages/Schedules";
 import { ScriptsPage } from "./pages/Scripts";
+import { SettingsPage } from "./pages/Settings";
+import { SkillPage, SkillsPage } from "./pages/Skills";
 
 const NAV = [
   ["graphs", "Graphs"],
@@ -25,6 +27,8 @@ const NAV = [
   ["scripts", "Scripts"],
   ["knowledge", "Knowledge"],
   ["memory", "Memory"],
+  ["skills", "Skills"],
+  ["settings", "Settings"],
 ] as const;
 
 export function App() {
@@ -118,6 +122,10 @@ function Page({ page, params, query }: { page: string; params: string[]; query: 
       return params[0] ? <KnowledgeBasePage name={params[0]} document={query.get("document")} /> : <KnowledgePage />;
     case "memory":
       return <MemoryPage scope={params[0] ?? null} fact={query.get("fact")} all={query.get("show") === "all"} />;
+    case "skills":
+      return params[0] ? <SkillPage name={params[0]} version={query.get("version")} /> : <SkillsPage />;
+    case "settings":
+      return <SettingsPage tab={query.get("tab")} />;
     default:
       return <ErrorView error={new Error(`no page '${page}': choose one above`)} />;
   }

@@ -17,6 +17,7 @@ from plait.api.state import ServerState, get_state
 from plait.api.wording import for_http
 from plait.engine.ledger import ledger_json
 from plait.engine.run_input import check_input
+from plait.evolve.skills import skill_source
 from plait.evolve.upload import check_upload
 from plait.llm.pool import roles_of
 from plait.llm.types import ProviderError
@@ -54,9 +55,10 @@ class ReplayIn(BaseModel):
 
 
 @router.post("/graphs/validate", response_model=ValidationOut)
-def validate(body: GraphSource) -> ValidationOut:
-    """Every check of `plait validate` on a graph sent as content; nothing is stored."""
-    result = check_upload(body.content, as_json=body.as_json)
+def validate(state: State, body: GraphSource) -> ValidationOut:
+    """Every check of `plait validate` on a graph sent as content (stored skills expanded from
+    the store); nothing is stored."""
+    result = check_upload(body.content, as_json=body.as_json, skills=skill_source(state.store))
     return ValidationOut(**result.to_json())
 
 

@@ -13,6 +13,7 @@ from plait.api.state import ServerState, get_state
 from plait.config import DEFAULT_ROLE, resources_settings
 from plait.engine.resources import probe
 from plait.llm.check import check_config, report_json
+from plait.llm.following import serving
 from plait.llm.pool import ProviderPool
 from plait.llm.provider import Provider
 
@@ -37,8 +38,10 @@ def providers(state: State) -> ProvidersOut:
     """The provider in use and, with a plait.toml, its providers, models, roles and MCP servers
     as `plait config check --json` reports them (never a secret: key names, not values), and
     each provider's load now: calls in flight and queued, the current minute against rpm/tpm."""
-    provider = state.provider
-    report = report_json(check_config(state.config)) if state.config is not None else None
+    provider = serving(state.provider)  # the pool of the settings in force
+    config = state.settings_in_force.config() if state.settings_in_force is not None else None
+    config = config if config is not None and config.source is not None else state.config
+    report = report_json(check_config(config)) if config is not None else None
     rows = [ProviderLoad(**row) for row in provider.load()] if isinstance(provider, ProviderPool) else None
     name = provider.name if provider is not None else None
     return ProvidersOut(provider=name, roles=_roles(provider), config=report, load=rows)

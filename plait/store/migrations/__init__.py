@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent
-HEAD_REVISION = "0018"
+HEAD_REVISION = "0020"
 """Lets `Store()` see "already up to date" with one query instead of loading Alembic."""
 VERSION_TABLE = "plait_alembic_version"
 """Not `alembic_version`: a PostgreSQL database shared with another Alembic-managed app must not clash."""

@@ -24,6 +24,11 @@ const ROUTES: [RegExp, string][] = [
   [/GET \/api\/graphs\b(?!\/)/g, "the Graphs page"],
   [/GET \/api\/kb\/[^/\s]+\/documents\b(?!\/)/g, "the base's Documents table"],
   [/GET \/api\/kb\b(?!\/)/g, "the Knowledge page"],
+  [/(?:GET|POST) \/api\/settings\/history\S*/g, "the History on the Settings page"],
+  [/PUT \/api\/settings\b/g, "Save on the Settings page"],
+  [/GET \/api\/settings\b/g, "the Settings page"],
+  [/GET \/api\/skills\/[A-Za-z0-9_{}@-]+(?![A-Za-z0-9_{}@/-])/g, "the skill's page (Skills)"],
+  [/GET \/api\/skills\b(?!\/)/g, "the Skills page"],
 ];
 
 const HTTP = /\b(?:GET|POST|PUT|PATCH|DELETE) \/api\/\S*|\?raw=true|\/docs\b/;

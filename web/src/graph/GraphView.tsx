@@ -22,7 +22,7 @@ import {
 } from "@xyflow/react";
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { BOX_H, BOX_W, type Layout, layout, routeKey } from "./layout";
-import { type BoxData, type DiffMark, END, type GraphDoc, placed, source, target, toFlow } from "./model";
+import { type BoxData, type DiffMark, END, type GraphDoc, NODE_MIME, placed, source, target, toFlow } from "./model";
 import { Overview } from "./Overview";
 import { RoutedEdge } from "./RoutedEdge";
 
@@ -191,6 +191,8 @@ export interface GraphViewProps {
   onRemoved?: (nodeIds: string[], edgeIds: string[]) => void;
   /** Filled with a function that gives a free spot for a new node (in view, on no other box). */
   freeSpot?: { current: (() => { x: number; y: number }) | null };
+  /** A node dragged in from the palette (`NODE_MIME`: its fields) and dropped at `at`. */
+  onDropNode?: (fields: { type: string; [field: string]: unknown }, at: { x: number; y: number }) => void;
   /** A node to bring into view (a node just added). */
   focus?: string | null;
   statuses?: Record<string, string>;
@@ -216,7 +218,7 @@ const NONE: Record<string, never> = {};
 
 function Canvas(props: GraphViewProps) {
   const { graph, statuses = NONE, problems = NONE, marks = NONE, markNotes = NONE, selected = null, onSelect } = props;
-  const { editable = false, onMoved, onConnected, onRemoved, freeSpot, focus } = props;
+  const { editable = false, onMoved, onConnected, onRemoved, freeSpot, focus, onDropNode } = props;
   const viewport = useReactFlow();
   const frame = useRef<HTMLDivElement>(null);
   const [frameSize, setFrameSize] = useState<{ width: number; height: number } | null>(null);
@@ -370,7 +372,24 @@ function Canvas(props: GraphViewProps) {
     );
   }
   return (
-    <div className="canvas" data-testid="canvas" data-nodes={nodes.length} ref={frame}>
+    <div
+      className="canvas"
+      data-testid="canvas"
+      data-nodes={nodes.length}
+      ref={frame}
+      onDragOver={(event) => {
+        if (!editable || !onDropNode || !event.dataTransfer.types.includes(NODE_MIME)) return;
+        event.preventDefault();
+        event.dataTransfer.dropEffect = "copy";
+      }}
+      onDrop={(event) => {
+        const data = editable && onDropNode ? event.dataTransfer.getData(NODE_MIME) : "";
+        if (!data) return;
+        event.preventDefault();
+        const at = viewport.screenToFlowPosition({ x: event.clientX, y: event.clientY });
+        onDropNode!(JSON.parse(data), { x: at.x - BOX_W / 2, y: at.y - BOX_H / 2 });
+      }}
+    >
       {nodes.length === 0 ? (
         <p className="canvas-empty" role="status">
           {editable ? "No nodes yet: add one from the palette on the left." : "This graph has no nodes."}

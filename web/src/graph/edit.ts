@@ -72,13 +72,21 @@ export function compact(graph: GraphDoc): GraphDoc {
   return { ...strip(graph), nodes: graph.nodes.map(strip), edges: graph.edges.map(strip) };
 }
 
-export function addNode(graph: GraphDoc, type: string, at: { x: number; y: number }): { graph: GraphDoc; id: string } {
-  const base = type.toLowerCase();
+/** A new node of `type` at `at`, with its type's starting fields and then `fields` (a SKILL
+ * dragged in: its skill and inputs). Its id comes from its type, or from the skill's name. */
+export function addNode(
+  graph: GraphDoc,
+  type: string,
+  at: { x: number; y: number },
+  fields: Partial<GraphNodeDef> = {},
+): { graph: GraphDoc; id: string } {
+  const named = typeof fields.skill === "string" ? fields.skill.split("@")[0] : type;
+  const base = named.toLowerCase().replace(/[^a-z0-9_]+/g, "_").replace(/^_+|_+$/g, "") || "node";
   const taken = new Set(graph.nodes.map((n) => n.id));
   let n = 1;
   while (taken.has(`${base}_${n}`)) n += 1;
   const id = `${base}_${n}`;
-  const node: GraphNodeDef = { id, type, ...STARTERS[type], position: { x: Math.round(at.x), y: Math.round(at.y) } };
+  const node: GraphNodeDef = { id, type, ...STARTERS[type], ...fields, position: { x: Math.round(at.x), y: Math.round(at.y) } };
   return { graph: { ...graph, nodes: [...graph.nodes, node] }, id };
 }
 

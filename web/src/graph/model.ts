@@ -33,6 +33,9 @@ export interface GraphDoc {
 
 export const END = "END";
 
+/** The drag data of a node dropped on the canvas from the palette: the node's fields as JSON. */
+export const NODE_MIME = "application/x-plait-node";
+
 /** What a draft does to a node or an edge, drawn over the graph. */
 export type DiffMark = "added" | "removed" | "changed";
 

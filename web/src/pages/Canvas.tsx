@@ -7,7 +7,7 @@ import { ErrorView, Hint } from "../components/ErrorView";
 import { useApi, when } from "../components/useApi";
 import { GraphView } from "../graph/GraphView";
 import { addNode, compact, connect, moveNode, removeEdges, removeNodes, renameNode, tidy, updateNode } from "../graph/edit";
-import { edgeId, type GraphDoc } from "../graph/model";
+import { edgeId, type GraphDoc, type GraphNodeDef } from "../graph/model";
 import { go, href, replaceQuery } from "../router";
 import { OverlayNote } from "./Chat";
 import { ChatPanel } from "./chat/ChatPanel";
@@ -172,9 +172,9 @@ export function CanvasPage({
   const node = draft.nodes.find((n) => n.id === selected.node);
   const edge = draft.edges.find((e) => edgeId(e) === selected.edge);
 
-  function add(type: string) {
+  function add(type: string, fields: Partial<GraphNodeDef> = {}, at?: { x: number; y: number }) {
     if (!draft) return;
-    const made = addNode(draft, type, freeSpot.current?.() ?? { x: 0, y: 0 });
+    const made = addNode(draft, type, at ?? freeSpot.current?.() ?? { x: 0, y: 0 }, fields);
     commit(made.graph);
     setSelected({ node: made.id, edge: null });
     setFocus(made.id);
@@ -303,6 +303,7 @@ export function CanvasPage({
             editable={editable}
             freeSpot={freeSpot}
             focus={focus}
+            onDropNode={({ type, ...fields }, at) => add(type, fields, at)}
             onSelect={(n, e) => {
               setSelected({ node: n, edge: e });
               if (n || e) setTab("selection");

@@ -8,6 +8,7 @@ import { useApi, when } from "../components/useApi";
 import { END, type GraphDoc, source, target } from "../graph/model";
 import { schemaErrors } from "../schema/check";
 import { Head, Notice } from "../components/bits";
+import { Decisions, decisionsOf, ofNode } from "./Decisions";
 
 type NodeRun = Schemas["NodeRunOut"];
 type Detail = Schemas["NodeRunDetailOut"];
@@ -71,6 +72,7 @@ export function NodePanel(props: {
       </h2>
       {/* The page's read of the run may predate the node's start: its answer shows all the same. */}
       {!current ? live ? <AnswerSoFar answer={live} /> : <p className="muted">Not executed in this run.</p> : null}
+      <Decisions decisions={ofNode(decisionsOf(run), nodeId, nodeRuns.map((n) => n.id))} label="Scheduling decisions" />
       {current ? (
         <>
           <p>
@@ -99,7 +101,7 @@ export function NodePanel(props: {
           ) : (
             <>
               <h3>Effective output</h3>
-              <pre data-testid="effective-output">{JSON.stringify(current.effective_output, null, 2)}</pre>
+              <pre data-testid="effective-output" tabIndex={0}>{JSON.stringify(current.effective_output, null, 2)}</pre>
             </>
           )}
           {current.override !== null && current.override !== undefined ? (

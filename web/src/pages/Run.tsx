@@ -9,6 +9,7 @@ import { useApi, when } from "../components/useApi";
 import { GraphView } from "../graph/GraphView";
 import { END, type GraphDoc, reached } from "../graph/model";
 import { href, replaceWith } from "../router";
+import { Decisions, decisionsOf, PausedBanner } from "./Decisions";
 import { Ledger } from "./Ledger";
 import { RunDiff } from "./RunDiff";
 
@@ -126,6 +127,7 @@ export function RunPage({ runId }: { runId: string }) {
       <ErrorView error={problem ?? graph.error} onDismiss={problem ? () => setProblem(null) : undefined} />
       {detail.error ? <RunFailure error={detail.error as Record<string, unknown>} nodes={current} /> : null}
       <OutdatedBanner detail={detail} />
+      <PausedBanner status={detail.status} decisions={decisionsOf(detail)} nodes={detail.nodes} />
       {detail.stale.length ? (
         <p className="warning" role="status">
           Stale: {detail.stale.join(", ")}. They read a value that was corrected since; rerun them to bring them up to date.
@@ -236,6 +238,7 @@ function RunSummary({ detail }: { detail: Detail }) {
   return (
     <div className="fields">
       <p className="muted">Select a node to see what it was given, what it answered, and to correct it.</p>
+      <Decisions decisions={decisionsOf(detail).filter((d) => !d.node_id && !d.node_run_id)} label="Scheduling decisions on the run" />
       <h2>Input</h2>
       <pre>{JSON.stringify(detail.input, null, 2)}</pre>
       {detail.output !== null && detail.output !== undefined ? (

@@ -61,6 +61,7 @@ const FIELDS: Record<string, Field[]> = {
     { name: "settings_from", label: "Search settings from the run input (a path such as input.search)", kind: "line" },
   ],
   PARSE: [{ name: "document", label: "Document (its id, as a template)", kind: "template" }],
+  SKILL: [{ name: "skill", label: "Skill (a stored one as name@version, or a skill file)", kind: "line" }],
   CHUNK: [{ name: "max_tokens", label: "Chunk size in tokens (empty: the knowledge base's)", kind: "number" }],
 };
 

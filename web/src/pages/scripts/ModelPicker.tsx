@@ -2,6 +2,7 @@ import { useEffect } from "react";
 import { get, type Schemas } from "../../api/client";
 import { ErrorView } from "../../components/ErrorView";
 import { useApi } from "../../components/useApi";
+import { href } from "../../router";
 
 type Role = Schemas["RoleOut"];
 
@@ -59,6 +60,9 @@ export function ModelPicker({
           <span className="field-label">Model (optional, by name)</span>
           <input value={model} onChange={(e) => onModel(e.target.value)} placeholder="the role's own" spellCheck={false} />
         </label>
+        <span className="muted">
+          Roles and their models are set in <a href={`${href("settings")}?tab=models`}>Settings</a>.
+        </span>
       </div>
       {refused.length ? (
         <ul className="warning refused-roles" aria-label="Roles that cannot be served">

@@ -1,0 +1,1 @@
+import{nn as e,rn as t}from"./index-DkT0LP1F.js";var n=t(e(),1);function r(e){(0,n.useEffect)(()=>{function t(t){t.key===`Escape`&&e()}return window.addEventListener(`keydown`,t),()=>window.removeEventListener(`keydown`,t)},[e])}export{r as t};

@@ -1,1 +1,0 @@
-import{$t as e,en as t}from"./index-YyHPkPR3.js";var n=t(e(),1);function r(e){(0,n.useEffect)(()=>{function t(t){t.key===`Escape`&&e()}return window.addEventListener(`keydown`,t),()=>window.removeEventListener(`keydown`,t)},[e])}export{r as t};

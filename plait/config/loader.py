@@ -57,6 +57,7 @@ from plait.config.providers import (
     PoolConfig,
     ProviderConfig,
     Strict,
+    one_or_many_targets,
 )
 from plait.config.resources import ResourcesConfig
 from plait.config.runs import RunsConfig
@@ -113,12 +114,7 @@ class PlaitConfig(Strict):
     source: str | None = Field(default=None, exclude=True)
     """The file it came from (None: built-in defaults)."""
 
-    @field_validator("roles", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        if isinstance(value, dict):
-            return {role: [targets] if isinstance(targets, str) else targets for role, targets in value.items()}
-        return value
+    _one_or_many = field_validator("roles", mode="before")(one_or_many_targets)
 
     @model_validator(mode="after")
     def _references(self) -> PlaitConfig:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model, field_vali
 
 from plait.config.editable import SECTIONS, ContextConfig, SettingsConfig
 from plait.config.loader import ConfigError, PlaitConfig, _problems
-from plait.config.providers import ModelConfig, Strict
+from plait.config.providers import ModelConfig, Strict, one_or_many_targets
 from plait.config.resources import ResourcesConfig
 from plait.config.sandbox import SandboxConfig
 from plait.config.workflow import ToolsConfig
@@ -98,12 +98,7 @@ class SettingsOverlay(Strict):
     sandbox: SandboxPatch | None = None  # type: ignore[valid-type]
     tools: ToolsPatch | None = None  # type: ignore[valid-type]
 
-    @field_validator("roles", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        if isinstance(value, dict):
-            return {role: [targets] if isinstance(targets, str) else targets for role, targets in value.items()}
-        return value
+    _one_or_many = field_validator("roles", mode="before")(one_or_many_targets)
 
     @model_validator(mode="after")
     def _nothing_empty(self) -> SettingsOverlay:

@@ -54,6 +54,13 @@ class Tokenizer(StrEnum):
     """~4 characters per token."""
 
 
+def one_or_many_targets(value: object) -> object:
+    """`[roles]` as written: a role names one "provider/model" or a list of them in failover order."""
+    if isinstance(value, dict):
+        return {role: [targets] if isinstance(targets, str) else targets for role, targets in value.items()}
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -8,9 +8,9 @@ node, in every run this engine drives: new, resumed, reopened by a correction or
   are decided one by one and hold slots of their own run (a MAP's items are child runs, at most
   its `max_concurrency` at once, each with its own `max_concurrent_nodes`), so no run waits
   for a slot a run below it holds.
-- The CPU rule holds only nodes of `CPU_WORK` (TRANSFORM, CODE, TOOL, PARSE, CHUNK, INDEX,
-  RETRIEVE) of runs their caller does not bound (a MAP's items, a batch's records and a worker's
-  runs are bounded: the CPU work they add is what their caller chose).
+- The CPU rule holds only nodes of `CPU_WORK` (CODE, TOOL, PARSE, CHUNK, INDEX, RETRIEVE) of
+  runs their caller does not bound (a MAP's items, a batch's records and a worker's runs are
+  bounded: the CPU work they add is what their caller chose).
 - A node the gate queues gives its slot back while it waits (re-probing every `RECHECK_S`),
   and takes one again before it is decided anew: a queued node never holds a slot another
   needs. Queued for the CPU it waits at least `cpu_queue_min_s` (the machine's breather), then
@@ -21,8 +21,6 @@ node, in every run this engine drives: new, resumed, reopened by a correction or
   `ResourcesShort`: the engine gives the run up `paused` with the reason, every slot released;
   `plait resume` decides again before each node.
 - Degrade sends the run's model calls to `[pool] degrade_to` and the node executes.
-- While the last probe saw the CPU busy, no expression is evaluated ahead of its node's decision
-  (`may_start_ahead`): a node held for the CPU would have done its work already.
 Every decision but a plain execute is recorded on the node run.
 """
 
@@ -163,13 +161,6 @@ class NodeGate:
             found = Verdict("pause", found.rule, f"{found.reason} (the run had begun: paused, not rejected)")
         await self.gate.record(self.run_id, Verdict("pause", found.rule, found.reason), seen, node_run_id)
         raise ResourcesShort(self.run_id, node.id, found)
-
-    def may_start_ahead(self) -> bool:
-        """Whether a claimed node's expression may be evaluated ahead of its decision
-        (`plait.engine.ahead`): not while the last probe saw the CPU over its threshold, when the
-        node may be held for it (evaluated ahead, its work would be done already)."""
-        last = self.gate.last if self.gate is not None else None
-        return last is None or self.gate is None or last.cpu_percent <= self.gate.config.cpu_percent_max
 
     def _holding(self, slot: bool, *, working: bool) -> Callable[[], None]:
         """The callback giving back what a node holds while it executes (once)."""

@@ -47,10 +47,11 @@ PASSES_MEMORY = 8
 """The least priority that passes the memory and CPU rules (the pool's critical priorities)."""
 PASSES_CAPACITY = 7
 """The least priority that passes the provider capacity rule."""
-CPU_WORK = frozenset({"TRANSFORM", "CODE", "TOOL", "PARSE", "CHUNK", "INDEX", "RETRIEVE"})
+CPU_WORK = frozenset({"CODE", "TOOL", "PARSE", "CHUNK", "INDEX", "RETRIEVE"})
 """The node types whose work is this machine's CPU (a JavaScript or Python program, a parse, an
-embedding), which the CPU rule may hold; a MERGE or a CONDITION's expression is too little work
-to hold back."""
+embedding), which the CPU rule may hold; a MERGE, a TRANSFORM's or a CONDITION's expression is
+too little work to hold back (a graph of forty TRANSFORMs would otherwise wait minutes on a busy
+machine for work of milliseconds)."""
 OK = "ok"
 
 

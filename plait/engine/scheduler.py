@@ -345,9 +345,8 @@ class Scheduler:
         completed = result.phase == Phase.COMPLETED
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
-        ahead = self.admission.may_start_ahead()
         for write in follow:  # their evaluations run while this commit is written
-            if ahead and isinstance(write, Claim):
+            if isinstance(write, Claim):
                 start_ahead(self.state, self.state.nodes[write.node_id].node, self.kernel.runtime)
         remember = cache_put(self.run_id, claimed.id, result)
         last = self._last(follow)

@@ -73,9 +73,9 @@ def decided(store: Store, run_id: str) -> list[tuple[str, str, str | None]]:
     return [(d.action, d.rule, d.node_id) for d in store.decisions.of_run(run_id)]
 
 
-TRANSFORM = {"id": "t", "type": "TRANSFORM", "transform_expr": "({text: 'done'})"}
+WORK = {"id": "t", "type": "CODE", "code": "return {text: 'done'};"}
 CHAIN = [{"source": "t", "target": "a"}, {"source": "a", "target": "END", "schema_id": "text"}]
-"""The TRANSFORM, then an LLM_CALL `a`."""
+"""The CODE node, then an LLM_CALL `a`."""
 
 
 # -- the verdict, pure ----------------------------------------------------------------------------------------
@@ -123,9 +123,9 @@ def test_the_window_and_the_new_keys_have_their_defaults_and_checks() -> None:
 
 
 def cpu_graph(tmp_path: Path) -> str:
-    """A TRANSFORM and an LLM_CALL side by side."""
+    """A CODE node and an LLM_CALL side by side."""
     edges = [{"source": "t", "target": "END"}, {"source": "a", "target": "END", "schema_id": "text"}]
-    return graph_file(tmp_path, [TRANSFORM, llm("a")], edges)
+    return graph_file(tmp_path, [WORK, llm("a")], edges)
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def test_a_busy_cpu_holds_a_model_free_node_for_its_window_but_not_a_model_call(
 
 
 def test_providers_exhausted_pause_the_run_which_resumes_once_one_is_back(store: Store, tmp_path: Path) -> None:
-    graph = graph_file(tmp_path, [TRANSFORM, llm("a", prompt="{{ t.text }}")], CHAIN)
+    graph = graph_file(tmp_path, [WORK, llm("a", prompt="{{ t.text }}")], CHAIN)
     run_id = start_run(store, graph, {})
     state = {"p": "unreachable", "q": "unusable"}
     provider = script(tmp_path, [{"output": {"text": "x"}}])
@@ -223,7 +223,7 @@ def test_priority_8_passes_the_memory_rule_and_7_the_capacity_rule(
 ) -> None:
     """The run itself starts (its first decision is made with the resources calm); its node,
     of `priority`, meets the shortage."""
-    graph = graph_file(tmp_path, [TRANSFORM, llm("a", priority=priority)], CHAIN)
+    graph = graph_file(tmp_path, [WORK, llm("a", priority=priority)], CHAIN)
     run_id = start_run(store, graph, {})
     engine = Engine(store, script(tmp_path, [{"output": {"text": "x"}}]))
     started: list[str | None] = []
@@ -259,7 +259,7 @@ def test_at_most_max_concurrent_nodes_of_a_run_execute_at_once(store: Store, tmp
 
 
 def test_a_queued_node_gives_its_slot_to_another(store: Store, tmp_path: Path) -> None:
-    """One slot: the TRANSFORM queued for the CPU waits without it, so the model call beside it
+    """One slot: the CODE node queued for the CPU waits without it, so the model call beside it
     executes meanwhile (it would wait for the breather otherwise)."""
     run_id = start_run(store, cpu_graph(tmp_path), {})
     engine = Engine(

@@ -4,8 +4,6 @@ where `.ci/run` starts both and their absence fails the tests."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,14 +40,4 @@ def cluster(tmp_path: Path, pg_schema: str, redis_url: str) -> Iterator[Cluster]
     try:
         yield made
     finally:
-        for process in made.workers:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in made.workers:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        import redis
-
-        redis.Redis.from_url(redis_url).delete(queue)
+        made.stop()

@@ -6,8 +6,6 @@ finishes on the first."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
@@ -63,17 +61,7 @@ def cluster(
     try:
         yield made
     finally:
-        for process in made.workers:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in made.workers:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        import redis
-
-        redis.Redis.from_url(redis_url).delete(queue)
+        made.stop()
 
 
 def test_a_role_change_reaches_a_running_worker_for_its_next_run(

@@ -4,6 +4,7 @@ worker processes and a `plait serve` handing its runs to them) and waiting for a
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -77,6 +78,20 @@ class Cluster:
 
     def logs(self) -> str:
         return "\n".join(p.read_text() for p in sorted(self.folder.glob("worker*.log")))
+
+    def stop(self) -> None:
+        """Stop every worker (SIGTERM, then kill after 20 s) and drop the queue."""
+        for process in self.workers:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.workers:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        import redis
+
+        redis.Redis.from_url(self.broker).delete(self.queue)
 
 
 def wait_until(condition: Callable[[], Any], timeout: float, what: str) -> Any:

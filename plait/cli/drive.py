@@ -102,7 +102,7 @@ def execute(session: Any, run_id: str, how: Driving, *, show_output: bool = True
     except EngineError as exc:
         fail(str(exc))
     except StoreUnavailable as exc:
-        fail(f"run {run_id} stopped: {exc}", f"when the database answers again: plait resume {run_id}",
+        fail(f"run {run_id} stopped: {exc}", f"{exc.when}: plait resume {run_id}",
              code=EXIT_FAILED, kind=exc.code)  # fmt: skip
     except interrupt.Interrupted:
         sys.stderr.write(f"interrupted: resume with plait resume {run_id}\n")

@@ -19,9 +19,11 @@ import sqlite3
 import sys
 from typing import Any
 
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
 from plait.store.errors import StoreError
+from plait.store.url import redact
 
 RETRY_S = 120.0
 """How long a write that failed for a fault of the database is retried before the engine stops
@@ -32,6 +34,34 @@ class StoreUnavailable(StoreError):
     """The database did not take a write for `RETRY_S`; the run is left as it was, to resume."""
 
     code = "store_unavailable"
+    when = "when the database answers again"
+    """When to resume the run, in a message: what has to change first."""
+
+
+class StoreFull(StoreUnavailable):
+    """The database refused a write because its disk (or its size limit) is full. Not retried:
+    only a person freeing space changes that; the run stops as it was, nothing of the write kept."""
+
+    code = "store_full"
+    when = "once space is freed on the database's disk"
+
+
+def full(exc: BaseException) -> bool:
+    """Whether `exc` is the database out of space: SQLite's SQLITE_FULL, PostgreSQL's disk_full."""
+    orig = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    if isinstance(orig, sqlite3.OperationalError):
+        return "database or disk is full" in str(orig).lower()
+    return getattr(orig, "sqlstate", None) == "53100"
+
+
+def store_full(url: str | URL, exc: BaseException) -> StoreFull:
+    """The error that says the database at `url` (shown with its password masked) is full, and
+    what to do about it."""
+    orig = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    return StoreFull(
+        f"the database {redact(url)} is full ({str(orig).strip()}): nothing of this write was kept; free space "
+        "on the disk that holds it, or move the database to a larger disk"
+    )
 
 
 def transient(exc: BaseException) -> bool:

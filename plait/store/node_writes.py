@@ -28,7 +28,7 @@ from plait.redact import redact
 from plait.store.db import Encoded, conflict_insert, json_dumps_once, new_id, writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.fastpath import Statements
-from plait.store.faults import transient
+from plait.store.faults import full, store_full, transient
 from plait.store.models import FIELD_VERSION, GRAPH_RUN, LLM_CACHE, NODE_RUN
 from plait.store.new_runs import INSERT_RUN, RUN_JSON_COLUMNS, CreateRun, NewRun
 from plait.store.records import NodeRunRecord, fresh_claim, node_run_from_row
@@ -167,6 +167,7 @@ class NodeWriter:
         """`no_run(run_id)`: the error for a unit naming an unknown run; `refused(run, run_id,
         exc)`: the error for a `CreateRun` that broke a constraint."""
         self._writer = writer(engine)
+        self._url = engine.url
         self._no_run = no_run
         self._refused = refused
         json_params = RUN_JSON_COLUMNS | frozenset(
@@ -181,6 +182,8 @@ class NodeWriter:
         try:
             return list(self._commit(units))
         except Exception as exc:
+            if full(exc):  # the transaction rolled back: every unit's error, none retried
+                return [store_full(self._url, exc) for _ in units]
             if len(units) == 1 or transient(exc):
                 return [self._named(unit, exc) for unit in units]
         outcomes: list[list[Any] | Exception] = []

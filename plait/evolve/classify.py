@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from plait.evolve.schema_diff import Finding, Kind, Level, diff_schemas, same
+from plait.evolve.schema_diff import Finding, Kind, Level, diff_schemas, references, same
 from plait.model.graph import SchemaEntry
 from plait.model.semver import semver
 
@@ -148,9 +148,12 @@ class RegistryChange:
 
 
 def classify_registry(old_entries: Iterable[SchemaEntry], new_entries: Iterable[SchemaEntry]) -> RegistryChange:
-    """Classify each schema id: added → minor, removed → major, otherwise the schema comparison."""
+    """Classify each schema id: added → minor, removed → major, otherwise the schema comparison
+    (raised to the level of the registry entries it refers to with `$ref`)."""
     old_by_id = {e.id: e for e in old_entries}
     new_by_id = {e.id: e for e in new_entries}
+    own = {sid: classify(old_by_id[sid].schema_, e.schema_) for sid, e in new_by_id.items() if sid in old_by_id}
+    carried = _referred(own, new_by_id, set(old_by_id) - set(new_by_id))
     changes: list[EntryChange] = []
     for schema_id, entry in new_by_id.items():
         previous = old_by_id.get(schema_id)
@@ -159,7 +162,8 @@ def classify_registry(old_entries: Iterable[SchemaEntry], new_entries: Iterable[
             added = EntryChange(schema_id, EntryStatus.ADDED, Level.MINOR, (finding,), None, entry.version)
             changes.append(added)
         else:
-            changes.append(_compare_entry(previous, entry))
+            findings = [*own[schema_id].findings, *carried.get(schema_id, [])]
+            changes.append(_compare_entry(previous, entry, findings))
     for schema_id, entry in old_by_id.items():
         if schema_id not in new_by_id:
             message = f"schema '{schema_id}' removed from the registry; edges and stored outputs that use it break"
@@ -168,9 +172,32 @@ def classify_registry(old_entries: Iterable[SchemaEntry], new_entries: Iterable[
     return RegistryChange(tuple(changes))
 
 
-def _compare_entry(old: SchemaEntry, new: SchemaEntry) -> EntryChange:
-    change = classify(old.schema_, new.schema_)
-    findings = list(change.findings)
+def _referred(
+    own: dict[str, SchemaChange], new_by_id: dict[str, SchemaEntry], removed: set[str]
+) -> dict[str, list[Finding]]:
+    """Findings an entry takes from the entries it refers to (`$ref: other_id`), followed to a fixed point:
+    a schema that embeds another accepts what that one accepts."""
+    levels = {sid: change.level for sid, change in own.items()} | dict.fromkeys(removed, Level.MAJOR)
+    refers = {sid: {r.split("#")[0] for r in references(new_by_id[sid].schema_)} & set(levels) - {sid} for sid in own}
+    moved = True
+    while moved:
+        moved = False
+        for sid, targets in refers.items():
+            highest = max_level([levels[sid], *(levels[t] for t in targets)])
+            if highest > levels[sid]:
+                levels[sid], moved = highest, True
+    return {
+        sid: [
+            Finding(levels[t], "$", Kind.OTHER, f"refers to schema '{t}', which changed ({levels[t]})")
+            for t in sorted(targets)
+            if levels[t] > own[sid].level
+        ]
+        for sid, targets in refers.items()
+    }
+
+
+def _compare_entry(old: SchemaEntry, new: SchemaEntry, schema_findings: list[Finding]) -> EntryChange:
+    findings = list(schema_findings)
     if old.description != new.description:
         findings.append(Finding(Level.PATCH, "$", Kind.DESCRIPTION, "entry description changed"))
     level = max_level(f.level for f in findings)

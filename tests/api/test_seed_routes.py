@@ -257,7 +257,7 @@ def test_graph_definitions_create_update_fork_delete(seed: SeedClient) -> None:
     v2 = seed.ok(seed.post("PromptGraphDefUpdateRoute", {"id": created["id"], "nodes": nodes}))
     assert (v2["version"], v2["schema_version"], v2["name"]) == (2, "1.0.0", "Meeting notes")
     registry = v2["schema_registry"]
-    registry[0]["schema"]["properties"]["owner"] = {"type": "string"}  # a new optional field: patch
+    registry[0]["schema"]["properties"]["items"]["description"] = "One per line"  # documentation: patch
     v3 = seed.ok(seed.post("PromptGraphDefUpdateRoute", {"id": created["id"], "schema_registry": registry}))
     assert (v3["version"], v3["schema_version"]) == (3, "1.0.1")
     echoed = seed.ok(seed.post("PromptGraphDefUpdateRoute", v3))  # what a client read, sent back

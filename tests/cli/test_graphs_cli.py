@@ -111,9 +111,8 @@ def test_import_classifies_schema_changes_and_bumps_versions(tmp_path: Path) -> 
     first = as_json(plait("graphs", "import", str(source), "--json", cwd=tmp_path))
     entry = next(e for e in data["schemas"] if e["id"] == "bug_report")
     old_version = entry.get("version", "1.0.0")
-    removed = "severity"  # no node reads it (removing a field a node reads makes the graph invalid)
-    del entry["schema"]["properties"][removed]
-    entry["schema"]["required"] = [r for r in entry["schema"].get("required", []) if r != removed]
+    narrowed = "severity"  # no node reads it (changing a field a node reads may make the graph invalid)
+    entry["schema"]["properties"][narrowed]["enum"] = ["low", "high"]  # stored "medium" no longer validates
     entry["breaking_change"] = False
     source.write_text(yaml.safe_dump(data, sort_keys=False))
 
@@ -122,7 +121,7 @@ def test_import_classifies_schema_changes_and_bumps_versions(tmp_path: Path) -> 
     (changed,) = [c for c in second["schema_changes"] if c["schema_id"] == entry["id"]]
     assert (changed["level"], changed["from"]) == ("major", old_version)
     assert changed["to"].split(".")[0] == str(int(old_version.split(".")[0]) + 1)
-    assert any(removed in f for f in changed["findings"])
+    assert any(narrowed in f for f in changed["findings"])
     assert second["version"] == first["version"] + 1
     assert second["schema_version"].split(".")[0] == str(int(first["schema_version"].split(".")[0]) + 1)
     assert any("breaking_change" in w for w in second["warnings"])

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plait.evaluation import CaseScore, score
-from tests.evaluation.schema_values import from_schema
+from tests.schema_values import from_schema
 
 CHAPTER = {
     "type": "object",

@@ -73,9 +73,9 @@ CHAPTER = "properties/chapters/items"
 # (id, new schema, level, data path, kind) — old is always book().
 CASES: list[tuple[str, Schema, Level, str, Kind]] = [
     (
-        "optional property",
+        "optional property on an open object",
         edit(book(), "properties/isbn", {"type": "string"}),
-        Level.PATCH,
+        Level.MAJOR,
         "$.isbn",
         Kind.ADDED_OPTIONAL,
     ),
@@ -97,34 +97,34 @@ CASES: list[tuple[str, Schema, Level, str, Kind]] = [
     (
         "required property",
         edit(edit(book(), "properties/isbn", {"type": "string"}), "required", ["name", "isbn"]),
-        Level.MINOR,
+        Level.MAJOR,
         "$.isbn",
         Kind.ADDED_REQUIRED,
     ),
-    ("became required", edit(book(), "required", ["name", "mood"]), Level.MINOR, "$.mood", Kind.BECAME_REQUIRED),
+    ("became required", edit(book(), "required", ["name", "mood"]), Level.MAJOR, "$.mood", Kind.BECAME_REQUIRED),
     (
         "nested became required",
         edit(book(), f"{CHAPTER}/required", ["title", "words"]),
-        Level.MINOR,
+        Level.MAJOR,
         "$.chapters[].words",
         Kind.BECAME_REQUIRED,
     ),
     ("became optional", edit(book(), "required", []), Level.MINOR, "$.name", Kind.BECAME_OPTIONAL),
-    ("removed", edit(book(), "properties/tags", ...), Level.MAJOR, "$.tags", Kind.REMOVED),
+    ("removed from an open object", edit(book(), "properties/tags", ...), Level.MINOR, "$.tags", Kind.REMOVED),
     (
         "nested removed",
         edit(book(), f"{CHAPTER}/properties/words", ...),
-        Level.MAJOR,
+        Level.MINOR,
         "$.chapters[].words",
         Kind.REMOVED,
     ),
     ("type change", edit(book(), "properties/name/type", "integer"), Level.MAJOR, "$.name", Kind.TYPE_CHANGED),
     (
-        "nullable is a type change",
+        "nullable is a widening",
         edit(book(), "properties/name/type", ["string", "null"]),
-        Level.MAJOR,
+        Level.MINOR,
         "$.name",
-        Kind.TYPE_CHANGED,
+        Kind.TYPE_WIDENED,
     ),
     (
         "items type change",
@@ -153,7 +153,7 @@ CASES: list[tuple[str, Schema, Level, str, Kind]] = [
     (
         "higher maxLength",
         book(title={"type": "string", "maxLength": 200}),
-        Level.PATCH,
+        Level.MINOR,
         "$.chapters[].title",
         Kind.CONSTRAINT_LOOSENED,
     ),
@@ -167,12 +167,12 @@ CASES: list[tuple[str, Schema, Level, str, Kind]] = [
     (
         "maxLength dropped",
         book(title={"type": "string"}),
-        Level.PATCH,
+        Level.MINOR,
         "$.chapters[].title",
         Kind.CONSTRAINT_LOOSENED,
     ),
     ("lower maxItems", edit(book(), "properties/tags/maxItems", 3), Level.MAJOR, "$.tags", Kind.CONSTRAINT_TIGHTENED),
-    ("higher maxItems", edit(book(), "properties/tags/maxItems", 9), Level.PATCH, "$.tags", Kind.CONSTRAINT_LOOSENED),
+    ("higher maxItems", edit(book(), "properties/tags/maxItems", 9), Level.MINOR, "$.tags", Kind.CONSTRAINT_LOOSENED),
     (
         "higher minimum",
         edit(book(), f"{CHAPTER}/properties/words/minimum", 10),
@@ -183,7 +183,7 @@ CASES: list[tuple[str, Schema, Level, str, Kind]] = [
     (
         "lower minimum",
         edit(book(), f"{CHAPTER}/properties/words/minimum", -5),
-        Level.PATCH,
+        Level.MINOR,
         "$.chapters[].words",
         Kind.CONSTRAINT_LOOSENED,
     ),
@@ -216,12 +216,15 @@ CASES: list[tuple[str, Schema, Level, str, Kind]] = [
         Kind.TYPE_CHANGED,
     ),
     (
-        "unknown keyword",
+        "oneOf added",
         edit(book(), "properties/name/oneOf", [{"minLength": 1}]),
         Level.MAJOR,
         "$.name",
-        Kind.OTHER,
+        Kind.CONSTRAINT_TIGHTENED,
     ),
+    ("unknown keyword", edit(book(), "properties/name/x-hint", "a name"), Level.PATCH, "$.name", Kind.ANNOTATION),
+    ("format is not asserted", edit(book(), "properties/name/format", "email"), Level.PATCH, "$.name", Kind.ANNOTATION),
+    ("draft 7 dependencies", edit(book(), "dependencies", {"name": ["mood"]}), Level.MAJOR, "$", Kind.OTHER),
     (
         "reordered enum",
         edit(book(), "properties/mood/enum", ["tense", "calm"]),
@@ -288,16 +291,27 @@ def test_disjoint_type_change_reports_only_the_type() -> None:
     assert "array to string" in change.findings[0].message
 
 
-def test_integer_to_number_is_major_but_keeps_analysing() -> None:
+def test_integer_to_number_is_a_widening_and_the_rest_is_still_analysed() -> None:
     new = edit(book(), f"{CHAPTER}/properties/words", {"type": "number", "minimum": 1})
     change = classify(book(), new)
-    assert {f.kind for f in change.findings} == {Kind.TYPE_CHANGED, Kind.CONSTRAINT_TIGHTENED}
+    assert {(f.level, f.kind) for f in change.findings} == {
+        (Level.MINOR, Kind.TYPE_WIDENED),
+        (Level.MAJOR, Kind.CONSTRAINT_TIGHTENED),
+    }
 
 
-def test_opening_a_closed_object_is_patch() -> None:
+def test_opening_a_closed_object_is_minor() -> None:
     closed = edit(book(), "additionalProperties", False)
     change = classify(closed, book())
-    assert (change.level, change.findings[0].kind) == (Level.PATCH, Kind.CONSTRAINT_LOOSENED)
+    assert (change.level, change.findings[0].kind) == (Level.MINOR, Kind.CONSTRAINT_LOOSENED)
+
+
+def test_a_property_added_to_a_closed_object_is_minor_and_to_an_open_one_major() -> None:
+    closed = edit(book(), "additionalProperties", False)
+    change = classify(closed, edit(closed, "properties/isbn", {"type": "string"}))
+    assert [(f.level, f.path, f.kind) for f in change.findings] == [(Level.MINOR, "$.isbn", Kind.ADDED_OPTIONAL)]
+    change = classify(book(), edit(book(), "properties/isbn", {"type": "string"}))
+    assert "existing data may hold 'isbn'" in change.findings[0].message
 
 
 def test_property_names_that_are_not_identifiers_are_quoted_in_paths() -> None:
@@ -342,7 +356,7 @@ def entry(schema_id: str, schema: Schema, version: str = "1.0.0", breaking: bool
 def test_registry_added_removed_changed_and_unchanged() -> None:
     old = [entry("book", book(), "1.2.0"), entry("gone", {"type": "string"}, "3.0.0"), entry("same", {}, "1.0.1")]
     new = [
-        entry("book", edit(book(), "properties/isbn", {"type": "string"}), "1.2.0"),
+        entry("book", edit(book(), "properties/name/description", "Title"), "1.2.0"),
         entry("fresh", {"type": "integer"}, "1.0.0"),
         entry("same", {}, "1.0.1"),
     ]
@@ -354,7 +368,7 @@ def test_registry_added_removed_changed_and_unchanged() -> None:
         Level.PATCH,
         "1.2.1",
     )
-    assert by_id["book"].findings[0].path == "$.isbn"
+    assert by_id["book"].findings[0].path == "$.name"
     assert (by_id["fresh"].status, by_id["fresh"].level, by_id["fresh"].new_version) == (
         EntryStatus.ADDED,
         Level.MINOR,
@@ -379,26 +393,26 @@ def test_registry_added_removed_changed_and_unchanged() -> None:
 
 def test_version_is_derived_unless_the_author_wrote_a_higher_one() -> None:
     old = [entry("book", book(), "1.2.3")]
-    removed = edit(book(), "properties/tags", ...)
-    derived = classify_registry(old, [entry("book", removed, "1.2.3", breaking=True)])
+    narrowed = edit(book(), "properties/mood/enum", ["calm"])
+    derived = classify_registry(old, [entry("book", narrowed, "1.2.3", breaking=True)])
     assert derived.entry("book") is not None
     assert derived.versions() == {"book": "2.0.0"}
     assert derived.warnings == []
-    authored = classify_registry(old, [entry("book", removed, "3.0.0", breaking=True)])
+    authored = classify_registry(old, [entry("book", narrowed, "3.0.0", breaking=True)])
     assert authored.versions() == {"book": "3.0.0"}
     assert authored.warnings == []
-    too_low = classify_registry(old, [entry("book", removed, "1.3.0", breaking=True)])
+    too_low = classify_registry(old, [entry("book", narrowed, "1.3.0", breaking=True)])
     assert too_low.versions() == {"book": "2.0.0"}
     [warning] = too_low.warnings
     assert "'book'" in warning
     assert "declared version 1.3.0 is below 2.0.0" in warning
-    file_default = classify_registry(old, [entry("book", removed, "1.0.0", breaking=True)])
+    file_default = classify_registry(old, [entry("book", narrowed, "1.0.0", breaking=True)])
     assert (file_default.versions(), file_default.warnings) == ({"book": "2.0.0"}, [])
 
 
 def test_breaking_flag_true_on_a_minor_change_warns_with_the_findings() -> None:
     old = [entry("book", book())]
-    new = [entry("book", edit(book(), "required", ["name", "mood"]), breaking=True)]
+    new = [entry("book", edit(book(), "properties/mood/enum", ["calm", "tense", "sad"]), breaking=True)]
     [warning] = classify_registry(old, new).warnings
     assert "'book'" in warning
     assert "breaking_change is true but the change classifies as minor" in warning
@@ -416,7 +430,8 @@ def test_breaking_flag_false_on_a_major_change_warns() -> None:
 
 def test_agreeing_breaking_flags_do_not_warn() -> None:
     old = [entry("book", book())]
-    assert classify_registry(old, [entry("book", edit(book(), "properties/tags", ...), breaking=True)]).warnings == []
+    narrowed = edit(book(), "properties/mood/enum", ["calm"])
+    assert classify_registry(old, [entry("book", narrowed, breaking=True)]).warnings == []
     assert classify_registry(old, [entry("book", edit(book(), "title", "B"))]).warnings == []
 
 
@@ -433,7 +448,8 @@ def test_entry_description_change_is_patch() -> None:
 
 
 def test_with_derived_versions_copies_the_entries() -> None:
-    new = [entry("book", edit(book(), "required", ["name", "mood"]), "1.0.0"), entry("other", {}, "2.0.0")]
+    widened = edit(book(), "properties/mood/enum", ["calm", "tense", "sad"])
+    new = [entry("book", widened, "1.0.0"), entry("other", {}, "2.0.0")]
     change = classify_registry([entry("book", book(), "1.0.0"), entry("other", {}, "2.0.0")], new)
     stored = with_derived_versions(new, change)
     assert [(e.id, e.version) for e in stored] == [("book", "1.1.0"), ("other", "2.0.0")]
@@ -447,8 +463,8 @@ def test_schema_version_derivation() -> None:
         edits = {
             Level.NONE: book(),
             Level.PATCH: edit(book(), "title", "B"),
-            Level.MINOR: edit(book(), "required", ["name", "mood"]),
-            Level.MAJOR: edit(book(), "properties/name", ...),
+            Level.MINOR: edit(book(), "properties/mood/enum", ["calm", "tense", "sad"]),
+            Level.MAJOR: edit(book(), "properties/name/type", "integer"),
         }
         return classify_registry(old, [entry(f"s{i}", edits[lv]) for i, lv in enumerate(levels)])
 
@@ -496,6 +512,8 @@ def objects(draw: st.DrawFn, children: st.SearchStrategy[Schema]) -> Schema:
     schema: Schema = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
+    if draw(st.booleans()):
+        schema["additionalProperties"] = False
     return schema
 
 
@@ -509,14 +527,24 @@ SCHEMAS: st.SearchStrategy[Schema] = objects(
 
 Pointer = tuple[str, ...]
 EXPECTED = {
-    "add_optional": (Level.PATCH, Kind.ADDED_OPTIONAL),
-    "add_required": (Level.MINOR, Kind.ADDED_REQUIRED),
-    "remove": (Level.MAJOR, Kind.REMOVED),
+    "add_optional": (Level.MAJOR, Kind.ADDED_OPTIONAL),
+    "add_required": (Level.MAJOR, Kind.ADDED_REQUIRED),
+    "remove": (Level.MINOR, Kind.REMOVED),
     "change_type": (Level.MAJOR, Kind.TYPE_CHANGED),
     "rename": (Level.MAJOR, Kind.RENAME),
     "narrow_enum": (Level.MAJOR, Kind.ENUM_NARROWED),
     "description": (Level.PATCH, Kind.DESCRIPTION),
 }
+CLOSED = {"add_optional": Level.MINOR, "remove": Level.MAJOR}
+"""Levels that differ in a closed object: nothing existing holds a new property, a removed one is refused."""
+
+
+def expected(mutation: str, schema: Schema, at: Pointer) -> tuple[Level, Kind]:
+    """The level and kind of `mutation` applied at `at` of `schema` (the schema before the change)."""
+    level, kind = EXPECTED[mutation]
+    if len(at) >= 2 and at[-2] == "properties" and resolve(schema, at[:-2]).get("additionalProperties") is False:
+        level = CLOSED.get(mutation, level)
+    return level, kind
 
 
 def nodes(schema: Schema, at: Pointer = ()) -> list[Pointer]:
@@ -556,12 +584,14 @@ class Mutator:
     """Applies mutations that cannot undo each other, so their levels cannot cancel out.
 
     A removed, renamed, retyped or narrowed property is `touched`: nothing at or under it is
-    mutated again. New properties get fresh names, so no later mutation hits them.
+    mutated again, and no property is removed over something mutated inside it. New properties
+    get fresh names, so no later mutation hits them.
     """
 
     original: Schema
     schema: Schema = field(init=False)
     touched: list[Pointer] = field(default_factory=list)
+    mutated: list[Pointer] = field(default_factory=list)
     fresh: int = 0
 
     def __post_init__(self) -> None:
@@ -578,6 +608,8 @@ class Mutator:
         if mutation == "description":
             return found
         found = [p for p in found if len(p) >= 2 and p[-2] == "properties"]
+        if mutation == "remove":  # removing a property would undo what was changed inside it
+            found = [p for p in found if not any(_under(m, p) for m in self.mutated)]
         if mutation == "narrow_enum":
             return [p for p in found if len(resolve(self.original, p).get("enum", [])) >= 2]
         return found
@@ -588,6 +620,7 @@ class Mutator:
 
     def apply(self, mutation: str, pointer: Pointer, data: st.DataObject) -> Pointer:
         """Mutate at `pointer`; returns the pointer of the node the finding is reported at."""
+        self.mutated.append(pointer)
         node = resolve(self.schema, pointer)
         if mutation in ("add_optional", "add_required"):
             name = self._name()
@@ -609,9 +642,9 @@ class Mutator:
             new_name = self._name()
             parent["properties"] = {new_name if k == name else k: v for k, v in parent["properties"].items()}
             parent["required"] = [new_name if k == name else k for k in parent.get("required", [])]
-        elif mutation == "change_type":
-            current = node["type"]
-            parent["properties"][name] = {"type": data.draw(st.sampled_from([t for t in TYPES if t != current]))}
+        elif mutation == "change_type":  # never integer to number: that one is a widening
+            others = [t for t in TYPES if t != node["type"] and (node["type"], t) != ("integer", "number")]
+            parent["properties"][name] = {"type": data.draw(st.sampled_from(others))}
         elif mutation == "narrow_enum":
             values = node["enum"]
             drop = data.draw(st.lists(st.sampled_from(values), min_size=1, max_size=len(values) - 1, unique=True))
@@ -639,7 +672,7 @@ def test_a_single_mutation_is_classified_at_its_level_kind_and_path(
     if at is None:  # e.g. no enum to narrow: the other mutations always apply
         assert mutation == "narrow_enum"
         return
-    level, kind = EXPECTED[mutation]
+    level, kind = expected(mutation, schema, at)
     change = classify(schema, mutator.schema)
     assert change.level is level, change.describe()
     assert (kind, data_path(at)) in {(f.kind, f.path) for f in change.findings}, change.describe()
@@ -657,10 +690,10 @@ def test_the_level_of_combined_mutations_is_the_max_of_theirs(
     schema: Schema, mutations: list[str], data: st.DataObject
 ) -> None:
     mutator = Mutator(schema)
-    applied = [m for m in mutations if mutate(mutator, m, data) is not None]
-    expected = max((EXPECTED[m][0] for m in applied), default=Level.NONE)
+    applied = [(m, at) for m in mutations if (at := mutate(mutator, m, data)) is not None]
+    level = max((expected(m, schema, at)[0] for m, at in applied), default=Level.NONE)
     change = classify(schema, mutator.schema)
-    assert change.level is expected, (applied, change.describe())
+    assert change.level is level, (applied, change.describe())
 
 
 @settings(max_examples=200, deadline=None)

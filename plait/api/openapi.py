@@ -13,7 +13,8 @@ happen to it. Most are derived from what the document already says of the operat
 
 What only the route's logic knows is listed here, one table per status: `CONFLICTS` (409: the
 state forbids it), `SYSTEM_GRAPHS` (403: it changes a graph, and system graphs are
-read-only) and `SETTINGS_FIXED` (403: the deployer fixed the settings it changes). A client
+read-only) and `SETTINGS_FIXED` (403: the deployer fixed the settings it changes). The links
+between operations (what one response feeds the next) are in `openapi_links.py`. A client
 generated from the document, or a fuzzer, then expects exactly the errors that come.
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from plait.api.openapi_links import add_links
 from plait.api.schemas import ErrorResponse
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -176,3 +178,4 @@ def _trim(document: dict[str, Any], *, auth: bool) -> None:
                 operation.pop("security", None)
     if not auth:
         document.get("components", {}).pop("securitySchemes", None)
+    add_links(document)

@@ -83,8 +83,9 @@ def seeded(store: Store, script: Path, db_url: str) -> Iterator[Seeded]:
         yield Seeded(served.url, token, runs, node_runs, examples)
 
 
-def fuzz_config(seeded: Seeded) -> str:
-    """schemathesis.toml: bounds, the token, and the stored ids as likely parameter values."""
+def fuzz_config(seeded: Seeded, *, stateful: str = "enabled = false") -> str:
+    """schemathesis.toml: bounds, the token, and the stored ids as likely parameter values;
+    `stateful` is the body of `[phases.stateful]` (test_openapi_stateful.py follows the links)."""
     q = json.dumps  # a JSON string or list of strings is valid TOML
     lines = [
         f"seed = {SEED}",
@@ -97,7 +98,7 @@ def fuzz_config(seeded: Seeded) -> str:
         f"max-examples = {seeded.examples}",
         'database = "none"',
         "[phases.stateful]",
-        "enabled = false",  # the API declares no links between operations
+        stateful,  # the links between operations are followed by test_openapi_stateful.py
         "[auth.openapi.HTTPBearer]",
         f"bearer = {q(seeded.token)}",
         "[dictionaries]",

@@ -99,12 +99,16 @@ def test_validate_warns_about_a_named_template_neither_shipped_nor_stored(tmp_pa
     assert json.loads(stored.stdout)["warnings"] == []
 
 
-STREAMS = """
+SLOW_WORDS = 600
+"""The slow answer's words, `delay_ms` spread between them: the first arrives after half a
+second, the last ("end") after five minutes, longer than any step of a test on a busy host."""
+SLOW_TEXT = "one " + "more " * (SLOW_WORDS - 2) + "end"
+STREAMS = f"""
 responses:
-  - {match: BREAK, text: "the answer that breaks off here", stream_break_after: 14}
-  - {match: SLOW, text: "one two three four five six seven eight nine ten", delay_ms: 20000}
-  - {match: JSON, output: {title: Birds}}
-  - {text: "Birds fly south in winter."}
+  - {{match: BREAK, text: "the answer that breaks off here", stream_break_after: 14}}
+  - {{match: SLOW, text: "{SLOW_TEXT}", delay_ms: {SLOW_WORDS * 500}}}
+  - {{match: JSON, output: {{title: Birds}}}}
+  - {{text: "Birds fly south in winter."}}
 """
 ASKS = """async function main() {
   const t = await getVar("input.topic");
@@ -167,10 +171,14 @@ def test_ctrl_c_stops_the_model_call_and_keeps_what_arrived(tmp_path: Path) -> N
         text=True,
     )
     assert process.stdout is not None
-    first = process.stdout.read(4)  # "one " arrives after 2 s; the rest would take 18 s more
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=20)
+    try:
+        first = process.stdout.read(4)  # "one " arrives after half a second, "end" five minutes later
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)  # a call not stopped would still be streaming: a timeout
+    finally:
+        if process.poll() is None:
+            process.kill()
     assert first == "one "
     assert process.returncode == 130
     assert "cancelled" in err
-    assert "ten" not in out
+    assert "end" not in out

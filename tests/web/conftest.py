@@ -28,6 +28,9 @@ CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 IN_CI = "CI must run the workbench tests: .ci/run installs it"
+WAIT_MS = 60_000
+"""How long a page's assertions and actions wait by default: a bound for a test that would
+otherwise hang, generous enough for a host whose cores are all busy."""
 
 
 @dataclass
@@ -98,9 +101,10 @@ def chromium() -> Iterator[Any]:
         skip_or_fail("playwright is not installed: pip install -e '.[test]'", in_ci=IN_CI)
     from playwright.sync_api import expect
 
-    # A loaded CI host can take seconds to parse a page's scripts: assertions wait generously,
-    # and a test whose timing is the point passes its own timeout.
-    expect.set_options(timeout=20_000)
+    # A loaded CI host (other processes keeping every core busy) can take many seconds to parse a
+    # page's scripts or answer a click: assertions wait generously (each ends as soon as it
+    # holds), and a test whose timing is the point passes its own timeout.
+    expect.set_options(timeout=WAIT_MS)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         yield browser
@@ -114,7 +118,7 @@ def page(chromium: Any) -> Iterator[Any]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(WAIT_MS)
     yield page
     context.close()
     assert errors == [], f"the page threw: {errors}"

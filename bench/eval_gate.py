@@ -39,7 +39,6 @@ import copy
 import json
 import math
 import os
-import platform
 import re
 import sys
 import tempfile
@@ -56,6 +55,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._machine import machine  # noqa: E402
 from plait.evaluation import GateRules  # noqa: E402
 from plait.evolve.system import open_store  # noqa: E402
 from plait.evolve.upload import UploadMode, save_upload  # noqa: E402
@@ -516,12 +516,6 @@ def main() -> None:
         args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
     if failed:
         raise SystemExit(1)
-
-
-def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())  # fmt: skip
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()}
 
 
 def _progress(message: str) -> None:

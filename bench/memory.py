@@ -41,8 +41,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import random
 import re
 import statistics
@@ -59,6 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FACTS = Path(__file__).resolve().parent / "memory_facts.yaml"
 sys.path.insert(0, str(ROOT))
 
+from bench._machine import machine  # noqa: E402
 from plait.evolve.system import open_store  # noqa: E402
 from plait.llm.tokens import ESTIMATE, TokenCounter, tiktoken_counter  # noqa: E402
 from plait.runs._chat_memory import conversation_shown, remember_leaving  # noqa: E402
@@ -410,12 +409,6 @@ def main() -> None:
     report(figures)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
-
-
-def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())  # fmt: skip
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()}
 
 
 def _progress(message: str) -> None:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import subprocess
@@ -56,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = Path(__file__).resolve().parent / "retrieval_questions.yaml"
 sys.path.insert(0, str(ROOT))
 
+from bench._machine import machine  # noqa: E402
 from plait.client import Client  # noqa: E402
 from plait.store import Store  # noqa: E402
 
@@ -453,12 +453,6 @@ def database(url: str | None, folder: Path) -> Iterator[str]:
         yield schema_url(url, schema)
     finally:
         drop_schema(url, schema)
-
-
-def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())  # fmt: skip
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()}
 
 
 @dataclass(frozen=True)

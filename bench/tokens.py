@@ -44,8 +44,6 @@ import argparse
 import dataclasses
 import itertools
 import json
-import os
-import platform
 import random
 import sys
 import tempfile
@@ -57,6 +55,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._machine import machine  # noqa: E402
 from plait.client import Client  # noqa: E402
 from plait.llm.scripted import ScriptedProvider, script_from  # noqa: E402
 from plait.llm.tokens import ESTIMATE, TokenCounter, count_messages, tiktoken_counter  # noqa: E402
@@ -384,12 +383,6 @@ def main() -> None:
         args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n", encoding="utf-8")
     if figures["failed"]:
         raise SystemExit(1)
-
-
-def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())  # fmt: skip
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()}
 
 
 def _progress(message: str) -> None:

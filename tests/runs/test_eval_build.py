@@ -127,6 +127,11 @@ def test_a_second_build_is_the_next_revision_and_the_first_is_unchanged(store: S
     assert _summary(judged, newest)[-1] == ("r2", "classify", "corrected", "praise")  # judged last now
     assert newest[-1].judged_by == "bob"
     assert [s.ref for s in list_sets(store, "triage")] == ["triage@2", "triage@1"]
+    graph = store.graphs.get("triage")
+    store.graph_admin.delete(graph.graph_id, graph.slug, graph.source_type, force=True)
+    for gone in (lambda: list_sets(store, "triage"), lambda: show_set(store, "triage", "triage")):
+        with pytest.raises(NotFoundError, match="was deleted"):  # the sets go with their graph
+            gone()
 
 
 def test_since_nodes_and_sources_filter_the_cases(store: Store, judged: Judged) -> None:

@@ -114,8 +114,9 @@ def get_graph(store: Store, ref: str, version: int | None = None) -> tuple[Store
 
 def delete_graph(store: Store, ref: str, *, force: bool = False) -> tuple[StoredGraph, int]:
     """Delete a graph (403 for a system graph; 409 when it has runs, unless `force`): the graph
-    as it was, and how many runs keep its pinned versions readable."""
-    stored = store.graphs.get(ref)
+    as it was, and how many runs keep its pinned versions readable. A graph already deleted is
+    not found (404), as for every other change."""
+    stored = store.graphs.live(ref)
     kept = store.graph_admin.delete(stored.graph_id, stored.slug, stored.source_type, force=force)
     store.drafts.drop(stored.slug)  # a new graph of that id starts afresh, not from these edits
     return stored, kept

@@ -163,7 +163,7 @@ def delete_command(
 ) -> None:
     """Delete a graph (not a system graph); its runs keep the versions they pinned."""
     with store_for(db) as store:
-        stored = store.graphs.get(ref)
+        stored = store.graphs.live(ref)
         kept = store.graph_admin.delete(stored.graph_id, stored.slug, stored.source_type, force=force)
     if json_output:
         print_json({"id": stored.graph_id, "slug": stored.slug, "deleted": True, "runs_kept": kept})

@@ -72,7 +72,7 @@ def export(store: Store, ref: str, version: int | None, *, as_json: bool) -> str
 
 
 def delete(store: Store, ref: str, *, force: bool) -> Any:
-    stored = store.graphs.get(ref)
+    stored = store.graphs.live(ref)
     return store.graph_admin.delete(stored.graph_id, stored.slug, stored.source_type, force=force)
 
 

@@ -132,7 +132,7 @@ def fork_graph(store: Store, ref: str, name: str | None = None, *, display_name:
 
     `name` is the fork's id; without it the id is derived from `display_name` (a free text the
     fork is shown by) or from the parent's id, made unique."""
-    parent = store.graphs.get(ref)
+    parent = store.graphs.live(ref)
     wanted = (_slugify(display_name) if display_name else None) or f"{parent.slug.removeprefix('plait.')}_fork"
     slug = name or free_graph_id(store, wanted)
     # model_copy below does not validate: an id the graph model refuses would be stored and
@@ -187,7 +187,7 @@ def parent_of(store: Store, fork: StoredGraph) -> tuple[StoredGraph, StoredGraph
 
 def diff_fork(store: Store, ref: str, against: int | None = None) -> ForkDiff:
     """Three-way diff of a fork: parent at fork (or at `against`) / parent now / fork now."""
-    fork = store.graphs.get(ref)
+    fork = store.graphs.live(ref)
     base, now = parent_of(store, fork)
     if against is not None:
         base = store.graphs.get(base.graph_id, against)
@@ -235,7 +235,7 @@ def merge_from_parent(store: Store, ref: str, keys: list[str]) -> StoredGraph:
 
 def refork(store: Store, ref: str) -> StoredGraph:
     """Replace the fork's content by its parent's latest (a new fork version; customisation lost)."""
-    fork = store.graphs.get(ref)
+    fork = store.graphs.live(ref)
     _, now = parent_of(store, fork)
     data = graph_to_data(now.graph)
     data.update({"id": fork.slug, "name": fork.graph.name})

@@ -107,7 +107,7 @@ def save_upload(
 
 def update_of(store: Store, ref: str, source: str | dict[str, Any], *, as_json: bool = False) -> GraphDef:
     """The compiled new content of the stored graph `ref`, whose `id` must be that graph's slug."""
-    current = store.graphs.get(ref)  # NotFoundError: nothing to update
+    current = store.graphs.live(ref)  # NotFoundError: nothing to update
     if isinstance(source, dict) and "id" not in source:
         source = {**source, "id": current.slug}
     graph = compile_upload(source, as_json=as_json, versions=versions_on_save(store), skills=skill_source(store))

@@ -26,7 +26,7 @@ from plait.engine.state import CompiledRun
 from plait.errors import PlaitError, Refusal
 from plait.model.nodes import NodeType
 from plait.model.output_meta import strip_meta, strip_meta_deep
-from plait.store import NodeRunRecord, NotFoundError, RunRecord, Store, StoredGraph
+from plait.store import NodeRunRecord, RunRecord, Store
 from plait.store.evaluations import EvalCase, EvalSet, NewCase
 from plait.store.ledger import INPUT, FieldVersion
 
@@ -108,7 +108,7 @@ def build_set(
         )
     if level not in LEVELS:
         raise EvalBuildError(f"level '{level}' is not one of {', '.join(LEVELS)}")
-    graph = live_graph(store, graph_ref)
+    graph = store.graphs.live(graph_ref)
     wanted = _checked_nodes(graph.slug, graph.graph.nodes, nodes)
     compiled: dict[int, CompiledRun] = {}
     found: list[_Found] = []
@@ -139,25 +139,16 @@ def build_set(
     return store.evaluations.create_set(graph.graph_id, name, cases, built_from=built_from, by=by)
 
 
-def live_graph(store: Store, graph_ref: str) -> StoredGraph:
-    """The graph `graph_ref` names, unless it was deleted: its sets go with it (NotFoundError),
-    as the graph itself answers only for an explicit version once deleted."""
-    graph = store.graphs.get(graph_ref)
-    if graph.deleted_at is not None:
-        raise NotFoundError(f"graph '{graph_ref}' was deleted, and its evaluation sets with it")
-    return graph
-
-
 def list_sets(store: Store, graph_ref: str) -> list[EvalSet]:
     """Every revision of every set of the graph, newest first."""
-    return store.evaluations.sets(live_graph(store, graph_ref).graph_id)
+    return store.evaluations.sets(store.graphs.live(graph_ref).graph_id)
 
 
 def show_set(store: Store, graph_ref: str, name: str, revision: int | None = None) -> SetShown:
     """A set of the graph (its newest revision unless `revision`; `name` may be `NAME@REV`) with its cases."""
     if revision is None:
         name, revision = set_ref(name)
-    found = store.evaluations.get_set(live_graph(store, graph_ref).graph_id, name, revision)
+    found = store.evaluations.get_set(store.graphs.live(graph_ref).graph_id, name, revision)
     return SetShown(found, store.evaluations.cases(found.id))
 
 

@@ -301,6 +301,19 @@ class GraphRepository:
         )
         return self._read(ref, query, params, version, possible=possible)
 
+    def live(self, ref: str) -> StoredGraph:
+        """The latest version of a graph that was not deleted: what every operation acting on
+        *the graph* (update, fork, diff, merge, its evaluation sets) addresses. A deleted graph
+        stays readable only by an explicit version, for its runs; acting on it by its slug would
+        quietly store a new graph under that slug."""
+        stored = self.get(ref)
+        if stored.deleted_at is not None:
+            raise NotFoundError(
+                f"graph '{ref}' was deleted: its versions stay readable for its runs, but it cannot be changed; "
+                "store it again (`plait graphs import FILE`) to work on it"
+            )
+        return stored
+
     def get_default(self, ref: str) -> StoredGraph:
         """The version of a graph a run uses when none is named: the promoted one (its newest
         promotion), else the latest. One query, as `get`; the one place that choice is made

@@ -163,6 +163,28 @@ def test_fork_diff_and_merge(api: Api) -> None:
     assert reforked.status_code == 200
 
 
+def test_a_deleted_graph_cannot_be_changed_by_its_slug_nor_brought_back_by_it(api: Api) -> None:
+    # Merging into a deleted fork used to store a new live graph under its slug, so the graph and
+    # its evaluation sets answered again after the delete.
+    assert api.client.post("/api/graphs/echo/fork", json={"name": "gone_echo"}).status_code == 201
+    assert api.client.delete("/api/graphs/gone_echo").json()["deleted"] is True
+    attempts = {
+        "refork": api.client.post("/api/graphs/gone_echo/merge", json={"refork": True, "confirm": True}),
+        "merge": api.client.post("/api/graphs/gone_echo/merge", json={"from_parent": ["draft"]}),
+        "diff": api.client.get("/api/graphs/gone_echo/diff"),
+        "fork": api.client.post("/api/graphs/gone_echo/fork", json={"name": "from_gone"}),
+        "update": api.client.put("/api/graphs/gone_echo", json={"source": ECHO.replace("id: echo", "id: gone_echo")}),
+        "eval sets": api.client.get("/api/graphs/gone_echo/eval-sets"),
+        "delete again": api.client.delete("/api/graphs/gone_echo"),
+    }
+    assert {what: r.status_code for what, r in attempts.items()} == dict.fromkeys(attempts, 404)
+    assert "was deleted" in attempts["refork"].json()["error"]["message"]
+    assert api.client.get("/api/graphs/gone_echo").status_code == 404
+    assert "gone_echo" not in [g["slug"] for g in api.client.get("/api/graphs").json()["items"]]
+    again = api.client.post("/api/graphs/import", json={"source": ECHO.replace("id: echo", "id: gone_echo")})
+    assert again.status_code == 201  # storing it again on purpose is how it comes back
+
+
 def test_bodies_are_one_of_their_documented_shapes(api: Api) -> None:
     """Regressions found by test_openapi_fuzz.py: the document said `{}` was a valid graph body
     (both fields optional) and a fork could be named with a space, which broke the graph list."""

@@ -124,6 +124,17 @@ def own_redis(tmp_path: Path) -> Iterator[tuple[str, int]]:
         server.kill()
 
 
+def _node_failures(cluster: Cluster) -> str:
+    """Each failed node's error and claim counts, to tell why a record failed."""
+    with cluster.store() as store:
+        return "".join(
+            f"{run.id} {n.node_id}: claims {n.claims}, lost {n.lost}: {n.error}\n"
+            for run in store.runs.list(limit=1000)
+            for n in store.runs.node_runs(run.id)
+            if n.status.value == "failed"
+        )
+
+
 def _pings(redis: object, port: int) -> bool:
     try:
         return bool(redis.Redis(port=port, socket_timeout=0.5).ping())  # type: ignore[attr-defined]
@@ -158,7 +169,9 @@ def test_restarting_redis_in_the_middle_of_a_batch_loses_nothing_and_runs_nothin
         wait_until(lambda: _pings(redis, port), 60, "redis-server to restart")
         _, err = process.communicate(timeout=180)
         failed = cluster.folder / "out.failed.jsonl"
-        assert process.returncode == 0, err + (failed.read_text() if failed.exists() else "") + cluster.logs()
+        assert process.returncode == 0, (
+            err + (failed.read_text() if failed.exists() else "") + _node_failures(cluster) + cluster.logs()
+        )
         check_once(cluster, 60)
     finally:
         restarted.kill()

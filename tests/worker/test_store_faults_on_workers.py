@@ -36,7 +36,11 @@ MAP = {
 
 def _configure(cluster: Cluster, url: str) -> None:
     workers = "[workers]" + cluster.config.read_text().split("[workers]")[1]
-    cluster.config.write_text(openai_config(url, workers))
+    # No worker dies here: a lease long enough that a busy host's late renewals never hand a run to
+    # the other worker, which would then pay for its call again (a takeover is the killed-worker
+    # tests' subject, not this one's).
+    assert "lease_ttl_s = 4\n" in workers
+    cluster.config.write_text(openai_config(url, workers.replace("lease_ttl_s = 4\n", "lease_ttl_s = 60\n")))
 
 
 def test_a_run_on_a_worker_keeps_its_paid_answer_when_the_database_drops_its_connections(

@@ -264,7 +264,7 @@ def resume_after_kill(url: str, point: str, base_name: str, document: Path) -> d
 
 
 def _plait(env: dict[str, str], *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """`plait ARGS` in a process of its own: failpoints are read as Plait loads, and a kill ends it."""
+    """`plait ARGS` in a process of its own: its failpoints are its own, and a kill ends it."""
     done = subprocess.run([sys.executable, "-m", "plait", *args], env=env, capture_output=True, text=True, timeout=900)
     if check and done.returncode != 0:
         sys.exit(f"plait {' '.join(args)} exited {done.returncode}: {done.stderr}")

@@ -10,8 +10,8 @@ timeout. What the command does is unchanged; only the imports are shared. `run_p
 for `subprocess.run`, `start_plait` for `subprocess.Popen` (servers, workers).
 
 A command starts in a fresh interpreter instead when:
-- its environment sets something read while modules load (failpoints, Python's and Typer's own
-  variables): a warm interpreter has already read it;
+- its environment sets something read while modules load (Python's and Typer's own variables):
+  a warm interpreter has already read it;
 - `PLAIT_TEST_COLD_START=1` is set (to check the suite does not depend on the server), or the
   server could not start (a warning says why).
 The tests of start-up itself, of Ctrl-C and of crashes use `subprocess` directly.
@@ -37,13 +37,16 @@ from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COLD = "PLAIT_TEST_COLD_START"
-READ_AT_IMPORT = ("PLAIT_FAILPOINTS", "TYPER_USE_RICH", "TERMINAL_WIDTH", "_TYPER_FORCE_DISABLE_TERMINAL",
-                  "FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS")  # fmt: skip
+READ_AT_IMPORT = ("TYPER_USE_RICH", "TERMINAL_WIDTH", "_TYPER_FORCE_DISABLE_TERMINAL", "FORCE_COLOR", "PY_COLORS",
+                  "GITHUB_ACTIONS")  # fmt: skip
 """Environment variables that Plait or its libraries read when a module loads: a command whose
 environment differs from the server's in any of them (or in a `PYTHON*` variable) starts cold."""
 PRELOAD = ("cli", "runs", "evolve", "engine", "store", "compile", "llm", "sandbox", "tools", "model", "api", "web",
            "worker")  # fmt: skip
 """Plait's packages the server loads, with their libraries."""
+LIBRARIES = ("openai",)
+"""Libraries Plait imports only when a command first needs them, loaded too: the OpenAI client
+(some 500 modules, most of a second of CPU) serves the loopback providers of many tests."""
 
 
 def run_plait(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None, input: str | None = None,
@@ -70,6 +73,14 @@ def _environment(env: dict[str, str] | None) -> dict[str, str]:
     if "PLAIT_HOME" in os.environ:
         environment.setdefault("PLAIT_HOME", os.environ["PLAIT_HOME"])
     return environment
+
+
+def bare_env(**variables: str) -> dict[str, str]:
+    """An environment of `variables` only, for a command that must not see the runner's settings,
+    but with this process's `PYTHON*` variables: the interpreter reads them as it starts, so a
+    command without them (where the runner sets some, as CI machines do) would start cold, in a
+    fresh interpreter paying seconds of imports."""
+    return {**{k: v for k, v in os.environ.items() if k.startswith("PYTHON")}, **variables}
 
 
 def start_plait(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None,
@@ -341,6 +352,8 @@ def _preload() -> None:
             for found in pkgutil.walk_packages(module.__path__, f"plait.{package}."):
                 if not found.name.endswith("__main__") and ".migrations" not in found.name:  # Alembic's scripts
                     importlib.import_module(found.name)
+        for library in LIBRARIES:
+            importlib.import_module(library)
     assert plait.__file__ is not None
     if threading.active_count() != 1:  # a thread would be missing, and its locks held, in a fork
         raise SystemExit("the start server loaded a module that starts a thread")

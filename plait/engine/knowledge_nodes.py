@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from plait.engine.failpoints import failpoint
 from plait.engine.render import build_view, js_scope
 from plait.engine.results import Timer, node_snapshot
 from plait.engine.retrieval import Search, search
 from plait.engine.runtime import KnowledgeStore, NodeResult, Runtime
 from plait.engine.state import RunState
 from plait.errors import PlaitError, Refusal
+from plait.failpoints import failpoint
 from plait.model.knowledge_nodes import ChunkNode, IndexNode, ParseNode, RetrieveNode, RetrieveSettings
 from plait.model.nodes import NodeBase
 from plait.store.knowledge import DocumentStatus

@@ -76,6 +76,7 @@ def finish_write(
     result: NodeResult,
     read: dict[str, int],
     records: Records | None = None,
+    node_id: str | None = None,
 ) -> Finish:
     """The write of `result`, with its `records` as encoded already when given."""
     stored: tuple[Any, Any, Any, Any] = (result.output, result.snapshot, result.attempts, result.error)
@@ -91,6 +92,7 @@ def finish_write(
         result.tokens_output,
         result.cost_usd,
         read,
+        node_id,
     )
 
 

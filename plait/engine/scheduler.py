@@ -18,7 +18,6 @@ from plait.engine.absorb import RERUN_AFTER, STALE_AFTER, absorb
 from plait.engine.ahead import start_ahead
 from plait.engine.events import NodeSkipped, NodeStale, NodeStarted, RunCompleted, RunFailed
 from plait.engine.executors import EXECUTORS
-from plait.engine.failpoints import failpoint
 from plait.engine.guard import committable, internal_failure, lost_failure, lost_too_often
 from plait.engine.ledger import commit_versions, consumed, input_version
 from plait.engine.node_gate import NodeGate
@@ -30,6 +29,7 @@ from plait.engine.results import budget_failure
 from plait.engine.run_budget import BudgetExceeded
 from plait.engine.runtime import NodeResult
 from plait.engine.state import Phase, RunState
+from plait.failpoints import failpoint
 from plait.llm.slots import may_go_on, paced
 from plait.model.enums import NodeStatus, RunStatus
 from plait.model.nodes import NodeBase
@@ -341,7 +341,7 @@ class Scheduler:
         status = _NODE_STATUS[result.phase]
         if status == NodeStatus.COMPLETED and self.state.nodes[node_id].after == STALE_AFTER:
             status = NodeStatus.STALE  # it read a value corrected while it ran (INVALIDATE)
-        finish = finish_write(self.run_id, claimed.id, self.kernel.owner, status, result, read, records)
+        finish = finish_write(self.run_id, claimed.id, self.kernel.owner, status, result, read, records, node_id)
         completed = result.phase == Phase.COMPLETED
         versions = commit_versions(self.run_id, self.state, node_id, claimed.id, read, completed=completed)
         follow = self._record(node_id, result)
@@ -380,7 +380,9 @@ class Scheduler:
         its real result could not be stored. Raises what the store raises: then it is the store
         itself that fails, and the engine stops."""
         self._record(claimed.node_id, result)
-        finish = finish_write(self.run_id, claimed.id, self.kernel.owner, NodeStatus.FAILED, result, {})
+        finish = finish_write(
+            self.run_id, claimed.id, self.kernel.owner, NodeStatus.FAILED, result, {}, node_id=claimed.node_id
+        )
         results = await self.kernel.commits.submit([finish, Watch(self.run_id)])
         self._check_lease(claimed.node_id, results[0])
         return _Committed(NodeStatus.FAILED, [], [], results[-1])

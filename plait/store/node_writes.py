@@ -23,6 +23,7 @@ from sqlalchemy import Engine, Select, bindparam, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.dml import UpdateBase
 
+from plait.failpoints import armed, failpoint
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
 from plait.store.db import Encoded, conflict_insert, json_dumps_once, new_id, writer
@@ -65,6 +66,8 @@ class Finish:
     cost_usd: float = 0.0
     consumed: dict[str, int] | None = None
     """Ledger versions the node read (see `Version`)."""
+    node_id: str | None = None
+    """The node's id, for the `mid_commit` failpoint only (not written)."""
 
     def __post_init__(self) -> None:
         if self.status is NodeStatus.RUNNING:
@@ -250,6 +253,10 @@ class NodeWriter:
                     counts[run_id] = int(row[0]) if row is not None else None
                 for u, index in places:
                     outcomes[u][index] = counts[run_id]
+            if armed():  # a durability test: every write sent, COMMIT not yet
+                for write in (w for unit in units for w in unit):
+                    if isinstance(write, Finish) and write.node_id is not None:
+                        failpoint("mid_commit", write.node_id)
         done: list[list[Any] | Exception] = list(outcomes)
         for u, index, claim in found:  # rare (resume, races): the row exists; decide in a transaction of its own
             try:
@@ -329,6 +336,7 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
         run("insert_run", write.row)
         return None
     if isinstance(write, Claim):
+        failpoint("before_claim", write.node_id)  # inside the unit's transaction: see plait/failpoints.py
         params = new_node_row(
             write.run_id,
             write.node_id,

@@ -1,7 +1,9 @@
 """An OpenAI-compatible server on loopback that counts what it is sent: the most requests it
-was answering at once, and when each arrived (to check a limit held across processes, or how
-many calls were paid). With a `gate`, answers wait until the test sets it (a fault injected
-while calls are in flight)."""
+was answering at once, when each arrived and its prompt (to check a limit held across
+processes, or how many calls were paid, and for which node). With a `gate`, answers wait until
+the test sets it (a fault injected while calls are in flight); with a `hold`, the one request
+whose prompt it names waits (a process killed while that call is in flight). `answer` makes the
+reply a function of the prompt, so that two runs' outputs compare."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 PAID_THEN_SHAPED = {
@@ -34,38 +37,68 @@ class Counts:
     in_flight: int = 0
     most: int = 0
     arrivals: list[float] = field(default_factory=list)
+    prompts: list[str] = field(default_factory=list)
+    """Each request's prompt (the text of its last user message), in the order they arrived."""
 
 
-def make_app(counts: Counts, latency_s: float, gate: threading.Event | None = None) -> FastAPI:
+@dataclass
+class Hold:
+    """Keep the first request whose prompt contains `prompt` open until `release` is set;
+    `arrived` is set when it comes, for the test to act while the call is in flight."""
+
+    prompt: str
+    arrived: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+def prompt_of(body: dict[str, Any]) -> str:
+    """The text of the request's last user message (its text parts, joined)."""
+    users = [m.get("content") for m in body.get("messages", []) if m.get("role") == "user"]
+    content = users[-1] if users else ""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def make_app(counts: Counts, latency_s: float, gate: threading.Event | None = None, hold: Hold | None = None,
+             answer: Callable[[str], str] | None = None) -> FastAPI:  # fmt: skip
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
-    async def complete() -> JSONResponse:
+    async def complete(request: Request) -> JSONResponse:
+        prompt = prompt_of(await request.json())
         counts.arrivals.append(time.time())
+        counts.prompts.append(prompt)
         counts.in_flight += 1
         counts.most = max(counts.most, counts.in_flight)
         try:
             await asyncio.sleep(latency_s)
             if gate is not None:
                 await asyncio.to_thread(gate.wait, 120)
+            if hold is not None and hold.prompt in prompt and not hold.arrived.is_set():
+                hold.arrived.set()
+                await asyncio.to_thread(hold.release.wait, 120)
         finally:
             counts.in_flight -= 1
-        answer = {"id": "c", "object": "chat.completion", "created": int(time.time()), "model": "m",
-                  "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-                  "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}  # fmt: skip
-        return JSONResponse(answer)
+        content = "ok" if answer is None else answer(prompt)
+        reply = {"id": "c", "object": "chat.completion", "created": int(time.time()), "model": "m",
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                              "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}  # fmt: skip
+        return JSONResponse(reply)
 
     return app
 
 
 @contextmanager
-def counting_server(latency_s: float = 0.3, gate: threading.Event | None = None) -> Iterator[tuple[str, Counts]]:
+def counting_server(latency_s: float = 0.3, gate: threading.Event | None = None, hold: Hold | None = None,
+                    answer: Callable[[str], str] | None = None) -> Iterator[tuple[str, Counts]]:  # fmt: skip
     counts = Counts()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(make_app(counts, latency_s, gate), host="127.0.0.1", port=port,
-                                           log_level="critical", lifespan="off"))  # fmt: skip
+    server = uvicorn.Server(uvicorn.Config(make_app(counts, latency_s, gate, hold, answer), host="127.0.0.1",
+                                           port=port, log_level="critical", lifespan="off"))  # fmt: skip
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -74,6 +107,8 @@ def counting_server(latency_s: float = 0.3, gate: threading.Event | None = None)
     try:
         yield f"http://127.0.0.1:{port}/v1", counts
     finally:
+        if hold is not None:  # a request still held (its client killed) lets the server stop
+            hold.release.set()
         server.should_exit = True
         thread.join(timeout=10)
 

@@ -761,7 +761,7 @@ def print_report(
             for key, s in w3[kind].items():
                 row(s, ".1f", w3[kind] if key == "plait" else None)
         print()
-    print("targets (issue 3):")
+    print("targets:")
     if "lg_memory" in w1:
         mem = w1["lg_memory"]
         for key in ("plait_llm", "plait_transform"):

@@ -1,4 +1,4 @@
-"""Load test of `plait serve` on loopback (issue 8, item 6): many clients start runs and poll them.
+"""Load test of `plait serve` on loopback: many clients start runs and poll them, while one more asks `/api/health`.
 
 Starts `plait serve` as a subprocess (as a user runs it) on a fresh database: a SQLite file in a
 temp dir, or a fresh schema in the PostgreSQL database given with `--db` (dropped afterwards).
@@ -9,8 +9,11 @@ examples/feedback_triage.yaml (LLM_CALL, CONDITION, a branch, MERGE, TRANSFORM),
 Each of `--clients` concurrent clients (its own `httpx.AsyncClient`, so its own connection)
 starts `--rounds` runs one after the other, each with its own feedback text (no response-cache
 hits; the three labels in turn), and polls each run every `--poll-interval` seconds until it
-ends. An error is any refused or failed request, a timeout, or a run that does not end
-`completed`; the server's log is searched for tracebacks and database lock errors too.
+ends. Beside them a prober in a process of its own asks `GET /api/health` every
+`--health-interval` seconds, as a load balancer or an operator's monitor would during the load: its
+latency is what a deployment sees of a server this busy. An error is any refused or failed
+request (the health checks' included), a timeout, or a run that does not end `completed`; the
+server's log is searched for tracebacks and database lock errors too.
 
     .venv/bin/python bench/http_load.py                         # 200 clients, SQLite
     .venv/bin/python bench/http_load.py --db postgresql+psycopg://postgres@127.0.0.1:5432/test
@@ -25,6 +28,7 @@ import json
 import os
 import platform
 import re
+import select
 import signal
 import socket
 import ssl
@@ -64,6 +68,7 @@ class Result:
     starts: list[float] = field(default_factory=list)
     polls: list[float] = field(default_factory=list)
     runs: list[float] = field(default_factory=list)
+    health: list[float] = field(default_factory=list)
     statuses: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     server_problems: list[str] = field(default_factory=list)
@@ -84,7 +89,8 @@ class Result:
             "start_ms": percentiles(self.starts),
             "poll_ms": percentiles(self.polls),
             "run_ms": percentiles(self.runs),
-            "requests": len(self.starts) + len(self.polls),
+            "health_ms": percentiles(self.health),
+            "requests": len(self.starts) + len(self.polls) + len(self.health),
             "server_cpu_s": round(self.server_cpu_s, 2),
         }
 
@@ -147,8 +153,50 @@ async def client(
                     result.errors.append(f"run {run_id} ended {status}: {polled.json().get('error')}")
 
 
+def probe_health(base_url: str, interval: float, timeout: float) -> None:
+    """The prober's process: ask `/api/health` every `interval` seconds until stdin closes, then
+    print the latencies (s) and errors as JSON. A process of its own, so that what it measures
+    is the server and not the 200 clients' busy event loop in the bench's process."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    with httpx.Client(base_url=base_url, timeout=timeout) as http:
+        while not select.select([sys.stdin], [], [], interval)[0]:
+            asked = time.perf_counter()
+            try:
+                answer = http.get("/api/health")
+            except httpx.HTTPError as exc:
+                errors.append(f"health: {type(exc).__name__}: {exc}")
+                continue
+            latencies.append(time.perf_counter() - asked)
+            if answer.status_code != 200:
+                errors.append(f"health: {answer.status_code} {answer.text[:200]}")
+    print(json.dumps({"latencies": latencies, "errors": errors}))
+
+
+@contextmanager
+def health_prober(base_url: str, interval: float, timeout: float, result: Result) -> Iterator[None]:
+    """`probe_health` in a child process while the block runs; its figures added to `result`."""
+    command = [sys.executable, __file__, "--probe-health", base_url, "--health-interval", str(interval),
+               "--timeout", str(timeout)]  # fmt: skip
+    prober = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        yield
+    finally:
+        out, _ = prober.communicate(input="done\n", timeout=timeout + 30)
+        found = json.loads(out)
+        result.health.extend(found["latencies"])
+        result.errors.extend(found["errors"])
+
+
 async def load(
-    base_url: str, *, clients: int, rounds: int, poll_interval: float, timeout: float, backend: str
+    base_url: str,
+    *,
+    clients: int,
+    rounds: int,
+    poll_interval: float,
+    timeout: float,
+    backend: str,
+    health_interval: float = 0.1,
 ) -> Result:
     result = Result(clients=clients, rounds=rounds, backend=backend)
     # Every client has its own connection pool (as separate clients would), all built before
@@ -156,9 +204,10 @@ async def load(
     # bundle, ~40 ms) would keep this process's loop busy for seconds while requests wait.
     tls = ssl.create_default_context()
     https = [httpx.AsyncClient(base_url=base_url, timeout=timeout, verify=tls) for _ in range(clients)]
-    began = time.perf_counter()
-    await asyncio.gather(*(client(http, i, rounds, poll_interval, timeout, result) for i, http in enumerate(https)))
-    result.wall_s = time.perf_counter() - began
+    with health_prober(base_url, health_interval, timeout, result):
+        began = time.perf_counter()
+        await asyncio.gather(*(client(http, i, rounds, poll_interval, timeout, result) for i, http in enumerate(https)))
+        result.wall_s = time.perf_counter() - began
     return result
 
 
@@ -264,6 +313,7 @@ def drive(url: str, args: argparse.Namespace, backend: str) -> Result:
             poll_interval=args.poll_interval,
             timeout=args.timeout,
             backend=backend,
+            health_interval=args.health_interval,
         )
     )
 
@@ -312,6 +362,7 @@ def table(s: dict[str, Any]) -> str:
         ("start (POST /api/runs)", "start_ms"),
         ("poll (GET /api/runs/{id})", "poll_ms"),
         ("run, start to seen ended", "run_ms"),
+        ("GET /api/health meanwhile", "health_ms"),
     ):
         p = s[key]
         rows.append(f"  {label:<28}{p['n']:>7}{p['p50']:>9.1f}{p['p99']:>9.1f}{p['max']:>9.1f}")
@@ -327,10 +378,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", default=None, help="sqlite:///FILE, or a PostgreSQL URL (a fresh schema is used)")
     parser.add_argument("--delay-ms", type=int, default=50, help="how long each model call takes (default 50)")
     parser.add_argument("--poll-interval", type=float, default=0.25, help="seconds between polls (default 0.25)")
+    parser.add_argument("--health-interval", type=float, default=0.1, help="seconds between health checks (0.1)")
     parser.add_argument("--timeout", type=float, default=120.0, help="longest a request or a run may take, s")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--url", help="drive a server started elsewhere instead (it needs --llm scripted:FILE)")
+    parser.add_argument("--probe-health", metavar="URL", help=argparse.SUPPRESS)  # the prober's own process
     args = parser.parse_args(argv)
+    if args.probe_health:
+        probe_health(args.probe_health, args.health_interval, args.timeout)
+        return 0
     summary = run(args)
     print(json.dumps(summary, indent=2) if args.json else table(summary))
     return 0 if summary["errors"] == 0 and summary["completed"] == summary["runs"] else 1

@@ -1,4 +1,4 @@
-"""A short, bounded run of bench/http_load.py (issue 8, item 6), so that CI exercises `plait serve`
+"""A short, bounded run of bench/http_load.py, so that CI exercises `plait serve`
 under concurrency: 20 clients at once each start a run and poll it until it ends, on SQLite.
 No timing assertions (the figures live in docs/performance.md): no request may fail, no run
 may end otherwise than `completed`, and the server's log may show no traceback or lock error."""
@@ -30,4 +30,5 @@ def test_twenty_concurrent_clients_start_and_poll_runs_without_an_error(tmp_path
     assert (summary["runs"], summary["completed"], summary["statuses"]) == (40, 40, {"completed": 40})
     assert summary["start_ms"]["n"] == 40
     assert summary["poll_ms"]["n"] >= 40
+    assert summary["health_ms"]["n"] >= 1  # /api/health was asked during the load, and answered 200
     assert proc.returncode == 0

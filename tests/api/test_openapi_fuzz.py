@@ -1,4 +1,4 @@
-"""Schemathesis over /openapi.json of a real `plait serve` (issue 8, item 6).
+"""Schemathesis over /openapi.json of a real `plait serve`.
 
 A server on loopback with `--require-auth` and a token, holding a few graphs (one forked, one
 with two versions) and runs (one completed, one paused at a HUMAN_REVIEW), is fuzzed operation

@@ -1,4 +1,4 @@
-"""Classification of JSON Schema changes, version bumps and schema_version derivation (issue 6 item 2).
+"""Classification of JSON Schema changes, version bumps and schema_version derivation.
 
 Hand-written cases pin each rule (level, data path and kind); property-based tests apply known
 mutations to generated object schemas and check that the classifier finds the expected level.

@@ -1,4 +1,4 @@
-"""Lazy migrations (issue 6 item 3): planning chains over wildcard versions, running them in the
+"""Lazy migrations: planning chains over wildcard versions, running them in the
 real JS sandbox, validating the result, and never touching the stored original."""
 
 from __future__ import annotations

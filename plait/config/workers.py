@@ -29,8 +29,9 @@ class WorkersConfig(Strict):
     """A Celery broker URL; None: runs execute in the process that starts them."""
     queue: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+$")] = "plait"
     lease_ttl_s: Annotated[float, Field(ge=3, le=600, allow_inf_nan=False)] = 15.0
-    """How long a run's lease lasts without a heartbeat: a killed worker's runs are taken over
-    within it (at once when the worker ran on the same machine)."""
+    """How long a run's lease lasts without a heartbeat: a killed worker's runs are announced
+    again once it has run out, and another worker takes them over then, even when the killed
+    worker ran on the same machine (`plait resume` and a restarted server take over at once)."""
     visibility_timeout_s: Annotated[float, Field(ge=60, allow_inf_nan=False)] = 3600.0
     """Redis only: how long a delivered, unacknowledged message waits before it is delivered
     again. Longer than the longest run; a lost worker's runs are taken over by lease sooner."""

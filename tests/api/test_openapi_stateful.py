@@ -36,7 +36,8 @@ STEPS = 16
 SUITES = 10
 FLOOR = 30
 """Operations that answered a 2xx at least once (35 to 41 of 105 measured with SEED on SQLite; the
-links pick their values by a coin hypothesis does not replay, so a little below)."""
+server's answers differ between runs, random ids and runs executing at the machine's pace, so the
+same seed follows different values: a little below)."""
 
 
 def test_the_served_document_places_every_link(seeded: Seeded) -> None:

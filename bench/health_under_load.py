@@ -6,7 +6,7 @@ stores three hostile graphs and asks `/api/health` every 20 ms from a thread of 
 quietly (the baseline), then while the attack runs:
 
 - MAP runs whose items each spin in a string search QuickJS cannot interrupt
-  (`'a'.repeat(200000).indexOf(...)`, tens of seconds of CPU unless killed), 40 items a run;
+  (`'a'.repeat(200000).indexOf(...)`, tens of seconds of CPU unless killed), 40 items a run (`--items`);
 - JavaScript CODE nodes doing the same, and BigInt `toString` of a 300,000-digit number;
 - prompt-script previews in the same builtin, and ones that flood their host calls;
 - the HTTP abuse corpus's hostile requests (a body nested 100,000 levels, 1e400, ...);
@@ -28,6 +28,7 @@ wake-up).
 
     .venv/bin/python bench/health_under_load.py              # ~1 min
     .venv/bin/python bench/health_under_load.py --runs 2 --kills 8
+    .venv/bin/python bench/health_under_load.py --runs 1 --kills 2 --items 4 --quiet 1   # a smoke run
 """
 
 from __future__ import annotations
@@ -175,11 +176,11 @@ def summary(latencies: list[float]) -> str:
     )
 
 
-def attack(client: httpx.Client, runs: int) -> list[tuple[str, str]]:
+def attack(client: httpx.Client, runs: int, items: int) -> list[tuple[str, str]]:
     """Start the hostile runs (and send the corpus); their graphs and ids."""
     started = []
     for k in range(runs):
-        for graph, run_input in (("hostile_map", {"values": list(range(ITEMS))}), ("hostile_code", {"k": k}),
+        for graph, run_input in (("hostile_map", {"values": list(range(items))}), ("hostile_code", {"k": k}),
                                  ("hostile_bigint", {"k": k}), ("hostile_fork", {"k": k}),
                                  ("hostile_memory", {"k": k}), ("hostile_kill", {"k": k}),
                                  ("hostile_render", {"n": 10**9})):  # fmt: skip
@@ -235,7 +236,7 @@ def previews(url: str) -> list[threading.Thread]:
     return threads
 
 
-def part_one(runs: int) -> None:
+def part_one(runs: int, items: int, quiet_s: float) -> None:
     with tempfile.TemporaryDirectory(prefix="plait-bench-health-") as name, plait_serve(Path(name)) as url:
         with httpx.Client(base_url=url, timeout=60) as client:
             for graph in GRAPHS:
@@ -243,12 +244,12 @@ def part_one(runs: int) -> None:
                 if stored.status_code != 201:
                     raise SystemExit(f"storing a graph failed: {stored.status_code} {stored.text}")
             with Probe(url) as quiet:
-                time.sleep(3)
+                time.sleep(quiet_s)
             began = time.monotonic()
             stop = threading.Event()
             with Probe(url) as loud:
                 slow = slow_clients(url, stop)
-                run_ids = attack(client, runs)
+                run_ids = attack(client, runs, items)
                 scripts = previews(url)
                 endings: dict[str, int] = {}
                 for graph, run_id in run_ids:
@@ -268,7 +269,7 @@ def part_one(runs: int) -> None:
         print(f"health, quiet:        {summary(quiet.latencies)}")
         print(f"health, under attack: {summary(loud.latencies)} ({loud.errors} errors)")
         print("how the hostile runs ended: " + "; ".join(f"{k} (x{n})" for k, n in sorted(endings.items())))
-        print(f"the attack: {runs} x (a MAP of {ITEMS} + a CODE + a BigInt run + 4 runs of hostile programs), "
+        print(f"the attack: {runs} x (a MAP of {items} + a CODE + a BigInt run + 4 runs of hostile programs), "
               f"{len(SCRIPTS)} previews, {len(CORPUS)} hostile requests, cross-origin writes, 20 slow clients; "
               f"all ended in {took:.1f} s; the server {'answers' if alive else 'is DOWN'} after it")  # fmt: skip
 
@@ -300,9 +301,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="rounds of hostile runs (each: a MAP of 40, CODE, BigInt)")
     parser.add_argument("--kills", type=int, default=4, help="uninterruptible evaluations at once in part 2")
     parser.add_argument("--limit", type=float, default=0.3, help="their time limit in part 2, seconds")
+    parser.add_argument("--items", type=int, default=ITEMS, help="items of each hostile MAP run (at most 40 at once)")
+    parser.add_argument("--quiet", type=float, default=3.0, help="seconds of the quiet baseline")
     args = parser.parse_args()
     print(f"host: {platform.node()}, Python {platform.python_version()}, {platform.platform()}")
-    part_one(args.runs)
+    part_one(args.runs, args.items, args.quiet)
     part_two(args.kills, args.limit)
 
 

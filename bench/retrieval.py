@@ -25,10 +25,11 @@ chunks.
    index against exact search, and whether the planner used the index.
 
 `--quick`: 10 questions on their own documents and the smallest topics, six small topics per
-embedder, one kill point, 15- and 10-page documents, 2k chunks: under a minute. `--db`: a
-SQLite URL (a new file), or a PostgreSQL URL (a new schema in that database, dropped
-afterwards); by default a SQLite file in a temporary folder. `--latency-only`: section 3 alone
-(a few minutes at 10k and 100k chunks). Progress goes to stderr, the tables to stdout.
+embedder, one kill point, 15- and 4-page documents, 2k chunks made of 100 sentences: a smoke run
+of every section, about a minute. `--db`: a SQLite URL (a new file), or a PostgreSQL URL (a new
+schema in that database, dropped afterwards); by default a SQLite file in a temporary folder.
+`--latency-only`: section 3 alone (a few minutes at 10k and 100k chunks). Progress goes to
+stderr, the tables to stdout.
 """
 
 from __future__ import annotations
@@ -221,14 +222,14 @@ def ingest(client: Client, base_name: str, embedder: str, documents: dict[str, s
             "chunks_per_s": chunks / seconds, "load": os.getloadavg()[0]}  # fmt: skip
 
 
-def resume_after_kill(url: str, point: str, base_name: str, document: Path) -> dict[str, Any]:
+def resume_after_kill(client: Client, url: str, point: str, base_name: str, document: Path) -> dict[str, Any]:
     """`plait kb add` killed at `point`, then `plait resume`: what was kept and embedded."""
     from sqlalchemy import func, select
 
     from plait.store.knowledge_models import KB_VECTOR
 
     env = {**os.environ, "PLAIT_DB": url}
-    _plait(env, "kb", "create", base_name)
+    client.kb.create(base_name)  # here: only the add and the resume need processes of their own
     killed = _plait({**env, "PLAIT_FAILPOINTS": point}, "kb", "add", base_name, str(document), check=False)
     found = re.search(r"\(run ([0-9a-f-]{36})\)", killed.stderr)
     row: dict[str, Any] = {"point": point, "killed": killed.returncode == 137, "resumed": False}
@@ -462,19 +463,22 @@ class Plan:
     quick: bool
     kill_points: tuple[str, ...]
     resume_pages: int
+    """Pages of the document killed and resumed: 15 make more chunks than INDEX embeds in one batch (64)."""
     edit_pages: int
     sizes: tuple[int, ...]
+    pool: int | None
+    """How many of the corpus's sentences make the latency bases' chunks (None: all)."""
 
     @classmethod
     def of(cls, quick: bool) -> Plan:
         if quick:
-            return cls(True, ("embedded:index",), 15, 10, (2_000,))
-        return cls(False, KILL_POINTS, 60, 100, (10_000, 100_000))
+            return cls(True, ("embedded:index",), 15, 4, (2_000,), 100)
+        return cls(False, KILL_POINTS, 60, 100, (10_000, 100_000), None)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes: under a minute")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run of every section")
     parser.add_argument("--db", help="sqlite:///FILE (new) or a PostgreSQL URL; default a temporary SQLite file")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--latency-only", action="store_true", help="only section 3, search latency")
@@ -522,7 +526,8 @@ def measure(client: Client, url: str, folder: Path, plan: Plan, figures: dict[st
             scores[f"ingest-{name}"] = quality(client, f"ingest-{name}", scored, ("dense", "hybrid"))
     long_document = folder / "manual.md"
     long_document.write_text(pages(plan.resume_pages), encoding="utf-8")
-    kills = [resume_after_kill(url, point, f"resume-{i}", long_document) for i, point in enumerate(plan.kill_points)]
+    kills = [resume_after_kill(client, url, point, f"resume-{i}", long_document)
+             for i, point in enumerate(plan.kill_points)]  # fmt: skip
     edit = reingest_one_edit(client, "reingest", plan.edit_pages)
     timed = measure_latency(client, plan, asked, documents)
     figures |= {"questions": len(asked), "scored": len(scored), "missing": [q.id for q in missing],
@@ -541,9 +546,7 @@ def measure_latency(
     """Section 3 at each of the plan's sizes: a base written, then searched."""
     from plait.knowledge.embed import embedder
 
-    pool, timed = sentences(documents), []
-    if plan.quick:  # fewer sentences to embed: the bases are small
-        pool = pool[:500]
+    pool, timed = sentences(documents)[: plan.pool], []
     began = time.perf_counter()
     pool_vectors = embedder().embed(pool)
     _progress(f"{len(pool)} sentences embedded in {time.perf_counter() - began:.1f} s")

@@ -45,15 +45,15 @@ def per_call_us(action: Callable[[], object], calls: int) -> float:
     return statistics.median(loops)
 
 
-def cold_start_ms() -> float:
+def cold_start_ms(runs: int = 3) -> float:
     code = (
         "import time; t = time.perf_counter(); from plait.sandbox import JsSandbox\n"
         "with JsSandbox() as box: box.evaluate('1', {})\n"
         "print((time.perf_counter() - t) * 1000)"
     )
-    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-            for _ in range(3)]  # fmt: skip
-    return statistics.median(runs)
+    times = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+             for _ in range(runs)]  # fmt: skip
+    return statistics.median(times)
 
 
 def process_start_ms() -> float:
@@ -73,10 +73,12 @@ def process_start_ms() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the calls per figure: a smoke run")
-    calls = 200 if parser.parse_args().quick else 2000
-    print(f"first evaluation in a fresh interpreter (import, process start): {cold_start_ms():.1f} ms")
+    quick = parser.parse_args().quick
+    calls, slow_calls = (200, 5) if quick else (2000, 50)  # slow_calls: of the steps that take milliseconds
+    print(f"first evaluation in a fresh interpreter (import, process start): {cold_start_ms(1 if quick else 3):.1f} ms")
     print(f"an evaluator process, from spawn to ready: {process_start_ms():.1f} ms")
-    print(f"a new context (lockdown + runner): {per_call_us(lambda: Context(max_memory_bytes=64 << 20), 50):.0f} µs")
+    context = per_call_us(lambda: Context(max_memory_bytes=64 << 20), slow_calls)
+    print(f"a new context (lockdown + runner): {context:.0f} µs")
     evaluator = Evaluator(64)
     trivial = (wire.EVALUATE, 1.0, 1000, "1", "", "[]")
     evaluator.request_sync(*trivial)
@@ -104,7 +106,7 @@ def main() -> None:
         start = time.perf_counter()
         asyncio.run(many())
         print(f"aevaluate, {calls:,} at once on one loop: {(time.perf_counter() - start) / calls * 1e6:.1f} µs each")
-        big = per_call_us(lambda: box.evaluate("input.rows.length", ROWS), 50)
+        big = per_call_us(lambda: box.evaluate("input.rows.length", ROWS), slow_calls)
         print(f"evaluate, 150 KB scope (2,000 rows): {big:.0f} µs")
         start = time.perf_counter()
         with contextlib.suppress(JsTimeoutError):

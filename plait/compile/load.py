@@ -78,7 +78,11 @@ def load_graph(doc: SourceDoc) -> LoadedGraph:
     schemas_key = "schemas" if "schemas" in data or "schema_registry" not in data else "schema_registry"
     header_ok = _validate(GraphDef, header, (), doc, diagnostics)
 
-    loaded = LoadedGraph(GraphDef.model_construct(id=str(data.get("id", "invalid"))), doc, diagnostics)
+    # a placeholder until the parts are validated; its lists are given, not defaulted: pydantic reads
+    # each default factory's signature on every model_construct (~1.5 ms of a small graph's compile)
+    empty: dict[str, Any] = {"nodes": [], "edges": [], "schemas": [], "migrations": []}
+    placeholder = GraphDef.model_construct(id=str(data.get("id", "invalid")), **empty)
+    loaded = LoadedGraph(placeholder, doc, diagnostics)
     nodes = _validate_items(data, "nodes", _node_adapter().validate_python, doc, diagnostics, loaded)
     edges = _validate_items(data, "edges", EdgeDef.model_validate, doc, diagnostics, loaded)
     schemas = _validate_items(data, schemas_key, SchemaEntry.model_validate, doc, diagnostics, loaded)

@@ -1,15 +1,19 @@
 """The official JSON-Schema-Test-Suite, as the pinned `jsonschema` source distribution on PyPI ships it.
 
 jsonschema's sdist carries the suite under `json/tests/` (its own tests run it). `pip download`
-fetches that archive by name from the package index (once: it is kept in pytest's cache folder),
-its SHA-256 is checked, and only the required tests of drafts 2020-12 and 7 are read (not
-`optional/`). Nothing of the suite is copied into this repository.
+fetches that archive by name from the package index, its SHA-256 is checked, and only the
+required tests of drafts 2020-12 and 7 are read (not `optional/`). Nothing of the suite is copied
+into this repository. The unpacked tests are kept in the user's cache folder, so a new checkout
+(CI clones one for every run) finds them: `pip download` prepares the sdist's metadata, which
+installs its build backend first, and that takes longer than the whole check.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -39,11 +43,25 @@ class Group:
     tests: list[dict[str, Any]]
 
 
+def kept_folder() -> Path | None:
+    """Where the suite is kept between runs and checkouts: `$XDG_CACHE_HOME/plait-tests`, else
+    `~/.cache/plait-tests`; None when neither can be made."""
+    try:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        folder = base / "plait-tests"
+        folder.mkdir(parents=True, exist_ok=True)
+    except (OSError, RuntimeError):
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
 def suite_folder(cache: Path) -> Path:
-    """The suite's `tests/` folder under `cache`, downloaded and unpacked on first use."""
+    """The suite's `tests/` folder under `cache`, downloaded and unpacked on first use. It is
+    unpacked beside its place and renamed into it whole, so that runs at once never read half."""
     target = cache / ARCHIVE.removesuffix(".tar.gz")
     if not (target / "done").exists():
-        with tempfile.TemporaryDirectory() as download:
+        with tempfile.TemporaryDirectory(dir=cache) as work:
+            download = Path(work) / "download"
             result = subprocess.run(
                 [
                     sys.executable,
@@ -62,14 +80,18 @@ def suite_folder(cache: Path) -> Path:
                 text=True,
                 timeout=600,
             )
-            archive = Path(download) / ARCHIVE
+            archive = download / ARCHIVE
             why = f"`pip download {SDIST}` (the JSON-Schema-Test-Suite's source) failed: {result.stderr[-2000:]}"
             assert result.returncode == 0, why
             assert archive.exists(), why
             digest = hashlib.sha256(archive.read_bytes()).hexdigest()
             assert digest == SHA256, f"{ARCHIVE} has SHA-256 {digest}, expected {SHA256}"
-            _unpack(archive, target)
-        (target / "done").write_text("ok")
+            unpacked = Path(work) / "unpacked"
+            _unpack(archive, unpacked)
+            (unpacked / "done").write_text("ok")
+            with contextlib.suppress(OSError):  # another run put the same files there first
+                unpacked.rename(target)
+    assert (target / "done").exists(), f"{target} holds part of the suite: delete it, and it is fetched again"
     return target / "tests"
 
 

@@ -21,15 +21,17 @@ import pytest
 from plait.compile import compile_data
 from plait.engine.contracts import schema_violations
 from plait.model.graph import SchemaEntry
-from tests.compile.json_schema_suite import Group, groups, suite_folder
+from tests.compile.json_schema_suite import Group, groups, kept_folder, suite_folder
 
 EXPECTED = Path(__file__).with_name("json_schema_suite_refusals.json")
 
 
 @pytest.fixture(scope="module")
 def suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[Group]:
-    cache = getattr(request.config, "cache", None)  # None when pytest runs with -p no:cacheprovider
-    folder = cache.mkdir("json-schema-test-suite") if cache is not None else tmp_path_factory.mktemp("suite")
+    folder = kept_folder()
+    if folder is None:
+        cache = getattr(request.config, "cache", None)  # None when pytest runs with -p no:cacheprovider
+        folder = cache.mkdir("json-schema-test-suite") if cache is not None else tmp_path_factory.mktemp("suite")
     return list(groups(suite_folder(folder)))
 
 

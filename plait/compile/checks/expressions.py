@@ -19,7 +19,7 @@ from plait.compile.context import CheckContext
 from plait.compile.diagnostics import Category
 from plait.compile.plan import expression_of
 from plait.model import NodeBase
-from plait.sandbox.names import member_paths
+from plait.sandbox.names import bindings_pattern, member_paths
 
 CODE = "bad_expression_path"
 BARE = "bare_node_name"
@@ -33,6 +33,8 @@ _JS_GLOBALS = frozenset(
 
 def check_expression_paths(ctx: CheckContext) -> None:
     """Every literal path in every node's expression names something the node can read."""
+    ids = tuple(i for i in ctx.nodes if i.isidentifier() and i not in _JS_GLOBALS)
+    bare = bindings_pattern(ids) if ids else None  # once per graph: per node, a long chain took O(nodes²)
     for node in ctx.nodes.values():
         if node.skill_scope is not None:
             continue  # inlined skill nodes were checked against the skill's own graph
@@ -42,16 +44,13 @@ def check_expression_paths(ctx: CheckContext) -> None:
         field, text = found
         for path in dict.fromkeys(member_paths(text)):
             check_ref(ctx, node, path, (field,), {}, code=CODE)
-        if getattr(node, "language", "js") != "python":
-            _check_bare_names(ctx, node, field, text)
+        if bare is not None and getattr(node, "language", "js") != "python":
+            _check_bare_names(ctx, node, field, text, bare)
 
 
-def _check_bare_names(ctx: CheckContext, node: NodeBase, field: str, text: str) -> None:
-    """A node's output read by the node's bare name, as a template reads it: a ReferenceError
-    when it runs, unless the expression declares that name itself."""
-    ids = tuple(i for i in ctx.nodes if i.isidentifier() and i not in _JS_GLOBALS)
-    if not ids:
-        return
+def _check_bare_names(ctx: CheckContext, node: NodeBase, field: str, text: str, ids: re.Pattern[str]) -> None:
+    """A node's output read by the node's bare name (`ids`: the graph's node ids that can be one),
+    as a template reads it: a ReferenceError when it runs, unless the expression declares that name."""
     for path in dict.fromkeys(member_paths(text, bindings=ids)):
         name = str(path[0])
         declared = rf"\b(?:const|let|var|function)\s+{name}\b|\b{name}\s*=>|[(,]\s*{name}\s*[,)=]"

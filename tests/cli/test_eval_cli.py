@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from plait.store import Store
-from tests.plait_cli import run_plait
+from tests.plait_cli import bare_env, run_plait
 from tests.runs.eval_scenario import judged_graph
 
 
 def plait(db_url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_plait(*args, cwd=cwd, env={"PLAIT_DB": db_url, "PATH": "/usr/bin:/bin", "COLUMNS": "200"}, timeout=120)
+    return run_plait(*args, cwd=cwd, env=bare_env(PLAIT_DB=db_url, PATH="/usr/bin:/bin", COLUMNS="200"), timeout=120)
 
 
 def ok(done: subprocess.CompletedProcess[str]) -> Any:

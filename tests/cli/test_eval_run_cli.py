@@ -14,12 +14,12 @@ from typing import Any
 import yaml
 
 from plait.store import Store
-from tests.plait_cli import run_plait
+from tests.plait_cli import bare_env, run_plait
 from tests.runs.eval_run_scenario import RULES, calls, graph, judged, new_version
 
 
 def plait(db_url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_plait(*args, cwd=cwd, env={"PLAIT_DB": db_url, "PATH": "/usr/bin:/bin", "COLUMNS": "200"}, timeout=180)
+    return run_plait(*args, cwd=cwd, env=bare_env(PLAIT_DB=db_url, PATH="/usr/bin:/bin", COLUMNS="200"), timeout=180)
 
 
 def script(tmp_path: Path) -> str:

@@ -17,13 +17,13 @@ import pytest
 from plait.model.knowledge_nodes import RetrieveMode
 from plait.store import Store
 from tests.knowledge.documents import GUIDE
-from tests.plait_cli import run_plait
+from tests.plait_cli import bare_env, run_plait
 
 pytestmark = pytest.mark.usefixtures("embedder_installed")
 
 
 def plait(db_url: str, cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {"PLAIT_DB": db_url, "PATH": "/usr/bin:/bin", "COLUMNS": "200", **(env or {})}
+    environment = bare_env(PLAIT_DB=db_url, PATH="/usr/bin:/bin", COLUMNS="200", **(env or {}))
     return run_plait(*args, cwd=cwd, env=environment, timeout=180)
 
 
@@ -93,7 +93,8 @@ def test_bad_options_exit_2_in_the_command_lines_words(db_url: str, tmp_path: Pa
 
 
 def test_an_ingestion_killed_between_batches_resumes_without_embedding_twice(db_url: str, tmp_path: Path) -> None:
-    sections = "\n\n".join(f"## Topic {i}\n\nFact number {i}: the value of item {i} is {i * 7}." for i in range(150))
+    # 80 one-section chunks: one batch of 64 embedded before the kill, the rest after the resume
+    sections = "\n\n".join(f"## Topic {i}\n\nFact number {i}: the value of item {i} is {i * 7}." for i in range(80))
     (tmp_path / "long.md").write_text(f"# Long\n\n{sections}\n")
     ok(plait(db_url, tmp_path, "kb", "create", "facts"))
     killed = plait(db_url, tmp_path, "kb", "add", "facts", "long.md", env={"PLAIT_FAILPOINTS": "embedded:index#1"})

@@ -12,13 +12,13 @@ import pytest
 
 from plait.runs.memory import remember
 from plait.store import Store
-from tests.plait_cli import run_plait
+from tests.plait_cli import bare_env, run_plait
 
 pytestmark = pytest.mark.usefixtures("embedder_installed")
 
 
 def plait(db_url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_plait(*args, cwd=cwd, env={"PLAIT_DB": db_url, "PATH": "/usr/bin:/bin", "COLUMNS": "200"}, timeout=120)
+    return run_plait(*args, cwd=cwd, env=bare_env(PLAIT_DB=db_url, PATH="/usr/bin:/bin", COLUMNS="200"), timeout=120)
 
 
 def test_facts_are_shown_corrected_and_retracted(db_url: str, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from tests.cli.test_corrections_cli import newest, only_run, shown
 from tests.cli.test_run_cli import EXAMPLES, example_args, plait
+from tests.worker.counting_server import counting_server, openai_config
 
 TINY = """
 plait: 1
@@ -25,8 +26,6 @@ edges:
   - {source: a, target: b, schema_id: short}
   - {source: b, target: END, schema_id: short}
 """
-"""Answers bounded by their schema: the embedded model, a base model, writes free text until its
-token limit."""
 
 
 def served_by(node: dict[str, Any]) -> str:
@@ -73,15 +72,25 @@ def test_an_explicit_llm_is_recorded_and_shown(tmp_path: Path) -> None:
 
 
 def test_an_explicit_rerun_asks_the_model_afresh(tmp_path: Path) -> None:
+    """A node `rerun` names is asked afresh, not answered from the cache, unless `--cache`. The
+    model is an OpenAI-compatible server on loopback (cacheable, as the embedded model is) that
+    counts the calls it answers for that node."""
     graph = tmp_path / "tiny.yaml"
     graph.write_text(TINY)
-    assert plait("run", str(graph), "-i", "name=Bo", "--llm", "local", "-q", cwd=tmp_path).returncode == 0
-    run_id = only_run(tmp_path)
-    assert plait("rerun", run_id, "a", "-q", cwd=tmp_path).returncode == 0
-    assert newest(shown(run_id, tmp_path))["a"]["attempts"][-1].get("cache_hit") is None  # a fresh answer
-    assert plait("rerun", run_id, "a", "--cache", "-q", cwd=tmp_path).returncode == 0
-    assert newest(shown(run_id, tmp_path))["a"]["attempts"][-1].get("cache_hit") is True
-    assert plait("resume", run_id, "--no-cache", "-q", cwd=tmp_path).returncode == 0  # the flag is accepted
+    config = tmp_path / "plait.toml"
+    with counting_server(latency_s=0, answer=lambda prompt: '{"text": "hi Bo"}') as (url, counts):
+        config.write_text(openai_config(url))
+        asked = lambda: sum(p.startswith("Say hi") for p in counts.prompts)  # noqa: E731
+        assert plait("run", str(graph), "-i", "name=Bo", "--config", str(config), "-q", cwd=tmp_path).returncode == 0
+        assert asked() == 1
+        run_id = only_run(tmp_path)
+        assert plait("rerun", run_id, "a", "-q", cwd=tmp_path).returncode == 0
+        assert newest(shown(run_id, tmp_path))["a"]["attempts"][-1].get("cache_hit") is None  # a fresh answer
+        assert asked() == 2
+        assert plait("rerun", run_id, "a", "--cache", "-q", cwd=tmp_path).returncode == 0
+        assert newest(shown(run_id, tmp_path))["a"]["attempts"][-1].get("cache_hit") is True
+        assert asked() == 2
+        assert plait("resume", run_id, "--no-cache", "-q", cwd=tmp_path).returncode == 0  # the flag is accepted
 
 
 def test_a_refused_run_leaves_no_run_behind(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.plait_cli import run_plait
+from tests.plait_cli import bare_env, run_plait
 
 TOML = """
 [[providers]]
@@ -32,7 +32,7 @@ max_timeout_s = 10
 
 
 def plait(db_url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PLAIT_DB": db_url, "PLAIT_CONFIG": str(cwd / "plait.toml"), "PATH": "/usr/bin:/bin", "COLUMNS": "200"}
+    env = bare_env(PLAIT_DB=db_url, PLAIT_CONFIG=str(cwd / "plait.toml"), PATH="/usr/bin:/bin", COLUMNS="200")
     return run_plait(*args, cwd=cwd, env=env, timeout=120)
 
 

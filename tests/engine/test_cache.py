@@ -1,4 +1,4 @@
-"""The response cache (SPEC §6.4) in a real store: a repeated identical request is answered from
+"""The response cache in a real store: a repeated identical request is answered from
 it at no cost, recorded with the node run it came from; `cache: false`, `--no-cache`, a failover
 and an uncacheable provider all go to the model."""
 
@@ -17,8 +17,8 @@ from plait.llm.provider import Provider
 from plait.llm.types import ChatRequest, ChatResponse, Usage
 from plait.runs.start import start_run
 from plait.store import Store
-from plait.testing import skip_or_fail
 from tests.plait_cli import run_plait
+from tests.worker.counting_server import counting_server, openai_config
 
 LABEL = {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}
 
@@ -100,27 +100,45 @@ def test_an_answer_from_a_failover_target_is_not_remembered_under_the_first_targ
     assert model.calls == 2
 
 
-def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
-    examples = Path(__file__).resolve().parents[2] / "examples"
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
-    base = ["run", str(examples / "feedback_triage.yaml"), "--input-file",
-            str(examples / "inputs" / "feedback_triage.yaml"), "--db", db, "--quiet", "--json"]  # fmt: skip
-    from plait.llm import local
+TWO_CALLS = {
+    "id": "two_calls",
+    "schemas": [{"id": "label", "schema": LABEL}],
+    "nodes": [
+        {"id": "a", "type": "LLM_CALL", "user_prompt_tpl": "Label: {{ input.text }}"},
+        {"id": "b", "type": "LLM_CALL", "user_prompt_tpl": "Label again: {{ a.label }}"},
+    ],
+    "edges": [
+        {"source": "a", "target": "b", "schema_id": "label"},
+        {"source": "b", "target": "END", "schema_id": "label"},
+    ],
+}
 
-    if not local.available():
-        skip_or_fail(
-            "the `local` extra is not installed: " + local.INSTALL_HINT,
-            in_ci="the README's test command installs '.[test,local]'",
-        )
-    runs = [run_plait(*base, *extra) for extra in ([], [], ["--no-cache"])]
+
+def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
+    """`plait run` again answers every model call from the cache; with `--no-cache` every call
+    reaches the model. The model is an OpenAI-compatible server on loopback (a cacheable provider,
+    as the embedded one is) that counts the calls it answers: the cache is judged by what reached
+    the model, not only by what the store recorded."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    path = tmp_path / "two_calls.yaml"
+    path.write_text(yaml.safe_dump(TWO_CALLS))
+    base = ["run", str(path), "-i", "text=it crashes", "--config", str(tmp_path / "plait.toml"), "--db", db,
+            "--quiet", "--json"]  # fmt: skip
+    runs, reached = [], []
+    with counting_server(latency_s=0, answer=lambda prompt: '{"label": "bug"}') as (url, counts):
+        (tmp_path / "plait.toml").write_text(openai_config(url))
+        for extra in ([], [], ["--no-cache"]):
+            runs.append(run_plait(*base, *extra))
+            reached.append(len(counts.prompts))
     assert [r.returncode for r in runs] == [0, 0, 0], [r.stderr for r in runs]
+    assert reached == [2, 2, 4]  # the second run asked nothing; --no-cache asked both again
     with Store(db) as store:
         nodes = [store.runs.node_runs(json.loads(r.stdout)["run_id"]) for r in runs]
     called = sorted(n.node_id for n in nodes[0] if n.tokens_output)
     hits = [
         sorted(n.node_id for n in run_nodes if n.attempts and n.attempts[0].get("cache_hit")) for run_nodes in nodes
     ]
-    assert called  # the first run asked the model
+    assert called == ["a", "b"]  # the first run asked the model
     assert hits == [[], called, []]
     second = json.loads(runs[1].stdout)["run_id"]
     shown = run_plait("runs", "show", second, "--db", db)

@@ -23,10 +23,10 @@ State = Annotated[ServerState, Depends(get_state)]
 
 @router.get("/health", response_model=HealthOut)
 async def health(state: State) -> HealthOut:
-    """Up and answering (needs no token; says nothing about the data). Async, on the event loop:
-    it reads nothing but memory, and a sync route would wait for a place on the thread pool
-    behind every data request of a busy server (1-2 s with 200 clients) - a monitor would take a
-    busy server for a dead one."""
+    """Up and answering (needs no token; says nothing about the data)."""
+    # Async, on the event loop: it reads nothing but memory, and a sync route would wait for a
+    # place on the thread pool behind every data request of a busy server (1-2 s with 200
+    # clients) - a monitor would take a busy server for a dead one.
     return HealthOut(
         status="ok",
         version=__version__,

@@ -148,4 +148,15 @@ def run_verdict(state: RunState, failed: str | None, budget_stop: dict[str, Any]
         # parked WAITs: the run continues at the first one's time (a review waits for a person)
         due = [state.wait_due[n] for n, p in phases.items() if p == Phase.WAITING and n in state.wait_due]
         return Verdict(RunStatus.PAUSED, wake_at=min(due, default=None))
+    undecided = [n for n, p in phases.items() if p in (Phase.PENDING, Phase.RUNNING)]
+    if undecided:
+        # Nothing is left to execute, yet these nodes neither ran nor were skipped: the engine lost
+        # track of them. Said as a failure, never as a completed run missing part of its output.
+        error = {
+            "kind": "internal",
+            "node_id": undecided[0],
+            "message": f"the run stopped with node(s) {', '.join(map(repr, undecided))} neither run nor skipped: "
+            "a bug in Plait's engine; please report it with the graph",
+        }
+        return Verdict(RunStatus.FAILED, error=error, failed=undecided[0])
     return Verdict(RunStatus.COMPLETED, output=state.run_output())

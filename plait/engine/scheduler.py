@@ -125,7 +125,7 @@ class Scheduler:
         self._switched: set[str] = set()
         """Nodes a rerun's new value ran or skipped against an earlier decision (`_redecided`)."""
         self._held: set[str] = set()
-        """Pending nodes ready but for a node upstream running again (`RunState.behind_reopened`):
+        """Pending nodes ready but for a node upstream yet to give its value (`RunState.must_wait`):
         planned again whenever a node settles."""
         self._idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -189,7 +189,7 @@ class Scheduler:
                     self.state.set_phase(current, Phase.SKIPPED)
                     writes.append(Skip(self.run_id, current, node_state.activation))
                     stack.extend([*self._redecided(current), *self._held])
-                elif decision == Phase.RUNNING and self.state.behind_reopened(current):
+                elif decision == Phase.RUNNING and self.state.must_wait(current):
                     self._held.add(current)
                 elif decision == Phase.RUNNING and self.failed is None and not self.state.stopping:
                     self._held.discard(current)

@@ -313,9 +313,14 @@ class RunState:
         states = [self.edge_active(e) for e in edges]
         if any(s is None for s in states):
             return None
-        if not any(states):
-            return Phase.SKIPPED
-        return None if self._named_unsettled(node_id) else Phase.RUNNING
+        return Phase.RUNNING if any(states) else Phase.SKIPPED
+
+    def must_wait(self, node_id: str) -> bool:
+        """Whether a node its in-edges let run must wait all the same, for a node upstream that
+        has yet to give the value it would read: one running again (`behind_reopened`), or one
+        its definition names (`_named_unsettled`). Neither need be its predecessor, so the
+        scheduler plans a waiting node again whenever any node settles."""
+        return self.behind_reopened(node_id) or self._named_unsettled(node_id)
 
     def behind_reopened(self, node_id: str) -> bool:
         """Whether a node upstream of this one runs again and has not settled yet. Its new value
@@ -335,7 +340,8 @@ class RunState:
     def _named_unsettled(self, node_id: str) -> bool:
         """Whether a node upstream that the node's definition names (an expression, a template)
         has yet to give its value: it may be reached by no active edge (the path runs through a
-        skipped branch), and the node must not read the value it is about to replace."""
+        branch not taken, or a node marked stale), and the node must not read the value it is
+        about to replace."""
         topology = self.compiled.plan.topology
         for owner in self.compiled.plan.nodes[node_id].reads:
             state = self.nodes.get(owner)

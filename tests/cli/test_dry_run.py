@@ -11,13 +11,13 @@ from typing import Any
 
 import yaml
 
-from tests.plait_cli import run_plait
+from tests.plait_cli import bare_env, run_plait
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def plait(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_plait(*args, cwd=cwd, env={"PATH": "/usr/bin:/bin"}, timeout=60)
+    return run_plait(*args, cwd=cwd, env=bare_env(PATH="/usr/bin:/bin"), timeout=60)
 
 
 def test_every_llm_prompt_is_rendered_and_nothing_is_stored(tmp_path: Path) -> None:

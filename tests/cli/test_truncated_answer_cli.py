@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.plait_cli import run_plait
+from tests.plait_cli import bare_env, run_plait
 
 GRAPH = {
     "plait": 1,
@@ -28,7 +28,7 @@ def test_a_cut_answer_fails_once_as_truncated_with_the_limit_and_what_to_raise(t
     (tmp_path / "answers.yaml").write_text(yaml.safe_dump(answers))
     done = run_plait(
         "run", "g.yaml", "-i", "text=a long story", "--llm", "scripted:answers.yaml",
-        cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=60,
+        cwd=tmp_path, env=bare_env(PATH="/usr/bin:/bin"), timeout=60,
     )  # fmt: skip
     assert done.returncode != 0
     assert "node 'sum' failed (truncated): the answer was cut at the token limit (max_tokens 12)" in done.stderr

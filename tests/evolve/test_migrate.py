@@ -57,7 +57,7 @@ def book_v1(version: str = "1.4.0") -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[JsSandbox]:
-    with JsSandbox(timeout_s=2.0, max_memory_mb=32, max_output_bytes=100_000) as box:
+    with JsSandbox(timeout_s=2.0, max_timeout_s=60, max_memory_mb=32, max_output_bytes=100_000) as box:
         yield box
 
 
@@ -225,7 +225,8 @@ def test_looping_migration_times_out(sandbox: JsSandbox) -> None:
 
 def test_migration_exhausting_memory_fails(sandbox: JsSandbox) -> None:
     hog = "old => { const a = []; while (true) a.push(new Array(100000).fill(1)); }"
-    error = _failure(sandbox, [mig("1.x.x", "3.0.0", hog)])
+    # a time limit a host with busy cores cannot reach before the 32 MB one
+    error = _failure(sandbox, [mig("1.x.x", "3.0.0", hog)], timeout_s=60)
     assert "ran out of memory" in error.cause
 
 

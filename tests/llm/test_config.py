@@ -11,7 +11,7 @@ import pytest
 from plait.config import CONFIG_ENV, EMBEDDED_MODEL, Capability, ConfigError, JsonMode, Tokenizer, load_config
 from plait.llm import local
 from plait.llm.check import check_config
-from tests.plait_cli import run_plait
+from tests.plait_cli import bare_env, run_plait
 
 CONTRACT = """
 [[providers]]
@@ -152,18 +152,18 @@ def test_config_check_cli_shows_what_is_missing_and_never_a_secret(tmp_path: Pat
         CONTRACT.replace('chat = ["deepseek/deepseek-chat", "local/smollm2"]', 'chat = "deepseek/deepseek-chat"'),
     )
     command = ["config", "check", "--config", str(path), "--json"]
-    missing = run_plait(*command, env={"PATH": "/usr/bin:/bin"})
+    missing = run_plait(*command, env=bare_env(PATH="/usr/bin:/bin"))
     assert missing.returncode == 2, missing.stderr
     report = json.loads(missing.stdout)
     assert report["roles"]["chat"]["resolves_to"] is None
     assert "set the environment variable PLAIT_TEST_DEEPSEEK_KEY" in report["problems"][0]
     secret = "sk-very-secret-value-1234"
-    present = run_plait(*command, env={"PATH": "/usr/bin:/bin", "PLAIT_TEST_DEEPSEEK_KEY": secret})
+    present = run_plait(*command, env=bare_env(PATH="/usr/bin:/bin", PLAIT_TEST_DEEPSEEK_KEY=secret))
     assert present.returncode == 0, present.stderr
     assert json.loads(present.stdout)["roles"]["chat"]["resolves_to"] == "deepseek/deepseek-chat"
     assert json.loads(present.stdout)["providers"][0]["key"] == "PLAIT_TEST_DEEPSEEK_KEY (set)"
     assert [p["tokenizer"] for p in json.loads(present.stdout)["providers"]] == ["auto", "cl100k_base", "auto"]
-    human = run_plait(*command[:-1], env={"PATH": "/usr/bin:/bin", "PLAIT_TEST_DEEPSEEK_KEY": secret})
+    human = run_plait(*command[:-1], env=bare_env(PATH="/usr/bin:/bin", PLAIT_TEST_DEEPSEEK_KEY=secret))
     assert human.returncode == 0
     assert "deepseek/deepseek-chat" in human.stdout
     assert secret not in present.stdout + present.stderr + human.stdout + human.stderr
@@ -185,7 +185,9 @@ def test_a_run_whose_role_cannot_be_served_is_refused_before_it_starts(
         "id: g\nnodes:\n  - {id: a, type: LLM_CALL, user_prompt_tpl: hi, model_role: " + node_role + "}\nedges: []\n"
     )
     db = f"sqlite:///{tmp_path / 'runs.db'}"
-    result = run_plait("run", str(graph), "--config", str(config), "--db", db, "--quiet", env={"PATH": "/usr/bin:/bin"})
+    result = run_plait(
+        "run", str(graph), "--config", str(config), "--db", db, "--quiet", env=bare_env(PATH="/usr/bin:/bin")
+    )
     assert result.returncode == 2, result.stderr
     assert "node 'a'" in result.stderr
     assert message in result.stderr

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import yaml
+
 from plait.client import Client
 
 TRIAGE = "examples/feedback_triage.yaml"
@@ -30,3 +33,66 @@ def test_a_reader_queued_below_a_rerun_condition_runs_once_after_the_new_branch(
         assert summaries[-1].consumed is not None
         assert summaries[-1].consumed["join"] == 2 == len(joins)
         assert client.check(first.run_id).consistent
+
+
+# `d` names `b`, but the only path from `b` to `d` runs through `x`, on the branch the gate did
+# not take: no active edge makes `d` wait for `b`. A correction of `a` queues both (the gate is
+# not below `a`: it stays as it was).
+BESIDE_A_SKIPPED_BRANCH = {
+    "plait": 1,
+    "id": "beside_a_skipped_branch",
+    "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    "nodes": [
+        {"id": "a", "type": "TRANSFORM", "transform_expr": "({n: input.n})"},
+        {"id": "b", "type": "TRANSFORM", "transform_expr": "({n: nodes.a.n * 10})"},
+        {"id": "gate", "type": "CONDITION", "condition_expr": "'never'"},
+        {"id": "x", "type": "TRANSFORM", "transform_expr": "({n: 0})"},
+        {"id": "y", "type": "TRANSFORM", "transform_expr": "({n: 1})"},
+        {"id": "d", "type": "TRANSFORM", "transform_expr": "({a: nodes.a.n, b: nodes.b.n})"},
+    ],
+    "edges": [
+        {"source": "a", "target": "b"},
+        {"source": "gate", "target": "x", "condition_key": "taken"},
+        {"source": "gate", "target": "y", "condition_key": "never"},
+        {"source": "y", "target": "d"},
+        {"source": "b", "target": "x"},
+        {"source": "x", "target": "d"},
+        {"source": "a", "target": "d"},
+        {"source": "d", "target": "END"},
+    ],
+}
+
+
+def test_a_reader_waits_for_a_named_node_it_reaches_only_through_a_skipped_branch(tmp_path: Path) -> None:
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(yaml.safe_dump(BESIDE_A_SKIPPED_BRANCH))
+    with Client(tmp_path / "p.db") as client:
+        first = client.run(graph, {"n": 1})
+        assert first.output == {"a": 1, "b": 10}
+        corrected = client.override(first.run_id, "a", {"n": 2}, policy="RERUN")
+        assert sorted(corrected.queued) == ["b", "d"]
+        assert corrected.result is not None
+        assert corrected.result.output == {"a": 2, "b": 20}, "d read b's value before b ran again"
+        view = client.get_run(first.run_id)
+        last = [r for r in view.nodes if r.node_id == "d"][-1]
+        assert last.consumed is not None
+        assert last.consumed["b"] == 2
+        assert client.check(first.run_id).consistent
+
+
+def test_a_node_the_engine_never_decides_fails_the_run_instead_of_completing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's last guard: were a node held back for ever (a waiting rule that never lets
+    go), the run ends failed with kind `internal`, not completed without that node's output."""
+    from plait.engine.state import RunState
+
+    graph = tmp_path / "graph.yaml"
+    graph.write_text(yaml.safe_dump(BESIDE_A_SKIPPED_BRANCH))
+    monkeypatch.setattr(RunState, "must_wait", lambda self, node_id: node_id == "d")
+    with Client(tmp_path / "p.db") as client:
+        result = client.run(graph, {"n": 1})
+    assert result.status == "failed"
+    assert result.error is not None
+    assert (result.error["kind"], result.error["node_id"]) == ("internal", "d")
+    assert "'d' neither run nor skipped" in result.error["message"]

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from plait.sandbox import JsMemoryError, JsRuntimeError, JsSandbox, JsSyntaxError, SandboxError, code_function
+from plait.sandbox import (
+    JsMemoryError,
+    JsRuntimeError,
+    JsSandbox,
+    JsSyntaxError,
+    JsTimeoutError,
+    SandboxError,
+    code_function,
+)
 
 SCOPE: dict[str, Any] = {
     "input": {"t": "  Hello, world  ", "n": 3, "tags": ["a", "b"], "language": None},
@@ -154,8 +162,11 @@ def test_subclassed_errors_and_own_overrides_work(sandbox: JsSandbox) -> None:
 
 
 def test_timeout_override(sandbox: JsSandbox) -> None:
+    """A call's own limit replaces the sandbox's default for that call only."""
+    with pytest.raises(JsTimeoutError, match=r"exceeded 0\.1 s"):
+        sandbox.evaluate("(() => { for (;;) {} })()", {}, timeout_s=0.1)
     spin = "(() => { const end = Date.now() + 50; while (Date.now() < end) {} return 'done' })()"
-    assert sandbox.evaluate(spin, {}, timeout_s=2.0) == "done"
+    assert sandbox.evaluate(spin, {}) == "done"
 
 
 def test_close_is_idempotent_and_final() -> None:

@@ -18,6 +18,10 @@ from plait.sandbox import (
 
 FAST = 0.2  # the time limit of the hostile evaluations: they must not stretch the suite
 MEMORY_BOMB_LIMIT = 20.0  # long enough for the 32 MB memory limit to be what stops them, on a loaded host too
+SCHEDULING_S = 10.0
+"""What a host whose cores are all busy may add to a limit before the caller hears of it (the
+evaluator waits for a core to notice its deadline, the watchdog to kill): a limit not enforced
+at all runs for ever, or for seconds past this (`slow_sort`)."""
 
 CASES: list[tuple[str, str, type[SandboxError], str]] = [
     # id, expression, error class, message pattern
@@ -124,7 +128,7 @@ def test_hostile_expression_fails_cleanly(
     with pytest.raises(error, match=message) as info:
         sandbox.evaluate(expression, scope, timeout_s=limit)
     assert type(info.value) is error
-    assert time.perf_counter() - start < limit + 1.0, "a limit was not enforced promptly"
+    assert time.perf_counter() - start < limit + SCHEDULING_S, "a limit was not enforced promptly"
     assert scope == {"input": {"x": 1, "list": [1, 2, 3]}}
     # the same sandbox still answers correctly, with clean intrinsics
     assert sandbox.evaluate(CLEAN, {"input": {"x": 1}}) == CLEAN_RESULT

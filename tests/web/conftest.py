@@ -72,7 +72,7 @@ def serve(
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(url, alive=lambda: process.poll() is None, log=tmp_path / "serve.log")
-        with httpx.Client(base_url=url, timeout=10) as client:
+        with httpx.Client(base_url=url, timeout=WAIT_MS / 1000) as client:
             yield Served(client=client, url=url, db=db)
     finally:
         process.terminate()

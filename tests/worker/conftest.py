@@ -26,15 +26,23 @@ def redis_url() -> str:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_schema: str, redis_url: str) -> Iterator[Cluster]:
-    """`plait.toml` with a scripted provider and `[workers]` on Redis (a 4 s lease, so that a
-    killed worker's runs are taken over quickly); the caller writes `model.yaml`."""
+def lease_s() -> float:
+    """The workers' lease: long, so that on a host whose cores are all busy a late renewal never
+    hands a run to another worker where nobody died. A test that kills a worker and waits for its
+    runs to be taken over picks a short one: `@pytest.mark.parametrize("lease_s", [4])`."""
+    return 60
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, pg_schema: str, redis_url: str, lease_s: float) -> Iterator[Cluster]:
+    """`plait.toml` with a scripted provider and `[workers]` on Redis with a lease of `lease_s`;
+    the caller writes `model.yaml`."""
     queue = f"plait-test-{uuid.uuid4().hex[:8]}"
     config = tmp_path / "plait.toml"
     config.write_text(
         '[[providers]]\nid = "fake"\nkind = "scripted"\nfile = "model.yaml"\n'
         '[roles]\nchat = "fake/scripted"\n'
-        f'[workers]\nbroker = "{redis_url}"\nqueue = "{queue}"\nlease_ttl_s = 4\n'
+        f'[workers]\nbroker = "{redis_url}"\nqueue = "{queue}"\nlease_ttl_s = {lease_s:g}\n'
     )
     made = Cluster(tmp_path, pg_schema_url(pg_schema), redis_url, queue, config)
     try:

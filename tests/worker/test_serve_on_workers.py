@@ -5,12 +5,14 @@ end; a schedule fired by the server is executed by the worker too."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import yaml
 from worker_helpers import Cluster, wait_until
 
 from tests.api.api_helpers import read_events
+from tests.worker.counting_server import counting_server, openai_config
 
 GRAPH = {
     "plait": 1,
@@ -23,9 +25,6 @@ GRAPH = {
     "edges": [{"source": "think", "target": "shape"}, {"source": "shape", "target": "END"}],
 }
 
-CALL_S = 20.0
-"""How long the model call of the pause and cancel test lasts: longer than a loaded host may take
-between a worker's claim and the next request."""
 WORDS = " ".join(f"word{i}" for i in range(40))
 
 
@@ -77,41 +76,45 @@ def test_a_run_started_over_http_executes_on_a_worker_and_streams_its_events(clu
 
 
 def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: Cluster) -> None:
-    # the model call outlasts what a loaded host may take between the worker's claim and the request
-    # (8 s was once not enough, with the host's load at 7 on 2 cores)
-    (cluster.folder / "model.yaml").write_text(
-        yaml.safe_dump({"responses": [{"text": "slow", "delay_ms": int(CALL_S * 1000)}]})
-    )
-    cluster.worker()
-    with cluster.served(yaml.safe_dump(GRAPH)) as client:
-        claimed: list[float] = []
+    # The model's answers wait at a gate the test opens: each request is made while the run's call
+    # is surely in flight, however loaded the host.
+    gate = threading.Event()
+    with counting_server(latency_s=0, gate=gate) as (url, counts):
+        workers = "[workers]" + cluster.config.read_text().split("[workers]")[1]
+        cluster.config.write_text(openai_config(url, workers))
+        cluster.worker()
+        with cluster.served(yaml.safe_dump(GRAPH)) as client:
 
-        def started() -> str:
-            run_id = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": "x"}}).json()
+            def in_flight(text: str) -> str:
+                """A run started over HTTP whose model call the server holds (each run its own
+                `text`: the response cache would answer a prompt asked before)."""
+                asked = len(counts.prompts)
+                run = client.post("/api/runs", json={"graph": "served_on_workers", "input": {"text": text}}).json()
+                wait_until(lambda: len(counts.prompts) > asked, 60, "the run's model call")
+                return str(run["run_id"])
+
+            def past_the_call() -> None:
+                """The held call answered, and time for a run given back to have been continued."""
+                gate.set()
+                wait_until(lambda: counts.in_flight == 0, 60, "the held call to end")
+                time.sleep(1)
+
+            paused_id = in_flight("to pause")
+            paused = client.post(f"/api/runs/{paused_id}/pause")
+            assert paused.status_code == 200, paused.text
+            assert paused.json()["status"] == "paused"
+            # a message for it still in the queue (the outbox sends at least once) leaves it paused
             with cluster.store() as store:
-                wait_until(lambda: store.runs.get(run_id["run_id"]).lease_owner, 20, "a worker to take the run")
-            claimed.append(time.monotonic())
-            return str(run_id["run_id"])
+                store.outbox.announce(paused_id, "lost")
+            wait_until(lambda: f"run {paused_id}: paused (announced on lost)" in cluster.logs(), 30, "the message")
+            past_the_call()
+            assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
+            assert client.post(f"/api/runs/{paused_id}/resume").status_code == 202  # accepted: a worker continues it
+            wait_until(lambda: client.get(f"/api/runs/{paused_id}").json()["status"] == "completed", 60, "resumed")
 
-        def past_the_call() -> None:
-            """Until the model call has ended: a run given back would have been continued by then."""
-            time.sleep(max(0.0, claimed[-1] + CALL_S + 1 - time.monotonic()))
-
-        paused_id = started()
-        paused = client.post(f"/api/runs/{paused_id}/pause")
-        assert paused.status_code == 200, paused.text
-        assert paused.json()["status"] == "paused"
-        # a message for it still in the queue (the outbox sends at least once) leaves it paused
-        with cluster.store() as store:
-            store.outbox.announce(paused_id, "lost")
-        wait_until(lambda: f"run {paused_id}: paused (announced on lost)" in cluster.logs(), 30, "the message")
-        assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
-        past_the_call()
-        assert client.get(f"/api/runs/{paused_id}").json()["status"] == "paused"
-        assert client.post(f"/api/runs/{paused_id}/resume").status_code == 202  # accepted: a worker continues it
-        wait_until(lambda: client.get(f"/api/runs/{paused_id}").json()["status"] == "completed", CALL_S + 30, "resumed")
-        cancelled_id = started()
-        cancelled = client.post(f"/api/runs/{cancelled_id}/cancel")
-        assert cancelled.status_code == 200, cancelled.text
-        past_the_call()
-        assert client.get(f"/api/runs/{cancelled_id}").json()["status"] == "cancelled"
+            gate.clear()
+            cancelled_id = in_flight("to cancel")
+            cancelled = client.post(f"/api/runs/{cancelled_id}/cancel")
+            assert cancelled.status_code == 200, cancelled.text
+            past_the_call()
+            assert client.get(f"/api/runs/{cancelled_id}").json()["status"] == "cancelled"

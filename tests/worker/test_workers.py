@@ -13,6 +13,7 @@ import subprocess
 import threading
 import time
 
+import pytest
 import yaml
 from worker_helpers import Cluster, wait_until
 
@@ -74,6 +75,7 @@ def test_the_workers_ready_line_masks_the_credentials_in_its_urls() -> None:
     assert "firing the cron schedules" in line
 
 
+@pytest.mark.parametrize("lease_s", [4])  # short: the other worker takes over when it runs out
 def test_a_worker_killed_mid_node_has_its_run_finished_by_another_exactly_once(cluster: Cluster) -> None:
     setup(cluster, delay_ms=3000)
     first, second = cluster.worker(), cluster.worker()
@@ -96,7 +98,9 @@ def test_a_worker_killed_mid_node_has_its_run_finished_by_another_exactly_once(c
         assert [n.node_id for n in nodes if n.status.has_output] == ["think", "shape"]  # each effect once
         assert len({(n.node_id, n.activation) for n in nodes}) == len(nodes)
         assert store.runs.get(run_id).status == RunStatus.COMPLETED
-    assert taken_over < 4 + 1 + 3 + 5  # the lease, a relay pass, the node again, and slack
+    # the lease, a relay pass, the node again, and what a host with busy cores adds: far under
+    # anything but the lease (the broker's redelivery of an unacknowledged task takes an hour)
+    assert taken_over < 4 + 1 + 3 + 30
 
 
 def test_sigterm_gives_the_run_back_to_another_worker_at_once(cluster: Cluster) -> None:

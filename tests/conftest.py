@@ -63,6 +63,7 @@ def _calm_machine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 SLOW_FIRST = (
+    "worker/test_kill_matrix.py",
     "runs/test_lineage_property.py",
     "api/test_openapi_fuzz.py",
     "cli",

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import tarfile
@@ -41,18 +40,6 @@ class Group:
     dialect: str
     schema: Any
     tests: list[dict[str, Any]]
-
-
-def kept_folder() -> Path | None:
-    """Where the suite is kept between runs and checkouts: `$XDG_CACHE_HOME/plait-tests`, else
-    `~/.cache/plait-tests`; None when neither can be made."""
-    try:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        folder = base / "plait-tests"
-        folder.mkdir(parents=True, exist_ok=True)
-    except (OSError, RuntimeError):
-        return None
-    return folder if os.access(folder, os.W_OK) else None
 
 
 def suite_folder(cache: Path) -> Path:

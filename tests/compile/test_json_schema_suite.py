@@ -21,7 +21,8 @@ import pytest
 from plait.compile import compile_data
 from plait.engine.contracts import schema_violations
 from plait.model.graph import SchemaEntry
-from tests.compile.json_schema_suite import Group, groups, kept_folder, suite_folder
+from tests.compile.json_schema_suite import Group, groups, suite_folder
+from tests.user_cache import kept_folder
 
 EXPECTED = Path(__file__).with_name("json_schema_suite_refusals.json")
 

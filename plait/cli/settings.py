@@ -35,7 +35,7 @@ def history_command(
         return
     table = Table("rev", "when", "by", "changes", "note")
     for entry in entries:
-        changed = "\n".join(f"{c['key']}: {c['old']} -> {c['new']}" for c in entry.changes)
+        changed = "\n".join(f"{c['key']}: {_shown(c['old'])} -> {_shown(c['new'])}" for c in entry.changes)
         note = (entry.note or "") + (f" (reverts {entry.reverts})" if entry.reverts else "")
         table.add_row(str(entry.revision), when(entry.at), entry.by, escape(changed), escape(note))
     print_table(table)
@@ -107,3 +107,9 @@ def patch_of(key: str, value: str) -> dict[str, object]:
         patch = {part: patch}
     assert isinstance(patch, dict)
     return patch
+
+
+def _shown(value: object) -> str:
+    """A key's value in a change; None: the settings did not set it, so plait.toml's applied (as
+    the workbench's history says it)."""
+    return "plait.toml's" if value is None else str(value)

@@ -69,6 +69,8 @@ def test_config_show_prints_each_value_with_where_it_came_from(db_url: str, tmp_
 
     history = json.loads(plait(db_url, tmp_path, "settings", "history", "--json").stdout)
     assert [(h["revision"], h["note"], h["by"]) for h in history] == [(1, "b now", "cli")]
+    table = plait(db_url, tmp_path, "settings", "history").stdout
+    assert "roles.chat: plait.toml's -> ['b/scripted']" in table  # not the overlay's None
     reverted = plait(db_url, tmp_path, "settings", "revert", "1")
     assert reverted.returncode == 0, reverted.stderr
     after = json.loads(plait(db_url, tmp_path, "config", "show", "--json").stdout)

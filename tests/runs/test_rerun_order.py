@@ -35,26 +35,21 @@ def test_a_reader_queued_below_a_rerun_condition_runs_once_after_the_new_branch(
         assert client.check(first.run_id).consistent
 
 
-# `d` names `b`, but the only path from `b` to `d` runs through `x`, on the branch the gate did
-# not take: no active edge makes `d` wait for `b`. A correction of `a` queues both (the gate is
-# not below `a`: it stays as it was).
-BESIDE_A_SKIPPED_BRANCH = {
+# `d` names `b`, but the only path from `b` to `d` runs through `x`. A RERUN correction of `a`
+# queues `b` and `d` (its readers) and marks `x` stale (it follows `b`): a stale value is still a
+# value, so no in-edge of `d` makes it wait for `b`, and `b` is not its predecessor either.
+BEHIND_A_STALE_NODE = {
     "plait": 1,
-    "id": "beside_a_skipped_branch",
+    "id": "behind_a_stale_node",
     "input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
     "nodes": [
         {"id": "a", "type": "TRANSFORM", "transform_expr": "({n: input.n})"},
         {"id": "b", "type": "TRANSFORM", "transform_expr": "({n: nodes.a.n * 10})"},
-        {"id": "gate", "type": "CONDITION", "condition_expr": "'never'"},
         {"id": "x", "type": "TRANSFORM", "transform_expr": "({n: 0})"},
-        {"id": "y", "type": "TRANSFORM", "transform_expr": "({n: 1})"},
         {"id": "d", "type": "TRANSFORM", "transform_expr": "({a: nodes.a.n, b: nodes.b.n})"},
     ],
     "edges": [
         {"source": "a", "target": "b"},
-        {"source": "gate", "target": "x", "condition_key": "taken"},
-        {"source": "gate", "target": "y", "condition_key": "never"},
-        {"source": "y", "target": "d"},
         {"source": "b", "target": "x"},
         {"source": "x", "target": "d"},
         {"source": "a", "target": "d"},
@@ -63,9 +58,9 @@ BESIDE_A_SKIPPED_BRANCH = {
 }
 
 
-def test_a_reader_waits_for_a_named_node_it_reaches_only_through_a_skipped_branch(tmp_path: Path) -> None:
+def test_a_reader_waits_for_a_named_node_it_reaches_only_through_a_stale_one(tmp_path: Path) -> None:
     graph = tmp_path / "graph.yaml"
-    graph.write_text(yaml.safe_dump(BESIDE_A_SKIPPED_BRANCH))
+    graph.write_text(yaml.safe_dump(BEHIND_A_STALE_NODE))
     with Client(tmp_path / "p.db") as client:
         first = client.run(graph, {"n": 1})
         assert first.output == {"a": 1, "b": 10}
@@ -88,7 +83,7 @@ def test_a_node_the_engine_never_decides_fails_the_run_instead_of_completing_it(
     from plait.engine.state import RunState
 
     graph = tmp_path / "graph.yaml"
-    graph.write_text(yaml.safe_dump(BESIDE_A_SKIPPED_BRANCH))
+    graph.write_text(yaml.safe_dump(BEHIND_A_STALE_NODE))
     monkeypatch.setattr(RunState, "must_wait", lambda self, node_id: node_id == "d")
     with Client(tmp_path / "p.db") as client:
         result = client.run(graph, {"n": 1})

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from plait.engine.state import Phase, RunState
 from plait.model.enums import DownstreamPolicy, NodeStatus
 from plait.store import NodeRunRecord, Store, current_activations
-from plait.store.node_writes import Stale
+from plait.store.writes import Stale
 
 STALE_AFTER, RERUN_AFTER = "stale", "rerun"
 

@@ -22,7 +22,8 @@ import time
 from typing import Any
 
 from plait.store.faults import RETRY_S, StoreUnavailable, transient
-from plait.store.node_writes import NodeWriter, Unit
+from plait.store.node_writes import NodeWriter
+from plait.store.writes import Unit
 
 MAX_UNITS = 16
 """Units per transaction. Beyond this the BEGIN/COMMIT saved per unit is small, and a longer

@@ -18,7 +18,7 @@ from plait.model.enums import FreezePolicy
 from plait.model.nodes import FreezeSpec, NodeBase
 from plait.store import NodeRunRecord
 from plait.store.ledger import INPUT, WHOLE, FieldVersion
-from plait.store.node_writes import Version
+from plait.store.writes import Version
 
 ENGINE = "engine"
 """`by` of the versions the engine writes."""

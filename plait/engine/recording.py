@@ -17,7 +17,7 @@ from plait.model.enums import NodeStatus, RunStatus
 from plait.model.limits import fine_text, storable
 from plait.redact import holds_no_secret, redact, redact_secrets, redacts_nothing
 from plait.store.db import Encoded, encoded
-from plait.store.node_writes import CachePut, Finish, Write
+from plait.store.writes import CachePut, Finish, Write
 
 if TYPE_CHECKING:
     from plait.engine.events import EventBus

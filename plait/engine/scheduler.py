@@ -37,7 +37,7 @@ from plait.store import NodeRunRecord
 from plait.store.faults import StoreUnavailable, transient
 from plait.store.ledger import INPUT
 from plait.store.new_runs import CreateRun
-from plait.store.node_writes import Claim, EndRun, Skip, Stale, Watch, Write
+from plait.store.writes import Claim, EndRun, Skip, Stale, Watch, Write
 
 if TYPE_CHECKING:
     from plait.engine.commits import GroupCommit

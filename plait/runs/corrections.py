@@ -39,7 +39,7 @@ from plait.store.corrections import (
     SetOverride,
 )
 from plait.store.ledger import INPUT, WHOLE
-from plait.store.node_writes import Version
+from plait.store.writes import Version
 
 
 @dataclass

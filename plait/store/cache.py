@@ -1,5 +1,5 @@
 """The model response cache's read side; entries are written with the node run that
-produced them, in its commit (`node_writes.CachePut`), so only validated answers are remembered."""
+produced them, in its commit (`writes.CachePut`), so only validated answers are remembered."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from plait.model.enums import NodeStatus, RunStatus
 from plait.store.db import writer
 from plait.store.errors import StoreError
 from plait.store.models import FIELD_VERSION, GRAPH_RUN, NODE_RUN
-from plait.store.node_writes import Version
+from plait.store.writes import Version
 
 
 class CorrectionConflict(StoreError):

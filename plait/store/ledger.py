@@ -2,7 +2,7 @@
 
 The ledger is written in the same transactions as what it records: the engine appends an
 `execute` version (and any `freeze` versions its consumption triggers) with each node's
-result (`node_writes.Version`); corrections append `override`, `review` and `rollback`
+result (`writes.Version`); corrections append `override`, `review` and `rollback`
 versions with their change (`plait.store.corrections`). An owner is `input` or a node id;
 its field `f` at version n is `value[f]` of that version.
 """

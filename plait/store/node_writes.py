@@ -16,141 +16,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, Select, bindparam, exists, insert, select, update
+from sqlalchemy import Engine, exists, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.sql.dml import UpdateBase
 
 from plait.failpoints import armed, failpoint
 from plait.model.enums import TERMINAL_RUN_STATUSES, NodeStatus, RunStatus
 from plait.redact import redact
-from plait.store.db import Encoded, conflict_insert, json_dumps_once, new_id, writer
+from plait.store.db import Encoded, json_dumps_once, writer
 from plait.store.errors import NotFoundError, StoreError
 from plait.store.fastpath import Statements
 from plait.store.faults import full, store_full, transient
-from plait.store.models import FIELD_VERSION, GRAPH_RUN, LLM_CACHE, NODE_RUN
-from plait.store.new_runs import INSERT_RUN, RUN_JSON_COLUMNS, CreateRun, NewRun
+from plait.store.models import GRAPH_RUN, NODE_RUN
+from plait.store.new_runs import RUN_JSON_COLUMNS, CreateRun, NewRun
+from plait.store.node_statements import new_node_row, node_statements
 from plait.store.records import NodeRunRecord, fresh_claim, node_run_from_row
+from plait.store.writes import CachePut, Claim, EndRun, Finish, Skip, Stale, Unit, Version, Watch, Write
 
 _DONE = (NodeStatus.COMPLETED, NodeStatus.FAILED, NodeStatus.SKIPPED, NodeStatus.OVERRIDDEN, NodeStatus.STALE)
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """Reserve one activation of a node for `owner`. Result: the claimed `NodeRunRecord`, or
-    None for "do not run it" (see `RunRepository.claim_node` for the rules)."""
-
-    run_id: str
-    node_id: str
-    activation: int
-    owner: str
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """Commit a node's result while `owner` still holds it `running`. Result: True if written."""
-
-    run_id: str
-    node_run_id: str
-    owner: str
-    status: NodeStatus
-    output: Any = None
-    input_snapshot: dict[str, Any] | Encoded | None = None
-    attempts: Sequence[dict[str, Any]] | Encoded = ()
-    error: dict[str, Any] | Encoded | None = None
-    """`output`, `input_snapshot`, `attempts` and `error` may come `Encoded` (redacted already)."""
-    tokens_input: int = 0
-    tokens_output: int = 0
-    cost_usd: float = 0.0
-    consumed: dict[str, int] | None = None
-    """Ledger versions the node read (see `Version`)."""
-    node_id: str | None = None
-    """The node's id, for the `mid_commit` failpoint only (not written)."""
-
-    def __post_init__(self) -> None:
-        if self.status is NodeStatus.RUNNING:
-            raise ValueError("a node finishes in the status it ends in, not 'running'")
-        if self.status is NodeStatus.PENDING and self.output is not None:
-            raise ValueError("a parked (pending) activation has no output yet: its output is written once, at the end")
-
-
-@dataclass(frozen=True, slots=True)
-class Version:
-    """Append version `version` of an owner's value to the field ledger (`prompt_field_version`).
-    `value` None with kind `execute`: the value is the output of `node_run_id`. Result: None;
-    a version taken already (a racing writer) fails the unit (UNIQUE)."""
-
-    run_id: str
-    owner_id: str
-    version: int
-    kind: str
-    by: str
-    frozen: dict[str, Any]
-    node_run_id: str | None = None
-    value: Any = None
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Skip:
-    """Mark an activation `skipped` (all its incoming edges inactive); nothing if it exists. Result: None."""
-
-    run_id: str
-    node_id: str
-    activation: int
-
-
-@dataclass(frozen=True, slots=True)
-class EndRun:
-    """Set the run's outcome and give its lease up, if `owner` holds the lease (and, with `seen`,
-    no correction arrived since the engine saw that many). Result: True if written."""
-
-    run_id: str
-    owner: str
-    status: RunStatus
-    output: Any = None
-    error: dict[str, Any] | None = None
-    seen: int | None = None
-    active_s: float = 0.0
-    """Seconds this engine executed the run, added to the run's execution time."""
-    wake_at: float | None = None
-    """For a run paused by WAIT nodes: when it is due to continue."""
-
-
-@dataclass(frozen=True, slots=True)
-class Watch:
-    """Read the run's count of corrections in the same transaction. Result: the count."""
-
-    run_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Stale:
-    """Mark a completed node run `stale` (it read a value corrected since). Result: None."""
-
-    run_id: str
-    node_run_id: str
-    node_id: str | None = None
-    """For the `node:stale` event the writer announces (not written)."""
-
-
-@dataclass(frozen=True, slots=True)
-class CachePut:
-    """Remember a validated model answer under its request hash; a newer one replaces it (a node
-    rerun explicitly was asked afresh, and later identical requests get that answer). Result: None."""
-
-    run_id: str
-    key: str
-    provider: str
-    model: str
-    response: dict[str, Any]
-    node_run_id: str
-
-
-Write = CreateRun | Claim | Finish | Skip | EndRun | CachePut | Version | Watch | Stale
-Unit = Sequence[Write]
 Runner = Callable[[str, dict[str, Any]], Any]
 """`run(statement_name, params)` inside the open transaction; returns a cursor (`rowcount`, `fetchone()`)."""
 
@@ -176,7 +62,7 @@ class NodeWriter:
         json_params = RUN_JSON_COLUMNS | frozenset(
             {"b_output", "b_snapshot", "b_attempts", "b_error", "b_response", "b_consumed", "b_value", "b_frozen"}
         )
-        self._statements = Statements(engine, _statements(engine), json_params, json_dumps_once, raw_postgres=True)
+        self._statements = Statements(engine, node_statements(engine), json_params, json_dumps_once, raw_postgres=True)
 
     def write(self, units: Sequence[Unit]) -> list[list[Any] | Exception]:
         """Commit `units` in one transaction; per unit, the results of its writes, or the error
@@ -437,154 +323,3 @@ def _apply(run: Runner, write: Write, now: float, totals: dict[str, list[float]]
     if ended:
         totals.pop(write.run_id, None)
     return ended
-
-
-def new_node_row(
-    run_id: str,
-    node_id: str,
-    activation: int,
-    status: NodeStatus,
-    *,
-    owner: str | None,
-    claims: int,
-    now: float,
-    started: float | None = None,
-    completed: float | None = None,
-) -> dict[str, object]:
-    """Bind parameters of the INSERT of a new node run."""
-    return {
-        "b_id": new_id(),
-        "b_run": run_id,
-        "b_node": node_id,
-        "b_activation": activation,
-        "b_status": status.value,
-        "b_owner": owner,
-        "b_claims": claims,
-        "b_now": now,
-        "b_started": started,
-        "b_completed": completed,
-    }
-
-
-def _statements(engine: Engine) -> dict[str, UpdateBase | Select[Any]]:
-    dialect_insert = conflict_insert(engine)
-    unique = [NODE_RUN.c.prompt_graph_run_id, NODE_RUN.c.node_def_id, NODE_RUN.c.activation]
-    # RETURNING, not rowcount: psycopg reports -1 for INSERT ... ON CONFLICT through SQLAlchemy.
-    new_row = dialect_insert(NODE_RUN).values(
-        id=bindparam("b_id"),
-        prompt_graph_run_id=bindparam("b_run"),
-        node_def_id=bindparam("b_node"),
-        activation=bindparam("b_activation"),
-        status=bindparam("b_status"),
-        owner=bindparam("b_owner"),
-        claims=bindparam("b_claims"),
-        created_at=bindparam("b_now"),
-        started_at=bindparam("b_started"),
-        completed_at=bindparam("b_completed"),
-    )
-    insert_node = new_row.on_conflict_do_nothing(index_elements=unique).returning(NODE_RUN.c.id)
-    # A skip also settles an activation queued by a rerun (a `pending` row without an owner).
-    skip_node = new_row.on_conflict_do_update(
-        index_elements=unique,
-        set_={"status": new_row.excluded.status, "completed_at": new_row.excluded.completed_at},
-        where=(NODE_RUN.c.status == NodeStatus.PENDING.value) & NODE_RUN.c.input_snapshot_json.is_(None),
-    )
-    finish = (
-        update(NODE_RUN)
-        .where(
-            NODE_RUN.c.id == bindparam("b_id"),
-            NODE_RUN.c.status == NodeStatus.RUNNING.value,
-            NODE_RUN.c.owner == bindparam("b_owner"),
-        )
-        .values(
-            status=bindparam("b_status"),
-            output_json=bindparam("b_output"),
-            input_snapshot_json=bindparam("b_snapshot"),
-            attempts_json=bindparam("b_attempts"),
-            error_json=bindparam("b_error"),
-            tokens_input=bindparam("b_tokens_in"),
-            tokens_output=bindparam("b_tokens_out"),
-            cost_usd=bindparam("b_cost"),
-            completed_at=bindparam("b_completed"),
-            consumed_json=bindparam("b_consumed"),
-        )
-    )
-    add_version = insert(FIELD_VERSION).values(
-        prompt_graph_run_id=bindparam("b_run"),
-        owner_id=bindparam("b_owner_id"),
-        version=bindparam("b_version"),
-        kind=bindparam("b_kind"),
-        value_json=bindparam("b_value"),
-        frozen_json=bindparam("b_frozen"),
-        node_run_id=bindparam("b_node_run"),
-        by=bindparam("b_by"),
-        reason=bindparam("b_reason"),
-        at=bindparam("b_now"),
-    )
-    add_totals = (
-        update(GRAPH_RUN)
-        .where(GRAPH_RUN.c.id == bindparam("b_run"))
-        .values(
-            tokens_input=GRAPH_RUN.c.tokens_input + bindparam("b_tokens_in"),
-            tokens_output=GRAPH_RUN.c.tokens_output + bindparam("b_tokens_out"),
-            cost_usd=GRAPH_RUN.c.cost_usd + bindparam("b_cost"),
-            updated_at=bindparam("b_now"),
-        )
-    )
-    end_run = (
-        update(GRAPH_RUN)
-        .where(GRAPH_RUN.c.id == bindparam("b_run"), GRAPH_RUN.c.lease_owner == bindparam("b_owner"))
-        .values(
-            status=bindparam("b_status"),
-            output_json=bindparam("b_output"),
-            error_json=bindparam("b_error"),
-            completed_at=bindparam("b_completed"),
-            updated_at=bindparam("b_now"),
-            lease_owner=None,
-            lease_expires_at=None,
-            active_s=GRAPH_RUN.c.active_s + bindparam("b_active"),
-            wake_at=bindparam("b_wake"),
-            tokens_input=GRAPH_RUN.c.tokens_input + bindparam("b_tokens_in"),
-            tokens_output=GRAPH_RUN.c.tokens_output + bindparam("b_tokens_out"),
-            cost_usd=GRAPH_RUN.c.cost_usd + bindparam("b_cost"),
-        )
-    )
-    end_run_seen = end_run.where(GRAPH_RUN.c.corrections == bindparam("b_seen"))
-    watch = select(GRAPH_RUN.c.corrections).where(GRAPH_RUN.c.id == bindparam("b_run"))
-    stale = (
-        update(NODE_RUN)
-        .where(NODE_RUN.c.id == bindparam("b_id"), NODE_RUN.c.status == NodeStatus.COMPLETED.value)
-        .values(status=NodeStatus.STALE.value)
-    )
-    cache_put = dialect_insert(LLM_CACHE).values(
-        key=bindparam("b_key"),
-        provider=bindparam("b_provider"),
-        model=bindparam("b_model"),
-        response_json=bindparam("b_response"),
-        node_run_id=bindparam("b_node_run"),
-        created_at=bindparam("b_now"),
-    )
-    cache_put = cache_put.on_conflict_do_update(  # the newest validated answer wins: an explicit rerun asked afresh
-        index_elements=[LLM_CACHE.c.key],
-        set_={
-            "provider": cache_put.excluded.provider,
-            "model": cache_put.excluded.model,
-            "response_json": cache_put.excluded.response_json,
-            "node_run_id": cache_put.excluded.node_run_id,
-            "created_at": cache_put.excluded.created_at,
-        },
-    )
-    return {
-        "insert_run": INSERT_RUN,
-        "insert_node": insert_node,
-        "skip_node": skip_node,
-        "finish": finish,
-        "add_totals": add_totals,
-        "add_totals_watch": add_totals.returning(GRAPH_RUN.c.corrections),
-        "end_run": end_run,
-        "end_run_seen": end_run_seen,
-        "watch": watch,
-        "stale": stale,
-        "cache_put": cache_put,
-        "add_version": add_version,
-    }

@@ -31,9 +31,10 @@ from plait.store.errors import ChildExists, NotFoundError, RunExists, StoreError
 from plait.store.fastpath import Statements
 from plait.store.models import GRAPH_DEF, GRAPH_RUN, NODE_RUN
 from plait.store.new_runs import ANNOUNCE_RUN, INSERT_RUN, RUN_JSON_COLUMNS, NewRun
-from plait.store.node_writes import Claim, Finish, NodeWriter, Skip
+from plait.store.node_writes import NodeWriter
 from plait.store.prefix import resolve_node_run_id, resolve_run_id
 from plait.store.records import ChildOf, NodeRunRecord, RunRecord, node_run_from_row, run_from_row
+from plait.store.writes import Claim, Finish, Skip
 
 _RUN_COLS = (*GRAPH_RUN.c, GRAPH_DEF.c.slug)
 _RUNS = GRAPH_RUN.join(GRAPH_DEF, GRAPH_DEF.c.id == GRAPH_RUN.c.prompt_graph_def_id)

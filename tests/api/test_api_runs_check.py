@@ -13,7 +13,7 @@ from plait.api.schemas import CheckProblemKind
 from plait.runs.check import ProblemKind
 from plait.store import current_activations
 from plait.store.corrections import CorrectionWriter
-from plait.store.node_writes import Version
+from plait.store.writes import Version
 
 CLI = re.compile(r"\bplait [a-z]+|(?<![\w-])--[a-z]|(?<!\w)-i ")
 

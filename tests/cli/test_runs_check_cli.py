@@ -15,7 +15,7 @@ import pytest
 
 from plait.store import Store, current_activations
 from plait.store.corrections import Change, CorrectionWriter, Queue, Reopen, SetOverride
-from plait.store.node_writes import Version
+from plait.store.writes import Version
 from tests.cli.test_corrections_cli import newest, only_run, shown
 from tests.cli.test_run_cli import example_args, plait
 

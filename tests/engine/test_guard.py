@@ -18,7 +18,8 @@ from plait.model.enums import NodeStatus, RunStatus
 from plait.redact import register
 from plait.runs.corrections import Corrections
 from plait.store import Store
-from plait.store.node_writes import Finish, NodeWriter
+from plait.store.node_writes import NodeWriter
+from plait.store.writes import Finish
 from tests.engine.test_engine import graph_file, start_run
 from tests.runs.test_corrections import drive, drive_with, newest, tr
 

@@ -21,7 +21,7 @@ from plait.llm.slots import DRAIN_TURNS, PER_TURN, count_call, may_go_on, paced
 from plait.model.enums import NodeStatus, RunStatus
 from plait.runs.start import start_run
 from plait.store import Store
-from plait.store.node_writes import Claim
+from plait.store.writes import Claim
 from tests.engine.test_engine import graph_file, llm, script
 
 uvloop = pytest.importorskip("uvloop", reason="uvloop is a dependency outside Windows")

@@ -14,7 +14,7 @@ from sqlalchemy.exc import OperationalError
 from plait.runs.start import start_run
 from plait.store import NotFoundError, Store
 from plait.store.faults import transient
-from plait.store.node_writes import Claim, Watch
+from plait.store.writes import Claim, Watch
 from tests.api.api_helpers import wait_for
 from tests.conftest import pg_base_url, pg_schema_url
 

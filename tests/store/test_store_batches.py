@@ -12,7 +12,7 @@ from store_helpers import new_run
 
 from plait.model.enums import NodeStatus, RunStatus
 from plait.store import NodeRunRecord, NotFoundError, Store
-from plait.store.node_writes import Claim, EndRun, Finish, Skip
+from plait.store.writes import Claim, EndRun, Finish, Skip
 
 
 def by_node(store: Store, run_id: str) -> dict[str, NodeRunRecord]:

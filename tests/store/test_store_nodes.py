@@ -18,7 +18,7 @@ from store_helpers import graph, new_run, spawn_workers
 from plait.model.enums import NodeStatus, RunStatus
 from plait.store import NodeRunRecord, Store
 from plait.store.models import GRAPH_RUN, NODE_RUN
-from plait.store.node_writes import Finish, Watch
+from plait.store.writes import Finish, Watch
 
 
 def only(store: Store, run_id: str) -> NodeRunRecord:

@@ -10,7 +10,7 @@ from store_helpers import new_run
 from plait.model.enums import NodeStatus, RunStatus
 from plait.redact import register
 from plait.store import Store
-from plait.store.node_writes import Claim, EndRun, Finish
+from plait.store.writes import Claim, EndRun, Finish
 
 
 def test_attempts_and_errors_are_stored_redacted(store: Store) -> None:

@@ -12,7 +12,7 @@ import yaml
 from worker_helpers import Cluster, wait_until
 
 from tests.api.api_helpers import read_events
-from tests.worker.counting_server import counting_server, openai_config
+from tests.worker.counting_server import counting_server
 
 GRAPH = {
     "plait": 1,
@@ -80,8 +80,7 @@ def test_pausing_and_cancelling_over_http_stop_a_run_a_worker_executes(cluster: 
     # is surely in flight, however loaded the host.
     gate = threading.Event()
     with counting_server(latency_s=0, gate=gate) as (url, counts):
-        workers = "[workers]" + cluster.config.read_text().split("[workers]")[1]
-        cluster.config.write_text(openai_config(url, workers))
+        cluster.model_at(url)
         cluster.worker()
         with cluster.served(yaml.safe_dump(GRAPH)) as client:
 

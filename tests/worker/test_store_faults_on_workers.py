@@ -14,7 +14,7 @@ from worker_helpers import Cluster, wait_until
 from plait.model.enums import NodeStatus, RunStatus
 from plait.runs.start import start_run
 from tests.conftest import terminate_backends
-from tests.worker.counting_server import PAID_THEN_SHAPED, counting_server, openai_config
+from tests.worker.counting_server import PAID_THEN_SHAPED, counting_server
 
 ITEMS = 4
 MAP = {
@@ -34,20 +34,13 @@ MAP = {
 }
 
 
-def _configure(cluster: Cluster, url: str) -> None:
-    # the cluster's long lease: no worker dies here, so no run may be handed to the other worker
-    # (which would pay for its call again)
-    workers = "[workers]" + cluster.config.read_text().split("[workers]")[1]
-    cluster.config.write_text(openai_config(url, workers))
-
-
 def test_a_run_on_a_worker_keeps_its_paid_answer_when_the_database_drops_its_connections(
     cluster: Cluster, pg_schema: str
 ) -> None:
     gate = threading.Event()
     (cluster.folder / "graph.yaml").write_text(yaml.safe_dump(PAID_THEN_SHAPED))
     with counting_server(latency_s=0.0, gate=gate) as (url, counts):
-        _configure(cluster, url)
+        cluster.model_at(url)  # the cluster's long lease: no worker dies here, so none pays a call again
         cluster.worker()
         with cluster.store() as store:
             run_id = start_run(store, str(cluster.folder / "graph.yaml"), {}, announce="start")
@@ -73,7 +66,7 @@ def test_a_map_spread_over_workers_keeps_every_paid_answer_when_the_database_dro
     (cluster.folder / "graph.yaml").write_text(yaml.safe_dump(MAP))
     topics = [f"topic {i}" for i in range(ITEMS)]
     with counting_server(latency_s=0.0, gate=gate) as (url, counts):
-        _configure(cluster, url)
+        cluster.model_at(url)  # the cluster's long lease: no worker dies here, so none pays a call again
         cluster.worker()
         cluster.worker()
         with cluster.store() as store:

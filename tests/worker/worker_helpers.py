@@ -18,6 +18,7 @@ from plait.store import Store
 from plait.testing import skip_or_fail, wait_for, wait_until_healthy
 from tests.api.api_helpers import free_port
 from tests.plait_cli import run_plait, start_plait
+from tests.worker.counting_server import openai_config
 
 REDIS = "redis://127.0.0.1:6379/0"
 
@@ -53,6 +54,12 @@ class Cluster:
 
     def plait(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return run_plait(*args, cwd=self.folder, env=self.env(), timeout=timeout)
+
+    def model_at(self, url: str) -> None:
+        """Send the chat role to the OpenAI-compatible server at `url` (a counting server), the
+        `[workers]` table kept as it is."""
+        workers = "[workers]" + self.config.read_text().split("[workers]")[1]
+        self.config.write_text(openai_config(url, workers))
 
     def store(self) -> Store:
         return Store(self.db)

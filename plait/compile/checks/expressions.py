@@ -48,10 +48,10 @@ def check_expression_paths(ctx: CheckContext) -> None:
             _check_bare_names(ctx, node, field, text, bare)
 
 
-def _check_bare_names(ctx: CheckContext, node: NodeBase, field: str, text: str, ids: re.Pattern[str]) -> None:
-    """A node's output read by the node's bare name (`ids`: the graph's node ids that can be one),
+def _check_bare_names(ctx: CheckContext, node: NodeBase, field: str, text: str, bare: re.Pattern[str]) -> None:
+    """A node's output read by the node's bare name (`bare` finds the graph's node ids that can be one),
     as a template reads it: a ReferenceError when it runs, unless the expression declares that name."""
-    for path in dict.fromkeys(member_paths(text, bindings=ids)):
+    for path in dict.fromkeys(member_paths(text, bindings=bare)):
         name = str(path[0])
         declared = rf"\b(?:const|let|var|function)\s+{name}\b|\b{name}\s*=>|[(,]\s*{name}\s*[,)=]"
         if re.search(declared, text):
